@@ -1,0 +1,34 @@
+# Classed conditions. Errors are `nce_error_<kind>` / `nce_error`, warnings
+# `nce_warning_<kind>` / `nce_warning`, so callers can catch them by kind.
+
+nce_abort <- function(message, kind = "input", call = sys.call(-1L)) {
+  cond <- structure(
+    class = c(paste0("nce_error_", kind), "nce_error", "error", "condition"),
+    list(message = message, call = call)
+  )
+  stop(cond)
+}
+
+nce_warn <- function(message, kind, call = sys.call(-1L)) {
+  cond <- structure(
+    class = c(paste0("nce_warning_", kind), "nce_warning", "warning", "condition"),
+    list(message = message, call = call)
+  )
+  warning(cond)
+}
+
+# Rust calls return either their result or a list of class `nce_rust_error`
+# (the Rust side never raises R errors itself); turn the latter into a condition.
+rs <- function(res, call = sys.call(-1L)) {
+  if (inherits(res, "nce_rust_error")) {
+    nce_abort(res$message, res$code, call = call)
+  }
+  res
+}
+
+# Positions as "1, 5, 9 and 3 more" for messages.
+format_positions <- function(i, max = 5L) {
+  s <- paste(utils::head(i, max), collapse = ", ")
+  if (length(i) > max) s <- paste0(s, " and ", length(i) - max, " more")
+  s
+}

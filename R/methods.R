@@ -1,0 +1,228 @@
+# Methods for nce_fit objects, shaped after glm's.
+
+#' Covariance of an nce fit
+#'
+#' @param object An `nce_fit`.
+#' @param type `"sandwich"` (default: data and reference points as two
+#'   independent samples, right for NCE) or `"naive"` (inverse Hessian of the
+#'   logistic regression, which treats the reference points as fixed).
+#' @param ... Unused.
+#' @return Covariance matrix with the coefficients' names.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
+#' vcov(fit)
+#' vcov(fit, type = "naive")
+#' @export
+vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  if (type == "sandwich") object$vcov else object$vcov_naive
+}
+
+#' Wald confidence intervals for an nce fit
+#'
+#' @param object An `nce_fit`.
+#' @param parm Coefficients (names or indices); all by default.
+#' @param level Confidence level.
+#' @param type Covariance used, see [vcov.nce_fit()].
+#' @param ... Unused.
+#' @return Matrix with one row per coefficient, columns for the lower and
+#'   upper limits.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' confint(nce(~ y, df, ref_uniform(y = c(0, 1))))
+#' @export
+confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
+  if (!is.numeric(level) || length(level) != 1L || !(level > 0 && level < 1)) {
+    nce_abort("`level` must be one number in (0, 1)", "input")
+  }
+  cf <- stats::coef(object)
+  se <- sqrt(diag(stats::vcov(object, type = match.arg(type))))
+  pnames <- names(cf)
+  if (missing(parm)) parm <- pnames else if (is.numeric(parm)) parm <- pnames[parm]
+  unknown <- setdiff(parm, pnames)
+  if (length(unknown)) nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  a <- (1 - level) / 2
+  pct <- paste(format(100 * c(a, 1 - a), trim = TRUE, scientific = FALSE, digits = 3), "%")
+  z <- stats::qnorm(1 - a)
+  ci <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
+  dimnames(ci) <- list(parm, pct)
+  ci
+}
+
+#' @export
+nobs.nce_fit <- function(object, ...) object$n
+
+#' @export
+formula.nce_fit <- function(x, ...) x$formula
+
+#' The data and reference rows of an nce fit
+#'
+#' @param formula An `nce_fit`.
+#' @param ... Unused.
+#' @return Data frame of the data rows then the reference rows, in the
+#'   reference's columns, with `.label` (1 data, 0 reference) and `.offset`
+#'   (the offset used in the fit: \eqn{\log(n/m) - \log q}).
+#' @export
+model.frame.nce_fit <- function(formula, ...) formula$model
+
+#' @export
+print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nNoise-contrastive estimation (", x$method, ")\n\nCall:  ",
+      paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
+  cat("Coefficients:\n")
+  print.default(format(stats::coef(x), digits = digits), print.gap = 2L, quote = FALSE)
+  cat(sprintf("\nlog normalising constant (-(Intercept)): %s\n", format(x$log_normaliser, digits = digits)))
+  cat(sprintf("%d data points, %d reference points (ratio %g)%s\n", x$n, x$m, x$ratio,
+              if (x$converged) "" else "; NOT CONVERGED"))
+  invisible(x)
+}
+
+#' Summarise an nce fit
+#'
+#' @param object An `nce_fit`.
+#' @param type Covariance used for standard errors, see [vcov.nce_fit()].
+#' @param ... Unused.
+#' @return An object of class `summary.nce_fit`: the coefficient table
+#'   (`coefficients`: estimate, standard error, z value, p value), the
+#'   estimated log normalising constant with its standard error, and the
+#'   fit's settings.
+#' @export
+summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  cf <- stats::coef(object)
+  se <- sqrt(diag(stats::vcov(object, type = type)))
+  z <- cf / se
+  tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
+  structure(list(call = object$call, coefficients = tab, se_type = type,
+                 log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
+                 n = object$n, m = object$m, ratio = object$ratio, method = object$method,
+                 converged = object$converged, iterations = object$iterations,
+                 reference = object$reference),
+            class = "summary.nce_fit")
+}
+
+#' @export
+print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nNoise-contrastive estimation (", x$method, ")\n\nCall:  ",
+      paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
+  cat(sprintf("Coefficients (%s standard errors):\n", x$se_type))
+  stats::printCoefmat(x$coefficients, digits = digits, na.print = "NA")
+  cat(sprintf("\nlog normalising constant: %s (s.e. %s)\n",
+              format(x$log_normaliser[["estimate"]], digits = digits),
+              format(x$log_normaliser[["se"]], digits = digits)))
+  cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
+              x$n, x$m, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
+  cat(sprintf("Newton iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
+  invisible(x)
+}
+
+#' Predict densities from an nce fit
+#'
+#' @param object An `nce_fit`.
+#' @param newdata Data frame with the reference's columns; the data by default.
+#'   Rows with NA give NA.
+#' @param type `"log_density"` (\eqn{f_\theta(y) + \nu}: the log of the
+#'   normalised density, with the intercept's estimate of \eqn{-\log Z}),
+#'   `"density"` (its exponential) or `"log_unnormalised"`
+#'   (\eqn{f_\theta(y)} alone).
+#' @param se.fit Also return standard errors (delta method for `"density"`).
+#' @param se_type Covariance used, see [vcov.nce_fit()].
+#' @param ... Unused.
+#' @return A vector, or with `se.fit = TRUE` a list with `fit` and `se.fit`.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
+#' predict(fit, data.frame(y = c(0, 0.5, 1)), type = "density", se.fit = TRUE)
+#' 2 * exp(2 * c(0, 0.5, 1)) / (exp(2) - 1)   # truth
+#' @export
+predict.nce_fit <- function(object, newdata, type = c("log_density", "density", "log_unnormalised"),
+                            se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  if (missing(newdata)) {
+    newdata <- object$model[object$model$.label == 1, object$reference$vars, drop = FALSE]
+  }
+  if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
+  x <- nce_model_matrix(object, newdata)
+  beta <- stats::coef(object)
+  v <- stats::vcov(object, type = match.arg(se_type))
+  keep <- !is.na(beta)
+  if (type == "log_unnormalised") keep[1L] <- FALSE
+  x <- x[, keep, drop = FALSE]
+  fit <- drop(x %*% beta[keep])
+  se <- sqrt(rowSums((x %*% v[keep, keep, drop = FALSE]) * x))
+  if (type == "density") {
+    fit <- exp(fit)
+    se <- fit * se
+  }
+  names(fit) <- names(se) <- rownames(newdata)
+  if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# Model matrix of the fit's terms at new points (NA rows kept as NA).
+nce_model_matrix <- function(object, newdata) {
+  missing <- setdiff(all.vars(object$formula), names(newdata))
+  if (length(missing)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input")
+  tt <- stats::delete.response(object$terms)
+  mf <- stats::model.frame(tt, newdata, na.action = stats::na.pass, xlev = object$xlevels)
+  x <- stats::model.matrix(tt, mf, contrasts.arg = object$contrasts)
+  if (nrow(x) != nrow(newdata)) {
+    out <- matrix(NA_real_, nrow(newdata), ncol(x), dimnames = list(NULL, colnames(x)))
+    out[as.integer(rownames(x)), ] <- x
+    x <- out
+  }
+  x
+}
+
+#' Simulate from an nce fit
+#'
+#' Draws data sets of the fit's size from the fitted density by
+#' sampling-importance-resampling: `candidates` reference draws per point are
+#' weighted by \eqn{\exp\{f_\theta(u)\}/q(u)} and resampled. The draws are
+#' approximate, with error falling as `candidates` grows; the effective sample
+#' size of the weights is returned as attribute `"ess"`.
+#'
+#' @param object An `nce_fit`.
+#' @param nsim Number of data sets.
+#' @param seed As for [stats::simulate()]: `NULL` or an integer for `set.seed()`.
+#' @param candidates Reference draws per simulated point.
+#' @param ... Unused.
+#' @return Data frame with the reference's columns and `.sim` (data set index).
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
+#' s <- simulate(fit, nsim = 2, seed = 3)
+#' tapply(s$y, s$.sim, mean)
+#' @export
+simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
+  if (!is.null(seed)) {
+    if (!exists(".Random.seed", envir = .GlobalEnv, inherits = FALSE)) stats::runif(1)
+    old <- get(".Random.seed", envir = .GlobalEnv)
+    on.exit(assign(".Random.seed", old, envir = .GlobalEnv))
+    set.seed(seed)
+  }
+  if (!is.numeric(nsim) || length(nsim) != 1L || nsim < 1) nce_abort("`nsim` must be a positive whole number", "input")
+  if (!is.numeric(candidates) || length(candidates) != 1L || candidates < 1) {
+    nce_abort("`candidates` must be a positive whole number", "input")
+  }
+  n <- object$n
+  k <- as.integer(round(candidates * n))
+  ess <- numeric(nsim)
+  sims <- lapply(seq_len(nsim), function(s) {
+    u <- ref_draw(object$reference, k)
+    lw <- predict(object, u, type = "log_unnormalised") - ref_logq(object$reference, u)
+    w <- exp(lw - max(lw))
+    ess[s] <<- sum(w)^2 / sum(w^2)
+    out <- u[sample.int(k, n, replace = TRUE, prob = w), , drop = FALSE]
+    out$.sim <- s
+    out
+  })
+  out <- do.call(rbind, sims)
+  rownames(out) <- NULL
+  attr(out, "ess") <- ess
+  out
+}

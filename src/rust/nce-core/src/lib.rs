@@ -1,0 +1,15 @@
+//! Numerics for noise-contrastive estimation, with no R in it.
+//!
+//! The R package `nce` calls this crate through a thin extendr binding; everything here
+//! is plain Rust and is checked by `cargo test`.
+
+pub mod design;
+pub mod error;
+pub mod family;
+pub mod irls;
+pub mod linalg;
+pub mod reference;
+pub mod rng;
+pub mod sandwich;
+
+pub use error::{NceError, Result};

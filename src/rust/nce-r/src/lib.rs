@@ -1,0 +1,161 @@
+//! Thin extendr binding: converts R objects, calls nce-core, returns plain R lists.
+//! No numerics here.
+
+mod convert;
+mod run;
+
+use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
+use extendr_api::prelude::*;
+use nce_core::design::DenseDesign;
+use nce_core::family::Family;
+use nce_core::irls::{self, Control, Problem};
+use nce_core::reference::Reference;
+use nce_core::sandwich::sample_sandwich;
+use nce_core::NceError;
+use std::sync::atomic::Ordering;
+
+fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
+    if threads < 1 {
+        return Err(NceError::invalid("threads", format!("must be a positive integer, got {threads}")));
+    }
+    Ok(threads as usize)
+}
+
+/// Fit a GLM-type objective by Newton/IRLS; with `sample` (0-based sample index per row,
+/// or NULL) also the NCE sandwich covariance.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_fit_glm(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, control: List, threads: i32) -> Robj {
+    guard(|| {
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        let y = real_slice(&y, "y")?;
+        let w = real_slice(&weights, "weights")?;
+        let o = real_slice(&offset, "offset")?;
+        let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+        let sample: Option<Vec<usize>> = if sample.is_null() {
+            None
+        } else {
+            let s = int_slice(&sample, "sample")?;
+            if s.len() != n || s.iter().any(|&v| v < 0) {
+                return Err(NceError::invalid("sample", format!("must hold {n} non-negative integers")));
+            }
+            Some(s.iter().map(|&v| v as usize).collect())
+        };
+        let num = |name: &str| -> std::result::Result<f64, NceError> {
+            list_real(&control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
+        };
+        let ctrl = Control { epsilon: num("epsilon")?, maxit: num("maxit")? as usize, ..Control::default() };
+        let threads = threads_of(threads)?;
+        let design = DenseDesign::new(xd, n, p)?;
+        let (fit, sandwich) = run::run(threads, |stop| {
+            let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
+            let fit = irls::fit(&design, &prob, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let sw = match &sample {
+                Some(s) => Some(sample_sandwich(&design, &fit.row_grad, s, &fit.cov, &fit.aliased)?),
+                None => None,
+            };
+            Ok((fit, sw))
+        })?;
+        Ok(list!(
+            coefficients = fit.coefficients,
+            aliased = fit.aliased,
+            cov = to_r_matrix(&fit.cov),
+            cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
+            eta = fit.eta,
+            fitted = fit.fitted,
+            loglik = fit.loglik,
+            deviance = fit.deviance,
+            iterations = fit.iterations as i32,
+            converged = fit.converged,
+            n_certain = fit.n_certain as i32,
+            message = fit.message
+        )
+        .into_robj())
+    })
+}
+
+fn reference_from(spec: &List) -> std::result::Result<Reference, NceError> {
+    let kind: String = list_real(spec, "kind")?
+        .as_str()
+        .ok_or_else(|| NceError::invalid("kind", "must be a string"))?
+        .to_string();
+    let vecf = |name: &str| -> std::result::Result<Vec<f64>, NceError> {
+        let r = list_real(spec, name)?;
+        Ok(real_slice(&r, name)?.to_vec())
+    };
+    match kind.as_str() {
+        "uniform" => Reference::uniform(vecf("lower")?, vecf("upper")?),
+        "normal" => Reference::normal(vecf("mean")?, &vecf("sigma")?),
+        other => Err(NceError::invalid("reference", format!("no built-in sampler of kind '{other}'"))),
+    }
+}
+
+/// Draw `n` points from a built-in reference; a column-major n x d matrix.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_ref_sample(spec: List, n: f64, seed: f64, threads: i32) -> Robj {
+    guard(|| {
+        if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0) {
+            return Err(NceError::invalid("n", format!("must be a non-negative whole number, got {n}")));
+        }
+        if !(seed.is_finite() && seed >= 0.0) {
+            return Err(NceError::invalid("seed", "must be a non-negative number"));
+        }
+        let r = reference_from(&spec)?;
+        let n = n as usize;
+        let d = r.dim();
+        let draws = run::run(threads_of(threads)?, |_| Ok(r.sample(n, seed as u64)))?;
+        Ok(col_major_matrix(draws, n, d))
+    })
+}
+
+/// log q of a built-in reference at the rows of a matrix.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let r = reference_from(&spec)?;
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        if p != r.dim() {
+            return Err(NceError::invalid("x", format!("has {p} columns, the reference has {}", r.dim())));
+        }
+        let out = run::run(threads_of(threads)?, |_| r.log_density(xd, n))?;
+        Ok(out.into_robj())
+    })
+}
+
+/// For tests of the error path: returns an error carrying `msg`.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_debug_error(msg: &str) -> Robj {
+    guard(|| Err(NceError::invalid("msg", msg.to_string())))
+}
+
+/// For tests of the panic path: panics on the main thread or, with `worker`, inside the pool.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_debug_panic(msg: &str, worker: bool) -> Robj {
+    guard(|| {
+        if worker {
+            let m = msg.to_string();
+            run::run(2, move |_| -> std::result::Result<(), NceError> { panic!("{}", m) })?;
+            Ok(().into())
+        } else {
+            panic!("{}", msg)
+        }
+    })
+}
+
+extendr_module! {
+    mod nce;
+    fn nce_fit_glm;
+    fn nce_ref_sample;
+    fn nce_ref_log_density;
+    fn nce_debug_error;
+    fn nce_debug_panic;
+}

@@ -1,0 +1,53 @@
+//! Running core work in a per-call thread pool while the R main thread watches for interrupts.
+
+use crate::convert::panic_message;
+use nce_core::NceError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+extern "C" {
+    /// Defined in entrypoint.c: R_CheckUserInterrupt under R_ToplevelExec.
+    fn nce_interrupt_pending() -> std::os::raw::c_int;
+}
+
+fn interrupt_pending() -> bool {
+    // Safety: called only from the R main thread (this module's `run` loop).
+    unsafe { nce_interrupt_pending() != 0 }
+}
+
+/// Run `f` inside a fresh pool of `threads` threads. The calling (R main) thread waits and polls
+/// R for a user interrupt; `f` sees the request through the flag it is given. Workers never
+/// touch R. A panic in `f` becomes an error.
+pub fn run<T: Send>(
+    threads: usize,
+    f: impl FnOnce(&AtomicBool) -> Result<T, NceError> + Send,
+) -> Result<T, NceError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| NceError::Numerical(format!("could not start a thread pool: {e}")))?;
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| f(&stop))));
+            let _ = tx.send(());
+            out
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if !stop.load(Ordering::Relaxed) && interrupt_pending() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        match handle.join() {
+            Ok(Ok(r)) => r,
+            Ok(Err(p)) | Err(p) => Err(NceError::Internal(panic_message(p.as_ref()))),
+        }
+    })
+}
