@@ -6,9 +6,12 @@
 pub mod design;
 pub mod error;
 pub mod family;
+pub mod grouped;
 pub mod irls;
 pub mod linalg;
+pub mod penalty;
 pub mod reference;
+pub mod reml;
 pub mod rng;
 pub mod sandwich;
 

@@ -217,10 +217,13 @@ fn make_groups(pens: &[Penalty]) -> Result<Vec<Group>> {
     Ok(groups)
 }
 
-/// Orthogonal Q putting the range of the dominant penalties first (Wood 2011, appendix B).
-fn similarity_transform(s: &[DMatrix<f64>], lambda: &[f64]) -> DMatrix<f64> {
+/// Orthogonal Q putting the range of the dominant penalties first (Wood 2011, appendix B),
+/// and for each penalty the index from which its transformed matrix is exactly zero (it is in
+/// exact arithmetic; zeroing it stops rounding in a huge lambda_j S_j from swamping the rest).
+fn similarity_transform(s: &[DMatrix<f64>], lambda: &[f64]) -> (DMatrix<f64>, Vec<usize>) {
     let r = s[0].nrows();
     let mut q = DMatrix::<f64>::identity(r, r);
+    let mut zero_from = vec![r; s.len()];
     let mut k0 = 0;
     let mut remaining: Vec<usize> = (0..s.len()).collect();
     while k0 < r && !remaining.is_empty() {
@@ -246,16 +249,29 @@ fn similarity_transform(s: &[DMatrix<f64>], lambda: &[f64]) -> DMatrix<f64> {
         }
         let rotated = qn * vecs;
         q.columns_mut(k0, m).copy_from(&rotated);
+        for (k, &j) in remaining.iter().enumerate() {
+            if dominant[k] {
+                zero_from[j] = k0 + rk;
+            }
+        }
         k0 += rk;
         remaining = remaining.iter().zip(&dominant).filter(|(_, &d)| !d).map(|(&j, _)| j).collect();
     }
-    q
+    (q, zero_from)
 }
 
 fn group_log_det(g: &Group, rho: &[f64], out: &mut LogDet) -> Result<()> {
     let lam: Vec<f64> = g.members.iter().map(|&j| rho[j].exp()).collect();
-    let q = similarity_transform(&g.projected, &lam);
-    let sj: Vec<DMatrix<f64>> = g.projected.iter().map(|s| q.transpose() * s * &q).collect();
+    let (q, zero_from) = similarity_transform(&g.projected, &lam);
+    let sj: Vec<DMatrix<f64>> = g
+        .projected
+        .iter()
+        .zip(&zero_from)
+        .map(|(s, &z)| {
+            let t = q.transpose() * s * &q;
+            DMatrix::from_fn(g.rank, g.rank, |i, k| if i < z && k < z { t[(i, k)] } else { 0.0 })
+        })
+        .collect();
     let mut m = DMatrix::zeros(g.rank, g.rank);
     for (s, l) in sj.iter().zip(&lam) {
         m += s * *l;

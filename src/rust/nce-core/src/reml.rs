@@ -221,8 +221,8 @@ impl<D: Design> Ctx<'_, D> {
         let mut hess = DMatrix::zeros(m, m);
         for j in 0..m {
             for k in j..m {
-                let mut bjk = -(&aj[k] * &bj[j]) - &hinv * (&sb[j] * (lam[j] * 0.0)) ;
-                // H^{-1}(dH_k b_j + lambda_j S_j b_k); S_j b_k via the penalty set.
+                // d2b/drho_j drho_k = [j == k] b_j - H^{-1} (dH_k b_j + lambda_j S_j b_k).
+                let mut bjk = -(&aj[k] * &bj[j]);
                 let sj_bk = pens.apply(j, bj[k].as_slice());
                 bjk -= &hinv * sj_bk * lam[j];
                 if j == k {
@@ -453,4 +453,105 @@ fn finish<D: Design>(
         converged,
         message,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::DenseDesign;
+    use crate::grouped::GroupedDesign;
+    use crate::penalty::Penalty;
+
+    /// Columns 1, x, cos(k pi x) (k = 1..8) with penalty diag(k^4) on the cosine terms.
+    fn basis(x: &[f64]) -> (Vec<f64>, usize, PenaltySet) {
+        let (n, p) = (x.len(), 10);
+        let mut xm = vec![0.0; n * p];
+        for (i, &t) in x.iter().enumerate() {
+            xm[i] = 1.0;
+            xm[n + i] = t;
+            for k in 1..=8 {
+                xm[(k + 1) * n + i] = (k as f64 * std::f64::consts::PI * t).cos();
+            }
+        }
+        let s = DMatrix::from_fn(8, 8, |i, j| if i == j { ((i + 1) as f64).powi(4) } else { 0.0 });
+        (xm, p, PenaltySet::new(p, vec![Penalty { start: 2, s }]).unwrap())
+    }
+
+    /// Deterministic 0/1 responses with P(y = 1) = plogis(f(x)).
+    fn labels(x: &[f64], f: impl Fn(f64) -> f64) -> Vec<f64> {
+        x.iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let u = ((i as f64 * 0.618_033_988_75) % 1.0 + 0.5 * (i as f64 * 0.414_213_562).sin().abs()) % 1.0;
+                if u < 1.0 / (1.0 + (-f(t)).exp()) { 1.0 } else { 0.0 }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn linear_truth_sends_the_smoothing_parameter_up() {
+        let n = 400;
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 + 0.5) / n as f64).collect();
+        let y = labels(&x, |t| 2.0 * t - 1.0);
+        let (xm, p, pens) = basis(&x);
+        let d = DenseDesign::new(&xm, n, p).unwrap();
+        let (w, o) = (vec![1.0; n], vec![0.0; n]);
+        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
+        let ctrl = RemlControl { tol: 1e-10, ..Default::default() };
+        let f = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap();
+        assert!(f.converged, "{}", f.message);
+        let edf: f64 = f.edf.iter().sum();
+        assert!(edf < 2.1, "edf {edf}, sp {:?}", f.sp);
+        assert!(f.at_bound[0] || f.gradient[0].abs() < 1e-7, "{:?} {:?}", f.at_bound, f.gradient);
+    }
+
+    #[test]
+    fn grouped_design_gives_the_same_reml_fit_as_the_expanded_one() {
+        // Rows in groups of 5 sharing the last two columns [1, z_t].
+        let (n, ng) = (500, 100);
+        let x: Vec<f64> = (0..n).map(|i| ((i * 37 % n) as f64 + 0.5) / n as f64).collect();
+        let group: Vec<usize> = (0..n).map(|r| r / 5).collect();
+        let z: Vec<f64> = (0..ng).map(|t| (t as f64 * 0.3).sin()).collect();
+        let y = labels(&x, |t| (6.0 * t).sin());
+        let (xa, pa, _) = basis(&x);
+        let b: Vec<f64> = z.iter().map(|_| 1.0).chain(z.iter().copied()).collect();
+        // The grouped intercept replaces column 0 of the basis.
+        let a = &xa[n..];
+        let gd = GroupedDesign::new(a, n, pa - 1, &b, ng, 2, &group).unwrap();
+        let mut dense = a.to_vec();
+        dense.extend(group.iter().map(|_| 1.0));
+        dense.extend(group.iter().map(|&t| z[t]));
+        let dd = DenseDesign::new(&dense, n, pa + 1).unwrap();
+        let s = DMatrix::from_fn(8, 8, |i, j| if i == j { ((i + 1) as f64).powi(4) } else { 0.0 });
+        let pens = PenaltySet::new(pa + 1, vec![Penalty { start: 1, s }]).unwrap();
+        let (w, o) = (vec![1.0; n], vec![0.0; n]);
+        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
+        let ctrl = RemlControl::default();
+        let f1 = fit_reml(&gd, &prob, &pens, &ctrl, &mut || false).unwrap();
+        let f2 = fit_reml(&dd, &prob, &pens, &ctrl, &mut || false).unwrap();
+        assert!(f1.converged && f2.converged);
+        assert!((f1.rho[0] - f2.rho[0]).abs() < 1e-8);
+        for (a, b) in f1.coefficients.iter().zip(&f2.coefficients) {
+            assert!((a - b).abs() < 1e-8);
+        }
+        assert!((f1.reml - f2.reml).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_input_and_interrupt() {
+        let n = 50;
+        let x: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
+        let y = labels(&x, |t| t);
+        let (xm, p, pens) = basis(&x);
+        let d = DenseDesign::new(&xm, n, p).unwrap();
+        let (w, o) = (vec![1.0; n], vec![0.0; n]);
+        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
+        let ctrl = RemlControl { sp: Some(vec![1.0, 2.0]), ..Default::default() };
+        let e = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap_err();
+        assert!(e.to_string().starts_with("`sp`"), "{e}");
+        let ctrl = RemlControl { sp: Some(vec![-1.0]), ..Default::default() };
+        assert!(fit_reml(&d, &prob, &pens, &ctrl, &mut || false).is_err());
+        let e = fit_reml(&d, &prob, &pens, &RemlControl::default(), &mut || true).unwrap_err();
+        assert_eq!(e, NceError::Interrupted);
+    }
 }

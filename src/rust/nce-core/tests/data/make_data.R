@@ -12,6 +12,10 @@ dump_case <- function(name, formula, data, family, sp_fixed) {
   dir.create(name, showWarnings = FALSE)
   b <- gam(formula, data = data, family = family, method = "REML")
   bf <- gam(formula, data = data, family = family, method = "REML", sp = sp_fixed)
+  # Same fit with much tighter outer convergence: tells which smoothing parameters mgcv's
+  # default stopped short of infinity (the score is flat there, so their values are arbitrary).
+  bt <- gam(formula, data = data, family = family, method = "REML",
+            control = gam.control(newton = list(conv.tol = 1e-10), epsilon = 1e-10))
   X <- model.matrix(b)
   wr(X, file.path(name, "X.csv"))
   wr(matrix(b$y, ncol = 1), file.path(name, "y.csv"))
@@ -36,7 +40,9 @@ dump_case <- function(name, formula, data, family, sp_fixed) {
     data.frame(name = "edf_reml", index = seq_along(b$edf) - 1, value = b$edf),
     data.frame(name = "vp_diag", index = seq_along(coef(b)) - 1, value = diag(b$Vp)),
     data.frame(name = "eta_reml", index = seq_along(b$linear.predictors) - 1, value = b$linear.predictors),
-    data.frame(name = "outer_iter", index = 0, value = b$outer.info$iter))
+    data.frame(name = "outer_iter", index = 0, value = b$outer.info$iter),
+    data.frame(name = "sp_tight", index = seq_along(bt$sp) - 1, value = bt$sp),
+    data.frame(name = "reml_tight", index = 0, value = bt$gcv.ubre))
   ref$value <- sprintf("%.17g", ref$value)
   write.csv(ref, file.path(name, "ref.csv"), row.names = FALSE, quote = FALSE)
   cat(name, ": sp =", format(b$sp, digits = 6), " edf =", format(sum(b$edf), digits = 6),

@@ -1,0 +1,4 @@
+library(testthat)
+library(nce)
+
+test_check("nce")
