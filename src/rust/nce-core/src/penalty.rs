@@ -183,6 +183,12 @@ fn make_groups(pens: &[Penalty]) -> Result<Vec<Group>> {
             _ => groups.push(Group { start: a, size: b - a, members: vec![j], rank: 0, log_const: 0.0, projected: vec![] }),
         }
     }
+    for (j, pen) in pens.iter().enumerate() {
+        let (vals, _) = sorted_eigen(&pen.s);
+        if vals[vals.len() - 1] < -1e-8 * vals[0].abs() {
+            return Err(NceError::invalid(&format!("penalty {}", j + 1), "is not positive semi-definite"));
+        }
+    }
     for g in &mut groups {
         g.members.sort_unstable();
         let embed = |j: usize| -> DMatrix<f64> {
@@ -383,5 +389,8 @@ mod tests {
         let bad = DMatrix::from_row_slice(2, 2, &[1.0, 0.5, 0.0, 1.0]);
         assert!(PenaltySet::new(3, vec![Penalty { start: 0, s: bad }]).is_err());
         assert!(PenaltySet::new(3, vec![Penalty { start: 2, s: diff2(3) }]).is_err());
+        let indefinite = DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0]);
+        let e = PenaltySet::new(3, vec![Penalty { start: 0, s: indefinite }]).unwrap_err();
+        assert!(e.to_string().contains("semi-definite"), "{e}");
     }
 }
