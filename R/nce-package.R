@@ -15,4 +15,7 @@
 #' @importFrom stats coef confint vcov nobs model.frame predict simulate update formula
 #'   qnorm pnorm delete.response model.matrix terms .getXlevels na.pass cov
 #'   setNames
-"_PACKAGE"
+#' @docType package
+#' @name nce-package
+#' @aliases nce-package
+NULL

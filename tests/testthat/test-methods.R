@@ -85,3 +85,15 @@ test_that("simulate draws from the fitted density", {
   expect_lt(abs(mean(s$y) - texp_mean(th)), 4 * 0.27 / sqrt(1500))
   expect_identical(simulate(fit, 1, seed = 10)$y, simulate(fit, 1, seed = 10)$y)
 })
+
+test_that("plot draws 1-D and several-variable fits", {
+  fit <- make_fit()
+  f <- tempfile(fileext = ".pdf")
+  grDevices::pdf(f)
+  on.exit({ grDevices::dev.off(); unlink(f) })
+  expect_invisible(plot(fit))
+  set.seed(3)
+  df <- data.frame(a = rnorm(300), b = rnorm(300))
+  fit2 <- nce(~ I(a^2) + I(b^2), df, ref_fit(df, "normal", inflate = 1.5))
+  expect_invisible(plot(fit2))
+})
