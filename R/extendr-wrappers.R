@@ -6,6 +6,12 @@
 #' @noRd
 nce_fit_glm <- function(x, y, weights, offset, family, sample, control, threads) .Call(wrap__nce_fit_glm, x, y, weights, offset, family, sample, control, threads)
 
+#' Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
+#' with the penalised Hessian as bread when `sample` is given.
+#' @keywords internal
+#' @noRd
+nce_fit_reml <- function(x, y, weights, offset, family, sample, penalties, sp, control, threads) .Call(wrap__nce_fit_reml, x, y, weights, offset, family, sample, penalties, sp, control, threads)
+
 #' Draw `n` points from a built-in reference; a column-major n x d matrix.
 #' @keywords internal
 #' @noRd

@@ -56,7 +56,7 @@ confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "na
 nobs.nce_fit <- function(object, ...) object$n
 
 #' @export
-formula.nce_fit <- function(x, ...) x$formula
+formula.nce_fit <- function(x, ...) x$nce_formula
 
 #' The data and reference rows of an nce fit
 #'
@@ -66,7 +66,7 @@ formula.nce_fit <- function(x, ...) x$formula
 #'   reference's columns, with `.label` (1 data, 0 reference) and `.offset`
 #'   (the offset used in the fit: \eqn{\log(n/m) - \log q}).
 #' @export
-model.frame.nce_fit <- function(formula, ...) formula$model
+model.frame.nce_fit <- function(formula, ...) formula$nce_frame
 
 #' @export
 print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
@@ -143,7 +143,7 @@ predict.nce_fit <- function(object, newdata, type = c("log_density", "density", 
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   if (missing(newdata)) {
-    newdata <- object$model[object$model$.label == 1, object$reference$vars, drop = FALSE]
+    newdata <- data_rows(object)
   }
   if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
   x <- nce_model_matrix(object, newdata)
@@ -164,7 +164,7 @@ predict.nce_fit <- function(object, newdata, type = c("log_density", "density", 
 
 # Model matrix of the fit's terms at new points (NA rows kept as NA).
 nce_model_matrix <- function(object, newdata) {
-  missing <- setdiff(all.vars(object$formula), names(newdata))
+  missing <- setdiff(all.vars(object$nce_formula), names(newdata))
   if (length(missing)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input")
   tt <- stats::delete.response(object$terms)
   mf <- stats::model.frame(tt, newdata, na.action = stats::na.pass, xlev = object$xlevels)
@@ -225,4 +225,10 @@ simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ..
   rownames(out) <- NULL
   attr(out, "ess") <- ess
   out
+}
+
+# The data rows of a fit, in the reference's columns.
+data_rows <- function(object) {
+  fr <- object$nce_frame
+  fr[fr$.label == 1, object$reference$vars, drop = FALSE]
 }

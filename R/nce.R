@@ -19,8 +19,11 @@
 #' are random and is reported only for comparison.
 #'
 #' @param formula One-sided formula giving \eqn{f_\theta(y)} in the
-#'   reference's columns: linear terms, `I()`, `poly()`, factors. An intercept
-#'   (the estimate of \eqn{-\log Z}) is always included.
+#'   reference's columns: linear terms, `I()`, `poly()`, factors, and mgcv's
+#'   smooth terms `s()`, `te()`, `ti()` (any basis: `bs = "cr"`, `"cc"`, `"tp"`,
+#'   `"ps"`, ...; `by =` variables), whose smoothing parameters are chosen by
+#'   REML (the criterion of `mgcv::gam(method = "REML")`). An intercept (the
+#'   estimate of \eqn{-\log Z}) is always included.
 #' @param data Data frame of observations; it must hold the reference's
 #'   columns, without NA or non-finite values.
 #' @param reference Reference distribution: [ref_uniform()], [ref_normal()],
@@ -28,10 +31,18 @@
 #' @param ratio Reference points per data point (m / n), positive.
 #' @param method `"logistic"` (NCE) or `"poisson"` (Poisson transform with an
 #'   importance-sampling integral).
+#' @param knots Knots for smooth terms, as for [mgcv::gam()].
+#' @param sp Fixed smoothing parameters (one per penalty, in mgcv's order);
+#'   `NULL` estimates them by REML.
 #' @param control Settings of the Newton iteration, see [nce_control()].
 #' @return An object of class `nce_fit` with methods `print`, `summary`,
-#'   `coef`, `vcov`, `confint`, `predict`, `nobs`, `model.frame`,
-#'   `simulate` and `update`.
+#'   `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs`, `model.frame`,
+#'   `simulate` and `update`. With smooth terms it is also of class `nce_gam`
+#'   and `gam`, with mgcv's fields (`coefficients`, `Vp`, `Ve`, `edf`, `sp`,
+#'   `smooth`, ...), so mgcv's `summary.gam`, `plot.gam` and `predict.gam`
+#'   work on it. Its `Vp` is the NCE-corrected Bayesian covariance
+#'   (the sandwich plus mgcv's smoothing-bias term \eqn{H^{-1} S H^{-1}});
+#'   `Vp_naive` is mgcv's \eqn{(X'WX + S)^{-1}}.
 #' @references Barthelme, S. and Chopin, N. (2015). The Poisson transform for
 #'   unnormalised statistical models. Statistics and Computing 25(4).
 #'   Gutmann, M. U. and Hyvarinen, A. (2012). Noise-contrastive estimation of
@@ -46,7 +57,7 @@
 #' log((exp(2) - 1) / 2)   # true log normaliser; compare with summary()
 #' @export
 nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "poisson"),
-                control = nce_control()) {
+                knots = NULL, sp = NULL, control = nce_control()) {
   cl <- match.call()
   method <- match.arg(method)
   check_nce_args(formula, data, reference, ratio)
@@ -80,6 +91,16 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   # The Poisson transform's data term is f(y) + nu, without the reference's offset.
   if (method == "poisson") offset[seq_len(n)] <- 0
 
+  frame$.label <- label
+  frame$.offset <- offset
+  nce_fields <- list(n = n, m = m, ratio = m / n, method = method, reference = reference,
+                     nce_formula = formula, nce_frame = frame, control = control, call = cl)
+  if (has_smooths(formula)) {
+    if (method != "logistic") nce_abort("smooth terms need method = \"logistic\"", "input")
+    return(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields))
+  }
+  if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input")
+
   tt <- stats::terms(formula)
   mf <- stats::model.frame(tt, frame, na.action = stats::na.fail)
   x <- stats::model.matrix(tt, mf)
@@ -97,9 +118,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     v
   }
   warn_fit(res, cn, n)
-  frame$.label <- label
-  frame$.offset <- offset
-  structure(list(
+  structure(c(list(
     coefficients = beta,
     vcov = name_cov(res$cov_sandwich),
     vcov_naive = name_cov(res$cov),
@@ -109,12 +128,33 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     objective = res$loglik,
     linear_predictors = res$eta,
     fitted.values = res$fitted,
-    n = n, m = m, ratio = m / n, method = method,
-    reference = reference, formula = formula,
     terms = stats::terms(mf), xlevels = stats::.getXlevels(tt, mf),
-    contrasts = attr(x, "contrasts"), model = frame,
-    control = control, call = cl
-  ), class = "nce_fit")
+    contrasts = attr(x, "contrasts")
+  ), nce_fields), class = "nce_fit")
+}
+
+# nce() with smooth terms: penalised fit with REML smoothing parameters.
+nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields) {
+  rhs <- formula[[2L]]
+  f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
+  obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control)
+  warn_fit(obj, names(obj$coefficients), nce_fields$n)
+  if (any(obj$at_bound)) {
+    # Not a problem in itself (a smooth shrunk to its null space), but worth knowing.
+    obj$message <- paste(c(obj$message, sprintf("%d smoothing parameter(s) at the bound of their range",
+                                                 sum(obj$at_bound))), collapse = "; ")
+  }
+  obj$Vp_naive <- obj$Vp
+  obj$Vp <- obj$Vs + obj$Vp - obj$Ve
+  obj$vcov <- obj$Vp
+  obj$vcov_naive <- obj$Vp_naive
+  obj$log_normaliser <- -unname(obj$coefficients[1L])
+  obj$objective <- obj$loglik
+  obj$iterations <- obj$iter
+  obj$call <- NULL
+  obj <- c(obj, nce_fields)
+  class(obj) <- c("nce_gam", "nce_fit", "gam", "glm", "lm")
+  obj
 }
 
 check_nce_args <- function(formula, data, reference, ratio) {

@@ -16,7 +16,7 @@
 #' plot(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
 plot.nce_fit <- function(x, n_grid = 200, level = 0.95, ...) {
-  data <- x$model[x$model$.label == 1, x$reference$vars, drop = FALSE]
+  data <- data_rows(x)
   vars <- names(data)[vapply(data, is.numeric, TRUE)]
   if (!length(vars)) nce_abort("plot() needs at least one numeric variable in the model", "input")
   z <- stats::qnorm(1 - (1 - level) / 2)

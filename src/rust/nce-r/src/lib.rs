@@ -9,6 +9,8 @@ use extendr_api::prelude::*;
 use nce_core::design::DenseDesign;
 use nce_core::family::Family;
 use nce_core::irls::{self, Control, Problem};
+use nce_core::penalty::{Penalty, PenaltySet};
+use nce_core::reml::{fit_reml, RemlControl};
 use nce_core::reference::Reference;
 use nce_core::sandwich::sample_sandwich;
 use nce_core::NceError;
@@ -33,15 +35,7 @@ fn nce_fit_glm(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, samp
         let w = real_slice(&weights, "weights")?;
         let o = real_slice(&offset, "offset")?;
         let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
-        let sample: Option<Vec<usize>> = if sample.is_null() {
-            None
-        } else {
-            let s = int_slice(&sample, "sample")?;
-            if s.len() != n || s.iter().any(|&v| v < 0) {
-                return Err(NceError::invalid("sample", format!("must hold {n} non-negative integers")));
-            }
-            Some(s.iter().map(|&v| v as usize).collect())
-        };
+        let sample = sample_of(&sample, n)?;
         let num = |name: &str| -> std::result::Result<f64, NceError> {
             list_real(&control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
         };
@@ -73,6 +67,91 @@ fn nce_fit_glm(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, samp
         )
         .into_robj())
     })
+}
+
+fn penalties_from(pens: &List, p: usize) -> std::result::Result<PenaltySet, NceError> {
+    let mut out = Vec::with_capacity(pens.len());
+    for (k, (_, item)) in pens.iter().enumerate() {
+        let l: List = item
+            .try_into()
+            .map_err(|_| NceError::invalid("penalties", format!("element {} must be a list(start, S)", k + 1)))?;
+        let start = list_real(&l, "start")?
+            .as_real()
+            .ok_or_else(|| NceError::invalid("start", format!("of penalty {} must be a number", k + 1)))?;
+        let s_robj = list_real(&l, "S")?;
+        let (sd, nr, nc) = real_matrix(&s_robj, "S")?;
+        if nr != nc || start < 0.0 {
+            return Err(NceError::invalid("penalties", format!("penalty {} must be square with a start >= 0", k + 1)));
+        }
+        out.push(Penalty { start: start as usize, s: nalgebra::DMatrix::from_column_slice(nr, nc, sd) });
+    }
+    PenaltySet::new(p, out)
+}
+
+/// Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
+/// with the penalised Hessian as bread when `sample` is given.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
+    guard(|| {
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        let y = real_slice(&y, "y")?;
+        let w = real_slice(&weights, "weights")?;
+        let o = real_slice(&offset, "offset")?;
+        let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+        let sample = sample_of(&sample, n)?;
+        let pens = penalties_from(&penalties, p)?;
+        let sp: Option<Vec<f64>> = if sp.is_null() { None } else { Some(real_slice(&sp, "sp")?.to_vec()) };
+        let num = |name: &str| -> std::result::Result<f64, NceError> {
+            list_real(&control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
+        };
+        let mut ctrl = RemlControl { sp, ..RemlControl::default() };
+        ctrl.inner.epsilon = ctrl.inner.epsilon.min(num("epsilon")?);
+        ctrl.inner.maxit = num("maxit")? as usize;
+        let threads = threads_of(threads)?;
+        let design = DenseDesign::new(xd, n, p)?;
+        let (fit, sandwich) = run::run(threads, |stop| {
+            let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
+            let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let sw = match &sample {
+                Some(s) => Some(sample_sandwich(&design, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased)?),
+                None => None,
+            };
+            Ok((fit, sw))
+        })?;
+        Ok(list!(
+            coefficients = fit.coefficients,
+            sp = fit.sp,
+            vp = to_r_matrix(&fit.vp),
+            ve = to_r_matrix(&fit.ve),
+            edf = fit.edf,
+            reml = fit.reml,
+            at_bound = fit.at_bound,
+            cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
+            eta = fit.fit.eta,
+            fitted = fit.fit.fitted,
+            loglik = fit.fit.loglik,
+            deviance = fit.fit.deviance,
+            outer_iterations = fit.outer_iterations as i32,
+            inner_iterations = fit.inner_iterations as i32,
+            converged = fit.converged && fit.fit.converged,
+            n_certain = fit.fit.n_certain as i32,
+            message = if fit.message.is_empty() { fit.fit.message } else { fit.message }
+        )
+        .into_robj())
+    })
+}
+
+fn sample_of(sample: &Robj, n: usize) -> std::result::Result<Option<Vec<usize>>, NceError> {
+    if sample.is_null() {
+        return Ok(None);
+    }
+    let s = int_slice(sample, "sample")?;
+    if s.len() != n || s.iter().any(|&v| v < 0) {
+        return Err(NceError::invalid("sample", format!("must hold {n} non-negative integers")));
+    }
+    Ok(Some(s.iter().map(|&v| v as usize).collect()))
 }
 
 fn reference_from(spec: &List) -> std::result::Result<Reference, NceError> {
@@ -154,6 +233,7 @@ fn nce_debug_panic(msg: &str, worker: bool) -> Robj {
 extendr_module! {
     mod nce;
     fn nce_fit_glm;
+    fn nce_fit_reml;
     fn nce_ref_sample;
     fn nce_ref_log_density;
     fn nce_debug_error;

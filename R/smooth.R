@@ -1,0 +1,96 @@
+# Smooth terms: mgcv's own constructors set up the design and penalties, the Rust
+# core fits with smoothing parameters by REML, and the result is a gam-compatible
+# object so mgcv's predict.gam, plot.gam and summary.gam work on it.
+
+has_smooths <- function(formula) length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
+
+# mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
+gam_setup <- function(formula, data, family, offset, knots) {
+  data$.nce_offset <- offset
+  # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
+  do.call(mgcv::gam, list(formula = formula, family = family, data = data,
+                          offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+}
+
+# Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE
+# sandwich. Returns a gam-like list (no class).
+fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offset = NULL,
+                          knots = NULL, sp = NULL, sample = NULL, control = nce_control()) {
+  family <- match.arg(family)
+  fam <- switch(family, binomial = stats::binomial(), poisson = stats::poisson())
+  n <- nrow(data)
+  if (is.null(offset)) offset <- rep(0, n)
+  G <- gam_setup(formula, data, fam, offset, knots)
+  m <- length(G$S)
+  if (!is.null(G$L)) {
+    nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")
+  }
+  if (any(G$sp >= 0) && is.null(sp)) {
+    if (!all(G$sp >= 0)) {
+      nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input")
+    }
+    sp <- G$sp
+  }
+  if (!is.null(sp)) {
+    if (!is.numeric(sp) || length(sp) != m || any(!is.finite(sp)) || any(sp <= 0)) {
+      nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty (%s)", m,
+                        paste(names(G$sp), collapse = ", ")), "input")
+    }
+  }
+  penalties <- lapply(seq_len(m), function(j) list(start = G$off[j] - 1, S = G$S[[j]]))
+  y <- as.double(G$y)
+  x <- G$X
+  storage.mode(x) <- "double"
+  rfam <- if (family == "binomial") "binomial" else "poisson"
+  res <- rs(nce_fit_reml(x, y, rep(1, n), as.double(G$offset), rfam,
+                         if (is.null(sample)) NULL else as.integer(sample),
+                         penalties, if (is.null(sp)) NULL else as.double(sp),
+                         control, nce_threads()))
+  cn <- G$term.names
+  p <- length(cn)
+  named <- function(v) {
+    v[is.nan(v)] <- NA_real_
+    dimnames(v) <- list(cn, cn)
+    v
+  }
+  Vp <- named(res$vp)
+  Ve <- named(res$ve)
+  s_lambda <- matrix(0, p, p)
+  for (j in seq_len(m)) {
+    idx <- G$off[j] - 1 + seq_len(ncol(G$S[[j]]))
+    s_lambda[idx, idx] <- s_lambda[idx, idx] + res$sp[j] * G$S[[j]]
+  }
+  xwx <- solve(Vp) - s_lambda
+  xwx <- (xwx + t(xwx)) / 2
+  F <- Vp %*% xwx
+  ev <- eigen(xwx, symmetric = TRUE)
+  mu <- res$fitted
+  w <- if (family == "binomial") mu * (1 - mu) else mu
+  wtdmu <- mean(y)
+  nulldev <- sum(fam$dev.resids(y, rep(wtdmu, n), rep(1, n)))
+  edf <- stats::setNames(res$edf, cn)
+  pred_formula <- G$pred.formula
+  attr(pred_formula, "full") <- stats::reformulate(all.vars(G$terms))
+  list(
+    coefficients = stats::setNames(res$coefficients, cn),
+    Vp = Vp, Ve = Ve,
+    Vs = if (is.null(res$cov_sandwich)) NULL else named(res$cov_sandwich),
+    edf = edf, edf1 = stats::setNames(2 * diag(F) - rowSums(F * t(F)), cn),
+    F = F, R = sqrt(pmax(ev$values, 0)) * t(ev$vectors),
+    sp = stats::setNames(res$sp, names(G$sp)), at_bound = res$at_bound,
+    family = fam, sig2 = 1, scale = 1, scale.estimated = FALSE,
+    method = "REML", gcv.ubre = c(REML = res$reml), optimizer = c("newton", "rust"),
+    linear.predictors = res$eta, fitted.values = mu, y = y,
+    prior.weights = rep(1, n), weights = w, residuals = (y - mu) / w,
+    deviance = res$deviance, null.deviance = nulldev, df.null = n - 1,
+    df.residual = n - sum(res$edf), rank = p,
+    iter = res$inner_iterations, outer_iterations = res$outer_iterations,
+    converged = res$converged, message = res$message, n_certain = res$n_certain,
+    aliased = rep(FALSE, p), loglik = res$loglik,
+    smooth = G$smooth, nsdf = G$nsdf, formula = G$formula, var.summary = G$var.summary,
+    cmX = G$cmX, model = G$mf, terms = G$terms, pred.formula = pred_formula,
+    pterms = G$pterms, assign = G$assign, contrasts = G$contrasts, xlevels = G$xlevels,
+    offset = G$offset, Xcentre = G$Xcentre, min.edf = G$min.edf,
+    control = mgcv::gam.control(), paraPen = G$pP
+  )
+}
