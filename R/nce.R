@@ -138,7 +138,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
   rhs <- formula[[2L]]
   f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
   obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control)
-  warn_fit(obj, names(obj$coefficients), nce_fields$n)
+  warn_fit(obj, names(obj$coefficients), nce_fields$n, aliased_value = "0 (as mgcv does)")
   if (any(obj$at_bound)) {
     # Not a problem in itself (a smooth shrunk to its null space), but worth knowing.
     obj$message <- paste(c(obj$message, sprintf("%d smoothing parameter(s) at the bound of their range",
@@ -184,7 +184,7 @@ check_nce_args <- function(formula, data, reference, ratio) {
 }
 
 # Classed warnings about the fit; never silent.
-warn_fit <- function(res, names, n) {
+warn_fit <- function(res, names, n, aliased_value = "NA") {
   if (!res$converged) {
     nce_warn(sprintf("the fit did not converge: %s; see nce_control()", res$message), "convergence", call = NULL)
   }
@@ -194,7 +194,8 @@ warn_fit <- function(res, names, n) {
                            "puts almost no mass where the data are"), res$n_certain, n), "separation", call = NULL)
   }
   if (any(res$aliased)) {
-    nce_warn(sprintf("%d coefficient(s) not estimable (aliased with others), set to NA: %s",
-                     sum(res$aliased), paste(names[res$aliased], collapse = ", ")), "rank", call = NULL)
+    nce_warn(sprintf("%d coefficient(s) not estimable (aliased with others), set to %s: %s",
+                     sum(res$aliased), aliased_value, paste(names[res$aliased], collapse = ", ")),
+             "rank", call = NULL)
   }
 }

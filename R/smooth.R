@@ -60,7 +60,10 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     idx <- G$off[j] - 1 + seq_len(ncol(G$S[[j]]))
     s_lambda[idx, idx] <- s_lambda[idx, idx] + res$sp[j] * G$S[[j]]
   }
-  xwx <- solve(Vp) - s_lambda
+  # X'WX, F = Vp X'WX and R (R'R = X'WX) on the identifiable columns; aliased ones are 0.
+  k <- !res$aliased
+  xwx <- matrix(0, p, p)
+  xwx[k, k] <- solve(Vp[k, k, drop = FALSE]) - s_lambda[k, k, drop = FALSE]
   xwx <- (xwx + t(xwx)) / 2
   F <- Vp %*% xwx
   ev <- eigen(xwx, symmetric = TRUE)
@@ -86,7 +89,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     df.residual = n - sum(res$edf), rank = p,
     iter = res$inner_iterations, outer_iterations = res$outer_iterations,
     converged = res$converged, message = res$message, n_certain = res$n_certain,
-    aliased = rep(FALSE, p), loglik = res$loglik,
+    aliased = res$aliased, loglik = res$loglik,
     smooth = G$smooth, nsdf = G$nsdf, formula = G$formula, var.summary = G$var.summary,
     cmX = G$cmX, model = G$mf, terms = G$terms, pred.formula = pred_formula,
     pterms = G$pterms, assign = G$assign, contrasts = G$contrasts, xlevels = G$xlevels,

@@ -3,6 +3,7 @@
 //! The R package `nce` calls this crate through a thin extendr binding; everything here
 //! is plain Rust and is checked by `cargo test`.
 
+pub mod alias;
 pub mod design;
 pub mod error;
 pub mod family;

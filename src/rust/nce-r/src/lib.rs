@@ -6,6 +6,7 @@ mod run;
 
 use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
 use extendr_api::prelude::*;
+use nce_core::alias::{find_aliased, reduce};
 use nce_core::design::DenseDesign;
 use nce_core::family::Family;
 use nce_core::irls::{self, Control, Problem};
@@ -111,14 +112,28 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
         ctrl.inner.maxit = num("maxit")? as usize;
         let threads = threads_of(threads)?;
         let design = DenseDesign::new(xd, n, p)?;
-        let (fit, sandwich) = run::run(threads, |stop| {
+        let (fit, sandwich, aliased) = run::run(threads, |stop| {
             let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
-            let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
-            let sw = match &sample {
-                Some(s) => Some(sample_sandwich(&design, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased)?),
+            let aliased = find_aliased(&design, &pens, 1e-9);
+            let reduced = if aliased.iter().any(|&a| a) { Some(reduce(&design, &pens, &aliased)?) } else { None };
+            let (d, ps) = match &reduced {
+                Some(r) => (DenseDesign::new(&r.data, n, r.ncol)?, &r.penalties),
+                None => (design, &pens),
+            };
+            let mut fit = fit_reml(&d, &prob, ps, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let mut sw = match &sample {
+                Some(s) => Some(sample_sandwich(&d, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased)?),
                 None => None,
             };
-            Ok((fit, sw))
+            if let Some(r) = &reduced {
+                // Back to the full set of columns: aliased coefficients are 0, as in mgcv.
+                fit.coefficients = expand_vec(&fit.coefficients, &r.kept, p);
+                fit.edf = expand_vec(&fit.edf, &r.kept, p);
+                fit.vp = expand_matrix(&fit.vp, &r.kept, p);
+                fit.ve = expand_matrix(&fit.ve, &r.kept, p);
+                sw = sw.map(|m| expand_matrix(&m, &r.kept, p));
+            }
+            Ok((fit, sw, aliased))
         })?;
         Ok(list!(
             coefficients = fit.coefficients,
@@ -128,6 +143,7 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
             edf = fit.edf,
             reml = fit.reml,
             at_bound = fit.at_bound,
+            aliased = aliased,
             cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
             eta = fit.fit.eta,
             fitted = fit.fit.fitted,
@@ -141,6 +157,24 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
         )
         .into_robj())
     })
+}
+
+fn expand_vec(v: &[f64], kept: &[usize], p: usize) -> Vec<f64> {
+    let mut out = vec![0.0; p];
+    for (k, &j) in kept.iter().enumerate() {
+        out[j] = v[k];
+    }
+    out
+}
+
+fn expand_matrix(m: &nalgebra::DMatrix<f64>, kept: &[usize], p: usize) -> nalgebra::DMatrix<f64> {
+    let mut out = nalgebra::DMatrix::zeros(p, p);
+    for (a, &i) in kept.iter().enumerate() {
+        for (b, &j) in kept.iter().enumerate() {
+            out[(i, j)] = m[(a, b)];
+        }
+    }
+    out
 }
 
 fn sample_of(sample: &Robj, n: usize) -> std::result::Result<Option<Vec<usize>>, NceError> {
