@@ -12,6 +12,13 @@ nce_fit_glm <- function(x, y, weights, offset, family, sample, control, threads)
 #' @noRd
 nce_fit_reml <- function(x, y, weights, offset, family, sample, penalties, sp, control, threads) .Call(wrap__nce_fit_reml, x, y, weights, offset, family, sample, penalties, sp, control, threads)
 
+#' REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
+#' per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
+#' `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
+#' @keywords internal
+#' @noRd
+nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, sample, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_grouped, a, b, group, y, weights, offset, family, sample, penalties, sp, control, threads)
+
 #' Draw `n` points from a built-in reference; a column-major n x d matrix.
 #' @keywords internal
 #' @noRd

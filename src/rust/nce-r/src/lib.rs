@@ -8,10 +8,11 @@ use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_s
 use extendr_api::prelude::*;
 use nce_core::alias::{find_aliased, reduce};
 use nce_core::design::DenseDesign;
+use nce_core::grouped::GroupedDesign;
 use nce_core::family::Family;
 use nce_core::irls::{self, Control, Problem};
 use nce_core::penalty::{Penalty, PenaltySet};
-use nce_core::reml::{fit_reml, RemlControl};
+use nce_core::reml::{fit_reml, RemlControl, RemlFit};
 use nce_core::reference::Reference;
 use nce_core::sandwich::sample_sandwich;
 use nce_core::NceError;
@@ -103,13 +104,7 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
         let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
         let sample = sample_of(&sample, n)?;
         let pens = penalties_from(&penalties, p)?;
-        let sp: Option<Vec<f64>> = if sp.is_null() { None } else { Some(real_slice(&sp, "sp")?.to_vec()) };
-        let num = |name: &str| -> std::result::Result<f64, NceError> {
-            list_real(&control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
-        };
-        let mut ctrl = RemlControl { sp, ..RemlControl::default() };
-        ctrl.inner.epsilon = ctrl.inner.epsilon.min(num("epsilon")?);
-        ctrl.inner.maxit = num("maxit")? as usize;
+        let ctrl = reml_control(&sp, &control)?;
         let threads = threads_of(threads)?;
         let design = DenseDesign::new(xd, n, p)?;
         let (fit, sandwich, aliased) = run::run(threads, |stop| {
@@ -135,28 +130,80 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
             }
             Ok((fit, sw, aliased))
         })?;
-        Ok(list!(
-            coefficients = fit.coefficients,
-            sp = fit.sp,
-            vp = to_r_matrix(&fit.vp),
-            ve = to_r_matrix(&fit.ve),
-            edf = fit.edf,
-            reml = fit.reml,
-            at_bound = fit.at_bound,
-            aliased = aliased,
-            cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
-            eta = fit.fit.eta,
-            fitted = fit.fit.fitted,
-            loglik = fit.fit.loglik,
-            deviance = fit.fit.deviance,
-            outer_iterations = fit.outer_iterations as i32,
-            inner_iterations = fit.inner_iterations as i32,
-            converged = fit.converged && fit.fit.converged,
-            n_certain = fit.fit.n_certain as i32,
-            message = if fit.message.is_empty() { fit.fit.message } else { fit.message }
-        )
-        .into_robj())
+        Ok(reml_result(fit, sandwich, aliased))
     })
+}
+
+/// REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
+/// per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
+/// `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
+    guard(|| {
+        let (ad, n, pa) = real_matrix(&a, "a")?;
+        let (bd, ng, pb) = real_matrix(&b, "b")?;
+        let g = int_slice(&group, "group")?;
+        if let Some(i) = g.iter().position(|&v| v < 1 || v as usize > ng) {
+            return Err(NceError::invalid("group", format!("entry {} is {}, outside 1..{ng}", i + 1, g[i])));
+        }
+        let g0: Vec<usize> = g.iter().map(|&v| v as usize - 1).collect();
+        let y = real_slice(&y, "y")?;
+        let w = real_slice(&weights, "weights")?;
+        let o = real_slice(&offset, "offset")?;
+        let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+        let sample = sample_of(&sample, n)?;
+        let pens = penalties_from(&penalties, pa + pb)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let threads = threads_of(threads)?;
+        let design = GroupedDesign::new(ad, n, pa, bd, ng, pb, &g0)?;
+        let (fit, sandwich) = run::run(threads, |stop| {
+            let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
+            let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let sw = match &sample {
+                Some(s) => Some(sample_sandwich(&design, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased)?),
+                None => None,
+            };
+            Ok((fit, sw))
+        })?;
+        Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
+    })
+}
+
+fn reml_control(sp: &Robj, control: &List) -> std::result::Result<RemlControl, NceError> {
+    let sp: Option<Vec<f64>> = if sp.is_null() { None } else { Some(real_slice(sp, "sp")?.to_vec()) };
+    let num = |name: &str| -> std::result::Result<f64, NceError> {
+        list_real(control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
+    };
+    let mut ctrl = RemlControl { sp, ..RemlControl::default() };
+    ctrl.inner.epsilon = ctrl.inner.epsilon.min(num("epsilon")?);
+    ctrl.inner.maxit = num("maxit")? as usize;
+    Ok(ctrl)
+}
+
+fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: Vec<bool>) -> Robj {
+    list!(
+        coefficients = fit.coefficients,
+        sp = fit.sp,
+        vp = to_r_matrix(&fit.vp),
+        ve = to_r_matrix(&fit.ve),
+        edf = fit.edf,
+        reml = fit.reml,
+        at_bound = fit.at_bound,
+        aliased = aliased,
+        cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
+        eta = fit.fit.eta,
+        fitted = fit.fit.fitted,
+        loglik = fit.fit.loglik,
+        deviance = fit.fit.deviance,
+        outer_iterations = fit.outer_iterations as i32,
+        inner_iterations = fit.inner_iterations as i32,
+        converged = fit.converged && fit.fit.converged,
+        n_certain = fit.fit.n_certain as i32,
+        message = if fit.message.is_empty() { fit.fit.message } else { fit.message }
+    )
+    .into_robj()
 }
 
 fn expand_vec(v: &[f64], kept: &[usize], p: usize) -> Vec<f64> {
@@ -268,6 +315,7 @@ extendr_module! {
     mod nce;
     fn nce_fit_glm;
     fn nce_fit_reml;
+    fn nce_fit_reml_grouped;
     fn nce_ref_sample;
     fn nce_ref_log_density;
     fn nce_debug_error;

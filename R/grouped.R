@@ -1,0 +1,76 @@
+# Penalised fits on grouped designs [A | B[group, ]]: row-level terms (A) and terms that
+# depend only on a row's group (B, one row per group; in sequential NCE the spline
+# intercept of a transition, shared by its data and reference rows). Terms are set up with
+# mgcv's own constructors (smoothCon, PredictMat), without gam(), so set-up stays cheap.
+
+# Model matrix and penalties of a formula's terms on `data`.
+setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
+  gp <- mgcv::interpret.gam(formula)
+  pt <- stats::terms(gp$pf)
+  if (!intercept) attr(pt, "intercept") <- 0L
+  pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
+  xp <- stats::model.matrix(pt, pmf)
+  if (!intercept) xp <- xp[, colnames(xp) != "(Intercept)", drop = FALSE]
+  blocks <- list(xp)
+  names_out <- colnames(xp)
+  smooth <- list()
+  penalties <- list()
+  p <- ncol(xp)
+  for (spec in gp$smooth.spec) {
+    for (sm in mgcv::smoothCon(spec, data = data, knots = knots, absorb.cons = TRUE,
+                               scale.penalty = TRUE, null.space.penalty = FALSE)) {
+      k <- ncol(sm$X)
+      sm$first.para <- p + 1L
+      sm$last.para <- p + k
+      for (S in sm$S) penalties[[length(penalties) + 1L]] <- list(start = p, S = S, label = sm$label)
+      blocks[[length(blocks) + 1L]] <- sm$X
+      names_out <- c(names_out, paste0(sm$label, ".", seq_len(k)))
+      sm$X <- NULL
+      smooth[[length(smooth) + 1L]] <- sm
+      p <- p + k
+    }
+  }
+  x <- do.call(cbind, blocks)
+  storage.mode(x) <- "double"
+  colnames(x) <- names_out
+  list(X = x, penalties = penalties, smooth = smooth, pterms = pt,
+       xlevels = stats::.getXlevels(pt, pmf), contrasts = attr(xp, "contrasts"))
+}
+
+# Fit by REML on [A | B[group, ]]. `rows` and `groups` are data frames; `group` maps each row
+# (1-based) to its row of `groups`.
+fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offset,
+                        family = "binomial", sample = NULL, knots = NULL, sp = NULL,
+                        control = nce_control()) {
+  a <- setup_terms(row_formula, rows, knots, intercept = TRUE)
+  b <- setup_terms(group_formula, groups, knots, intercept = FALSE)
+  pa <- ncol(a$X)
+  at <- function(pen, shift) list(start = as.double(pen$start + shift), S = pen$S)
+  penalties <- c(lapply(a$penalties, at, 0), lapply(b$penalties, at, pa))
+  m <- length(penalties)
+  if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
+    nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input")
+  }
+  res <- rs(nce_fit_reml_grouped(a$X, b$X, as.integer(group), as.double(y), rep(1, length(y)),
+                                 as.double(offset), family,
+                                 if (is.null(sample)) NULL else as.integer(sample), penalties,
+                                 if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
+  cn <- c(colnames(a$X), colnames(b$X))
+  for (i in seq_along(b$smooth)) {
+    b$smooth[[i]]$first.para <- b$smooth[[i]]$first.para + pa
+    b$smooth[[i]]$last.para <- b$smooth[[i]]$last.para + pa
+  }
+  labels <- vapply(c(a$penalties, b$penalties), `[[`, "", "label")
+  named <- function(v) {
+    dimnames(v) <- list(cn, cn)
+    v
+  }
+  list(coefficients = stats::setNames(res$coefficients, cn), sp = stats::setNames(res$sp, labels),
+       edf = stats::setNames(res$edf, cn), Vp = named(res$vp), Ve = named(res$ve),
+       Vs = if (is.null(res$cov_sandwich)) NULL else named(res$cov_sandwich),
+       reml = res$reml, linear.predictors = res$eta, fitted.values = res$fitted,
+       loglik = res$loglik, deviance = res$deviance, converged = res$converged,
+       message = res$message, outer_iterations = res$outer_iterations,
+       iter = res$inner_iterations, n_certain = res$n_certain, aliased = res$aliased,
+       at_bound = res$at_bound, smooth = c(a$smooth, b$smooth), row_setup = a, group_setup = b)
+}
