@@ -63,6 +63,8 @@ fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
         );
     }
     println!();
+    let dl: Vec<String> = f.sp.iter().zip(&refs.first().map_or(vec![], |r| r.sp.clone())).map(|(a, b)| format!("{:+.3}", a.ln() - b.ln())).collect();
+    println!("{:<14} sp {:?}; log sp - log sp_gam per penalty [{}]", "", f.sp.iter().map(|v| format!("{v:.4e}")).collect::<Vec<_>>(), dl.join(", "));
 }
 
 fn main() {
@@ -71,6 +73,7 @@ fn main() {
     let mut designs = vec!["grouped".to_string(), "dense".to_string()];
     let mut threads = vec![1usize, 2];
     let mut reps = 3usize;
+    let mut micro = false;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -86,6 +89,7 @@ fn main() {
                 reps = args[i + 1].parse().unwrap();
                 i += 1;
             }
+            "--micro" => micro = true,
             other => dir = PathBuf::from(other),
         }
         i += 1;
@@ -131,6 +135,45 @@ fn main() {
     }
 
     let w = vec![1.0; n];
+    if micro {
+        // Per-pass costs: one weighted cross-product, leverages, linear predictor.
+        let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
+        let wt: Vec<f64> = (0..n).map(|i| 0.05 + (i % 7) as f64 * 0.01).collect();
+        let hinv = DMatrix::<f64>::identity(p, p) * 1e-3;
+        for &th in &threads {
+            with_threads(th, || {
+                let reps = 50;
+                let t0 = Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(gd.weighted_crossprod(&wt, &wt));
+                }
+                let t1 = t0.elapsed().as_secs_f64() / reps as f64;
+                let t0 = Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(gd.weighted_crossprods(&[&wt, &wt, &wt, &wt, &wt]));
+                }
+                let t5 = t0.elapsed().as_secs_f64() / reps as f64;
+                let mut lev = vec![0.0; n];
+                let t0 = Instant::now();
+                for _ in 0..reps {
+                    gd.row_quadratic_forms(&hinv, &mut lev);
+                }
+                let tq = t0.elapsed().as_secs_f64() / reps as f64;
+                let beta = vec![0.1; p];
+                let t0 = Instant::now();
+                for _ in 0..reps {
+                    gd.linear_predictor(&beta, &mut lev);
+                }
+                let tl = t0.elapsed().as_secs_f64() / reps as f64;
+                println!(
+                    "{th} threads: crossprod {:.2} ms, 5 crossprods {:.2} ms, leverages {:.2} ms, linear predictor {:.2} ms",
+                    t1 * 1e3, t5 * 1e3, tq * 1e3, tl * 1e3
+                );
+            })
+            .unwrap();
+        }
+        return;
+    }
     let prob = Problem { y: &y, prior_weights: &w, offset: &offset, family: Family::Binomial, penalty: None, start: None };
     let ctrl = RemlControl::default();
     let run = |d: &dyn Fn() -> (f64, RemlFit), label: &str| {

@@ -11,6 +11,10 @@ use rayon::prelude::*;
 pub const CHUNK_ROWS: usize = 4096;
 
 /// What the fitting code needs from a model matrix.
+///
+/// Only the first four methods are required; the others have (slow but correct) default
+/// implementations in terms of them, which the designs of this crate override with single
+/// chunked passes over the rows.
 pub trait Design: Sync {
     fn nrow(&self) -> usize;
     fn ncol(&self) -> usize;
@@ -18,6 +22,36 @@ pub trait Design: Sync {
     fn linear_predictor(&self, beta: &[f64], out: &mut [f64]);
     /// (X' diag(w) X, X' v).
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>);
+
+    /// X' diag(w_l) X for each weight vector w_l (one pass over the rows where possible).
+    fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
+        let zeros = vec![0.0; self.nrow()];
+        weights.iter().map(|w| self.weighted_crossprod(w, &zeros).0).collect()
+    }
+
+    /// X' v.
+    fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
+        let zeros = vec![0.0; self.nrow()];
+        self.weighted_crossprod(&zeros, v).1
+    }
+
+    /// out_i = x_i' M x_i for a symmetric p x p matrix M (e.g. leverages with M = H^{-1}).
+    fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
+        let (n, p) = (self.nrow(), self.ncol());
+        out.iter_mut().for_each(|o| *o = 0.0);
+        let (mut xc, mut yc) = (vec![0.0; n], vec![0.0; n]);
+        let mut e = vec![0.0; p];
+        for c in 0..p {
+            e[c] = 1.0;
+            self.linear_predictor(&e, &mut xc);
+            e[c] = 0.0;
+            let mc: Vec<f64> = (0..p).map(|k| m[(k, c)]).collect();
+            self.linear_predictor(&mc, &mut yc);
+            for ((o, a), b) in out.iter_mut().zip(&xc).zip(&yc) {
+                *o += a * b;
+            }
+        }
+    }
 }
 
 /// A dense column-major matrix borrowed from the caller (R's layout).
@@ -64,6 +98,76 @@ impl<'a> DenseDesign<'a> {
     }
 }
 
+impl DenseDesign<'_> {
+    /// Upper triangles (row j, column k >= j, stored at j * p + k) of X' diag(w_l) X over
+    /// fixed chunks of rows, added in chunk order.
+    pub(crate) fn crossprod_parts(&self, weights: &[&[f64]]) -> Vec<Vec<f64>> {
+        let p = self.ncol;
+        let nw = weights.len();
+        let parts: Vec<Vec<Vec<f64>>> = self
+            .chunks()
+            .into_par_iter()
+            .map(|(a, b)| {
+                let mut outs = vec![vec![0.0; p * p]; nw];
+                kernels::syrk(self, a, b, weights, &mut outs);
+                outs
+            })
+            .collect();
+        let mut total = vec![vec![0.0; p * p]; nw];
+        for part in parts {
+            for (t, c) in total.iter_mut().zip(part) {
+                for (x, y) in t.iter_mut().zip(c) {
+                    *x += y;
+                }
+            }
+        }
+        total
+    }
+
+    /// X' v over fixed chunks of rows, added in chunk order.
+    pub(crate) fn crossprod_vec_raw(&self, v: &[f64]) -> Vec<f64> {
+        let p = self.ncol;
+        let parts: Vec<Vec<f64>> = self
+            .chunks()
+            .into_par_iter()
+            .map(|(a, b)| (0..p).map(|j| kernels::dot(&self.col(j)[a..b], &v[a..b])).collect())
+            .collect();
+        let mut g = vec![0.0; p];
+        for part in parts {
+            for (x, y) in g.iter_mut().zip(part) {
+                *x += y;
+            }
+        }
+        g
+    }
+
+    /// out_i = x_i' M x_i, M given as its upper triangle with doubled off-diagonal entries
+    /// (row j, column k >= j at j * p + k).
+    pub(crate) fn quadratic_forms_raw(&self, mu: &[f64], out: &mut [f64]) {
+        out.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
+            let r0 = k * CHUNK_ROWS;
+            kernels::quad(self, r0, r0 + o.len(), mu, o);
+        });
+    }
+}
+
+fn full_from_upper(p: usize, u: &[f64]) -> DMatrix<f64> {
+    DMatrix::from_fn(p, p, |i, j| if i <= j { u[i * p + j] } else { u[j * p + i] })
+}
+
+/// Upper triangle of a symmetric matrix, off-diagonal entries doubled (for x' M x).
+pub(crate) fn doubled_upper(m: &DMatrix<f64>) -> Vec<f64> {
+    let p = m.nrows();
+    let mut u = vec![0.0; p * p];
+    for j in 0..p {
+        u[j * p + j] = m[(j, j)];
+        for k in j + 1..p {
+            u[j * p + k] = m[(j, k)] + m[(k, j)];
+        }
+    }
+    u
+}
+
 impl Design for DenseDesign<'_> {
     fn nrow(&self) -> usize {
         self.nrow
@@ -90,44 +194,377 @@ impl Design for DenseDesign<'_> {
 
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
         let p = self.ncol;
-        let parts: Vec<(Vec<f64>, Vec<f64>)> = self
-            .chunks()
-            .into_par_iter()
-            .map(|(a, b)| {
-                let mut h = vec![0.0; p * p];
-                let mut g = vec![0.0; p];
-                let wc = &w[a..b];
-                let mut wx = vec![0.0; b - a];
+        let h = self.crossprod_parts(&[w]).pop().unwrap();
+        (full_from_upper(p, &h), DVector::from_vec(self.crossprod_vec_raw(v)))
+    }
+
+    fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
+        let p = self.ncol;
+        self.crossprod_parts(weights).iter().map(|u| full_from_upper(p, u)).collect()
+    }
+
+    fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
+        DVector::from_vec(self.crossprod_vec_raw(v))
+    }
+
+    fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
+        self.quadratic_forms_raw(&doubled_upper(m), out);
+    }
+}
+
+/// Row-chunk kernels. Rows are copied into zero-padded column-major blocks of `SUB` rows and
+/// reduced over `LANES` independent partial sums, added in a fixed order at the end, so the
+/// results depend neither on the number of threads nor on where a chunk sits in memory. On
+/// x86-64 CPUs with AVX2 and FMA the same code is compiled a second time with those features
+/// (chosen at run time); elsewhere it is plain (auto-vectorised) Rust.
+pub(crate) mod kernels {
+    use super::DenseDesign;
+
+    const LANES: usize = 8;
+    /// Rows per block (a multiple of 4 * LANES).
+    const SUB: usize = 256;
+
+    #[inline(always)]
+    fn fm<const F: bool>(a: f64, b: f64, c: f64) -> f64 {
+        if F {
+            a.mul_add(b, c)
+        } else {
+            a * b + c
+        }
+    }
+
+    #[inline(always)]
+    fn hsum(v: &[f64; LANES]) -> f64 {
+        ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
+    }
+
+    #[inline(always)]
+    fn arr(s: &[f64]) -> &[f64; LANES] {
+        s.try_into().unwrap()
+    }
+
+    /// The four dot products a_r . b (r < 4), a_r at a[r * SUB..], over `len` (multiple of LANES).
+    #[inline(always)]
+    fn dot4<const F: bool>(a: &[f64], b: &[f64], len: usize) -> [f64; 4] {
+        let (a0, a1, a2, a3) = (&a[..len], &a[SUB..SUB + len], &a[2 * SUB..2 * SUB + len], &a[3 * SUB..3 * SUB + len]);
+        let b = &b[..len];
+        let mut acc = [[0.0f64; LANES]; 4];
+        for ((((c0, c1), c2), c3), cb) in a0
+            .chunks_exact(LANES)
+            .zip(a1.chunks_exact(LANES))
+            .zip(a2.chunks_exact(LANES))
+            .zip(a3.chunks_exact(LANES))
+            .zip(b.chunks_exact(LANES))
+        {
+            let (c0, c1, c2, c3, cb) = (arr(c0), arr(c1), arr(c2), arr(c3), arr(cb));
+            for l in 0..LANES {
+                acc[0][l] = fm::<F>(c0[l], cb[l], acc[0][l]);
+                acc[1][l] = fm::<F>(c1[l], cb[l], acc[1][l]);
+                acc[2][l] = fm::<F>(c2[l], cb[l], acc[2][l]);
+                acc[3][l] = fm::<F>(c3[l], cb[l], acc[3][l]);
+            }
+        }
+        [hsum(&acc[0]), hsum(&acc[1]), hsum(&acc[2]), hsum(&acc[3])]
+    }
+
+    /// Kernel of the cross-product: out[(j, k)] += sum_i a_j[i] b_k[i] over `len` rows (a
+    /// multiple of LANES) for the 4 columns a[0..4] and the columns b[k0..k1].
+    type Dot4 = fn(&[&[f64]; 4], &[&[f64]], usize) -> Vec<[f64; 4]>;
+
+    fn dot4_all<const F: bool>(a: &[&[f64]; 4], b: &[&[f64]], len: usize) -> Vec<[f64; 4]> {
+        let mut flat = vec![0.0; 4 * SUB];
+        for (r, ar) in a.iter().enumerate() {
+            flat[r * SUB..r * SUB + len].copy_from_slice(&ar[..len]);
+        }
+        b.iter().map(|bk| dot4::<F>(&flat, bk, len)).collect()
+    }
+
+    #[inline(always)]
+    fn syrk_impl(d: &DenseDesign, r0: usize, r1: usize, ws: &[&[f64]], outs: &mut [Vec<f64>], dot4: Dot4) {
+        let p = d.ncol;
+        let p4 = p.div_ceil(4) * 4;
+        let mut xs = vec![0.0; p * SUB];
+        let mut wx = vec![0.0; p4 * SUB];
+        let mut s0 = r0;
+        while s0 < r1 {
+            let len = SUB.min(r1 - s0);
+            let lenp = len.div_ceil(LANES) * LANES;
+            let cols: Vec<&[f64]> = if len == SUB {
+                (0..p).map(|j| &d.col(j)[s0..s0 + SUB]).collect()
+            } else {
                 for j in 0..p {
-                    let cj = &self.col(j)[a..b];
-                    g[j] = cj.iter().zip(&v[a..b]).map(|(x, y)| x * y).sum();
-                    for (t, (x, ww)) in wx.iter_mut().zip(cj.iter().zip(wc)) {
+                    let dst = &mut xs[j * SUB..j * SUB + SUB];
+                    dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
+                    dst[len..].iter_mut().for_each(|v| *v = 0.0);
+                }
+                xs.chunks(SUB).collect()
+            };
+            for (w, out) in ws.iter().zip(outs.iter_mut()) {
+                let w = &w[s0..s0 + len];
+                for j in 0..p {
+                    let dst = &mut wx[j * SUB..j * SUB + len];
+                    for ((t, x), ww) in dst.iter_mut().zip(cols[j]).zip(w) {
                         *t = x * ww;
                     }
-                    for k in j..p {
-                        let ck = &self.col(k)[a..b];
-                        h[j * p + k] = wx.iter().zip(ck).map(|(x, y)| x * y).sum();
+                    wx[j * SUB + len..j * SUB + lenp].iter_mut().for_each(|v| *v = 0.0);
+                }
+                for j0 in (0..p).step_by(4) {
+                    let a: [&[f64]; 4] = std::array::from_fn(|q| &wx[(j0 + q) * SUB..(j0 + q + 1) * SUB]);
+                    let res = dot4(&a, &cols[j0..], lenp);
+                    for (kk, r) in res.iter().enumerate() {
+                        let k = j0 + kk;
+                        for (q, v) in r.iter().enumerate() {
+                            let j = j0 + q;
+                            if j < p && j <= k {
+                                out[j * p + k] += v;
+                            }
+                        }
                     }
                 }
-                (h, g)
-            })
-            .collect();
-        let mut h = DMatrix::zeros(p, p);
-        let mut g = DVector::zeros(p);
-        for (hc, gc) in parts {
+            }
+            s0 += len;
+        }
+    }
+
+    /// out += x_i' M x_i for rows i in r0..r1 (out has r1 - r0 entries); mu = doubled upper triangle.
+    #[inline(always)]
+    fn quad_impl<const F: bool>(d: &DenseDesign, r0: usize, r1: usize, mu: &[f64], out: &mut [f64]) {
+        const R: usize = 4;
+        const RB: usize = R * LANES;
+        let p = d.ncol;
+        let mut xs = vec![0.0; p * SUB];
+        let mut s0 = r0;
+        while s0 < r1 {
+            let len = SUB.min(r1 - s0);
             for j in 0..p {
-                g[j] += gc[j];
-                for k in j..p {
-                    h[(j, k)] += hc[j * p + k];
+                let dst = &mut xs[j * SUB..j * SUB + SUB];
+                dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
+                dst[len..].iter_mut().for_each(|v| *v = 0.0);
+            }
+            let mut i0 = 0;
+            while i0 < len {
+                let mut q = [[0.0f64; LANES]; R];
+                for j in 0..p {
+                    let mut t = [[0.0f64; LANES]; R];
+                    let row = &mu[j * p..j * p + p];
+                    for k in j..p {
+                        let c = row[k];
+                        let xk = &xs[k * SUB + i0..k * SUB + i0 + RB];
+                        for r in 0..R {
+                            let x = arr(&xk[r * LANES..(r + 1) * LANES]);
+                            for l in 0..LANES {
+                                t[r][l] = fm::<F>(c, x[l], t[r][l]);
+                            }
+                        }
+                    }
+                    let xj = &xs[j * SUB + i0..j * SUB + i0 + RB];
+                    for r in 0..R {
+                        let x = arr(&xj[r * LANES..(r + 1) * LANES]);
+                        for l in 0..LANES {
+                            q[r][l] = fm::<F>(x[l], t[r][l], q[r][l]);
+                        }
+                    }
                 }
+                let m = RB.min(len - i0);
+                let base = s0 - r0 + i0;
+                for (i, o) in out[base..base + m].iter_mut().enumerate() {
+                    *o = q[i / LANES][i % LANES];
+                }
+                i0 += RB;
+            }
+            s0 += len;
+        }
+    }
+
+    #[inline(always)]
+    fn dot_impl<const F: bool>(a: &[f64], b: &[f64]) -> f64 {
+        let mut acc = [0.0f64; LANES];
+        let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+        let (ra, rb) = (ca.remainder(), cb.remainder());
+        for (x, y) in ca.zip(cb) {
+            let (x, y) = (arr(x), arr(y));
+            for l in 0..LANES {
+                acc[l] = fm::<F>(x[l], y[l], acc[l]);
             }
         }
-        for j in 0..p {
-            for k in 0..j {
-                h[(j, k)] = h[(k, j)];
+        let mut s = hsum(&acc);
+        for (x, y) in ra.iter().zip(rb) {
+            s += x * y;
+        }
+        s
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod fma {
+        use super::*;
+        use std::arch::x86_64::*;
+
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn hsum4(v: __m256d) -> f64 {
+            let mut t = [0.0f64; 4];
+            _mm256_storeu_pd(t.as_mut_ptr(), v);
+            (t[0] + t[1]) + (t[2] + t[3])
+        }
+
+        /// Four a columns against b columns two at a time: 8 accumulators of 4 lanes.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn dot4_fma(a: &[&[f64]; 4], b: &[&[f64]], len: usize) -> Vec<[f64; 4]> {
+            let mut res = vec![[0.0f64; 4]; b.len()];
+            for a_ in a.iter() {
+                assert!(a_.len() >= len);
+            }
+            let ap = [a[0].as_ptr(), a[1].as_ptr(), a[2].as_ptr(), a[3].as_ptr()];
+            let mut k = 0;
+            while k < b.len() {
+                let two = k + 1 < b.len();
+                assert!(b[k].len() >= len && (!two || b[k + 1].len() >= len));
+                let b0 = b[k].as_ptr();
+                let b1 = if two { b[k + 1].as_ptr() } else { b0 };
+                let mut acc = [_mm256_setzero_pd(); 8];
+                let mut i = 0;
+                while i < len {
+                    let x0 = _mm256_loadu_pd(b0.add(i));
+                    let x1 = _mm256_loadu_pd(b1.add(i));
+                    for r in 0..4 {
+                        let y = _mm256_loadu_pd(ap[r].add(i));
+                        acc[2 * r] = _mm256_fmadd_pd(y, x0, acc[2 * r]);
+                        acc[2 * r + 1] = _mm256_fmadd_pd(y, x1, acc[2 * r + 1]);
+                    }
+                    i += 4;
+                }
+                for r in 0..4 {
+                    res[k][r] = hsum4(acc[2 * r]);
+                    if two {
+                        res[k + 1][r] = hsum4(acc[2 * r + 1]);
+                    }
+                }
+                k += 2;
+            }
+            res
+        }
+
+        fn dot4_fma_safe(a: &[&[f64]; 4], b: &[&[f64]], len: usize) -> Vec<[f64; 4]> {
+            // SAFETY: only reached after the run-time feature check in `syrk`.
+            unsafe { dot4_fma(a, b, len) }
+        }
+
+        #[target_feature(enable = "avx2,fma")]
+        pub unsafe fn syrk(d: &DenseDesign, r0: usize, r1: usize, ws: &[&[f64]], outs: &mut [Vec<f64>]) {
+            syrk_impl(d, r0, r1, ws, outs, dot4_fma_safe)
+        }
+        /// x_i' M x_i for 32 rows at a time: t = sum_{k >= j} M'_jk x_k, q += x_j t.
+        #[target_feature(enable = "avx2,fma")]
+        pub unsafe fn quad(d: &DenseDesign, r0: usize, r1: usize, mu: &[f64], out: &mut [f64]) {
+            let p = d.ncol;
+            assert!(mu.len() >= p * p && out.len() >= r1 - r0);
+            let mut xs = vec![0.0; p * SUB];
+            let mut s0 = r0;
+            while s0 < r1 {
+                let len = SUB.min(r1 - s0);
+                for j in 0..p {
+                    let dst = &mut xs[j * SUB..j * SUB + SUB];
+                    dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
+                    dst[len..].iter_mut().for_each(|v| *v = 0.0);
+                }
+                let xp = xs.as_ptr();
+                let mut i0 = 0;
+                while i0 < len {
+                    let mut q = [_mm256_setzero_pd(); 8];
+                    for j in 0..p {
+                        let mut t = [_mm256_setzero_pd(); 8];
+                        for k in j..p {
+                            let c = _mm256_set1_pd(*mu.get_unchecked(j * p + k));
+                            let base = xp.add(k * SUB + i0);
+                            for r in 0..8 {
+                                t[r] = _mm256_fmadd_pd(c, _mm256_loadu_pd(base.add(4 * r)), t[r]);
+                            }
+                        }
+                        let base = xp.add(j * SUB + i0);
+                        for r in 0..8 {
+                            q[r] = _mm256_fmadd_pd(_mm256_loadu_pd(base.add(4 * r)), t[r], q[r]);
+                        }
+                    }
+                    let mut buf = [0.0f64; 32];
+                    for r in 0..8 {
+                        _mm256_storeu_pd(buf.as_mut_ptr().add(4 * r), q[r]);
+                    }
+                    let m = 32.min(len - i0);
+                    let base = s0 - r0 + i0;
+                    out[base..base + m].copy_from_slice(&buf[..m]);
+                    i0 += 32;
+                }
+                s0 += len;
             }
         }
-        (h, g)
+
+        #[target_feature(enable = "avx2,fma")]
+        pub unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
+            let n = a.len().min(b.len());
+            let (ap, bp) = (a.as_ptr(), b.as_ptr());
+            let mut acc = [_mm256_setzero_pd(); 4];
+            let mut i = 0;
+            while i + 16 <= n {
+                for r in 0..4 {
+                    acc[r] = _mm256_fmadd_pd(_mm256_loadu_pd(ap.add(i + 4 * r)), _mm256_loadu_pd(bp.add(i + 4 * r)), acc[r]);
+                }
+                i += 16;
+            }
+            let v = _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3]));
+            let mut s = hsum4(v);
+            while i < n {
+                s += a[i] * b[i];
+                i += 1;
+            }
+            s
+        }
+    }
+
+    /// AVX2 + FMA kernels, unless the CPU lacks them or NCE_NO_SIMD is set (to test the
+    /// portable code).
+    #[inline]
+    fn use_fma() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            static FMA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            *FMA.get_or_init(|| {
+                std::env::var_os("NCE_NO_SIMD").is_none()
+                    && std::is_x86_feature_detected!("avx2")
+                    && std::is_x86_feature_detected!("fma")
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// outs[l][j * p + k] += sum_{r0 <= i < r1} ws[l][i] x_ij x_ik for j <= k.
+    pub fn syrk(d: &DenseDesign, r0: usize, r1: usize, ws: &[&[f64]], outs: &mut [Vec<f64>]) {
+        #[cfg(target_arch = "x86_64")]
+        if use_fma() {
+            // SAFETY: the CPU has the features the function was compiled for.
+            return unsafe { fma::syrk(d, r0, r1, ws, outs) };
+        }
+        syrk_impl(d, r0, r1, ws, outs, dot4_all::<false>)
+    }
+
+    /// out[i - r0] = x_i' M x_i for rows r0..r1; mu = M's upper triangle, off-diagonal doubled.
+    pub fn quad(d: &DenseDesign, r0: usize, r1: usize, mu: &[f64], out: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        if use_fma() {
+            // SAFETY: as above.
+            return unsafe { fma::quad(d, r0, r1, mu, out) };
+        }
+        quad_impl::<false>(d, r0, r1, mu, out)
+    }
+
+    pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if use_fma() {
+            // SAFETY: as above.
+            return unsafe { fma::dot(a, b) };
+        }
+        dot_impl::<false>(a, b)
     }
 }
 

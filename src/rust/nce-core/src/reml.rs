@@ -3,13 +3,18 @@
 //! Minimises mgcv's REML score (what `gam(method = "REML")` reports as `gcv.ubre`)
 //!     D(rho) = -l(b) + b' S b / 2 + log|H| / 2 - log|S|_+ / 2 - Mp / 2 log(2 pi),
 //! H = X'WX + S_lambda, b = b(rho) the penalised fit, by Newton's method on rho = log lambda with
-//! the exact gradient and Hessian (including the derivatives of W through b), each inner fit
-//! being `irls::fit` warm-started from the previous coefficients.
+//! the exact gradient and Hessian (including the derivatives of W through b). Each inner fit is
+//! a penalised IRLS as in `irls::fit` (same steps, step halving and convergence test), started
+//! from the first-order prediction b + sum_j (db/drho_j) (rho_j' - rho_j), with the Hessian of
+//! the last iteration reused as the final one. Per outer iteration the derivatives cost a few
+//! passes over the rows (see `Ctx::derivs`); everything else is p x p algebra.
 
-use crate::design::Design;
+use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
-use crate::irls::{self, Control, GlmFit, Problem};
+use crate::irls::{Control, GlmFit, Problem};
+use crate::linalg::aliased_columns;
+use rayon::prelude::*;
 use crate::penalty::PenaltySet;
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, SymmetricEigen};
 
@@ -75,10 +80,25 @@ pub struct RemlFit {
     pub message: String,
 }
 
+/// The penalised fit at one rho (what `irls::fit` returns, minus what only the final fit needs).
+struct Inner {
+    beta: Vec<f64>,
+    /// Linear predictor including the offset, and the fitted means.
+    eta: Vec<f64>,
+    mu: Vec<f64>,
+    /// X'WX + S_lambda at beta.
+    hessian: DMatrix<f64>,
+    loglik: f64,
+    objective: f64,
+    iterations: usize,
+    converged: bool,
+    message: String,
+}
+
 /// One inner fit with its score; derivatives are filled in on demand.
 struct Point {
     rho: Vec<f64>,
-    fit: GlmFit,
+    fit: Inner,
     score: f64,
     chol: Cholesky<f64, Dyn>,
     /// H = D C D with C = chol's matrix: the diagonal scaling of H.
@@ -88,6 +108,8 @@ struct Point {
 struct Derivs {
     grad: Vec<f64>,
     hess: DMatrix<f64>,
+    /// d beta / d rho_j.
+    dbeta: Vec<DVector<f64>>,
 }
 
 struct Ctx<'a, D: Design> {
@@ -96,30 +118,44 @@ struct Ctx<'a, D: Design> {
     pens: &'a PenaltySet,
     ctrl: &'a RemlControl,
     inner_iterations: usize,
+    /// Saturated log-likelihood (for deviances).
+    sat: f64,
 }
 
-/// Per-row dW/deta and d2W/deta2 (prior weights applied), W the IRLS weight.
-fn weight_derivs(family: Family, y: f64, eta: f64, pw: f64) -> (f64, f64) {
+/// Per-row dW/deta and d2W/deta2 (prior weights applied) from the fitted mean mu.
+fn weight_derivs(family: Family, y: f64, mu: f64, pw: f64) -> (f64, f64) {
     if pw == 0.0 {
         return (0.0, 0.0);
     }
     match family {
         Family::Binomial => {
-            let mu = family.mean(eta);
             let w = mu * (1.0 - mu);
             (pw * w * (1.0 - 2.0 * mu), pw * w * (1.0 - 6.0 * mu + 6.0 * mu * mu))
         }
-        Family::Poisson => {
-            let mu = family.mean(eta);
-            (pw * mu, pw * mu)
-        }
+        Family::Poisson => (pw * mu, pw * mu),
         Family::PoissonTransform => {
             if y > 0.5 {
                 (0.0, 0.0)
             } else {
-                let mu = family.mean(eta);
                 (pw * mu, pw * mu)
             }
+        }
+    }
+}
+
+/// Row terms (log-likelihood, gradient, weight) and mean; one exp for the binomial.
+#[inline]
+fn row_terms(family: Family, y: f64, eta: f64) -> (f64, f64, f64, f64) {
+    match family {
+        Family::Binomial => {
+            let e = (-eta.abs()).exp();
+            let mu = if eta >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+            let ll = y * eta - (eta.max(0.0) + e.ln_1p());
+            (ll, y - mu, mu * (1.0 - mu), mu)
+        }
+        _ => {
+            let t = family.row(y, eta);
+            (t.loglik, t.grad, t.weight, family.mean(eta))
         }
     }
 }
@@ -135,24 +171,224 @@ fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
     Ok((ch, d))
 }
 
+/// The same checks (and messages) as `irls::fit`.
+fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {
+    let check = |name: &str, v: &[f64]| -> Result<()> {
+        if v.len() != n {
+            return Err(NceError::invalid(name, format!("has length {}, expected {} (rows of the design)", v.len(), n)));
+        }
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(NceError::invalid(name, format!("has a non-finite value at position {}", i + 1)));
+        }
+        Ok(())
+    };
+    check("y", prob.y)?;
+    check("weights", prob.prior_weights)?;
+    check("offset", prob.offset)?;
+    if let Some(i) = prob.prior_weights.iter().position(|&w| w < 0.0) {
+        return Err(NceError::invalid("weights", format!("must be non-negative; position {} is negative", i + 1)));
+    }
+    if let Some(i) = prob.y.iter().position(|&y| !prob.family.valid_response(y)) {
+        return Err(NceError::invalid(
+            "y",
+            format!("value {} at position {} is not a valid response for this family", prob.y[i], i + 1),
+        ));
+    }
+    if let Some(b) = prob.start {
+        if b.len() != p || b.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid("start", format!("must be {p} finite values")));
+        }
+    }
+    if n == 0 || p == 0 {
+        return Err(NceError::invalid("x", "the design has no rows or no columns"));
+    }
+    Ok(())
+}
+
+/// A candidate of the inner iteration.
+struct Cand {
+    beta: Vec<f64>,
+    eta: Vec<f64>,
+    loglik: f64,
+    objective: f64,
+}
+
 impl<D: Design> Ctx<'_, D> {
+    fn deviance(&self, objective: f64) -> f64 {
+        2.0 * (self.sat - objective)
+    }
+
+    /// eta = X beta + offset and the penalised log-likelihood (chunk sums in chunk order).
+    fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>) -> Cand {
+        let prob = self.prob;
+        let mut eta = vec![0.0; self.d.nrow()];
+        self.d.linear_predictor(&beta, &mut eta);
+        let parts: Vec<f64> = eta
+            .par_chunks_mut(CHUNK_ROWS)
+            .enumerate()
+            .map(|(k, e)| {
+                let r0 = k * CHUNK_ROWS;
+                let mut ll = 0.0;
+                for (i, v) in e.iter_mut().enumerate() {
+                    let r = r0 + i;
+                    *v += prob.offset[r];
+                    let w = prob.prior_weights[r];
+                    if w > 0.0 {
+                        ll += w * row_terms(prob.family, prob.y[r], *v).0;
+                    }
+                }
+                ll
+            })
+            .collect();
+        let loglik: f64 = parts.iter().sum();
+        let b = DVector::from_column_slice(&beta);
+        let pen = (b.transpose() * s * &b)[(0, 0)];
+        Cand { beta, eta, loglik, objective: loglik - 0.5 * pen }
+    }
+
+    /// Hessian weights w and working vector W (eta - offset) + g at eta (prior weights applied).
+    fn working(&self, eta: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let prob = self.prob;
+        let n = eta.len();
+        let (mut w, mut v) = (vec![0.0; n], vec![0.0; n]);
+        w.par_chunks_mut(CHUNK_ROWS).zip(v.par_chunks_mut(CHUNK_ROWS)).enumerate().for_each(|(k, (wc, vc))| {
+            let r0 = k * CHUNK_ROWS;
+            for (i, (wr, vr)) in wc.iter_mut().zip(vc.iter_mut()).enumerate() {
+                let r = r0 + i;
+                let pw = prob.prior_weights[r];
+                if pw == 0.0 {
+                    continue;
+                }
+                let (_, g, wt, _) = row_terms(prob.family, prob.y[r], eta[r]);
+                *wr = pw * wt;
+                *vr = *wr * (eta[r] - prob.offset[r]) + pw * g;
+            }
+        });
+        (w, v)
+    }
+
+    fn initial_eta(&self) -> Vec<f64> {
+        let prob = self.prob;
+        prob.y
+            .iter()
+            .zip(prob.prior_weights)
+            .zip(prob.offset)
+            .map(|((&y, &w), &o)| match prob.family {
+                Family::Binomial => {
+                    let m = (w * y + 0.5) / (w + 1.0);
+                    (m / (1.0 - m)).ln()
+                }
+                Family::Poisson => (y + 0.1).ln(),
+                Family::PoissonTransform => o,
+            })
+            .collect()
+    }
+
+    /// Penalised IRLS (Newton with step halving, as `irls::fit`), warm-started from `start`.
+    /// The Hessian computed at the accepted iterate doubles as the next step's and, once the
+    /// deviance has converged, as the final one, so a fit costs one cross-product per step.
+    fn inner(&self, s: &DMatrix<f64>, start: Option<&[f64]>, interrupted: &mut dyn FnMut() -> bool) -> Result<Inner> {
+        let (d, ctrl) = (self.d, &self.ctrl.inner);
+        let p = d.ncol();
+        let mut current: Option<Cand> = match start {
+            Some(b) => {
+                let c = self.evaluate(s, b.to_vec());
+                if c.objective.is_finite() { Some(c) } else { None }
+            }
+            None => None,
+        };
+        let mut eta = match &current {
+            Some(c) => c.eta.clone(),
+            None => self.initial_eta(),
+        };
+        let mut converged = false;
+        let mut message = String::new();
+        let mut iterations = 0;
+        let mut final_h = None;
+        for it in 0..=ctrl.maxit {
+            if interrupted() {
+                return Err(NceError::Interrupted);
+            }
+            let (w, v) = self.working(&eta);
+            let (mut h, b) = d.weighted_crossprod(&w, &v);
+            h += s;
+            if it == 0 {
+                let aliased = aliased_columns(&h, ctrl.alias_tol);
+                if let Some(j) = aliased.iter().position(|&a| a) {
+                    return Err(NceError::Numerical(format!(
+                        "coefficient {} is not identifiable even with the penalty (aliased)",
+                        j + 1
+                    )));
+                }
+            }
+            if converged || it == ctrl.maxit || !message.is_empty() {
+                final_h = Some(h);
+                break;
+            }
+            iterations = it + 1;
+            let chol = h
+                .clone()
+                .cholesky()
+                .ok_or_else(|| NceError::Numerical("the Hessian is not positive definite".into()))?;
+            let beta = chol.solve(&b).as_slice().to_vec();
+            let mut cand = self.evaluate(s, beta);
+            if let Some(cur) = &current {
+                let mut halvings = 0;
+                while !(cand.objective.is_finite() && cand.objective >= cur.objective - 1e-12 * cur.objective.abs()) {
+                    if halvings == ctrl.max_halving {
+                        message = format!("step halving failed to improve the objective at iteration {}", it + 1);
+                        break;
+                    }
+                    let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
+                    cand = self.evaluate(s, half);
+                    halvings += 1;
+                }
+                if !message.is_empty() {
+                    // Keep the current iterate (its Hessian is recomputed above).
+                    continue;
+                }
+                let (d_new, d_old) = (self.deviance(cand.objective), self.deviance(cur.objective));
+                if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
+                    converged = true;
+                }
+            } else if !cand.objective.is_finite() {
+                cand = self.evaluate(s, vec![0.0; p]);
+                if !cand.objective.is_finite() {
+                    return Err(NceError::Numerical("the objective is not finite at the starting values".into()));
+                }
+            }
+            eta.clone_from(&cand.eta);
+            current = Some(cand);
+        }
+        let cur = current.expect("at least one iteration ran");
+        if !converged && message.is_empty() {
+            message = format!("no convergence in {} iterations", ctrl.maxit);
+        }
+        let prob = self.prob;
+        let mu = cur.eta.iter().map(|&e| prob.family.mean(e)).collect();
+        Ok(Inner {
+            beta: cur.beta,
+            eta: cur.eta,
+            mu,
+            hessian: final_h.expect("the loop ends with a Hessian"),
+            loglik: cur.loglik,
+            objective: cur.objective,
+            iterations,
+            converged,
+            message,
+        })
+    }
+
     /// Fit at rho (warm-started) and compute the REML score.
     fn point(&mut self, rho: &[f64], start: Option<&[f64]>, interrupted: &mut dyn FnMut() -> bool) -> Result<Point> {
         let lambda: Vec<f64> = rho.iter().map(|r| r.exp()).collect();
         let s = self.pens.total(&lambda);
-        let prob = Problem { penalty: Some(&s), start, ..*self.prob };
-        let fit = irls::fit(self.d, &prob, &self.ctrl.inner, interrupted)?;
+        let fit = self.inner(&s, start, interrupted)?;
         self.inner_iterations += fit.iterations;
-        if let Some(j) = fit.aliased.iter().position(|&a| a) {
-            return Err(NceError::Numerical(format!(
-                "coefficient {} is not identifiable even with the penalty (aliased)",
-                j + 1
-            )));
-        }
         let (chol, dscale) = scaled_cholesky(&fit.hessian)?;
         let l = chol.l();
         let log_det_h: f64 = (0..l.nrows()).map(|i| 2.0 * (l[(i, i)].ln() + dscale[i].ln())).sum();
-        let beta = DVector::from_column_slice(&fit.coefficients);
+        let beta = DVector::from_column_slice(&fit.beta);
         let pen = (beta.transpose() * &s * &beta)[(0, 0)];
         let log_det_s = self.pens.log_det(rho)?.value;
         let mp = self.pens.null_space_dim() as f64;
@@ -173,49 +409,51 @@ impl<D: Design> Ctx<'_, D> {
     }
 
     /// Exact gradient and Hessian of the score in rho.
+    ///
+    /// With dH_j = lambda_j S_j + X' diag(w1 X b_j) X (b_j = d beta / d rho_j), the row passes
+    /// are: X b_j (m linear predictors), the m matrices X' diag(w1 X b_j) X (one multi-weight
+    /// cross-product pass), the leverages x_i' H^{-1} x_i (one pass), and X'(w1 lev) (one pass);
+    /// everything else is p x p algebra. tr(H^{-1} X' diag(w1 X b_jk) X) = (X'(w1 lev))' b_jk
+    /// needs no pass per pair.
     fn derivs(&self, pt: &Point) -> Result<Derivs> {
         let (d, pens, prob) = (self.d, self.pens, self.prob);
-        let (n, p, m) = (d.nrow(), d.ncol(), pens.len());
-        let beta = DVector::from_column_slice(&pt.fit.coefficients);
+        let (n, m) = (d.nrow(), pens.len());
+        let beta = DVector::from_column_slice(&pt.fit.beta);
         let lam: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
         let hinv = Self::h_inverse(pt);
-        let (w1, w2): (Vec<f64>, Vec<f64>) = (0..n)
-            .map(|r| weight_derivs(prob.family, prob.y[r], pt.fit.eta[r], prob.prior_weights[r]))
-            .unzip();
+        let (mut w1, mut w2) = (vec![0.0; n], vec![0.0; n]);
+        for r in 0..n {
+            (w1[r], w2[r]) = weight_derivs(prob.family, prob.y[r], pt.fit.mu[r], prob.prior_weights[r]);
+        }
         let ld = pens.log_det(&pt.rho)?;
-        let zeros = vec![0.0; n];
-        let eta_of = |b: &DVector<f64>| {
-            let mut e = vec![0.0; n];
-            d.linear_predictor(b.as_slice(), &mut e);
-            e
-        };
 
-        // First order: S_j b, db/drho_j, X db/drho_j, dH/drho_j.
+        // First order.
         let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
         let bj: Vec<DVector<f64>> = (0..m).map(|j| &hinv * &sb[j] * (-lam[j])).collect();
-        let ej: Vec<Vec<f64>> = bj.iter().map(eta_of).collect();
-        let hj: Vec<DMatrix<f64>> = (0..m)
-            .map(|j| {
-                let v: Vec<f64> = w1.iter().zip(&ej[j]).map(|(a, b)| a * b).collect();
-                d.weighted_crossprod(&v, &zeros).0 + pens.full(j) * lam[j]
+        let ej: Vec<Vec<f64>> = bj
+            .iter()
+            .map(|b| {
+                let mut e = vec![0.0; n];
+                d.linear_predictor(b.as_slice(), &mut e);
+                e
             })
             .collect();
+        let vj: Vec<Vec<f64>> = ej.iter().map(|e| w1.iter().zip(e).map(|(a, b)| a * b).collect()).collect();
+        let vref: Vec<&[f64]> = vj.iter().map(|v| v.as_slice()).collect();
+        let mj = d.weighted_crossprods(&vref);
+        drop(vj);
+        let hj: Vec<DMatrix<f64>> = mj.into_iter().enumerate().map(|(j, mm)| mm + pens.full(j) * lam[j]).collect();
         let aj: Vec<DMatrix<f64>> = hj.iter().map(|h| &hinv * h).collect();
         let grad: Vec<f64> = (0..m)
             .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj[j].trace() - 0.5 * ld.grad[j])
             .collect();
 
-        // Leverages x_i' H^{-1} x_i from X D^{-1} L^{-T}, one column at a time.
-        let linv = pt.chol.l().solve_lower_triangular(&DMatrix::identity(p, p)).ok_or_else(|| {
-            NceError::Numerical("singular Cholesky factor".into())
-        })?;
+        // Leverages and X'(w1 lev).
         let mut lev = vec![0.0; n];
-        for c in 0..p {
-            let col = DVector::from_fn(p, |i, _| linv[(c, i)] / pt.dscale[i]);
-            for (l, z) in lev.iter_mut().zip(eta_of(&col)) {
-                *l += z * z;
-            }
-        }
+        d.row_quadratic_forms(&hinv, &mut lev);
+        let w1lev: Vec<f64> = w1.iter().zip(&lev).map(|(a, b)| a * b).collect();
+        let u = d.crossprod_vec(&w1lev);
+        let w2lev: Vec<f64> = w2.iter().zip(&lev).map(|(a, b)| a * b).collect();
 
         // Second order.
         let mut hess = DMatrix::zeros(m, m);
@@ -228,11 +466,9 @@ impl<D: Design> Ctx<'_, D> {
                 if j == k {
                     bjk += &bj[j];
                 }
-                let ejk = eta_of(&bjk);
                 let mut tr = if j == k { lam[j] * hinv.component_mul(&pens.full(j)).sum() } else { 0.0 };
-                for i in 0..n {
-                    tr += (w2[i] * ej[j][i] * ej[k][i] + w1[i] * ejk[i]) * lev[i];
-                }
+                tr += u.dot(&bjk);
+                tr += ws_dot3(&w2lev, &ej[j], &ej[k]);
                 let cross = aj[k].component_mul(&aj[j].transpose()).sum();
                 let mut v = lam[j] * bj[k].dot(&sb[j]) + 0.5 * (tr - cross) - 0.5 * ld.hess[(j, k)];
                 if j == k {
@@ -242,8 +478,19 @@ impl<D: Design> Ctx<'_, D> {
                 hess[(k, j)] = v;
             }
         }
-        Ok(Derivs { grad, hess })
+        Ok(Derivs { grad, hess, dbeta: bj })
     }
+}
+
+/// sum_i a_i b_i c_i over fixed chunks added in order.
+fn ws_dot3(a: &[f64], b: &[f64], c: &[f64]) -> f64 {
+    let parts: Vec<f64> = a
+        .par_chunks(CHUNK_ROWS)
+        .zip(b.par_chunks(CHUNK_ROWS))
+        .zip(c.par_chunks(CHUNK_ROWS))
+        .map(|((x, y), z)| x.iter().zip(y).zip(z).map(|((p, q), r)| p * q * r).sum::<f64>())
+        .collect();
+    parts.iter().sum()
 }
 
 /// mgcv-like starting values: lambda_j S_j comparable with X'WX on S_j's block.
@@ -330,8 +577,10 @@ pub fn fit_reml<D: Design>(
     if prob.y.len() != d.nrow() {
         return Err(NceError::invalid("y", format!("has length {}, expected {}", prob.y.len(), d.nrow())));
     }
+    validate(d.nrow(), d.ncol(), prob)?;
     let m = penalties.len();
-    let mut ctx = Ctx { d, prob, pens: penalties, ctrl, inner_iterations: 0 };
+    let sat: f64 = prob.y.iter().zip(prob.prior_weights).map(|(&y, &w)| w * prob.family.saturated_loglik(y)).sum();
+    let mut ctx = Ctx { d, prob, pens: penalties, ctrl, inner_iterations: 0, sat };
     let centre = auto_rho(d, prob, penalties);
     let (lo, hi): (Vec<f64>, Vec<f64>) = centre.iter().map(|c| (c - ctrl.rho_range, c + ctrl.rho_range)).unzip();
     let clamp = |r: &[f64]| -> Vec<f64> { (0..m).map(|j| r[j].clamp(lo[j], hi[j])).collect() };
@@ -371,7 +620,15 @@ pub fn fit_reml<D: Design>(
             let mut accepted = None;
             for _ in 0..=ctrl.max_halving {
                 let trial: Vec<f64> = clamp(&cur.rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
-                match ctx.point(&trial, Some(&cur.fit.coefficients), interrupted) {
+                // Warm start from the first-order prediction beta + sum_j (d beta / d rho_j) drho_j.
+                let mut start = cur.fit.beta.clone();
+                for (j, db) in der.dbeta.iter().enumerate() {
+                    let dr = trial[j] - cur.rho[j];
+                    for (b, v) in start.iter_mut().zip(db.iter()) {
+                        *b += dr * v;
+                    }
+                }
+                match ctx.point(&trial, Some(&start), interrupted) {
                     Ok(pt) if pt.score <= cur.score => {
                         accepted = Some(pt);
                         break;
@@ -428,6 +685,7 @@ fn finish<D: Design>(
     let lambda: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
     let vp = Ctx::<D>::h_inverse(&pt);
     let xwx = &pt.fit.hessian - ctx.pens.total(&lambda);
+    let fit = glm_fit(ctx, &pt.fit, &vp);
     let f = &vp * &xwx;
     let ve = &f * &vp;
     let ve = (&ve + ve.transpose()) * 0.5;
@@ -436,7 +694,7 @@ fn finish<D: Design>(
         .map(|j| !fixed && (pt.rho[j] >= hi[j] - 1e-10 || pt.rho[j] <= lo[j] + 1e-10))
         .collect();
     Ok(RemlFit {
-        coefficients: pt.fit.coefficients.clone(),
+        coefficients: pt.fit.beta.clone(),
         sp: lambda,
         rho: pt.rho,
         vp,
@@ -447,12 +705,43 @@ fn finish<D: Design>(
         hessian: der.hess,
         mp: ctx.pens.null_space_dim(),
         at_bound,
-        fit: pt.fit,
+        fit,
         outer_iterations: outer,
         inner_iterations: ctx.inner_iterations,
         converged,
         message,
     })
+}
+
+/// The inner fit in `irls::fit`'s form.
+fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
+    let prob = ctx.prob;
+    let row_grad: Vec<f64> = (0..f.eta.len())
+        .map(|r| {
+            let pw = prob.prior_weights[r];
+            if pw == 0.0 { 0.0 } else { pw * row_terms(prob.family, prob.y[r], f.eta[r]).1 }
+        })
+        .collect();
+    let n_certain = match prob.family {
+        Family::Binomial => prob.y.iter().zip(&f.mu).filter(|(&y, &m)| y == 1.0 && m > 1.0 - 1e-10).count(),
+        _ => 0,
+    };
+    GlmFit {
+        coefficients: f.beta.clone(),
+        aliased: vec![false; f.beta.len()],
+        cov: vp.clone(),
+        hessian: f.hessian.clone(),
+        eta: f.eta.clone(),
+        fitted: f.mu.clone(),
+        row_grad,
+        loglik: f.loglik,
+        penalised_loglik: f.objective,
+        deviance: ctx.deviance(f.objective),
+        iterations: f.iterations,
+        converged: f.converged,
+        n_certain,
+        message: f.message.clone(),
+    }
 }
 
 #[cfg(test)]
