@@ -15,9 +15,10 @@ nce_fit_reml <- function(x, y, weights, offset, family, sample, penalties, sp, c
 #' REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
 #' per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
 #' `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
+#' With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
 #' @keywords internal
 #' @noRd
-nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, sample, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_grouped, a, b, group, y, weights, offset, family, sample, penalties, sp, control, threads)
+nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_grouped, a, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
 
 #' Draw `n` points from a built-in reference; a column-major n x d matrix.
 #' @keywords internal
@@ -28,6 +29,16 @@ nce_ref_sample <- function(spec, n, seed, threads) .Call(wrap__nce_ref_sample, s
 #' @keywords internal
 #' @noRd
 nce_ref_log_density <- function(spec, x, threads) .Call(wrap__nce_ref_log_density, spec, x, threads)
+
+#' `n` draws per previous state (rows of `prev`) from the truncated normal random walk.
+#' @keywords internal
+#' @noRd
+nce_kernel_normal_sample <- function(sd, lower, upper, prev, n, seed, threads) .Call(wrap__nce_kernel_normal_sample, sd, lower, upper, prev, n, seed, threads)
+
+#' log q(x | prev) of the truncated normal random walk, row by row.
+#' @keywords internal
+#' @noRd
+nce_kernel_normal_log_density <- function(sd, lower, upper, x, prev, threads) .Call(wrap__nce_kernel_normal_log_density, sd, lower, upper, x, prev, threads)
 
 #' For tests of the error path: returns an error carrying `msg`.
 #' @keywords internal

@@ -38,11 +38,12 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
 }
 
 # Fit by REML on [A | B[group, ]]. `rows` and `groups` are data frames; `group` maps each row
-# (1-based) to its row of `groups`.
+# (1-based) to its row of `groups`. `cluster` (one entry per group) requests the clustered
+# sandwich. `row_intercept = FALSE` drops A's intercept (B then carries it).
 fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offset,
-                        family = "binomial", sample = NULL, knots = NULL, sp = NULL,
-                        control = nce_control()) {
-  a <- setup_terms(row_formula, rows, knots, intercept = TRUE)
+                        family = "binomial", cluster = NULL, knots = NULL, sp = NULL,
+                        control = nce_control(), row_intercept = TRUE) {
+  a <- setup_terms(row_formula, rows, knots, intercept = row_intercept)
   b <- setup_terms(group_formula, groups, knots, intercept = FALSE)
   pa <- ncol(a$X)
   at <- function(pen, shift) list(start = as.double(pen$start + shift), S = pen$S)
@@ -53,7 +54,7 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   }
   res <- rs(nce_fit_reml_grouped(a$X, b$X, as.integer(group), as.double(y), rep(1, length(y)),
                                  as.double(offset), family,
-                                 if (is.null(sample)) NULL else as.integer(sample), penalties,
+                                 if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                  if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
   cn <- c(colnames(a$X), colnames(b$X))
   for (i in seq_along(b$smooth)) {
@@ -61,6 +62,10 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
     b$smooth[[i]]$last.para <- b$smooth[[i]]$last.para + pa
   }
   labels <- vapply(c(a$penalties, b$penalties), `[[`, "", "label")
+  # Keep the set-ups for prediction, not their (large) model matrices.
+  a$ncol <- pa
+  b$ncol <- ncol(b$X)
+  a$X <- b$X <- NULL
   named <- function(v) {
     dimnames(v) <- list(cn, cn)
     v

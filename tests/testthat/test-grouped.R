@@ -15,7 +15,7 @@ test_that("a grouped REML fit equals gam on the expanded data", {
   rows$.offset <- log(1 / r)
   fit <- nce:::fit_grouped(~ s(d, bs = "cr", k = 8), rows, ~ s(x_prev, bs = "cr", k = 6),
                            data.frame(x_prev = xp), rows$t, rows$.label, rows$.offset,
-                           sample = rows$.label)
+                           cluster = seq_len(T))
   g <- mgcv::gam(.label ~ s(d, bs = "cr", k = 8) + s(x_prev, bs = "cr", k = 6), binomial, rows,
                  offset = .offset, method = "REML")
   expect_true(fit$converged)

@@ -9,6 +9,7 @@ pub mod error;
 pub mod family;
 pub mod grouped;
 pub mod irls;
+pub mod kernel;
 pub mod linalg;
 pub mod penalty;
 pub mod reference;

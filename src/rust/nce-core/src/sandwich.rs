@@ -66,3 +66,94 @@ mod tests {
         assert!(v[(0, 0)].abs() < 1e-15);
     }
 }
+
+/// Sandwich for dependent rows: the meat is sum_c S_c S_c' over clusters c, S_c the sum of the
+/// scores g_r x_r of the rows in c (uncentred: in a Markov chain the per-transition score sums
+/// are martingale differences). The design is [A | B[group, ]] given by its parts (B may have
+/// no columns); clusters are unions of groups: `cluster_of_group[t]` for each group t.
+#[allow(clippy::too_many_arguments)]
+pub fn grouped_cluster_sandwich(
+    a: &[f64],
+    n: usize,
+    pa: usize,
+    b: &[f64],
+    ng: usize,
+    pb: usize,
+    group: &[usize],
+    cluster_of_group: &[usize],
+    row_grad: &[f64],
+    bread: &DMatrix<f64>,
+    aliased: &[bool],
+) -> Result<DMatrix<f64>> {
+    let p = pa + pb;
+    if a.len() != n * pa || b.len() != ng * pb || group.len() != n || row_grad.len() != n {
+        return Err(NceError::invalid("design", "parts of the grouped design have inconsistent sizes"));
+    }
+    if cluster_of_group.len() != ng {
+        return Err(NceError::invalid("cluster", format!("must have one entry per group ({ng})")));
+    }
+    let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
+    let mut s = DMatrix::<f64>::zeros(nc, p);
+    for j in 0..pa {
+        let col = &a[j * n..(j + 1) * n];
+        for r in 0..n {
+            s[(cluster_of_group[group[r]], j)] += row_grad[r] * col[r];
+        }
+    }
+    if pb > 0 {
+        let mut gsum = vec![0.0; ng];
+        for r in 0..n {
+            gsum[group[r]] += row_grad[r];
+        }
+        for k in 0..pb {
+            let col = &b[k * ng..(k + 1) * ng];
+            for t in 0..ng {
+                s[(cluster_of_group[t], pa + k)] += gsum[t] * col[t];
+            }
+        }
+    }
+    let meat = s.transpose() * &s;
+    let keep: Vec<usize> = (0..p).filter(|&j| !aliased[j]).collect();
+    let bk = select(bread, &keep);
+    let v = &bk * select(&meat, &keep) * &bk;
+    let mut out = DMatrix::from_element(p, p, f64::NAN);
+    for (x, &i) in keep.iter().enumerate() {
+        for (y, &j) in keep.iter().enumerate() {
+            out[(i, j)] = 0.5 * (v[(x, y)] + v[(y, x)]);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+
+    #[test]
+    fn one_row_per_cluster_gives_the_uncentred_hc0_meat() {
+        // design [1, x] with no B block, each row its own group and cluster
+        let n = 5;
+        let a: Vec<f64> = [1.0; 5].iter().copied().chain([0.1, 0.4, 0.2, 0.9, 0.5]).collect();
+        let g = [0.3, -0.2, 0.1, -0.4, 0.2];
+        let group: Vec<usize> = (0..n).collect();
+        let v = grouped_cluster_sandwich(&a, n, 2, &[], n, 0, &group, &group, &g, &DMatrix::identity(2, 2), &[false, false])
+            .unwrap();
+        let m00: f64 = g.iter().map(|x| x * x).sum();
+        let m01: f64 = g.iter().zip(&a[n..]).map(|(x, y)| x * x * y).sum();
+        assert!((v[(0, 0)] - m00).abs() < 1e-14 && (v[(0, 1)] - m01).abs() < 1e-14);
+    }
+
+    #[test]
+    fn shared_group_row_enters_once_per_cluster() {
+        // two groups of two rows, B = one column; clusters = groups
+        let a = vec![1.0; 4];
+        let b = vec![2.0, 3.0];
+        let group = [0, 0, 1, 1];
+        let g = [0.5, -0.2, 0.1, 0.3];
+        let v = grouped_cluster_sandwich(&a, 4, 1, &b, 2, 1, &group, &[0, 1], &g, &DMatrix::identity(2, 2), &[false, false])
+            .unwrap();
+        // S = [[0.3, 0.6], [0.4, 1.2]]
+        assert!((v[(1, 1)] - (0.36 + 1.44)).abs() < 1e-12);
+        assert!((v[(0, 1)] - (0.18 + 0.48)).abs() < 1e-12);
+    }
+}

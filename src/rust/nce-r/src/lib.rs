@@ -14,7 +14,8 @@ use nce_core::irls::{self, Control, Problem};
 use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
 use nce_core::reference::Reference;
-use nce_core::sandwich::sample_sandwich;
+use nce_core::kernel::NormalKernel;
+use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
@@ -137,10 +138,11 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
 /// REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
 /// per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
 /// `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
+/// With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
+fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, cluster: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
     guard(|| {
         let (ad, n, pa) = real_matrix(&a, "a")?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
@@ -153,7 +155,15 @@ fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, o
         let w = real_slice(&weights, "weights")?;
         let o = real_slice(&offset, "offset")?;
         let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
-        let sample = sample_of(&sample, n)?;
+        let cluster: Option<Vec<usize>> = if cluster.is_null() {
+            None
+        } else {
+            let c = int_slice(&cluster, "cluster")?;
+            if c.len() != ng || c.iter().any(|&v| v < 1) {
+                return Err(NceError::invalid("cluster", format!("must hold {ng} positive integers, one per group")));
+            }
+            Some(c.iter().map(|&v| v as usize - 1).collect())
+        };
         let pens = penalties_from(&penalties, pa + pb)?;
         let ctrl = reml_control(&sp, &control)?;
         let threads = threads_of(threads)?;
@@ -161,8 +171,10 @@ fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, o
         let (fit, sandwich) = run::run(threads, |stop| {
             let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
             let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
-            let sw = match &sample {
-                Some(s) => Some(sample_sandwich(&design, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased)?),
+            let sw = match &cluster {
+                Some(c) => Some(grouped_cluster_sandwich(
+                    ad, n, pa, bd, ng, pb, &g0, c, &fit.fit.row_grad, &fit.vp, &fit.fit.aliased,
+                )?),
                 None => None,
             };
             Ok((fit, sw))
@@ -287,6 +299,47 @@ fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
     })
 }
 
+fn normal_kernel(sd: &Robj, lower: &Robj, upper: &Robj) -> std::result::Result<NormalKernel, NceError> {
+    NormalKernel::new(real_slice(sd, "sd")?.to_vec(), real_slice(lower, "lower")?.to_vec(), real_slice(upper, "upper")?.to_vec())
+}
+
+/// `n` draws per previous state (rows of `prev`) from the truncated normal random walk.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_kernel_normal_sample(sd: Robj, lower: Robj, upper: Robj, prev: Robj, n: f64, seed: f64, threads: i32) -> Robj {
+    guard(|| {
+        let k = normal_kernel(&sd, &lower, &upper)?;
+        let (pd, t, d) = real_matrix(&prev, "prev")?;
+        if d != k.dim() {
+            return Err(NceError::invalid("prev", format!("has {d} columns, the kernel has {}", k.dim())));
+        }
+        if !(n.is_finite() && n >= 1.0 && n.fract() == 0.0) || !(seed.is_finite() && seed >= 0.0) {
+            return Err(NceError::invalid("n", "n must be a positive whole number and seed non-negative"));
+        }
+        let n = n as usize;
+        let draws = run::run(threads_of(threads)?, |_| k.sample(pd, t, n, seed as u64))?;
+        Ok(col_major_matrix(draws, t * n, d))
+    })
+}
+
+/// log q(x | prev) of the truncated normal random walk, row by row.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_kernel_normal_log_density(sd: Robj, lower: Robj, upper: Robj, x: Robj, prev: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let k = normal_kernel(&sd, &lower, &upper)?;
+        let (xd, rows, d) = real_matrix(&x, "x")?;
+        let (pd, prow, pdim) = real_matrix(&prev, "prev")?;
+        if d != k.dim() || pdim != d || prow != rows {
+            return Err(NceError::invalid("x", "x and prev must be matrices of the same size, one column per state"));
+        }
+        let out = run::run(threads_of(threads)?, |_| k.log_density(xd, pd, rows))?;
+        Ok(out.into_robj())
+    })
+}
+
 /// For tests of the error path: returns an error carrying `msg`.
 /// @keywords internal
 /// @noRd
@@ -318,6 +371,8 @@ extendr_module! {
     fn nce_fit_reml_grouped;
     fn nce_ref_sample;
     fn nce_ref_log_density;
+    fn nce_kernel_normal_sample;
+    fn nce_kernel_normal_log_density;
     fn nce_debug_error;
     fn nce_debug_panic;
 }

@@ -1,0 +1,204 @@
+# Methods for snce fits.
+
+# Columns of a term set-up (setup_terms) at new data.
+setup_predict <- function(setup, newdata, intercept) {
+  pt <- stats::delete.response(setup$pterms)
+  if (!intercept) attr(pt, "intercept") <- 0L
+  mf <- stats::model.frame(pt, newdata, na.action = stats::na.pass, xlev = setup$xlevels)
+  xp <- stats::model.matrix(pt, mf, contrasts.arg = setup$contrasts)
+  xp <- xp[, colnames(xp) != "(Intercept)" | intercept, drop = FALSE]
+  blocks <- c(list(xp), lapply(setup$smooth, function(sm) mgcv::PredictMat(sm, newdata)))
+  x <- do.call(cbind, blocks)
+  if (nrow(x) != nrow(newdata)) nce_abort("`newdata` has NA in columns the model uses", "input")
+  x
+}
+
+#' Predict from an snce fit
+#'
+#' @param object An `snce_fit`.
+#' @param newdata Data frame with the state columns at time t, the previous
+#'   state's `_prev` columns and covariates; the observed transitions by
+#'   default.
+#' @param type `"log_kernel"` (\eqn{f_\theta(y_t, y_{t-1})}, without the
+#'   normaliser), `"log_density"` (\eqn{f_\theta + \chi(y_{t-1})}: the log
+#'   transition density, with the intercept's estimate of the log normaliser;
+#'   not for `intercept = "transition"`), or `"terms"` (each term's
+#'   contribution, a matrix).
+#' @param se.fit Also return standard errors.
+#' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
+#' @param ... Unused.
+#' @return A vector (matrix for `"terms"`), or a list with `fit` and `se.fit`.
+#' @export
+predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_density", "terms"),
+                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  v <- stats::vcov(object, type = match.arg(se_type))
+  if (missing(newdata)) newdata <- object$transitions
+  if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
+  beta <- object$coefficients
+  pa <- object$row_setup$ncol
+  a_int <- object$intercept$type != "transition"
+  xa <- setup_predict(object$row_setup, newdata, a_int)
+  ia <- seq_len(pa)
+  if (type == "terms") {
+    labels <- term_labels(object)
+    cols <- split(seq_len(pa), labels[ia])
+    cols <- cols[names(cols) != "(Intercept)"]
+    fit <- vapply(cols, function(j) drop(xa[, j, drop = FALSE] %*% beta[j]), numeric(nrow(newdata)))
+    se <- vapply(cols, function(j) sqrt(rowSums((xa[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * xa[, j, drop = FALSE])),
+                 numeric(nrow(newdata)))
+    fit <- matrix(fit, nrow(newdata), dimnames = list(rownames(newdata), names(cols)))
+    se <- matrix(se, nrow(newdata), dimnames = dimnames(fit))
+    return(if (se.fit) list(fit = fit, se.fit = se) else fit)
+  }
+  if (type == "log_kernel") {
+    keep <- if (a_int) ia[-1L] else ia
+    x <- xa[, keep - if (a_int) 0L else 0L, drop = FALSE]
+    if (a_int) x <- xa[, -1L, drop = FALSE]
+    idx <- keep
+  } else {
+    if (object$intercept$type == "transition") {
+      nce_abort("with intercept = \"transition\" the normaliser of a new transition is unknown: use type = \"log_kernel\"", "input")
+    }
+    xb <- setup_predict(object$group_setup, newdata, FALSE)
+    x <- cbind(xa, xb)
+    idx <- seq_along(beta)
+  }
+  fit <- drop(x %*% beta[idx])
+  se <- sqrt(rowSums((x %*% v[idx, idx, drop = FALSE]) * x))
+  names(fit) <- names(se) <- rownames(newdata)
+  if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# The term each coefficient belongs to: parametric column name or smooth label.
+term_labels <- function(object) {
+  lab <- names(object$coefficients)
+  for (sm in object$smooth) lab[sm$first.para:sm$last.para] <- sm$label
+  if (object$intercept$type == "transition") lab[-seq_len(object$row_setup$ncol)] <- "(transition intercepts)"
+  lab
+}
+
+smooth_table <- function(object) {
+  if (!length(object$smooth)) return(NULL)
+  pa <- object$row_setup$ncol
+  data.frame(
+    term = vapply(object$smooth, `[[`, "", "label"),
+    part = ifelse(vapply(object$smooth, `[[`, 0L, "first.para") > pa, "intercept", "kernel"),
+    edf = vapply(object$smooth, function(sm) sum(object$edf[sm$first.para:sm$last.para]), 0),
+    k = vapply(object$smooth, function(sm) sm$last.para - sm$first.para + 1L, 0L),
+    row.names = NULL
+  )
+}
+
+#' @export
+print.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nSequential noise-contrastive estimation\n\nCall:  ",
+      paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
+  s <- summary(x)
+  if (nrow(s$coefficients)) {
+    cat("Kernel coefficients:\n")
+    print.default(format(s$coefficients[, 1L], digits = digits), print.gap = 2L, quote = FALSE)
+  }
+  if (!is.null(s$smooths)) {
+    cat("\nSmooth terms (edf):\n")
+    print(s$smooths, digits = digits, row.names = FALSE)
+  }
+  cat(sprintf("\n%d transitions in %d sequence(s), %d reference points each; intercept: %s%s\n",
+              x$n, x$n_sequences, x$ratio, x$intercept$type, if (x$converged) "" else "; NOT CONVERGED"))
+  invisible(x)
+}
+
+#' Summarise an snce fit
+#'
+#' @param object An `snce_fit`.
+#' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
+#' @param ... Unused.
+#' @return An object of class `summary.snce_fit` with the parametric kernel
+#'   coefficients (`coefficients`: estimate, standard error, z, p), the smooth
+#'   terms' effective degrees of freedom (`smooths`) and the fit's settings.
+#' @export
+summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match.arg(se_type)
+  lab <- term_labels(object)
+  pa <- object$row_setup$ncol
+  par <- which(seq_along(lab) <= pa & lab == names(object$coefficients) & lab != "(Intercept)")
+  cf <- object$coefficients[par]
+  se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
+  z <- cf / se
+  tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
+  structure(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
+                 n = object$n, n_sequences = object$n_sequences, ratio = object$ratio,
+                 intercept = object$intercept$type, cluster = object$cluster, reml = object$reml,
+                 converged = object$converged, reference = object$reference),
+            class = "summary.snce_fit")
+}
+
+#' @export
+print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nSequential noise-contrastive estimation\n\nCall:  ",
+      paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
+  if (nrow(x$coefficients)) {
+    cat(sprintf("Kernel coefficients (%s standard errors, clustered by %s):\n", x$se_type, x$cluster))
+    stats::printCoefmat(x$coefficients, digits = digits)
+  }
+  if (!is.null(x$smooths)) {
+    cat("\nSmooth terms:\n")
+    print(x$smooths, digits = digits, row.names = FALSE)
+  }
+  cat(sprintf("\n%d transitions in %d sequence(s); %d reference points per transition from %s over %s\n",
+              x$n, x$n_sequences, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
+  cat(sprintf("intercept (log normaliser): %s; REML score %s%s\n", x$intercept,
+              format(x$reml, digits = digits + 2L), if (x$converged) "" else " (NOT CONVERGED)"))
+  invisible(x)
+}
+
+#' Plot the smooth terms of an snce fit
+#'
+#' Each one-dimensional smooth with its confidence band, each two-dimensional
+#' smooth as an image with contours; kernel terms and intercept terms alike.
+#'
+#' @param x An `snce_fit`.
+#' @param select Indices of the smooths to draw (all by default).
+#' @param level Confidence level of the bands.
+#' @param se_type `"sandwich"` or `"naive"`.
+#' @param n_grid Grid points per axis.
+#' @param ... Passed to the plotting functions.
+#' @return `x`, invisibly.
+#' @export
+plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich", "naive"), n_grid = 100, ...) {
+  v <- stats::vcov(x, type = match.arg(se_type))
+  sms <- x$smooth
+  if (!length(sms)) nce_abort("the fit has no smooth terms to plot", "input")
+  if (is.null(select)) select <- seq_along(sms)
+  z <- stats::qnorm(1 - (1 - level) / 2)
+  pa <- x$row_setup$ncol
+  for (i in select) {
+    sm <- sms[[i]]
+    src <- if (sm$first.para > pa) x$transitions else x$nce_frame
+    j <- sm$first.para:sm$last.para
+    if (sm$dim == 1L) {
+      v1 <- sm$term
+      nd <- data.frame(seq(min(src[[v1]]), max(src[[v1]]), length.out = n_grid))
+      names(nd) <- v1
+      if (!identical(sm$by, "NA")) nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src[[sm$by]])) else 1
+      xm <- mgcv::PredictMat(sm, nd)
+      f <- drop(xm %*% x$coefficients[j])
+      se <- sqrt(rowSums((xm %*% v[j, j]) * xm))
+      graphics::plot(nd[[v1]], f, type = "n", ylim = range(f - z * se, f + z * se), xlab = v1,
+                     ylab = sprintf("%s (edf %.2f)", sm$label, sum(x$edf[j])), ...)
+      graphics::polygon(c(nd[[v1]], rev(nd[[v1]])), c(f - z * se, rev(f + z * se)),
+                        col = grDevices::adjustcolor("steelblue", 0.3), border = NA)
+      graphics::lines(nd[[v1]], f, lwd = 2, col = "steelblue")
+      graphics::rug(src[[v1]][src$.label %in% c(1, NULL) | is.null(src$.label)], col = "grey50")
+    } else if (sm$dim == 2L) {
+      g1 <- seq(min(src[[sm$term[1]]]), max(src[[sm$term[1]]]), length.out = n_grid %/% 2)
+      g2 <- seq(min(src[[sm$term[2]]]), max(src[[sm$term[2]]]), length.out = n_grid %/% 2)
+      nd <- stats::setNames(expand.grid(g1, g2), sm$term)
+      f <- matrix(drop(mgcv::PredictMat(sm, nd) %*% x$coefficients[j]), length(g1))
+      graphics::image(g1, g2, f, xlab = sm$term[1], ylab = sm$term[2], main = sm$label,
+                      col = grDevices::hcl.colors(30, "Blues 3", rev = TRUE), ...)
+      graphics::contour(g1, g2, f, add = TRUE)
+    }
+  }
+  invisible(x)
+}

@@ -1,0 +1,184 @@
+#' Sequential NCE for Markov models with unnormalised transition kernels
+#'
+#' Fits \eqn{p(y_t \mid y_{t-1}) \propto \exp\{f_\theta(y_t, y_{t-1})\}} by
+#' contrasting each observed transition with `ratio` reference points drawn
+#' from a reference kernel \eqn{q(\cdot \mid y_{t-1})} (Barthelme and Chopin,
+#' 2015, part III). Each transition has its own log normaliser
+#' \eqn{\chi(y_{t-1})}: a smooth of the previous state (the "spline
+#' intercept", evaluated once per transition and shared by its rows), one free
+#' intercept per transition, or none.
+#'
+#' The rows of `data` are states in time order; `group` splits them into
+#' sequences, and no transition crosses a sequence. The first `order` states of
+#' each sequence only condition. The formula and the intercept may use the
+#' state columns at time t, the previous state as `<name>_prev` (and
+#' `<name>_prev2`, ... for `order` > 1), and any other column of `data`, taken
+#' at time t (covariates such as a subject factor). Reference rows copy the
+#' covariates of their transition.
+#'
+#' Standard errors use a sandwich clustered by transition (a data point and its
+#' reference points share \eqn{y_{t-1}}) or, with `cluster = "sequence"`, by
+#' sequence; for smooth terms mgcv's smoothing-bias term is added, as in
+#' [nce()].
+#'
+#' @param formula One-sided formula of \eqn{f_\theta}: parametric terms and
+#'   mgcv smooths (`s()`, `te()`, `ti()`, `by =`, `bs = "re"`).
+#' @param data Data frame of states in time order.
+#' @param reference Reference kernel: any `ref_*()` of [nce()] (independent of
+#'   the previous state), [kernel_normal()] or [kernel_custom()].
+#' @param ratio Reference points per transition (a positive whole number).
+#' @param intercept `NULL` (default: `s()` of the `_prev` columns), a one-sided
+#'   formula in the previous state's columns and per-transition covariates,
+#'   `"transition"` (one free intercept per transition) or `"none"` (one global
+#'   intercept).
+#' @param group Name of the column that splits `data` into sequences, or `NULL`
+#'   for one sequence.
+#' @param order Order of the Markov chain.
+#' @param time Optional name of a time column, checked to increase within each
+#'   sequence.
+#' @param cluster `"transition"` or `"sequence"`: clusters of the sandwich.
+#' @param knots,sp As for [nce()].
+#' @param control See [nce_control()].
+#' @return An object of class `snce_fit` (also `nce_fit`): `print`,
+#'   `summary`, `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs` (the
+#'   number of transitions), `model.frame`, `update`.
+#' @section Bad input: NA or non-finite states are an error (split the
+#'   sequence with `group` at a gap, or impute): snce() drops nothing silently.
+#'   Sequences shorter than `order + 1` give no transition and are left out
+#'   with a warning that names them. Data outside the kernel's support are an
+#'   error.
+#' @examples
+#' # Truncated exponential Markov chain: p(y_t | y_{t-1}) proportional to exp(2 y_t y_{t-1}) on [0, 1]
+#' set.seed(1)
+#' y <- numeric(1001); y[1] <- runif(1)
+#' for (t in 2:1001) { a <- 2 * y[t - 1]; y[t] <- log1p(runif(1) * expm1(a)) / a }
+#' fit <- snce(~ I(y * y_prev), data.frame(y = y), ref_uniform(y = c(0, 1)), ratio = 10)
+#' summary(fit)
+#' @export
+snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group = NULL, order = 1L,
+                 time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
+                 control = nce_control()) {
+  cl <- match.call()
+  cluster <- match.arg(cluster)
+  int <- intercept_spec(intercept, reference$vars)
+  tr <- build_transitions(formula, data, reference, ratio, group, order, time)
+  rows <- tr$rows
+  nt <- nrow(tr$trans)
+  clus <- if (cluster == "transition") seq_len(nt) else as.integer(factor(tr$trans$.sequence))
+  res <- switch(int$type,
+    smooth = fit_grouped(formula, rows, int$formula, tr$trans, rows$.transition, rows$.label, rows$.offset,
+                         cluster = clus, knots = knots, sp = sp, control = control),
+    transition = {
+      tr$trans$.transition <- factor(seq_len(nt))
+      fit_grouped(formula, rows, ~ .transition, tr$trans, rows$.transition, rows$.label, rows$.offset,
+                  cluster = clus, knots = knots, sp = sp, control = control, row_intercept = FALSE)
+    },
+    none = fit_grouped(formula, rows, ~ 1, tr$trans, rows$.transition, rows$.label, rows$.offset,
+                       cluster = clus, knots = knots, sp = sp, control = control)
+  )
+  warn_fit(res, names(res$coefficients), nt)
+  res$vcov <- res$Vs + res$Vp - res$Ve
+  res$vcov_naive <- res$Vp
+  structure(c(res, list(
+    intercept = int, nce_formula = formula, nce_frame = rows, transitions = tr$trans,
+    reference = reference, ratio = tr$ratio, order = tr$order, n = nt, m = nt * tr$ratio,
+    n_sequences = length(unique(tr$trans$.sequence)), cluster = cluster, method = "logistic",
+    knots = knots, control = control, call = cl
+  )), class = c("snce_fit", "nce_fit"))
+}
+
+# Default, formula, "transition" or "none".
+intercept_spec <- function(intercept, vars) {
+  if (is.null(intercept)) {
+    f <- stats::as.formula(paste0("~ s(", paste0(vars, "_prev", collapse = ", "), ")"))
+    return(list(type = "smooth", formula = f))
+  }
+  if (inherits(intercept, "formula")) {
+    if (length(intercept) != 2L) nce_abort("`intercept` must be a one-sided formula, e.g. ~ s(y_prev)", "input")
+    return(list(type = "smooth", formula = intercept))
+  }
+  if (is.character(intercept) && length(intercept) == 1L && intercept %in% c("transition", "none")) {
+    return(list(type = intercept, formula = NULL))
+  }
+  nce_abort("`intercept` must be NULL, a one-sided formula, \"transition\" or \"none\"", "input")
+}
+
+# Transitions of each sequence with their reference points: the rows of the NCE regression.
+build_transitions <- function(formula, data, reference, ratio, group, order, time) {
+  if (!inherits(formula, "formula") || length(formula) != 2L) {
+    nce_abort("`formula` must be one-sided, e.g. ~ I(y * y_prev)", "input")
+  }
+  if (!is.data.frame(data) || nrow(data) == 0L) nce_abort("`data` must be a data frame with rows", "input")
+  if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
+    nce_abort("`reference` must be a ref_*() or kernel_*() object", "input")
+  }
+  if (!is.numeric(ratio) || length(ratio) != 1L || !is.finite(ratio) || ratio < 1 || ratio != round(ratio)) {
+    nce_abort("`ratio` must be a positive whole number (reference points per transition)", "input")
+  }
+  if (!is.numeric(order) || length(order) != 1L || order < 1 || order != round(order)) {
+    nce_abort("`order` must be a positive whole number", "input")
+  }
+  ratio <- as.integer(ratio)
+  order <- as.integer(order)
+  vars <- reference$vars
+  missing <- setdiff(vars, names(data))
+  if (length(missing)) nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(missing, collapse = ", ")), "input")
+  seq_id <- if (is.null(group)) rep(1L, nrow(data)) else {
+    if (!is.character(group) || length(group) != 1L || !group %in% names(data)) {
+      nce_abort("`group` must name a column of `data`", "input")
+    }
+    if (anyNA(data[[group]])) nce_abort(sprintf("`group` column %s has NA", group), "data")
+    data[[group]]
+  }
+  bad <- which(!rows_finite(data[vars]))
+  if (length(bad)) {
+    nce_abort(sprintf(paste("NA or non-finite states in %d row(s) (%s): snce() does not split sequences silently;",
+                            "start a new sequence after a gap (`group`) or impute"),
+                      length(bad), format_positions(bad)), "data")
+  }
+  idx <- split(seq_len(nrow(data)), factor(seq_id, levels = unique(seq_id)))
+  if (!is.null(time)) {
+    if (!is.character(time) || !time %in% names(data)) nce_abort("`time` must name a column of `data`", "input")
+    unsorted <- names(idx)[vapply(idx, function(i) any(diff(as.numeric(data[[time]][i])) <= 0), TRUE)]
+    if (length(unsorted)) {
+      nce_abort(sprintf("time does not increase within sequence(s) %s: sort `data` by time within `group`",
+                        format_positions(unsorted)), "data")
+    }
+  }
+  short <- names(idx)[lengths(idx) < order + 1L]
+  if (length(short)) {
+    nce_warn(sprintf("%d sequence(s) shorter than order + 1 = %d give no transition and are left out: %s",
+                     length(short), order + 1L, format_positions(short)), "short", call = NULL)
+    idx <- idx[lengths(idx) >= order + 1L]
+  }
+  if (!length(idx)) nce_abort("no sequence is long enough to give a transition", "data")
+  lagged <- function(k) unlist(lapply(idx, function(i) i[seq_len(length(i) - order) + order - k]), use.names = FALSE)
+  cur <- lagged(0L)
+  trans <- data[cur, , drop = FALSE]
+  for (k in seq_len(order)) {
+    suffix <- if (k == 1L) "_prev" else paste0("_prev", k)
+    for (v in vars) trans[[paste0(v, suffix)]] <- data[[v]][lagged(k)]
+  }
+  trans$.sequence <- seq_id[cur]
+  rownames(trans) <- NULL
+  nt <- nrow(trans)
+  prev_state <- stats::setNames(trans[paste0(vars, "_prev")], vars)
+  lq_data <- kernel_logq(reference, trans[vars], prev_state)
+  outside <- which(lq_data == -Inf)
+  if (length(outside)) {
+    nce_abort(sprintf("%d state(s) lie outside the reference kernel's support (rows %s of `data`)",
+                      length(outside), format_positions(cur[outside])), "support")
+  }
+  u <- kernel_draw(reference, prev_state, ratio)
+  of <- rep(seq_len(nt), each = ratio)
+  refs <- trans[of, , drop = FALSE]
+  refs[vars] <- u[vars]
+  lq_ref <- kernel_logq(reference, refs[vars], prev_state[of, , drop = FALSE])
+  if (any(lq_ref == -Inf)) nce_abort("the reference kernel's log density is -Inf at some of its own draws", "reference")
+  rows <- rbind(trans, refs)
+  rownames(rows) <- NULL
+  rows$.label <- rep(c(1, 0), c(nt, nt * ratio))
+  rows$.transition <- c(seq_len(nt), of)
+  rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
+  list(rows = rows, trans = trans, ratio = ratio, order = order)
+}
