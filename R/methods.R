@@ -199,12 +199,8 @@ nce_model_matrix <- function(object, newdata) {
 #' tapply(s$y, s$.sim, mean)
 #' @export
 simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
-  if (!is.null(seed)) {
-    if (!exists(".Random.seed", envir = .GlobalEnv, inherits = FALSE)) stats::runif(1)
-    old <- get(".Random.seed", envir = .GlobalEnv)
-    on.exit(assign(".Random.seed", old, envir = .GlobalEnv))
-    set.seed(seed)
-  }
+  old <- set_sim_seed(seed)
+  on.exit(restore_seed(old))
   if (!is.numeric(nsim) || length(nsim) != 1L || nsim < 1) nce_abort("`nsim` must be a positive whole number", "input")
   if (!is.numeric(candidates) || length(candidates) != 1L || candidates < 1) {
     nce_abort("`candidates` must be a positive whole number", "input")
@@ -231,4 +227,17 @@ simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ..
 data_rows <- function(object) {
   fr <- object$nce_frame
   fr[fr$.label == 1, object$reference$vars, drop = FALSE]
+}
+
+# simulate()'s `seed`: set it, returning the RNG state to restore (NULL when seed is NULL).
+set_sim_seed <- function(seed) {
+  if (is.null(seed)) return(NULL)
+  if (!exists(".Random.seed", envir = .GlobalEnv, inherits = FALSE)) stats::runif(1)
+  old <- get(".Random.seed", envir = .GlobalEnv)
+  set.seed(seed)
+  old
+}
+
+restore_seed <- function(old) {
+  if (!is.null(old)) assign(".Random.seed", old, envir = .GlobalEnv)
 }

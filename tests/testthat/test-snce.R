@@ -109,3 +109,23 @@ test_that("methods: summary, print, predict terms, plot", {
   on.exit({ grDevices::dev.off(); unlink(f) })
   expect_invisible(plot(fit))
 })
+
+test_that("simulated chains follow the fitted kernel", {
+  set.seed(109)
+  y <- rchain(3000, 2)
+  fit <- fit_chain(y)
+  s <- simulate(fit, nsim = 1, seed = 5, candidates = 200)
+  expect_equal(nrow(s), 3001)
+  expect_equal(s$.step, 0:3000)
+  expect_true(all(s$y >= 0 & s$y <= 1))
+  # The exact MLE on the simulated chain recovers the fitted theta.
+  th <- coef(fit)[["I(y * y_prev)"]]
+  mle_sim <- chain_mle(s$y)
+  expect_lt(abs(mle_sim - th), 3 * 0.13)
+  expect_identical(simulate(fit, seed = 5, candidates = 20)$y, simulate(fit, seed = 5, candidates = 20)$y)
+  d <- data.frame(trial = rep(1:2, each = 101), y = c(rchain(100, 2), rchain(100, 2)))
+  f2 <- snce(~ I(y * y_prev), d, ref_uniform(y = c(0, 1)), ratio = 5, group = "trial")
+  s2 <- simulate(f2, nsim = 2, seed = 1, candidates = 20)
+  expect_equal(nrow(s2), 2 * 2 * 101)
+  expect_equal(sort(unique(s2$.sequence)), c("1", "2"))
+})
