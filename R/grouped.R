@@ -7,8 +7,10 @@
 setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
-  if (!intercept) attr(pt, "intercept") <- 0L
   pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
+  # Factors are coded with the formula's intercept (treatment contrasts) even when the block
+  # drops it: without `intercept` the constant lives in another block, and a full set of
+  # dummies would be aliased with it.
   xp <- stats::model.matrix(pt, pmf)
   if (!intercept) xp <- xp[, colnames(xp) != "(Intercept)", drop = FALSE]
   blocks <- list(xp)
@@ -39,11 +41,11 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
 
 # Fit by REML on [A | B[group, ]]. `rows` and `groups` are data frames; `group` maps each row
 # (1-based) to its row of `groups`. `cluster` (one entry per group) requests the clustered
-# sandwich. `row_intercept = FALSE` drops A's intercept (B then carries it).
+# sandwich. A carries the intercept.
 fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offset,
                         family = "binomial", cluster = NULL, knots = NULL, sp = NULL,
-                        control = nce_control(), row_intercept = TRUE) {
-  a <- setup_terms(row_formula, rows, knots, intercept = row_intercept)
+                        control = nce_control()) {
+  a <- setup_terms(row_formula, rows, knots, intercept = TRUE)
   b <- setup_terms(group_formula, groups, knots, intercept = FALSE)
   pa <- ncol(a$X)
   at <- function(pen, shift) list(start = as.double(pen$start + shift), S = pen$S)

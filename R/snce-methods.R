@@ -3,7 +3,6 @@
 # Columns of a term set-up (setup_terms) at new data.
 setup_predict <- function(setup, newdata, intercept) {
   pt <- stats::delete.response(setup$pterms)
-  if (!intercept) attr(pt, "intercept") <- 0L
   mf <- stats::model.frame(pt, newdata, na.action = stats::na.pass, xlev = setup$xlevels)
   xp <- stats::model.matrix(pt, mf, contrasts.arg = setup$contrasts)
   xp <- xp[, colnames(xp) != "(Intercept)" | intercept, drop = FALSE]
@@ -35,10 +34,10 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_densit
   v <- stats::vcov(object, type = match.arg(se_type))
   if (missing(newdata)) newdata <- object$transitions
   if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
+  if (!is.null(object$features)) newdata <- object$features(newdata)
   beta <- object$coefficients
   pa <- object$row_setup$ncol
-  a_int <- object$intercept$type != "transition"
-  xa <- setup_predict(object$row_setup, newdata, a_int)
+  xa <- setup_predict(object$row_setup, newdata, TRUE)
   ia <- seq_len(pa)
   if (type == "terms") {
     labels <- term_labels(object)
@@ -52,10 +51,8 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_densit
     return(if (se.fit) list(fit = fit, se.fit = se) else fit)
   }
   if (type == "log_kernel") {
-    keep <- if (a_int) ia[-1L] else ia
-    x <- xa[, keep - if (a_int) 0L else 0L, drop = FALSE]
-    if (a_int) x <- xa[, -1L, drop = FALSE]
-    idx <- keep
+    x <- xa[, -1L, drop = FALSE]
+    idx <- ia[-1L]
   } else {
     if (object$intercept$type == "transition") {
       nce_abort("with intercept = \"transition\" the normaliser of a new transition is unknown: use type = \"log_kernel\"", "input")

@@ -58,10 +58,20 @@
 snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group = NULL, order = 1L,
                  time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
                  control = nce_control()) {
-  cl <- match.call()
-  cluster <- match.arg(cluster)
+  fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
+           time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
+           call = match.call())
+}
+
+# The engine behind snce() and latkes(). `features`, when given, is a function of a data
+# frame of rows (state, `_prev` columns and covariates) that returns it with derived
+# columns added; it is applied to the data and reference rows before fitting, stored on
+# the fit, and applied again to new data in predict() (and so in simulate()).
+fit_snce <- function(formula, data, reference, ratio, intercept, group, order, time, cluster, knots, sp,
+                     control, call, features = NULL) {
+  cl <- call
   int <- intercept_spec(intercept, reference$vars)
-  tr <- build_transitions(formula, data, reference, ratio, group, order, time)
+  tr <- build_transitions(formula, data, reference, ratio, group, order, time, features)
   rows <- tr$rows
   nt <- nrow(tr$trans)
   clus <- if (cluster == "transition") seq_len(nt) else as.integer(factor(tr$trans$.sequence))
@@ -71,7 +81,7 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
     transition = {
       tr$trans$.transition <- factor(seq_len(nt))
       fit_grouped(formula, rows, ~ .transition, tr$trans, rows$.transition, rows$.label, rows$.offset,
-                  cluster = clus, knots = knots, sp = sp, control = control, row_intercept = FALSE)
+                  cluster = clus, knots = knots, sp = sp, control = control)
     },
     none = fit_grouped(formula, rows, ~ 1, tr$trans, rows$.transition, rows$.label, rows$.offset,
                        cluster = clus, knots = knots, sp = sp, control = control)
@@ -83,7 +93,7 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
     intercept = int, nce_formula = formula, nce_frame = rows, transitions = tr$trans,
     reference = reference, ratio = tr$ratio, order = tr$order, n = nt, m = nt * tr$ratio,
     n_sequences = length(unique(tr$trans$.sequence)), cluster = cluster, method = "logistic",
-    knots = knots, control = control, call = cl
+    knots = knots, control = control, features = features, call = cl
   )), class = c("snce_fit", "nce_fit"))
 }
 
@@ -104,7 +114,7 @@ intercept_spec <- function(intercept, vars) {
 }
 
 # Transitions of each sequence with their reference points: the rows of the NCE regression.
-build_transitions <- function(formula, data, reference, ratio, group, order, time) {
+build_transitions <- function(formula, data, reference, ratio, group, order, time, features = NULL) {
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     nce_abort("`formula` must be one-sided, e.g. ~ I(y * y_prev)", "input")
   }
@@ -121,6 +131,38 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   ratio <- as.integer(ratio)
   order <- as.integer(order)
   vars <- reference$vars
+  st <- sequence_transitions(data, vars, group, order, time)
+  trans <- st$trans
+  cur <- st$cur
+  nt <- nrow(trans)
+  prev_state <- stats::setNames(trans[paste0(vars, "_prev")], vars)
+  lq_data <- kernel_logq(reference, trans[vars], prev_state)
+  outside <- which(lq_data == -Inf)
+  if (length(outside)) {
+    nce_abort(sprintf("%d state(s) lie outside the reference kernel's support (rows %s of `data`)",
+                      length(outside), format_positions(cur[outside])), "support")
+  }
+  u <- kernel_draw(reference, prev_state, ratio)
+  of <- rep(seq_len(nt), each = ratio)
+  refs <- trans[of, , drop = FALSE]
+  refs[vars] <- u[vars]
+  lq_ref <- kernel_logq(reference, refs[vars], prev_state[of, , drop = FALSE])
+  if (any(lq_ref == -Inf)) nce_abort("the reference kernel's log density is -Inf at some of its own draws", "reference")
+  if (!is.null(features)) {
+    trans <- features(trans)
+    refs <- features(refs)
+  }
+  rows <- rbind(trans, refs)
+  rownames(rows) <- NULL
+  rows$.label <- rep(c(1, 0), c(nt, nt * ratio))
+  rows$.transition <- c(seq_len(nt), of)
+  rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
+  list(rows = rows, trans = trans, ratio = ratio, order = order)
+}
+
+# The observed transitions of each sequence: rows at time t with the `_prev` columns of the
+# `order` states before, and `.sequence`; `cur` holds their rows in `data`.
+sequence_transitions <- function(data, vars, group, order, time) {
   missing <- setdiff(vars, names(data))
   if (length(missing)) nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(missing, collapse = ", ")), "input")
   seq_id <- if (is.null(group)) rep(1L, nrow(data)) else {
@@ -161,24 +203,5 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   }
   trans$.sequence <- seq_id[cur]
   rownames(trans) <- NULL
-  nt <- nrow(trans)
-  prev_state <- stats::setNames(trans[paste0(vars, "_prev")], vars)
-  lq_data <- kernel_logq(reference, trans[vars], prev_state)
-  outside <- which(lq_data == -Inf)
-  if (length(outside)) {
-    nce_abort(sprintf("%d state(s) lie outside the reference kernel's support (rows %s of `data`)",
-                      length(outside), format_positions(cur[outside])), "support")
-  }
-  u <- kernel_draw(reference, prev_state, ratio)
-  of <- rep(seq_len(nt), each = ratio)
-  refs <- trans[of, , drop = FALSE]
-  refs[vars] <- u[vars]
-  lq_ref <- kernel_logq(reference, refs[vars], prev_state[of, , drop = FALSE])
-  if (any(lq_ref == -Inf)) nce_abort("the reference kernel's log density is -Inf at some of its own draws", "reference")
-  rows <- rbind(trans, refs)
-  rownames(rows) <- NULL
-  rows$.label <- rep(c(1, 0), c(nt, nt * ratio))
-  rows$.transition <- c(seq_len(nt), of)
-  rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
-  list(rows = rows, trans = trans, ratio = ratio, order = order)
+  list(trans = trans, cur = cur)
 }

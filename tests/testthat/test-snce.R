@@ -45,7 +45,7 @@ test_that("per-transition intercepts agree, with wider intervals", {
   y <- rchain(2000, 2)
   fs <- fit_chain(y)
   ft <- fit_chain(y, intercept = "transition")
-  expect_length(coef(ft), 2001L)
+  expect_length(coef(ft), 2001L)   # (Intercept), theta and 1999 transition contrasts
   expect_lt(abs(theta_of(ft) - chain_mle(y)), 2 * se_of(ft))
   expect_gt(se_of(ft), se_of(fs))
   expect_error(predict(ft, data.frame(y = 0.5, y_prev = 0.5), type = "log_density"), "transition")
