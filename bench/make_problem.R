@@ -1,8 +1,8 @@
 # Benchmark problems for the REML engine (nce-core's reml::fit_reml) against mgcv.
 #
-# Simulates sequential-NCE data the size of one eye-movement subject (2,000 transitions, each
-# with 1 data row and 20 uniform reference rows: 42,000 rows), and a pooled version of 14
-# subjects (about 600,000 rows); builds the design with mgcv, times gam(method = "REML") and
+# Takes the sequential-NCE problems of bench/simulate.R (one eye-movement subject: 2,000
+# transitions, each with 1 data row and 20 uniform reference rows, 42,000 rows; and 14 subjects
+# pooled, 588,000 rows); builds the design with mgcv, times gam(method = "REML") and
 # bam(method = "fREML", discrete = TRUE), and writes everything the Rust example
 # src/rust/nce-core/examples/bench_reml.rs reads to /tmp/nce-bench/<name>/ (not the repository).
 #
@@ -25,47 +25,17 @@ args <- commandArgs(trailingOnly = TRUE)
 which_problems <- if (length(args) && !startsWith(args[1], "--")) args[1] else "all"
 gam_pooled <- "--gam-pooled" %in% args
 out_root <- "/tmp/nce-bench"
-W <- 1024; H <- 768; RATIO <- 20
-
-simulate_subject <- function(n_trans) {
-  # Previous fixation uniform on the screen; saccade length ~ gamma, direction near the
-  # cardinal directions with some uniform ones; redraw until the landing point is on screen.
-  xp <- runif(n_trans, 0, W); yp <- runif(n_trans, 0, H)
-  x <- numeric(n_trans); y <- numeric(n_trans)
-  todo <- seq_len(n_trans)
-  while (length(todo)) {
-    k <- length(todo)
-    len <- rgamma(k, shape = 2, scale = 90)
-    card <- runif(k) < 0.7
-    ang <- ifelse(card, sample(0:3, k, TRUE) * pi / 2 + rnorm(k, 0, 0.25), runif(k, -pi, pi))
-    nx <- xp[todo] + len * cos(ang); ny <- yp[todo] + len * sin(ang)
-    ok <- nx >= 0 & nx <= W & ny >= 0 & ny <= H
-    x[todo[ok]] <- nx[ok]; y[todo[ok]] <- ny[ok]
-    todo <- todo[!ok]
-  }
-  data.frame(x = x, y = y, x_prev = xp, y_prev = yp)
+# The same simulated problems as bench/run.R (bench/simulate.R).
+here <- dirname(sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE)))
+source(file.path(here, "simulate.R"))
+fml <- bench_gam_formula
+knots <- bench_knots
+# One data frame of rows; .group is the 1-based transition, its rows contiguous.
+bench_frame <- function(n_subjects) {
+  rows <- simulate_bench(n_subjects)$rows
+  rows$.group <- rows$t
+  rows
 }
-
-nce_frame <- function(fix) {
-  nt <- nrow(fix)
-  # Rows of a transition are contiguous: its data row, then its RATIO reference rows.
-  t_of_row <- rep(seq_len(nt), each = 1 + RATIO)
-  is_data <- rep(c(TRUE, rep(FALSE, RATIO)), nt)
-  x <- ifelse(is_data, fix$x[t_of_row], runif(length(t_of_row), 0, W))
-  y <- ifelse(is_data, fix$y[t_of_row], runif(length(t_of_row), 0, H))
-  xp <- fix$x_prev[t_of_row]; yp <- fix$y_prev[t_of_row]
-  dx <- x - xp; dy <- y - yp
-  data.frame(
-    .label = as.numeric(is_data), .group = t_of_row,
-    radius = sqrt((x - W / 2)^2 + (y - H / 2)^2), dist = sqrt(dx^2 + dy^2), angle = atan2(dy, dx),
-    x_prev = xp, y_prev = yp,
-    # log(n/m) - log q with q uniform on the screen: a constant.
-    .offset = log(1 / RATIO) - log(1 / (W * H))
-  )
-}
-
-fml <- .label ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc") + te(x_prev, y_prev, k = 5)
-knots <- list(angle = c(-pi, pi))
 
 wbin <- function(v, file) writeBin(as.double(v), file, endian = "little")
 
@@ -126,17 +96,7 @@ run_fits <- function(P, do_gam = TRUE) {
   record(P, "bam", fit, t)
 }
 
-if (which_problems %in% c("subject", "all")) {
-  set.seed(20240601)
-  df <- nce_frame(simulate_subject(2000))
-  run_fits(write_problem("subject", df))
-}
+if (which_problems %in% c("subject", "all")) run_fits(write_problem("subject", bench_frame(1)))
 if (which_problems %in% c("pooled", "all")) {
-  set.seed(20240602)
-  df <- do.call(rbind, lapply(1:14, function(s) {
-    d <- nce_frame(simulate_subject(2000))
-    d$.group <- d$.group + (s - 1) * 2000
-    d
-  }))
-  run_fits(write_problem("pooled", df), do_gam = gam_pooled)
+  run_fits(write_problem("pooled", bench_frame(14)), do_gam = gam_pooled)
 }

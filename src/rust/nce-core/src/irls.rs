@@ -8,7 +8,8 @@ use crate::design::Design;
 use crate::error::{NceError, Result};
 use crate::family::Family;
 use crate::linalg::{aliased_columns, select, select_vec, spd_inverse, spd_solve};
-use nalgebra::{DMatrix, DVector};
+use crate::pirls;
+use nalgebra::DMatrix;
 
 #[derive(Debug, Clone)]
 pub struct Control {
@@ -71,99 +72,9 @@ struct State {
     loglik: f64,
 }
 
-fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {
-    let check = |name: &str, v: &[f64]| -> Result<()> {
-        if v.len() != n {
-            return Err(NceError::invalid(name, format!("has length {}, expected {} (rows of the design)", v.len(), n)));
-        }
-        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-            return Err(NceError::invalid(name, format!("has a non-finite value at position {}", i + 1)));
-        }
-        Ok(())
-    };
-    check("y", prob.y)?;
-    check("weights", prob.prior_weights)?;
-    check("offset", prob.offset)?;
-    if let Some(i) = prob.prior_weights.iter().position(|&w| w < 0.0) {
-        return Err(NceError::invalid("weights", format!("must be non-negative; position {} is negative", i + 1)));
-    }
-    if let Some(i) = prob.y.iter().position(|&y| !prob.family.valid_response(y)) {
-        return Err(NceError::invalid(
-            "y",
-            format!("value {} at position {} is not a valid response for this family", prob.y[i], i + 1),
-        ));
-    }
-    if let Some(s) = prob.penalty {
-        if s.nrows() != p || s.ncols() != p {
-            return Err(NceError::invalid("penalty", format!("must be {p} x {p}")));
-        }
-    }
-    if let Some(b) = prob.start {
-        if b.len() != p || b.iter().any(|v| !v.is_finite()) {
-            return Err(NceError::invalid("start", format!("must be {p} finite values")));
-        }
-    }
-    if n == 0 || p == 0 {
-        return Err(NceError::invalid("x", "the design has no rows or no columns"));
-    }
-    Ok(())
-}
-
-fn penalty_value(s: Option<&DMatrix<f64>>, beta: &[f64]) -> f64 {
-    match s {
-        None => 0.0,
-        Some(s) => {
-            let b = DVector::from_column_slice(beta);
-            (b.transpose() * s * &b)[(0, 0)]
-        }
-    }
-}
-
 fn evaluate<D: Design>(d: &D, prob: &Problem, beta: Vec<f64>) -> State {
-    let mut eta = vec![0.0; d.nrow()];
-    d.linear_predictor(&beta, &mut eta);
-    let mut ll = 0.0;
-    for ((e, o), (y, w)) in eta.iter_mut().zip(prob.offset).zip(prob.y.iter().zip(prob.prior_weights)) {
-        *e += o;
-        if *w > 0.0 {
-            ll += w * prob.family.row(*y, *e).loglik;
-        }
-    }
-    let objective = ll - 0.5 * penalty_value(prob.penalty, &beta);
-    State { beta, eta, objective, loglik: ll }
-}
-
-/// Rows' Hessian weights and working vector W (eta - offset) + g, prior weights applied.
-fn working(prob: &Problem, eta: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let n = eta.len();
-    let (mut w, mut v, mut g) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-    for r in 0..n {
-        let pw = prob.prior_weights[r];
-        if pw == 0.0 {
-            continue;
-        }
-        let t = prob.family.row(prob.y[r], eta[r]);
-        w[r] = pw * t.weight;
-        g[r] = pw * t.grad;
-        v[r] = w[r] * (eta[r] - prob.offset[r]) + g[r];
-    }
-    (w, v, g)
-}
-
-fn initial_eta(prob: &Problem) -> Vec<f64> {
-    prob.y
-        .iter()
-        .zip(prob.prior_weights)
-        .zip(prob.offset)
-        .map(|((&y, &w), &o)| match prob.family {
-            Family::Binomial => {
-                let m = (w * y + 0.5) / (w + 1.0);
-                (m / (1.0 - m)).ln()
-            }
-            Family::Poisson => (y + 0.1).ln(),
-            Family::PoissonTransform => o,
-        })
-        .collect()
+    let (eta, loglik, objective) = pirls::evaluate(d, prob, prob.penalty, &beta);
+    State { beta, eta, objective, loglik }
 }
 
 /// Fit by Newton's method with step halving. `interrupted` is polled once per iteration
@@ -175,7 +86,7 @@ pub fn fit<D: Design>(
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<GlmFit> {
     let (n, p) = (d.nrow(), d.ncol());
-    validate(n, p, prob)?;
+    pirls::validate(n, p, prob)?;
     let sat: f64 = prob
         .y
         .iter()
@@ -186,7 +97,7 @@ pub fn fit<D: Design>(
 
     let mut eta = match prob.start {
         Some(b) => evaluate(d, prob, b.to_vec()).eta,
-        None => initial_eta(prob),
+        None => pirls::initial_eta(prob),
     };
     let mut current: Option<State> = prob.start.map(|b| evaluate(d, prob, b.to_vec()));
     let mut keep: Vec<usize> = Vec::new();
@@ -200,7 +111,7 @@ pub fn fit<D: Design>(
             return Err(NceError::Interrupted);
         }
         iterations = it + 1;
-        let (w, v, _) = working(prob, &eta);
+        let (w, v, _) = pirls::working(prob, &eta);
         let (mut h, b) = d.weighted_crossprod(&w, &v);
         if let Some(s) = prob.penalty {
             h += s;
@@ -256,7 +167,7 @@ pub fn fit<D: Design>(
     }
 
     // Curvature and scores at the optimum.
-    let (w, _, g) = working(prob, &state.eta);
+    let (w, _, g) = pirls::working(prob, &state.eta);
     let (mut h, _) = d.weighted_crossprod(&w, &vec![0.0; n]);
     if let Some(s) = prob.penalty {
         h += s;

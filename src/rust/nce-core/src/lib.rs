@@ -12,6 +12,7 @@ pub mod irls;
 pub mod kernel;
 pub mod linalg;
 pub mod penalty;
+pub mod pirls;
 pub mod reference;
 pub mod reml;
 pub mod rng;

@@ -13,6 +13,7 @@ use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
 use crate::irls::{Control, GlmFit, Problem};
+use crate::pirls;
 use crate::linalg::aliased_columns;
 use rayon::prelude::*;
 use crate::penalty::PenaltySet;
@@ -143,23 +144,6 @@ fn weight_derivs(family: Family, y: f64, mu: f64, pw: f64) -> (f64, f64) {
     }
 }
 
-/// Row terms (log-likelihood, gradient, weight) and mean; one exp for the binomial.
-#[inline]
-fn row_terms(family: Family, y: f64, eta: f64) -> (f64, f64, f64, f64) {
-    match family {
-        Family::Binomial => {
-            let e = (-eta.abs()).exp();
-            let mu = if eta >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
-            let ll = y * eta - (eta.max(0.0) + e.ln_1p());
-            (ll, y - mu, mu * (1.0 - mu), mu)
-        }
-        _ => {
-            let t = family.row(y, eta);
-            (t.loglik, t.grad, t.weight, family.mean(eta))
-        }
-    }
-}
-
 /// Cholesky of D^{-1} H D^{-1}, D = sqrt(diag H): scale-free, so log|H| stays accurate.
 fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
     let p = h.nrows();
@@ -169,40 +153,6 @@ fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
         .cholesky()
         .ok_or_else(|| NceError::Numerical("the penalised Hessian X'WX + S is not positive definite".into()))?;
     Ok((ch, d))
-}
-
-/// The same checks (and messages) as `irls::fit`.
-fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {
-    let check = |name: &str, v: &[f64]| -> Result<()> {
-        if v.len() != n {
-            return Err(NceError::invalid(name, format!("has length {}, expected {} (rows of the design)", v.len(), n)));
-        }
-        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-            return Err(NceError::invalid(name, format!("has a non-finite value at position {}", i + 1)));
-        }
-        Ok(())
-    };
-    check("y", prob.y)?;
-    check("weights", prob.prior_weights)?;
-    check("offset", prob.offset)?;
-    if let Some(i) = prob.prior_weights.iter().position(|&w| w < 0.0) {
-        return Err(NceError::invalid("weights", format!("must be non-negative; position {} is negative", i + 1)));
-    }
-    if let Some(i) = prob.y.iter().position(|&y| !prob.family.valid_response(y)) {
-        return Err(NceError::invalid(
-            "y",
-            format!("value {} at position {} is not a valid response for this family", prob.y[i], i + 1),
-        ));
-    }
-    if let Some(b) = prob.start {
-        if b.len() != p || b.iter().any(|v| !v.is_finite()) {
-            return Err(NceError::invalid("start", format!("must be {p} finite values")));
-        }
-    }
-    if n == 0 || p == 0 {
-        return Err(NceError::invalid("x", "the design has no rows or no columns"));
-    }
-    Ok(())
 }
 
 /// A candidate of the inner iteration.
@@ -220,68 +170,8 @@ impl<D: Design> Ctx<'_, D> {
 
     /// eta = X beta + offset and the penalised log-likelihood (chunk sums in chunk order).
     fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>) -> Cand {
-        let prob = self.prob;
-        let mut eta = vec![0.0; self.d.nrow()];
-        self.d.linear_predictor(&beta, &mut eta);
-        let parts: Vec<f64> = eta
-            .par_chunks_mut(CHUNK_ROWS)
-            .enumerate()
-            .map(|(k, e)| {
-                let r0 = k * CHUNK_ROWS;
-                let mut ll = 0.0;
-                for (i, v) in e.iter_mut().enumerate() {
-                    let r = r0 + i;
-                    *v += prob.offset[r];
-                    let w = prob.prior_weights[r];
-                    if w > 0.0 {
-                        ll += w * row_terms(prob.family, prob.y[r], *v).0;
-                    }
-                }
-                ll
-            })
-            .collect();
-        let loglik: f64 = parts.iter().sum();
-        let b = DVector::from_column_slice(&beta);
-        let pen = (b.transpose() * s * &b)[(0, 0)];
-        Cand { beta, eta, loglik, objective: loglik - 0.5 * pen }
-    }
-
-    /// Hessian weights w and working vector W (eta - offset) + g at eta (prior weights applied).
-    fn working(&self, eta: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let prob = self.prob;
-        let n = eta.len();
-        let (mut w, mut v) = (vec![0.0; n], vec![0.0; n]);
-        w.par_chunks_mut(CHUNK_ROWS).zip(v.par_chunks_mut(CHUNK_ROWS)).enumerate().for_each(|(k, (wc, vc))| {
-            let r0 = k * CHUNK_ROWS;
-            for (i, (wr, vr)) in wc.iter_mut().zip(vc.iter_mut()).enumerate() {
-                let r = r0 + i;
-                let pw = prob.prior_weights[r];
-                if pw == 0.0 {
-                    continue;
-                }
-                let (_, g, wt, _) = row_terms(prob.family, prob.y[r], eta[r]);
-                *wr = pw * wt;
-                *vr = *wr * (eta[r] - prob.offset[r]) + pw * g;
-            }
-        });
-        (w, v)
-    }
-
-    fn initial_eta(&self) -> Vec<f64> {
-        let prob = self.prob;
-        prob.y
-            .iter()
-            .zip(prob.prior_weights)
-            .zip(prob.offset)
-            .map(|((&y, &w), &o)| match prob.family {
-                Family::Binomial => {
-                    let m = (w * y + 0.5) / (w + 1.0);
-                    (m / (1.0 - m)).ln()
-                }
-                Family::Poisson => (y + 0.1).ln(),
-                Family::PoissonTransform => o,
-            })
-            .collect()
+        let (eta, loglik, objective) = pirls::evaluate(self.d, self.prob, Some(s), &beta);
+        Cand { beta, eta, loglik, objective }
     }
 
     /// Penalised IRLS (Newton with step halving, as `irls::fit`), warm-started from `start`.
@@ -299,7 +189,7 @@ impl<D: Design> Ctx<'_, D> {
         };
         let mut eta = match &current {
             Some(c) => c.eta.clone(),
-            None => self.initial_eta(),
+            None => pirls::initial_eta(self.prob),
         };
         let mut converged = false;
         let mut message = String::new();
@@ -309,7 +199,7 @@ impl<D: Design> Ctx<'_, D> {
             if interrupted() {
                 return Err(NceError::Interrupted);
             }
-            let (w, v) = self.working(&eta);
+            let (w, v, _) = pirls::working(self.prob, &eta);
             let (mut h, b) = d.weighted_crossprod(&w, &v);
             h += s;
             if it == 0 {
@@ -577,7 +467,7 @@ pub fn fit_reml<D: Design>(
     if prob.y.len() != d.nrow() {
         return Err(NceError::invalid("y", format!("has length {}, expected {}", prob.y.len(), d.nrow())));
     }
-    validate(d.nrow(), d.ncol(), prob)?;
+    pirls::validate(d.nrow(), d.ncol(), prob)?;
     let m = penalties.len();
     let sat: f64 = prob.y.iter().zip(prob.prior_weights).map(|(&y, &w)| w * prob.family.saturated_loglik(y)).sum();
     let mut ctx = Ctx { d, prob, pens: penalties, ctrl, inner_iterations: 0, sat };
@@ -719,7 +609,7 @@ fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
     let row_grad: Vec<f64> = (0..f.eta.len())
         .map(|r| {
             let pw = prob.prior_weights[r];
-            if pw == 0.0 { 0.0 } else { pw * row_terms(prob.family, prob.y[r], f.eta[r]).1 }
+            if pw == 0.0 { 0.0 } else { pw * pirls::row_terms(prob.family, prob.y[r], f.eta[r]).1 }
         })
         .collect();
     let n_certain = match prob.family {

@@ -20,7 +20,6 @@ pub fn sample_sandwich<D: Design>(
     aliased: &[bool],
 ) -> Result<DMatrix<f64>> {
     let n = d.nrow();
-    let p = d.ncol();
     if row_grad.len() != n || sample.len() != n {
         return Err(NceError::invalid("sample", format!("must have one entry per row ({n})")));
     }
@@ -36,17 +35,22 @@ pub fn sample_sandwich<D: Design>(
         let total: DVector<f64> = d.weighted_crossprod(&vec![0.0; n], &gs).1;
         meat -= &total * total.transpose() / count as f64;
     }
+    Ok(bread_meat_bread(bread, &meat, aliased))
+}
+
+/// bread * meat * bread on the identifiable coefficients, symmetrised; NaN where aliased.
+fn bread_meat_bread(bread: &DMatrix<f64>, meat: &DMatrix<f64>, aliased: &[bool]) -> DMatrix<f64> {
+    let p = meat.nrows();
     let keep: Vec<usize> = (0..p).filter(|&j| !aliased[j]).collect();
     let b = select(bread, &keep);
-    let m = select(&meat, &keep);
-    let v = &b * m * &b;
+    let v = &b * select(meat, &keep) * &b;
     let mut out = DMatrix::from_element(p, p, f64::NAN);
-    for (a, &i) in keep.iter().enumerate() {
-        for (c, &j) in keep.iter().enumerate() {
-            out[(i, j)] = 0.5 * (v[(a, c)] + v[(c, a)]);
+    for (x, &i) in keep.iter().enumerate() {
+        for (y, &j) in keep.iter().enumerate() {
+            out[(i, j)] = 0.5 * (v[(x, y)] + v[(y, x)]);
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -112,17 +116,7 @@ pub fn grouped_cluster_sandwich(
             }
         }
     }
-    let meat = s.transpose() * &s;
-    let keep: Vec<usize> = (0..p).filter(|&j| !aliased[j]).collect();
-    let bk = select(bread, &keep);
-    let v = &bk * select(&meat, &keep) * &bk;
-    let mut out = DMatrix::from_element(p, p, f64::NAN);
-    for (x, &i) in keep.iter().enumerate() {
-        for (y, &j) in keep.iter().enumerate() {
-            out[(i, j)] = 0.5 * (v[(x, y)] + v[(y, x)]);
-        }
-    }
-    Ok(out)
+    Ok(bread_meat_bread(bread, &(s.transpose() * &s), aliased))
 }
 
 #[cfg(test)]

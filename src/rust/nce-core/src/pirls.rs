@@ -1,0 +1,141 @@
+//! Pieces of the penalised Newton/IRLS iteration shared by `irls::fit` and the inner fits of
+//! `reml::fit_reml`: input checks, starting values, the (penalised) log-likelihood and the
+//! working weights, evaluated over fixed row chunks summed in chunk order (thread-invariant).
+
+use crate::design::{Design, CHUNK_ROWS};
+use crate::error::{NceError, Result};
+use crate::family::Family;
+use crate::irls::Problem;
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+/// Checks of a problem's inputs against an n x p design (messages name the argument).
+pub(crate) fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {
+    let check = |name: &str, v: &[f64]| -> Result<()> {
+        if v.len() != n {
+            return Err(NceError::invalid(name, format!("has length {}, expected {} (rows of the design)", v.len(), n)));
+        }
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(NceError::invalid(name, format!("has a non-finite value at position {}", i + 1)));
+        }
+        Ok(())
+    };
+    check("y", prob.y)?;
+    check("weights", prob.prior_weights)?;
+    check("offset", prob.offset)?;
+    if let Some(i) = prob.prior_weights.iter().position(|&w| w < 0.0) {
+        return Err(NceError::invalid("weights", format!("must be non-negative; position {} is negative", i + 1)));
+    }
+    if let Some(i) = prob.y.iter().position(|&y| !prob.family.valid_response(y)) {
+        return Err(NceError::invalid(
+            "y",
+            format!("value {} at position {} is not a valid response for this family", prob.y[i], i + 1),
+        ));
+    }
+    if let Some(s) = prob.penalty {
+        if s.nrows() != p || s.ncols() != p {
+            return Err(NceError::invalid("penalty", format!("must be {p} x {p}")));
+        }
+    }
+    if let Some(b) = prob.start {
+        if b.len() != p || b.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid("start", format!("must be {p} finite values")));
+        }
+    }
+    if n == 0 || p == 0 {
+        return Err(NceError::invalid("x", "the design has no rows or no columns"));
+    }
+    Ok(())
+}
+
+/// Row terms (log-likelihood, gradient, weight) and mean; one exp for the binomial.
+#[inline]
+pub(crate) fn row_terms(family: Family, y: f64, eta: f64) -> (f64, f64, f64, f64) {
+    match family {
+        Family::Binomial => {
+            let e = (-eta.abs()).exp();
+            let mu = if eta >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+            let ll = y * eta - (eta.max(0.0) + e.ln_1p());
+            (ll, y - mu, mu * (1.0 - mu), mu)
+        }
+        _ => {
+            let t = family.row(y, eta);
+            (t.loglik, t.grad, t.weight, family.mean(eta))
+        }
+    }
+}
+
+/// The family's usual start from the response (as glm's mustart), as a linear predictor.
+pub(crate) fn initial_eta(prob: &Problem) -> Vec<f64> {
+    prob.y
+        .iter()
+        .zip(prob.prior_weights)
+        .zip(prob.offset)
+        .map(|((&y, &w), &o)| match prob.family {
+            Family::Binomial => {
+                let m = (w * y + 0.5) / (w + 1.0);
+                (m / (1.0 - m)).ln()
+            }
+            Family::Poisson => (y + 0.1).ln(),
+            Family::PoissonTransform => o,
+        })
+        .collect()
+}
+
+/// eta = X beta + offset, the log-likelihood and the penalised log-likelihood.
+pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>>, beta: &[f64]) -> (Vec<f64>, f64, f64) {
+    let mut eta = vec![0.0; d.nrow()];
+    d.linear_predictor(beta, &mut eta);
+    let parts: Vec<f64> = eta
+        .par_chunks_mut(CHUNK_ROWS)
+        .enumerate()
+        .map(|(k, e)| {
+            let r0 = k * CHUNK_ROWS;
+            let mut ll = 0.0;
+            for (i, v) in e.iter_mut().enumerate() {
+                let r = r0 + i;
+                *v += prob.offset[r];
+                let w = prob.prior_weights[r];
+                if w > 0.0 {
+                    ll += w * row_terms(prob.family, prob.y[r], *v).0;
+                }
+            }
+            ll
+        })
+        .collect();
+    let loglik: f64 = parts.iter().sum();
+    let pen = match s {
+        Some(s) => {
+            let b = DVector::from_column_slice(beta);
+            (b.transpose() * s * &b)[(0, 0)]
+        }
+        None => 0.0,
+    };
+    (eta, loglik, loglik - 0.5 * pen)
+}
+
+/// Hessian weights w, working vector W (eta - offset) + g and gradients g at eta, prior
+/// weights applied.
+pub(crate) fn working(prob: &Problem, eta: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let n = eta.len();
+    let (mut w, mut v, mut g) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    w.par_chunks_mut(CHUNK_ROWS)
+        .zip(v.par_chunks_mut(CHUNK_ROWS))
+        .zip(g.par_chunks_mut(CHUNK_ROWS))
+        .enumerate()
+        .for_each(|(k, ((wc, vc), gc))| {
+            let r0 = k * CHUNK_ROWS;
+            for (i, ((wr, vr), gr)) in wc.iter_mut().zip(vc.iter_mut()).zip(gc.iter_mut()).enumerate() {
+                let r = r0 + i;
+                let pw = prob.prior_weights[r];
+                if pw == 0.0 {
+                    continue;
+                }
+                let (_, gt, wt, _) = row_terms(prob.family, prob.y[r], eta[r]);
+                *wr = pw * wt;
+                *gr = pw * gt;
+                *vr = *wr * (eta[r] - prob.offset[r]) + *gr;
+            }
+        });
+    (w, v, g)
+}
