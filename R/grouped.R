@@ -19,8 +19,14 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
   penalties <- list()
   p <- ncol(xp)
   for (spec in gp$smooth.spec) {
-    for (sm in mgcv::smoothCon(spec, data = data, knots = knots, absorb.cons = TRUE,
-                               scale.penalty = TRUE, null.space.penalty = FALSE)) {
+    sms <- tryCatch(
+      mgcv::smoothCon(spec, data = data, knots = knots, absorb.cons = TRUE,
+                      scale.penalty = TRUE, null.space.penalty = FALSE),
+      error = function(e) {
+        nce_abort(sprintf("cannot set up the smooth term %s: %s (for discrete or few distinct values use a smaller `k`, or parametric or factor terms)",
+                          spec$label, conditionMessage(e)), "input", call = NULL)
+      })
+    for (sm in sms) {
       k <- ncol(sm$X)
       sm$first.para <- p + 1L
       sm$last.para <- p + k

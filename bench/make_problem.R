@@ -42,7 +42,7 @@ wbin <- function(v, file) writeBin(as.double(v), file, endian = "little")
 write_problem <- function(name, df) {
   dir <- file.path(out_root, name)
   dir.create(dir, recursive = TRUE, showWarnings = FALSE)
-  G <- gam(fml, family = binomial, data = df, offset = df$.offset, knots = knots, fit = FALSE)
+  G <- gam(fml, family = binomial, data = df, offset = .offset, knots = knots, fit = FALSE)
   X <- G$X
   nm <- G$term.names
   b_cols <- c(1, grep("^te\\(", nm))
@@ -87,11 +87,11 @@ record <- function(P, tag, fit, secs) {
 run_fits <- function(P, do_gam = TRUE) {
   df <- P$df
   if (do_gam) {
-    t <- system.time(fit <- gam(fml, family = binomial, data = df, offset = df$.offset, knots = knots,
+    t <- system.time(fit <- gam(fml, family = binomial, data = df, offset = .offset, knots = knots,
                                 method = "REML"))[["elapsed"]]
     record(P, "gam", fit, t)
   }
-  t <- system.time(fit <- bam(fml, family = binomial, data = df, offset = df$.offset, knots = knots,
+  t <- system.time(fit <- bam(fml, family = binomial, data = df, offset = .offset, knots = knots,
                               method = "fREML", discrete = TRUE, nthreads = 2))[["elapsed"]]
   record(P, "bam", fit, t)
 }

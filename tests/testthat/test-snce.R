@@ -129,3 +129,10 @@ test_that("simulated chains follow the fitted kernel", {
   expect_equal(nrow(s2), 2 * 2 * 101)
   expect_equal(sort(unique(s2$.sequence)), c("1", "2"))
 })
+
+test_that("a smooth that cannot be set up is a classed error naming the term", {
+  set.seed(110)
+  d <- data.frame(y = rbinom(200, 1, 0.5) * 0.5 + 0.25)
+  expect_error(snce(~ I(y * y_prev), d, ref_uniform(y = c(0, 1)), ratio = 2),
+               "cannot set up the smooth term s\\(y_prev\\)", class = "nce_error_input")
+})
