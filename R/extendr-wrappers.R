@@ -40,6 +40,13 @@ nce_kernel_normal_sample <- function(sd, lower, upper, prev, n, seed, threads) .
 #' @noRd
 nce_kernel_normal_log_density <- function(sd, lower, upper, x, prev, threads) .Call(wrap__nce_kernel_normal_log_density, sd, lower, upper, x, prev, threads)
 
+#' Simulate LATKES chains on a grid: `state` (log, nx * ny) and `offset` (log,
+#' (2 nx - 1) * (2 ny - 1)) tables, `window` = (xmin, xmax, ymin, ymax), one start (x, y;
+#' NaN to draw it) and one number of steps per chain. Returns list(x, y).
+#' @keywords internal
+#' @noRd
+nce_latkes_simulate <- function(state, offset, grid, window, start_x, start_y, steps, seed, threads) .Call(wrap__nce_latkes_simulate, state, offset, grid, window, start_x, start_y, steps, seed, threads)
+
 #' For tests of the error path: returns an error carrying `msg`.
 #' @keywords internal
 #' @noRd
@@ -49,5 +56,19 @@ nce_debug_error <- function(msg) .Call(wrap__nce_debug_error, msg)
 #' @keywords internal
 #' @noRd
 nce_debug_panic <- function(msg, worker) .Call(wrap__nce_debug_panic, msg, worker)
+
+#' Solve the 1-D logistic problem for c = log(Z1 / Z2) from the log ratios r = log f1 - log f2
+#' at draws of p1 (`r1`) and of p2 (`r2`). `ess`: two effective sample sizes, NA to estimate.
+#' @keywords internal
+#' @noRd
+nce_bridge_solve <- function(r1, r2, ess, tol, maxit, threads) .Call(wrap__nce_bridge_solve, r1, r2, ess, tol, maxit, threads)
+
+#' Fit a normal or Student t reference to `fit` draws on the unconstrained scale (after the
+#' `lb`/`ub` transforms), draw `n_ref` points from it and evaluate what the estimator needs:
+#' at the `est` draws the log Jacobian and log reference density; the reference draws mapped
+#' back to the parameter space with their log Jacobian and log reference density.
+#' @keywords internal
+#' @noRd
+nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, threads)
 
 

@@ -41,7 +41,7 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_densit
   ia <- seq_len(pa)
   if (type == "terms") {
     labels <- term_labels(object)
-    cols <- split(seq_len(pa), labels[ia])
+    cols <- split(seq_len(pa), factor(labels[ia], levels = unique(labels[ia])))
     cols <- cols[names(cols) != "(Intercept)"]
     fit <- vapply(cols, function(j) drop(xa[, j, drop = FALSE] %*% beta[j]), numeric(nrow(newdata)))
     se <- vapply(cols, function(j) sqrt(rowSums((xa[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * xa[, j, drop = FALSE])),

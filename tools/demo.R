@@ -1,34 +1,48 @@
-# Main example of `make demo`: the truncated exponential fitted by NCE against
-# its exact maximum likelihood estimate. Writes <outdir>/nce-demo.png.
-# (Until latkes() lands this is the package's main example.)
+# Main example of `make demo`: LATKES on eye-movement fixations. Fits the real fixations
+# in ../shared/data/fixations.csv when present (else scanpaths simulated with rlatkes()),
+# prints the fit, and writes <outdir>/latkes-effects.png (the kernel's three effects and the
+# spline intercept) and <outdir>/latkes-scanpath.png (an observed and a simulated scanpath).
 library(nce)
 args <- commandArgs(trailingOnly = TRUE)
 outdir <- if (length(args)) args[1] else "."
+screen <- c(0, 1024, 0, 768)
 
+csv <- file.path("..", "shared", "data", "fixations.csv")
 set.seed(1)
-theta <- 2
-n <- 1000
-y <- log1p(runif(n) * (exp(theta) - 1)) / theta
-fit <- nce(~ y, data.frame(y = y), reference = ref_uniform(y = c(0, 1)), ratio = 20)
+if (file.exists(csv)) {
+  fix <- utils::read.csv(csv)
+  cat("data:", csv, "\n")
+} else {
+  fix <- rlatkes(2000, list(radius = function(r) -r / 200, dist = function(d) -d / 120,
+                            angle = function(a) 0.4 * cos(4 * a)), window = screen, n_trials = 10)
+  cat("data: simulated with rlatkes() (", csv, "not found)\n")
+}
+t <- system.time(fit <- withCallingHandlers(
+  latkes(fix, group = "trial", window = screen, ratio = 20),
+  nce_warning = function(w) { message("note: ", conditionMessage(w)); invokeRestart("muffleWarning") }))
 print(summary(fit))
+cat(sprintf("\nfitted in %.2f s; held-in log-likelihood (grid-normalised): %.1f\n", t[["elapsed"]], logLik(fit)))
 
-mean_y <- function(t) exp(t) / (exp(t) - 1) - 1 / t
-mle <- uniroot(function(t) mean_y(t) - mean(y), c(-50, 50), tol = 1e-12)$root
-cat(sprintf("\nexact MLE of theta: %.4f   NCE: %.4f (s.e. %.4f)\n", mle, coef(fit)[["y"]], sqrt(vcov(fit)[2, 2])))
-cat(sprintf("log Z at the MLE:   %.4f   NCE: %.4f\n", log((exp(mle) - 1) / mle), fit$log_normaliser))
-
-grid <- data.frame(y = seq(0, 1, length.out = 201))
-p <- predict(fit, grid, type = "density", se.fit = TRUE)
-file <- file.path(outdir, "nce-demo.png")
-grDevices::png(file, width = 900, height = 600, res = 110, type = "cairo")
-graphics::hist(y, breaks = 30, freq = FALSE, col = "grey90", border = "white",
-               main = "Truncated exponential fitted by noise-contrastive estimation",
-               xlab = "y", ylim = c(0, max(p$fit + 2 * p$se.fit) * 1.05))
-graphics::polygon(c(grid$y, rev(grid$y)), c(p$fit - 2 * p$se.fit, rev(p$fit + 2 * p$se.fit)),
-                  col = grDevices::adjustcolor("steelblue", 0.3), border = NA)
-graphics::lines(grid$y, p$fit, col = "steelblue", lwd = 2)
-graphics::lines(grid$y, exp(mle * grid$y) * mle / (exp(mle) - 1), col = "firebrick", lty = 2, lwd = 2)
-graphics::legend("topleft", bty = "n", lwd = 2, lty = c(1, 2), col = c("steelblue", "firebrick"),
-                 legend = c("NCE density (intercept = -log Z), 95% band", "exact maximum likelihood"))
+file <- file.path(outdir, "latkes-effects.png")
+grDevices::png(file, width = 1200, height = 900, res = 110, type = "cairo")
+plot(fit)
 invisible(grDevices::dev.off())
-cat("plot written to", file, "\n")
+cat("effects plot written to", file, "\n")
+
+sim <- simulate(fit, seed = 2)
+obs <- fit$transitions
+first <- obs$.sequence[1]
+path_obs <- rbind(data.frame(x = obs$x_prev[obs$.sequence == first][1], y = obs$y_prev[obs$.sequence == first][1]),
+                  obs[obs$.sequence == first, c("x", "y")])
+path_sim <- sim[sim$.sequence == first, ]
+file <- file.path(outdir, "latkes-scanpath.png")
+grDevices::png(file, width = 1200, height = 500, res = 110, type = "cairo")
+op <- graphics::par(mfrow = c(1, 2), mar = c(2, 2, 2, 1))
+for (p in list(list(path_obs, "observed scanpath"), list(path_sim, "simulated from the fitted kernel"))) {
+  graphics::plot(p[[1]]$x, p[[1]]$y, type = "o", pch = 19, cex = 0.6, col = "firebrick", xlim = screen[1:2],
+                 ylim = rev(screen[3:4]), asp = 1, xlab = "", ylab = "", main = p[[2]])
+  graphics::rect(screen[1], screen[3], screen[2], screen[4], border = "grey60")
+}
+graphics::par(op)
+invisible(grDevices::dev.off())
+cat("scanpath plot written to", file, "\n")

@@ -4,12 +4,14 @@
 //! is plain Rust and is checked by `cargo test`.
 
 pub mod alias;
+pub mod bridge;
 pub mod design;
 pub mod error;
 pub mod family;
 pub mod grouped;
 pub mod irls;
 pub mod kernel;
+pub mod latkes_sim;
 pub mod linalg;
 pub mod penalty;
 pub mod pirls;

@@ -4,8 +4,9 @@ use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
-use rand_distr::StandardNormal;
+use rand_distr::{ChiSquared, Distribution, StandardNormal};
 use rayon::prelude::*;
+use statrs::function::gamma::ln_gamma;
 
 /// Draws per seeded stream; fixed so that samples do not depend on the thread count.
 const DRAWS_PER_STREAM: usize = 2048;
@@ -16,6 +17,9 @@ pub enum Reference {
     Uniform { lower: Vec<f64>, upper: Vec<f64> },
     /// Multivariate normal with lower Cholesky factor of its covariance.
     Normal { mean: DVector<f64>, chol: DMatrix<f64>, log_det: f64 },
+    /// Multivariate Student t with `df` degrees of freedom, location `mean` and scale matrix
+    /// with lower Cholesky factor `chol` (covariance `scale * df / (df - 2)` when df > 2).
+    StudentT { mean: DVector<f64>, chol: DMatrix<f64>, log_det: f64, df: f64 },
 }
 
 impl Reference {
@@ -54,10 +58,22 @@ impl Reference {
         Ok(Reference::Normal { mean: DVector::from_vec(mean), chol, log_det })
     }
 
+    /// Multivariate Student t with location `mean`, scale matrix `scale` (column-major) and
+    /// `df` > 0 degrees of freedom.
+    pub fn student_t(mean: Vec<f64>, scale: &[f64], df: f64) -> Result<Self> {
+        if !(df.is_finite() && df > 0.0) {
+            return Err(NceError::invalid("df", format!("must be one positive number, got {df}")));
+        }
+        match Self::normal(mean, scale)? {
+            Reference::Normal { mean, chol, log_det } => Ok(Reference::StudentT { mean, chol, log_det, df }),
+            _ => unreachable!("Reference::normal returns a normal"),
+        }
+    }
+
     pub fn dim(&self) -> usize {
         match self {
             Reference::Uniform { lower, .. } => lower.len(),
-            Reference::Normal { mean, .. } => mean.len(),
+            Reference::Normal { mean, .. } | Reference::StudentT { mean, .. } => mean.len(),
         }
     }
 
@@ -78,6 +94,19 @@ impl Reference {
                         s += chol[(i, k)] * z[k];
                     }
                     out[i] = s;
+                }
+            }
+            Reference::StudentT { mean, chol, df, .. } => {
+                let d = mean.len();
+                let z: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
+                let w: f64 = ChiSquared::new(*df).expect("df checked positive").sample(rng);
+                let f = (df / w).sqrt();
+                for i in 0..d {
+                    let mut s = 0.0;
+                    for k in 0..=i {
+                        s += chol[(i, k)] * z[k];
+                    }
+                    out[i] = mean[i] + f * s;
                 }
             }
         }
@@ -135,6 +164,14 @@ impl Reference {
                     let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
                     -0.5 * (d as f64 * (2.0 * std::f64::consts::PI).ln() + log_det + z.norm_squared())
                 }
+                Reference::StudentT { mean, chol, log_det, df } => {
+                    let r = DVector::from_fn(d, |j, _| x[j * n + i] - mean[j]);
+                    let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
+                    let dd = d as f64;
+                    ln_gamma(0.5 * (df + dd)) - ln_gamma(0.5 * df) - 0.5 * dd * (df * std::f64::consts::PI).ln()
+                        - 0.5 * log_det
+                        - 0.5 * (df + dd) * (z.norm_squared() / df).ln_1p()
+                }
             })
             .collect();
         Ok(out)
@@ -173,6 +210,30 @@ mod tests {
         let r = Reference::normal(vec![0.0, 0.0], &[1.0, 0.0, 0.0, 1.0]).unwrap();
         let l = r.log_density(&[0.0, 0.0], 1).unwrap();
         assert!((l[0] + (2.0 * std::f64::consts::PI).ln()).abs() < 1e-14);
+    }
+
+    #[test]
+    fn student_t_density_and_moments() {
+        // 1-D t with 3 df: density at 0 is Gamma(2) / (Gamma(1.5) sqrt(3 pi)).
+        let r = Reference::student_t(vec![0.0], &[1.0], 3.0).unwrap();
+        let l = r.log_density(&[0.0, 1.0], 2).unwrap();
+        let f0 = 1.0 / (ln_gamma(1.5).exp() * (3.0 * std::f64::consts::PI).sqrt());
+        assert!((l[0] - f0.ln()).abs() < 1e-12);
+        assert!((l[1] - (f0 * (1.0f64 + 1.0 / 3.0).powf(-2.0)).ln()).abs() < 1e-12);
+        // 2-D, df 6: covariance is scale * 6 / 4.
+        let n = 200_000;
+        let r = Reference::student_t(vec![1.0, -1.0], &[2.0, 0.5, 0.5, 1.0], 6.0).unwrap();
+        let a = with_threads(1, || r.sample(n, 5)).unwrap();
+        let b = with_threads(3, || r.sample(n, 5)).unwrap();
+        assert_eq!(a, b);
+        let m0 = a[..n].iter().sum::<f64>() / n as f64;
+        let m1 = a[n..].iter().sum::<f64>() / n as f64;
+        let v0 = a[..n].iter().map(|v| (v - m0).powi(2)).sum::<f64>() / n as f64;
+        let c01 = (0..n).map(|i| (a[i] - m0) * (a[n + i] - m1)).sum::<f64>() / n as f64;
+        assert!((m0 - 1.0).abs() < 0.02 && (m1 + 1.0).abs() < 0.02);
+        assert!((v0 - 3.0).abs() < 0.1, "var {v0}");
+        assert!((c01 - 0.75).abs() < 0.05, "cov {c01}");
+        assert!(Reference::student_t(vec![0.0], &[1.0], 0.0).is_err());
     }
 
     #[test]

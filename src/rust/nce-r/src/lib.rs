@@ -1,6 +1,7 @@
 //! Thin extendr binding: converts R objects, calls nce-core, returns plain R lists.
 //! No numerics here.
 
+mod bridge;
 mod convert;
 mod run;
 
@@ -15,6 +16,7 @@ use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
 use nce_core::reference::Reference;
 use nce_core::kernel::NormalKernel;
+use nce_core::latkes_sim::LatticeKernel;
 use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -340,6 +342,37 @@ fn nce_kernel_normal_log_density(sd: Robj, lower: Robj, upper: Robj, x: Robj, pr
     })
 }
 
+/// Simulate LATKES chains on a grid: `state` (log, nx * ny) and `offset` (log,
+/// (2 nx - 1) * (2 ny - 1)) tables, `window` = (xmin, xmax, ymin, ymax), one start (x, y;
+/// NaN to draw it) and one number of steps per chain. Returns list(x, y).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_latkes_simulate(state: Robj, offset: Robj, grid: Robj, window: Robj, start_x: Robj, start_y: Robj, steps: Robj, seed: f64, threads: i32) -> Robj {
+    guard(|| {
+        let g = int_slice(&grid, "grid")?;
+        let w = real_slice(&window, "window")?;
+        if g.len() != 2 || g.iter().any(|&v| v < 1) || w.len() != 4 {
+            return Err(NceError::invalid("grid", "grid must be two positive integers and window four numbers"));
+        }
+        let k = LatticeKernel::new(g[0] as usize, g[1] as usize, [w[0], w[1], w[2], w[3]],
+                                   real_slice(&state, "state")?, real_slice(&offset, "offset")?)?;
+        let sx = real_slice(&start_x, "start_x")?;
+        let sy = real_slice(&start_y, "start_y")?;
+        let st = int_slice(&steps, "steps")?;
+        if sx.len() != st.len() || sy.len() != st.len() || st.iter().any(|&v| v < 0) {
+            return Err(NceError::invalid("steps", "needs one start and a non-negative number of steps per chain"));
+        }
+        if !(seed.is_finite() && seed >= 0.0) {
+            return Err(NceError::invalid("seed", "must be a non-negative number"));
+        }
+        let starts: Vec<(f64, f64)> = sx.iter().zip(sy).map(|(&a, &b)| (a, b)).collect();
+        let steps: Vec<usize> = st.iter().map(|&v| v as usize).collect();
+        let (x, y) = run::run(threads_of(threads)?, |_| k.simulate(&starts, &steps, seed as u64))?;
+        Ok(list!(x = x, y = y).into_robj())
+    })
+}
+
 /// For tests of the error path: returns an error carrying `msg`.
 /// @keywords internal
 /// @noRd
@@ -366,6 +399,7 @@ fn nce_debug_panic(msg: &str, worker: bool) -> Robj {
 
 extendr_module! {
     mod nce;
+    use bridge;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
@@ -373,6 +407,7 @@ extendr_module! {
     fn nce_ref_log_density;
     fn nce_kernel_normal_sample;
     fn nce_kernel_normal_log_density;
+    fn nce_latkes_simulate;
     fn nce_debug_error;
     fn nce_debug_panic;
 }

@@ -1,0 +1,319 @@
+# Bayes factors between models sharing a prior by logistic regression between
+# posterior samples (eq. 19-20 of the NCL report; Geyer 1994). The numerics
+# (1-D Newton/bisection, effective sample sizes) run in Rust: src/rust/nce-core/src/bridge.rs.
+
+#' Bayes factor from posterior samples of two models sharing a prior
+#'
+#' Estimates \eqn{\log K = \log p_1(x) - \log p_2(x)} for two models with the
+#' same prior on a common parameter from draws of each model's posterior.
+#' Draws from the first posterior are labelled 1, draws from the second 0; the
+#' probability of label 1 is
+#' \eqn{\sigma(l_1(\theta) - l_2(\theta) - \log K + \log(n_1/n_2))}, with
+#' \eqn{l_k} the log-likelihoods, so \eqn{\log K} is the offset of a logistic
+#' regression with known slope. Its negative log-likelihood is convex in
+#' \eqn{\log K}; it is minimised by Newton's method safeguarded by bisection.
+#' This is Geyer's (1994) reverse logistic regression, the same estimator as
+#' the optimal bridge sampling of Meng and Wong (1996).
+#'
+#' The standard error is the sandwich of the two-sample problem
+#' (\eqn{1/I - 1/n_1 - 1/n_2} with \eqn{I} the Fisher information of the 1-D
+#' problem when draws are independent) with each sample's score variance
+#' multiplied by \eqn{n / \mathrm{ESS}}. Effective sample sizes are estimated
+#' from the score contributions in draw order by Geyer's initial monotone
+#' sequence (so pass each model's draws as one chain or chains one after the
+#' other), or given through `ess`.
+#'
+#' When the two samples are perfectly separated (every draw of the first
+#' posterior has a larger \eqn{l_1 - l_2} than every draw of the second), the
+#' draws do not identify \eqn{\log K}: the result has `log_bf = NA`, a
+#' warning of class `nce_warning_separation`, and `bounds`.
+#'
+#' @param draws1,draws2 Posterior draws of model 1 and model 2: matrices with
+#'   one row per draw (the same columns), or vectors for one parameter.
+#' @param loglik1,loglik2 Each model's log-likelihood: a vectorised function
+#'   of a draws matrix returning one value per row, or a list of two numeric
+#'   vectors: the log-likelihood at `draws1` and at `draws2` (then `draws1`
+#'   and `draws2` may be `NULL`).
+#' @param ess `NULL` to estimate effective sample sizes, or two numbers (use
+#'   the numbers of draws for independent draws).
+#' @param prior_odds Prior odds of model 1 against model 2, for the posterior
+#'   model probabilities.
+#' @return An object of class `nce_bf`, a list with `log_bf` (\eqn{\log K}),
+#'   `se`, `bf` (\eqn{K}), `prob` (posterior model probabilities), `ess`, `n`,
+#'   `se_iid` (the standard error for independent draws), `bounds`
+#'   (importance sampling estimates from each sample:
+#'   \eqn{\log \bar{e^{r}}} over the draws of model 2 and
+#'   \eqn{-\log \bar{e^{-r}}} over those of model 1, with
+#'   \eqn{r = l_1 - l_2}; their expectations bound \eqn{\log K} from below
+#'   and above), `separated`, `converged`, `iterations`.
+#' @references Geyer, C. J. (1994). Estimating normalizing constants and
+#'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
+#'   School of Statistics, University of Minnesota.
+#'
+#'   Meng, X.-L. and Wong, W. H. (1996). Simulating ratios of normalizing
+#'   constants via a simple identity. Statistica Sinica 6, 831-860.
+#' @seealso [marglik_nce()] and [bf()] when the priors differ.
+#' @examples
+#' # x0 = -1.0136; M1: x ~ N(-theta^2, 1), M2: x ~ N(theta^2, 1), theta ~ U(-30, 30)
+#' x0 <- -1.0136
+#' l1 <- function(th) dnorm(x0, -th[, 1]^2, 1, log = TRUE)
+#' l2 <- function(th) dnorm(x0, th[, 1]^2, 1, log = TRUE)
+#' # exact posterior draws by rejection from U(-4, 4) (the likelihoods vanish beyond)
+#' rpost <- function(n, l) {
+#'   th <- runif(20 * n, -4, 4)
+#'   keep <- log(runif(length(th))) < l(cbind(th)) + 0.5 * log(2 * pi)
+#'   th[keep][seq_len(n)]
+#' }
+#' set.seed(1)
+#' fit <- bayes_factor_nce(rpost(5000, l1), rpost(5000, l2), l1, l2)
+#' fit
+#' summary(fit)
+#' @export
+bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior_odds = 1) {
+  call <- match.call()
+  check_prior_odds(prior_odds)
+  precomputed <- is.list(loglik1) && !is.function(loglik1)
+  if (precomputed != (is.list(loglik2) && !is.function(loglik2))) {
+    nce_abort("`loglik1` and `loglik2` must both be functions or both be lists of two vectors", "input")
+  }
+  if (precomputed) {
+    l <- c(precomputed_loglik(loglik1, "loglik1"), precomputed_loglik(loglik2, "loglik2"))
+    n1 <- length(l[[1L]])
+    n2 <- length(l[[2L]])
+    if (length(l[[3L]]) != n1 || length(l[[4L]]) != n2) {
+      nce_abort(sprintf("`loglik1` has %d and %d values, `loglik2` %d and %d: both need the values at draws1 then at draws2",
+                        n1, n2, length(l[[3L]]), length(l[[4L]])), "input")
+    }
+    for (k in 1:2) {
+      d <- list(draws1, draws2)[[k]]
+      if (!is.null(d)) {
+        d <- as_draws(d, c("draws1", "draws2")[k])
+        if (nrow(d) != c(n1, n2)[k]) {
+          nce_abort(sprintf("`draws%d` has %d rows but the log-likelihoods have %d values", k, nrow(d), c(n1, n2)[k]), "input")
+        }
+      }
+    }
+    if (!is.null(draws1) && !is.null(draws2)) check_same_dim(as_draws(draws1, "draws1"), as_draws(draws2, "draws2"))
+    l11 <- l[[1L]]; l12 <- l[[2L]]; l21 <- l[[3L]]; l22 <- l[[4L]]
+  } else {
+    if (!is.function(loglik1) || !is.function(loglik2)) {
+      nce_abort("`loglik1` and `loglik2` must be functions of a draws matrix (or lists of two vectors)", "input")
+    }
+    d1 <- as_draws(draws1, "draws1")
+    d2 <- as_draws(draws2, "draws2")
+    check_same_dim(d1, d2)
+    l11 <- eval_logdens(loglik1, d1, "loglik1", "draws1")
+    l12 <- eval_logdens(loglik1, d2, "loglik1", "draws2")
+    l21 <- eval_logdens(loglik2, d1, "loglik2", "draws1")
+    l22 <- eval_logdens(loglik2, d2, "loglik2", "draws2")
+  }
+  if (length(l11) < 2L || length(l12) < 2L) {
+    nce_abort(sprintf("each model needs at least two posterior draws (got %d and %d)", length(l11), length(l12)), "input")
+  }
+  check_finite_values(l11, "loglik1", "draws1")
+  check_finite_values(l12, "loglik1", "draws2")
+  check_finite_values(l21, "loglik2", "draws1")
+  check_finite_values(l22, "loglik2", "draws2")
+  fit <- bridge_solve(l11 - l21, l12 - l22, ess)
+  out <- bf_result(fit$log_ratio, fit$se, prior_odds, call, "logistic regression between posterior samples")
+  out$se_iid <- fit$se_iid
+  out$ess <- stats::setNames(fit$ess, c("model1", "model2"))
+  out$n <- stats::setNames(as.integer(fit$n), c("model1", "model2"))
+  out$bounds <- c(lower = fit$bound_lower, upper = fit$bound_upper)
+  out$separated <- fit$separated
+  out$converged <- fit$converged
+  out$iterations <- fit$iterations
+  if (fit$separated) {
+    out <- separated_result(out, fit, "log K", "the two posterior samples do not overlap")
+  } else if (!fit$converged) {
+    nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
+  }
+  out
+}
+
+#' Bayes factor from two marginal likelihood estimates
+#'
+#' Combines two [marglik_nce()] results (models with any priors and parameter
+#' spaces) into \eqn{\log K = \log p_1(x) - \log p_2(x)}, with the standard
+#' errors added in quadrature (the estimates use independent draws).
+#'
+#' @param x1,x2 Results of [marglik_nce()] for model 1 and model 2.
+#' @param prior_odds Prior odds of model 1 against model 2.
+#' @return An object of class `nce_bf` (see [bayes_factor_nce()]).
+#' @examples
+#' set.seed(1)
+#' # Model 1: y ~ N(mu, 1), mu ~ N(0, 1); model 2: mu = 0. Data y = 1.5.
+#' y <- 1.5
+#' lp1 <- function(m) dnorm(y, m[, 1], 1, log = TRUE) + dnorm(m[, 1], 0, 1, log = TRUE)
+#' ml1 <- marglik_nce(rnorm(4000, y / 2, sqrt(0.5)), lp1)
+#' ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = "nce_marglik")
+#' bf(ml1, ml2)
+#' # exact: dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE)
+#' @export
+bf <- function(x1, x2, prior_odds = 1) {
+  if (!inherits(x1, "nce_marglik") || !inherits(x2, "nce_marglik")) {
+    nce_abort("`x1` and `x2` must be results of marglik_nce()", "input")
+  }
+  check_prior_odds(prior_odds)
+  if (is.na(x1$logml) || is.na(x2$logml)) {
+    nce_abort("a marginal likelihood is not identified (separated samples): no Bayes factor", "input")
+  }
+  out <- bf_result(x1$logml - x2$logml, sqrt(x1$se^2 + x2$se^2), prior_odds, match.call(),
+                   "difference of two marginal likelihoods (marglik_nce)")
+  out$logml <- c(model1 = x1$logml, model2 = x2$logml)
+  out
+}
+
+bf_result <- function(log_bf, se, prior_odds, call, method) {
+  lpo <- log_bf + log(prior_odds)
+  p1 <- stats::plogis(lpo)
+  structure(list(log_bf = log_bf, se = se, bf = exp(log_bf),
+                 prob = c(model1 = p1, model2 = stats::plogis(-lpo)),
+                 prior_odds = prior_odds, method = method, call = call),
+            class = "nce_bf")
+}
+
+# Complete separation: no estimate, a warning and the importance sampling bounds.
+separated_result <- function(out, fit, what, why) {
+  est <- if (!is.null(out$log_bf)) "log_bf" else "logml"
+  out[[est]] <- NA_real_
+  out$se <- NA_real_
+  if (est == "log_bf") {
+    out$bf <- NA_real_
+    out$prob[] <- NA_real_
+  }
+  nce_warn(sprintf(paste0(
+    "complete separation: %s (every draw of the first is classified correctly at any %s between %s and %s). ",
+    "%s is not identified by these draws; importance sampling from each sample bounds it (in expectation) ",
+    "between %s and %s. Draw more, or bridge through an intermediate density."),
+    why, what, format(fit$max_r2, digits = 4), format(fit$min_r1, digits = 4), what,
+    format(fit$bound_lower, digits = 4), format(fit$bound_upper, digits = 4)), "separation")
+  out
+}
+
+check_prior_odds <- function(prior_odds) {
+  if (!is.numeric(prior_odds) || length(prior_odds) != 1L || !is.finite(prior_odds) || prior_odds <= 0) {
+    nce_abort("`prior_odds` must be one positive number", "input")
+  }
+}
+
+# Draws as a numeric matrix with at least one row and no NA.
+as_draws <- function(x, arg) {
+  if (is.data.frame(x)) x <- as.matrix(x)
+  if (is.null(x) || !is.numeric(x) || (!is.null(dim(x)) && length(dim(x)) != 2L)) {
+    nce_abort(sprintf("`%s` must be a numeric matrix (rows = draws) or vector", arg), "input")
+  }
+  if (is.null(dim(x))) x <- matrix(x, ncol = 1L)
+  storage.mode(x) <- "double"
+  if (nrow(x) < 2L) {
+    nce_abort(sprintf("`%s` has %d draw%s: at least two are needed", arg, nrow(x), if (nrow(x) == 1L) "" else "s"), "input")
+  }
+  if (ncol(x) < 1L) nce_abort(sprintf("`%s` has no columns", arg), "input")
+  bad <- which(!stats::complete.cases(x))
+  if (length(bad)) {
+    nce_abort(sprintf("`%s` has NA (or NaN) in %d of %d draws (rows %s)", arg, length(bad), nrow(x),
+                      format_positions(bad)), "data")
+  }
+  if (any(!is.finite(x))) {
+    bad <- which(rowSums(!is.finite(x)) > 0)
+    nce_abort(sprintf("`%s` has infinite values in %d draws (rows %s)", arg, length(bad), format_positions(bad)), "data")
+  }
+  x
+}
+
+check_same_dim <- function(d1, d2) {
+  if (ncol(d1) != ncol(d2)) {
+    nce_abort(sprintf(paste0("`draws1` has %d columns and `draws2` %d: a shared-prior Bayes factor needs draws of the same ",
+                             "parameter; for different parameter spaces use marglik_nce() on each model and bf()"),
+                      ncol(d1), ncol(d2)), "input")
+  }
+}
+
+precomputed_loglik <- function(l, arg) {
+  if (length(l) != 2L || !all(vapply(l, is.numeric, TRUE))) {
+    nce_abort(sprintf("`%s` must be a function or a list of two numeric vectors (values at draws1, at draws2)", arg), "input")
+  }
+  lapply(l, as.double)
+}
+
+# A vectorised log density evaluated at the rows of a draws matrix.
+eval_logdens <- function(f, x, fname, xname) {
+  v <- f(x)
+  if (!is.numeric(v) || length(v) != nrow(x)) {
+    nce_abort(sprintf("`%s` must return one number per row of its argument: got %s of length %d for the %d rows of %s",
+                      fname, class(v)[1L], length(v), nrow(x), xname), "input")
+  }
+  as.double(v)
+}
+
+check_finite_values <- function(v, fname, xname) {
+  bad <- which(!is.finite(v))
+  if (length(bad)) {
+    vals <- unique(format(v[bad]))
+    nce_abort(sprintf("`%s` is not finite at %d of %d draws of %s (rows %s; values %s)", fname, length(bad),
+                      length(v), xname, format_positions(bad), paste(utils::head(vals, 3L), collapse = ", ")), "data")
+  }
+}
+
+# The Rust solve of the two-sample logistic problem for c = log(Z1 / Z2).
+bridge_solve <- function(r1, r2, ess = NULL) {
+  if (is.null(ess)) {
+    ess <- c(NA_real_, NA_real_)
+  } else if (!is.numeric(ess) || length(ess) != 2L || anyNA(ess) || any(ess <= 0)) {
+    nce_abort("`ess` must be NULL or two positive numbers", "input")
+  }
+  rs(nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads()))
+}
+
+#' @export
+print.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nBayes factor by ", x$method, "\n\n", sep = "")
+  if (is.na(x$log_bf) && isTRUE(x$separated)) {
+    cat(sprintf("log K not identified (separated samples); importance sampling bounds [%s, %s]\n",
+                format(x$bounds[["lower"]], digits = digits), format(x$bounds[["upper"]], digits = digits)))
+  } else {
+    cat(sprintf("log K = %s (s.e. %s),  K = %s\n", format(x$log_bf, digits = digits),
+                format(x$se, digits = digits), format(x$bf, digits = digits)))
+    cat(sprintf("P(model 1 | x) = %s at prior odds %g\n", format(x$prob[["model1"]], digits = digits), x$prior_odds))
+  }
+  invisible(x)
+}
+
+#' Summarise a Bayes factor estimate
+#'
+#' @param object An `nce_bf` from [bayes_factor_nce()] or [bf()].
+#' @param ... Unused.
+#' @return An object of class `summary.nce_bf`: a table of \eqn{\log K} with
+#'   its standard error and a 95% interval, \eqn{K}, the posterior model
+#'   probabilities, and the diagnostics (draws, effective sample sizes,
+#'   importance sampling bounds) when available.
+#' @export
+summary.nce_bf <- function(object, ...) {
+  z <- stats::qnorm(0.975)
+  tab <- cbind(Estimate = object$log_bf, `Std. Error` = object$se,
+               lower95 = object$log_bf - z * object$se, upper95 = object$log_bf + z * object$se)
+  rownames(tab) <- "log K"
+  structure(c(list(table = tab), object[setdiff(names(object), c("log_bf", "se"))]), class = "summary.nce_bf")
+}
+
+#' @export
+print.summary.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nBayes factor by ", x$method, "\n\nCall:  ", paste(deparse(x$call), collapse = "\n"), "\n\n", sep = "")
+  print(signif(x$table, digits))
+  cat(sprintf("\nK = %s; posterior probabilities (prior odds %g): model 1 %s, model 2 %s\n",
+              format(x$bf, digits = digits), x$prior_odds, format(x$prob[["model1"]], digits = digits),
+              format(x$prob[["model2"]], digits = digits)))
+  if (!is.null(x$logml)) {
+    cat(sprintf("log marginal likelihoods: %s\n", paste(format(x$logml, digits = digits), collapse = ", ")))
+  }
+  if (!is.null(x$n)) {
+    cat(sprintf("draws: %d and %d; effective sample sizes (of the score): %s and %s\n", x$n[[1L]], x$n[[2L]],
+                format(x$ess[[1L]], digits = 3), format(x$ess[[2L]], digits = 3)))
+    cat(sprintf("s.e. for independent draws: %s; importance sampling bounds: [%s, %s]\n",
+                format(x$se_iid, digits = digits), format(x$bounds[["lower"]], digits = digits),
+                format(x$bounds[["upper"]], digits = digits)))
+    if (isTRUE(x$separated)) cat("The samples are completely separated: log K is not identified.\n")
+    cat(sprintf("Newton/bisection iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
+  }
+  invisible(x)
+}

@@ -1,0 +1,379 @@
+# Methods for LATKES fits: printing, prediction with the grid-normalised density, the
+# log-likelihood of sequences, and the estimated kernel terms.
+
+#' @export
+print.latkes_fit <- function(x, ...) {
+  NextMethod()
+  w <- x$window
+  cat(sprintf("LATKES window [%g, %g] x [%g, %g]", w[1], w[2], w[3], w[4]))
+  nd <- lengths(x$dropped)
+  if (any(nd > 0)) cat(sprintf("; dropped: %d outside, %d zero-length saccade(s)", nd[["outside"]], nd[["zero_length"]]))
+  cat("\n")
+  invisible(x)
+}
+
+#' Predict from a LATKES fit
+#'
+#' The log kernel, term contributions, or the transition density normalised
+#' numerically over the window.
+#'
+#' `newdata` uses the fit's internal names: the fixation at time t in `x`, `y`,
+#' the previous one in `x_prev`, `y_prev` (and `x_prev2`, `y_prev2` for
+#' `order = 2`), plus any covariates of the formulas. The features (`dist`,
+#' `angle`, `radius`, ...) are computed from these.
+#'
+#' With `normalise = "grid"`, the log normaliser of each transition,
+#' \eqn{\log \int_W \exp\{f(u, y_{t-1})\}\,du}, is computed by the midpoint
+#' rule on `grid` cells over the window (64 x 48 cells by default: 16-pixel
+#' cells on a 1024 x 768 screen); the standard error then includes the
+#' normaliser's dependence on the coefficients (its gradient is the kernel's
+#' design row averaged under the fitted transition density).
+#' `normalise = "intercept"` uses the spline intercept's estimate of minus the
+#' log normaliser instead (as [predict.snce_fit()] does).
+#'
+#' @param object A `latkes_fit`.
+#' @param newdata Data frame as described; the observed transitions by default.
+#' @param type `"log_kernel"`, `"terms"`, `"log_density"` or `"density"` (the
+#'   normalised transition density at `x`, `y` given the previous fixation).
+#' @param se.fit Also return standard errors (not for `type = "density"`).
+#' @param normalise `"grid"` or `"intercept"`, see Details.
+#' @param grid Cells per axis of the normalising grid.
+#' @param se_type `"sandwich"` or `"naive"`.
+#' @param ... Unused.
+#' @return As [predict.snce_fit()].
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))
+#' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist))
+#' nd <- data.frame(x = c(520, 700), y = 400, x_prev = 512, y_prev = 384)
+#' predict(fit, nd, type = "density")
+#' @export
+predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "log_density", "density", "terms"),
+                               se.fit = FALSE, normalise = c("grid", "intercept"), grid = c(64, 48),
+                               se_type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  normalise <- match.arg(normalise)
+  se_type <- match.arg(se_type)
+  if (missing(newdata)) newdata <- object$transitions
+  if (type %in% c("log_kernel", "terms") || normalise == "intercept") {
+    t2 <- if (type == "density") "log_density" else type
+    res <- predict.snce_fit(object, newdata, type = t2, se.fit = se.fit && type != "density", se_type = se_type)
+    return(if (type == "density") exp(res) else res)
+  }
+  if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
+  newdata <- object$features(newdata)
+  k <- kernel_columns(object)
+  xk <- setup_predict(object$row_setup, newdata, k$intercept)[, k$design, drop = FALSE]
+  beta <- object$coefficients[k$coef]
+  nz <- grid_normaliser(object, newdata, grid, gradient = se.fit && type == "log_density")
+  fit <- drop(xk %*% beta) - nz$log_z
+  names(fit) <- rownames(newdata)
+  if (type == "density") return(exp(fit))
+  if (!se.fit) return(fit)
+  g <- xk - nz$mean_x
+  v <- stats::vcov(object, type = se_type)[k$coef, k$coef, drop = FALSE]
+  list(fit = fit, se.fit = stats::setNames(sqrt(rowSums((g %*% v) * g)), rownames(newdata)))
+}
+
+# Kernel part of the row design: its columns in setup_predict()'s matrix and in coef().
+kernel_columns <- function(object) {
+  a_int <- object$intercept$type != "transition"
+  pa <- object$row_setup$ncol
+  list(intercept = a_int, design = if (a_int) seq_len(pa)[-1L] else seq_len(pa),
+       coef = if (a_int) seq_len(pa)[-1L] else seq_len(pa))
+}
+
+# Log normaliser of the kernel for each row of `newdata` (its previous fixation(s) and
+# covariates), by the midpoint rule on a grid over the window; with `gradient`, also the
+# kernel's design row averaged under the normalised density (d log Z / d beta).
+grid_normaliser <- function(object, newdata, grid, gradient = FALSE) {
+  if (!is.numeric(grid) || length(grid) != 2L || any(grid < 1) || any(grid != round(grid))) {
+    nce_abort("`grid` must be two positive whole numbers (cells along x and y)", "input")
+  }
+  w <- object$window
+  nx <- grid[1]
+  ny <- grid[2]
+  cells <- expand.grid(x = w[1] + (seq_len(nx) - 0.5) * (w[2] - w[1]) / nx,
+                       y = w[3] + (seq_len(ny) - 0.5) * (w[4] - w[3]) / ny)
+  log_area <- log((w[2] - w[1]) * (w[4] - w[3]) / (nx * ny))
+  prev <- paste0(rep(c("x", "y"), object$order), rep(c("_prev", paste0("_prev", seq_len(object$order))[-1]), each = 2))
+  cond <- setdiff(intersect(names(newdata), c(prev, all.vars(object$nce_formula))), c("x", "y", latkes_feature_names))
+  key <- if (length(cond)) do.call(paste, c(unname(as.list(newdata[cond])), sep = "\r")) else rep("", nrow(newdata))
+  first <- which(!duplicated(key))
+  k <- kernel_columns(object)
+  beta <- object$coefficients[k$coef]
+  gsz <- nrow(cells)
+  per_chunk <- max(1L, floor(2e5 / gsz))
+  log_z <- numeric(length(first))
+  mean_x <- if (gradient) matrix(0, length(first), length(beta)) else NULL
+  for (ch in split(seq_along(first), ceiling(seq_along(first) / per_chunk))) {
+    # Column by column: indexing a data frame by repeated rows spends its time in make.unique().
+    nd <- lapply(newdata[cond], function(col) rep(col[first[ch]], each = gsz))
+    nd$x <- rep(cells$x, length(ch))
+    nd$y <- rep(cells$y, length(ch))
+    nd <- as.data.frame(nd, stringsAsFactors = FALSE, optional = TRUE)
+    nd <- object$features(nd)
+    if (gradient) {
+      xg <- setup_predict(object$row_setup, nd, k$intercept)[, k$design, drop = FALSE]
+      eta <- matrix(drop(xg %*% beta), gsz)
+    } else {
+      eta <- matrix(kernel_eta(object, nd), gsz)
+    }
+    mx <- apply(eta, 2L, max)
+    p <- exp(eta - rep(mx, each = gsz))
+    s <- colSums(p)
+    log_z[ch] <- mx + log(s) + log_area
+    if (gradient) {
+      p <- sweep(p, 2L, s, "/")
+      mean_x[ch, ] <- rowsum(xg * as.vector(p), rep(seq_along(ch), each = gsz), reorder = FALSE)
+    }
+  }
+  at <- match(key, key[first])
+  list(log_z = log_z[at], mean_x = if (gradient) mean_x[at, , drop = FALSE] else NULL)
+}
+
+# The log kernel (its terms `labels`, all by default) at the rows of `nd`, which has the
+# features. One-dimensional smooths without `by` are evaluated on 4096 points over the range
+# of their variable and interpolated linearly: mgcv's PredictMat() on millions of grid rows
+# is what makes numerical normalisation slow, and the interpolation error is negligible.
+kernel_eta <- function(object, nd, labels = NULL) {
+  k <- kernel_columns(object)
+  lab <- term_labels(object)
+  beta <- object$coefficients
+  if (is.null(labels)) labels <- unique(lab[k$coef])
+  total <- rep(0, nrow(nd))
+  ps <- object$row_setup
+  ps$smooth <- list()
+  pa <- object$row_setup$ncol
+  first <- vapply(object$smooth, `[[`, 0L, "first.para")
+  n_par <- if (any(first <= pa)) min(first[first <= pa]) - 1L else pa
+  par_cols <- intersect(k$coef, seq_len(n_par))
+  par_cols <- par_cols[lab[par_cols] %in% labels]
+  if (length(par_cols)) {
+    xp <- setup_predict(ps, nd, k$intercept)
+    total <- total + drop(xp[, par_cols, drop = FALSE] %*% beta[par_cols])
+  }
+  for (sm in object$smooth) {
+    if (sm$first.para > object$row_setup$ncol || !sm$label %in% labels) next
+    j <- sm$first.para:sm$last.para
+    if (sm$dim == 1L && identical(sm$by, "NA") && length(unique(range(nd[[sm$term]]))) == 2L) {
+      v <- nd[[sm$term]]
+      g <- seq(min(v), max(v), length.out = 4096)
+      f <- drop(mgcv::PredictMat(sm, stats::setNames(data.frame(g), sm$term)) %*% beta[j])
+      total <- total + stats::approx(g, f, v)$y
+    } else {
+      total <- total + drop(mgcv::PredictMat(sm, nd) %*% beta[j])
+    }
+  }
+  total
+}
+
+#' Log-likelihood of fixation sequences under a LATKES fit
+#'
+#' Sums the log transition densities, each normalised numerically on a grid
+#' over the window (see [predict.latkes_fit()]), over the transitions of the
+#' fit's own data or of held-out sequences, so that kernels can be compared on
+#' the same data.
+#'
+#' @param object A `latkes_fit`.
+#' @param newdata `NULL` (the fit's transitions) or a data frame of fixations
+#'   with the columns the fit used (coordinates under their original names,
+#'   `group`, covariates); it is prepared as in [latkes()] (fixations outside
+#'   the window, zero-length saccades).
+#' @param grid Cells per axis of the normalising grid.
+#' @param ... Unused.
+#' @return An object of class `logLik` with attributes `df` (the kernel's
+#'   effective degrees of freedom) and `nobs` (transitions).
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(800, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_trials = 2)
+#' fit <- latkes(d[d$trial == 1, ], window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist))
+#' logLik(fit, newdata = d[d$trial == 2, ])
+#' @export
+logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), ...) {
+  trans <- if (is.null(newdata)) object$transitions else {
+    prep <- latkes_prepare(newdata, object$coords[["x"]], object$coords[["y"]], object[["group_column"]], object$window,
+                           object$outside, object$order)
+    sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
+  }
+  ld <- predict.latkes_fit(object, trans, type = "log_density", grid = grid)
+  k <- kernel_columns(object)
+  structure(sum(ld), df = sum(object$edf[k$coef]), nobs = length(ld), class = "logLik")
+}
+
+#' Estimated kernel terms of a LATKES fit
+#'
+#' Each one-dimensional smooth term of the kernel evaluated on a grid over its
+#' natural range: angles on \eqn{(-\pi, \pi]}, `dist` and `radius` from 0 to
+#' their largest observed value, other variables over their observed range.
+#' Terms are as fitted, i.e. centred by their identifiability constraint over
+#' the data and reference rows.
+#'
+#' @param object A `latkes_fit` or `latkes_collection`.
+#' @param n Grid points per term.
+#' @param level Confidence level of the bands.
+#' @param se_type `"sandwich"` or `"naive"`.
+#' @param range Optional named list of ranges, e.g. `list(dist = c(0, 400))`.
+#' @param ... Unused.
+#' @return A named list (by term label) of data frames with columns `value`,
+#'   `fit`, `se`, `lower`, `upper`; attributes `variable` and `edf`. For a
+#'   collection, a list of data frames with one column of curves per fit
+#'   (`fit_<level>`), centred to mean zero, and their pointwise `mean`.
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))
+#' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist))
+#' head(latkes_effects(fit)[["s(dist)"]])
+#' @export
+latkes_effects <- function(object, ...) UseMethod("latkes_effects")
+
+#' @rdname latkes_effects
+#' @export
+latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c("sandwich", "naive"),
+                                      range = NULL, ...) {
+  v <- stats::vcov(object, type = match.arg(se_type))
+  z <- stats::qnorm(1 - (1 - level) / 2)
+  pa <- object$row_setup$ncol
+  out <- list()
+  for (sm in object$smooth) {
+    if (sm$first.para > pa || sm$dim != 1L) next
+    var <- sm$term
+    r <- if (!is.null(range[[var]])) range[[var]] else effect_range(object, var)
+    nd <- stats::setNames(data.frame(seq(r[1], r[2], length.out = n)), var)
+    if (!identical(sm$by, "NA")) {
+      src <- object$nce_frame[[sm$by]]
+      nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src)) else 1
+    }
+    j <- sm$first.para:sm$last.para
+    xm <- mgcv::PredictMat(sm, nd)
+    f <- drop(xm %*% object$coefficients[j])
+    se <- sqrt(rowSums((xm %*% v[j, j, drop = FALSE]) * xm))
+    out[[sm$label]] <- structure(data.frame(value = nd[[var]], fit = f, se = se, lower = f - z * se, upper = f + z * se),
+                                 variable = var, edf = sum(object$edf[j]))
+  }
+  out
+}
+
+# Natural plotting range of a kernel variable.
+effect_range <- function(object, var) {
+  if (var %in% c("angle", "angle_prev", "rel_angle")) return(c(-pi, pi))
+  w <- object$window
+  if (var %in% c("x", "x_prev")) return(w[1:2])
+  if (var %in% c("y", "y_prev")) return(w[3:4])
+  obs <- object$nce_frame[[var]][object$nce_frame$.label == 1]
+  if (var %in% c("dist", "radius", "dist_prev")) c(0, max(obs)) else range(obs)
+}
+
+#' Plot a LATKES fit
+#'
+#' Each kernel term on its natural scale with its confidence band: saccade
+#' direction on \eqn{(-\pi, \pi]} with the cardinal directions marked (or as a
+#' polar plot of the multiplicative effect \eqn{\exp(f)}), distances in the
+#' data's units; two-dimensional terms (the spline intercept in the previous
+#' fixation, `s(x, y)`) as images over the window.
+#'
+#' @param x A `latkes_fit`.
+#' @param terms Which parts to draw: `"kernel"`, `"intercept"` or both.
+#' @param angle `"line"` or `"polar"`: how to draw angle terms.
+#' @param level Confidence level of the bands.
+#' @param se_type `"sandwich"` or `"naive"`.
+#' @param n_grid Grid points per term.
+#' @param combine Put all panels in one figure (sets `par(mfrow)` and restores it).
+#' @param col Colour of the curves.
+#' @param ... Unused.
+#' @return The kernel effects ([latkes_effects()]), invisibly.
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))
+#' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist) + s(angle, bs = "cc"))
+#' plot(fit)
+#' @export
+plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line", "polar"), level = 0.95,
+                            se_type = c("sandwich", "naive"), n_grid = 200, combine = TRUE, col = "steelblue", ...) {
+  terms <- match.arg(terms, several.ok = TRUE)
+  angle <- match.arg(angle)
+  se_type <- match.arg(se_type)
+  eff <- latkes_effects(x, n = n_grid, level = level, se_type = se_type)
+  pa <- x$row_setup$ncol
+  two_d <- Filter(function(sm) sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% terms) ||
+                                                (sm$first.para > pa && "intercept" %in% terms)), x$smooth)
+  one_int <- Filter(function(sm) sm$dim == 1L && sm$first.para > pa && "intercept" %in% terms, x$smooth)
+  if (!"kernel" %in% terms) eff <- list()
+  n_panels <- length(eff) + length(two_d) + length(one_int)
+  if (n_panels == 0L) nce_abort("the fit has no smooth terms to plot", "input")
+  if (combine && n_panels > 1L) {
+    op <- graphics::par(mfrow = panel_layout(n_panels))
+    on.exit(graphics::par(op))
+  }
+  for (nm in names(eff)) draw_effect(eff[[nm]], nm, angle, col, x)
+  v <- stats::vcov(x, type = se_type)
+  for (sm in one_int) {
+    j <- sm$first.para:sm$last.para
+    nd <- stats::setNames(data.frame(seq(effect_range(x, sm$term)[1], effect_range(x, sm$term)[2], length.out = n_grid)), sm$term)
+    xm <- mgcv::PredictMat(sm, nd)
+    f <- drop(xm %*% x$coefficients[j])
+    se <- sqrt(rowSums((xm %*% v[j, j, drop = FALSE]) * xm))
+    z <- stats::qnorm(1 - (1 - level) / 2)
+    e <- structure(data.frame(value = nd[[1]], fit = f, se = se, lower = f - z * se, upper = f + z * se),
+                   variable = sm$term, edf = sum(x$edf[j]))
+    draw_effect(e, sm$label, "line", col, x)
+  }
+  for (sm in two_d) draw_image(x, sm, n_grid %/% 3)
+  invisible(eff)
+}
+
+# Panels side by side up to three, then a grid.
+panel_layout <- function(n) if (n <= 3L) c(1L, n) else grDevices::n2mfrow(n)
+
+angle_axis <- function() {
+  at <- c(-pi, -pi / 2, 0, pi / 2, pi)
+  graphics::axis(1, at = at, labels = expression(-pi, -pi / 2, 0, pi / 2, pi))
+  graphics::abline(v = at, lty = 3, col = "grey70")
+  graphics::axis(3, at = at, labels = c("-x", "-y", "+x", "+y", "-x"), tick = FALSE, line = -0.9, cex.axis = 0.75)
+}
+
+# One 1-D effect with its band; angles on (-pi, pi] or polar.
+draw_effect <- function(e, label, angle, col, fit, add = FALSE) {
+  var <- attr(e, "variable")
+  ylab <- sprintf("%s (edf %.2f)", label, attr(e, "edf"))
+  is_angle <- var %in% c("angle", "angle_prev", "rel_angle")
+  if (is_angle && angle == "polar") {
+    r <- exp(cbind(e$fit, e$lower, e$upper))
+    lim <- max(r) * c(-1, 1)
+    graphics::plot(0, 0, type = "n", xlim = lim, ylim = lim, asp = 1, axes = FALSE, xlab = "", ylab = "",
+                   main = sprintf("exp(%s), edf %.2f", label, attr(e, "edf")))
+    th <- seq(-pi, pi, length.out = 200)
+    graphics::lines(cos(th), sin(th), lty = 3, col = "grey50")
+    graphics::polygon(c(r[, 3] * cos(e$value), rev(r[, 2] * cos(e$value))),
+                      c(r[, 3] * sin(e$value), rev(r[, 2] * sin(e$value))),
+                      col = grDevices::adjustcolor(col, 0.3), border = NA)
+    graphics::lines(r[, 1] * cos(e$value), r[, 1] * sin(e$value), lwd = 2, col = col)
+    graphics::segments(c(-lim[2], 0), c(0, -lim[2]), c(lim[2], 0), c(0, lim[2]), lty = 3, col = "grey70")
+    graphics::text(c(lim[2], 0, -lim[2], 0), c(0, lim[2], 0, -lim[2]), c("+x", "+y", "-x", "-y"), cex = 0.75,
+                   pos = c(2, 1, 4, 3))
+    return(invisible())
+  }
+  graphics::plot(e$value, e$fit, type = "n", ylim = range(e$lower, e$upper), xlab = var, ylab = ylab,
+                 xaxt = if (is_angle) "n" else "s")
+  if (is_angle) angle_axis()
+  graphics::polygon(c(e$value, rev(e$value)), c(e$lower, rev(e$upper)), col = grDevices::adjustcolor(col, 0.3), border = NA)
+  graphics::lines(e$value, e$fit, lwd = 2, col = col)
+  obs <- fit$nce_frame[[var]][fit$nce_frame$.label == 1]
+  if (length(obs)) graphics::rug(obs, col = "grey50")
+}
+
+# A 2-D smooth as an image (over the window for coordinates) with contours.
+draw_image <- function(fit, sm, n) {
+  r1 <- effect_range(fit, sm$term[1])
+  r2 <- effect_range(fit, sm$term[2])
+  g1 <- seq(r1[1], r1[2], length.out = n)
+  g2 <- seq(r2[1], r2[2], length.out = n)
+  nd <- stats::setNames(expand.grid(g1, g2), sm$term)
+  j <- sm$first.para:sm$last.para
+  f <- matrix(drop(mgcv::PredictMat(sm, nd) %*% fit$coefficients[j]), n)
+  graphics::image(g1, g2, f, xlab = sm$term[1], ylab = sm$term[2], col = grDevices::hcl.colors(30, "Blues 3", rev = TRUE),
+                  main = sprintf("%s (edf %.2f)", sm$label, sum(fit$edf[j])))
+  graphics::contour(g1, g2, f, add = TRUE, drawlabels = FALSE, col = "grey40")
+  src <- if (sm$first.para > fit$row_setup$ncol) fit$transitions else fit$nce_frame[fit$nce_frame$.label == 1, ]
+  graphics::points(src[[sm$term[1]]], src[[sm$term[2]]], pch = ".", col = "grey20")
+}

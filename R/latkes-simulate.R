@@ -1,0 +1,201 @@
+# Simulation of LATKES chains on a grid: the log kernel is tabulated in R as a state part
+# (cell centres) and an offset part (centre-to-centre offsets), and the chains run in Rust
+# (src/rust/nce-core/src/latkes_sim.rs).
+
+#' Simulate LATKES fixation sequences from a known kernel
+#'
+#' Generates first-order chains with
+#' \deqn{p(y_t \mid y_{t-1}) \propto \exp\{b(|y_t - c|) + h_x(x_t) + h_y(y_t) + h(x_t, y_t) + r_d(|y_t - y_{t-1}|) + r_a(\angle(y_t - y_{t-1}))\}}
+#' on the window (c its centre), from user functions for any subset of the
+#' terms.
+#'
+#' @section Resolution: The simulation is exact for the kernel discretised on
+#'   `grid` cells over the window: each step draws a cell with probability
+#'   proportional to the kernel evaluated at the cell's centre, the previous
+#'   fixation being replaced by the centre of its own cell, then a position
+#'   uniform within the cell. With the default 256 x 192 cells on a
+#'   1024 x 768 screen the cells are 4 pixels wide, so positions and saccade
+#'   lengths are exact to about 3 pixels. Within the previous fixation's own
+#'   cell the direction is undefined and the angle term is replaced by its
+#'   average over the circle. The first fixation of each trial is drawn from
+#'   the state terms alone (`radius`, `x`, `y`, `xy`; uniform without them).
+#'   Chains run in parallel in Rust, one seeded stream per trial, seeded from
+#'   R's RNG: `set.seed()` makes the result reproducible and it does not depend
+#'   on `options(nce.threads)`.
+#'
+#' @param n Fixations per subject.
+#' @param kernel Named list of vectorised functions (log scale): `radius`
+#'   (distance to the window centre), `dist` (saccade length), `angle`
+#'   (saccade direction on \eqn{(-\pi, \pi]}, 0 along +x), `x`, `y` (each
+#'   coordinate) and `xy` (a function of both coordinates). Or a list of such
+#'   lists, one per subject.
+#' @param window `c(xmin, xmax, ymin, ymax)`.
+#' @param n_subjects Number of subjects.
+#' @param n_trials Trials (independent sequences) per subject; the `n`
+#'   fixations are split evenly between them.
+#' @param grid Cells along x and y, see Resolution.
+#' @return Data frame with columns `subject`, `trial`, `fixation` (index
+#'   within the trial), `x`, `y`; attributes `window` and `grid`.
+#' @examples
+#' set.seed(1)
+#' k <- list(radius = function(r) -r / 200, dist = function(d) -d / 100,
+#'           angle = function(a) 0.5 * cos(4 * a))
+#' d <- rlatkes(2000, k, window = c(0, 1024, 0, 768), n_subjects = 2, n_trials = 4)
+#' head(d)
+#' @export
+rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_trials = 1, grid = c(256, 192)) {
+  whole <- function(v, name, min = 1) {
+    if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < min || v != round(v)) {
+      nce_abort(sprintf("`%s` must be a whole number of at least %d", name, min), "input")
+    }
+    as.integer(v)
+  }
+  n_subjects <- whole(n_subjects, "n_subjects")
+  n_trials <- whole(n_trials, "n_trials")
+  n <- whole(n, "n", n_trials)
+  check_window(window)
+  check_grid(grid)
+  kernels <- if (is_kernel_list(kernel)) rep(list(kernel), n_subjects) else kernel
+  if (!is.list(kernels) || length(kernels) != n_subjects || !all(vapply(kernels, is_kernel_list, TRUE))) {
+    nce_abort(paste("`kernel` must be a named list of functions (radius, dist, angle, x, y, xy)",
+                    "or a list of such lists, one per subject"), "input")
+  }
+  len <- diff(round(seq(0, n, length.out = n_trials + 1L)))
+  centre <- c(mean(window[1:2]), mean(window[3:4]))
+  out <- lapply(seq_len(n_subjects), function(s) {
+    k <- kernels[[s]]
+    term <- function(name, ...) if (is.null(k[[name]])) numeric(length(..1)) else check_values(k[[name]](...), name, length(..1))
+    tab <- lattice_tables(window, grid,
+      state = function(x, y) term("radius", sqrt((x - centre[1])^2 + (y - centre[2])^2)) + term("x", x) + term("y", y) +
+        term("xy", x, y),
+      offset = function(dx, dy) term("dist", sqrt(dx^2 + dy^2)) + term("angle", wrap_angle(atan2(dy, dx))))
+    xy <- run_lattice(tab, window, grid, rep(NA_real_, n_trials), rep(NA_real_, n_trials), len - 1L)
+    data.frame(subject = s, trial = rep(seq_len(n_trials), len), fixation = sequence(len), x = xy$x, y = xy$y)
+  })
+  structure(do.call(rbind, out), window = window, grid = grid)
+}
+
+is_kernel_list <- function(k) {
+  is.list(k) && length(k) > 0L && !is.null(names(k)) && all(names(k) %in% c("radius", "dist", "angle", "x", "y", "xy")) &&
+    all(vapply(k, is.function, TRUE))
+}
+
+check_values <- function(v, name, n) {
+  if (!is.numeric(v) || length(v) != n || anyNA(v) || any(v == Inf)) {
+    nce_abort(sprintf("kernel function `%s` must return one number (or -Inf) per input, vectorised", name), "input")
+  }
+  v
+}
+
+check_window <- function(window) {
+  if (!is.numeric(window) || length(window) != 4L || any(!is.finite(window)) ||
+      window[1] >= window[2] || window[3] >= window[4]) {
+    nce_abort("`window` must be c(xmin, xmax, ymin, ymax) with xmin < xmax and ymin < ymax", "input")
+  }
+}
+
+check_grid <- function(grid) {
+  if (!is.numeric(grid) || length(grid) != 2L || any(!is.finite(grid)) || any(grid < 1) || any(grid != round(grid))) {
+    nce_abort("`grid` must be two positive whole numbers (cells along x and y)", "input")
+  }
+}
+
+# Log kernel tables: `state(x, y)` at the cell centres (x fastest) and `offset(dx, dy)` at
+# the centre-to-centre offsets (dx fastest, offset 0 in the middle). At offset 0 the
+# direction is undefined: there the offset part is averaged over directions at a tiny
+# distance.
+lattice_tables <- function(window, grid, state, offset) {
+  nx <- grid[1]
+  ny <- grid[2]
+  cw <- (window[2] - window[1]) / nx
+  ch <- (window[4] - window[3]) / ny
+  cells <- expand.grid(x = window[1] + (seq_len(nx) - 0.5) * cw, y = window[3] + (seq_len(ny) - 0.5) * ch)
+  off <- expand.grid(dx = seq(-(nx - 1), nx - 1) * cw, dy = seq(-(ny - 1), ny - 1) * ch)
+  g <- offset(off$dx, off$dy)
+  th <- seq(-pi, pi, length.out = 65)[-1]
+  eps <- 1e-9 * min(cw, ch)
+  g[(ny - 1) * (2 * nx - 1) + nx] <- mean(offset(eps * cos(th), eps * sin(th)))
+  list(state = as.double(state(cells$x, cells$y)), offset = as.double(g))
+}
+
+run_lattice <- function(tab, window, grid, start_x, start_y, steps) {
+  rs(nce_latkes_simulate(tab$state, tab$offset, as.integer(grid), as.double(window), as.double(start_x),
+                         as.double(start_y), as.integer(steps), draw_seed(), nce_threads()))
+}
+
+#' Simulate scanpaths from a LATKES fit
+#'
+#' New fixation sequences from the fitted kernel, one per observed sequence
+#' (same start, same number of transitions), `nsim` times.
+#'
+#' `method = "grid"` runs the chains in Rust on the fitted kernel tabulated on
+#' `grid` cells over the window, exactly as [rlatkes()] does (exact up to that
+#' resolution); it needs a first-order kernel whose terms each depend either
+#' on the fixation (`x`, `y`, `radius`) or on the saccade (`dist`, `angle`).
+#' `method = "sir"` uses [simulate.snce_fit()] (sampling-importance-resampling
+#' from uniform candidates, approximate, any kernel). `"auto"` takes `"grid"`
+#' when it applies.
+#'
+#' @param object A `latkes_fit`.
+#' @param nsim Number of simulated copies of the observed sequences.
+#' @param seed `NULL` or an integer for `set.seed()`.
+#' @param method `"auto"`, `"grid"` or `"sir"`.
+#' @param grid Cells along x and y for `method = "grid"`.
+#' @param ... Passed to [simulate.snce_fit()] for `method = "sir"` (`candidates`).
+#' @return Data frame with `x`, `y`, `.sequence`, `.step` (0 for the start) and `.sim`.
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))
+#' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist) + s(angle, bs = "cc"))
+#' head(simulate(fit, seed = 1))
+#' @export
+simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto", "grid", "sir"),
+                                grid = c(256, 192), ...) {
+  method <- match.arg(method)
+  parts <- kernel_parts(object)
+  if (method == "auto") method <- if (is.null(parts)) "sir" else "grid"
+  if (method == "sir") return(NextMethod())
+  if (is.null(parts)) {
+    nce_abort(paste("method = \"grid\" needs a first-order kernel whose terms depend on the fixation (x, y, radius)",
+                    "or on the saccade (dist, angle) only: use method = \"sir\""), "input")
+  }
+  if (!is.numeric(nsim) || length(nsim) != 1L || nsim < 1) nce_abort("`nsim` must be a positive whole number", "input")
+  check_grid(grid)
+  old <- set_sim_seed(seed)
+  on.exit(restore_seed(old))
+  w <- object$window
+  centre <- c(mean(w[1:2]), mean(w[3:4]))
+  tab <- lattice_tables(w, grid,
+    state = function(x, y) kernel_eta(object, object$features(data.frame(x = x, y = y, x_prev = x, y_prev = y)), parts$state),
+    offset = function(dx, dy) kernel_eta(object, object$features(data.frame(x = centre[1] + dx, y = centre[2] + dy,
+                                                     x_prev = centre[1], y_prev = centre[2])), parts$offset))
+  trans <- object$transitions
+  seqs <- split(seq_len(nrow(trans)), factor(trans$.sequence, levels = unique(trans$.sequence)))
+  first <- vapply(seqs, `[`, 1L, 1L)
+  chains <- rep(seq_along(seqs), times = nsim)
+  xy <- run_lattice(tab, w, grid, trans$x_prev[first][chains], trans$y_prev[first][chains], lengths(seqs)[chains])
+  len <- lengths(seqs)[chains] + 1L
+  data.frame(x = xy$x, y = xy$y, .sequence = rep(names(seqs)[chains], len), .step = sequence(len) - 1L,
+             .sim = rep((seq_along(chains) - 1L) %/% length(seqs) + 1L, len), stringsAsFactors = FALSE)
+}
+
+# Kernel term labels split into state terms (x, y, radius) and saccade terms (dist, angle),
+# or NULL when some term fits neither (or the chain is not first order).
+kernel_parts <- function(object) {
+  if (object$order != 1L) return(NULL)
+  labels <- unique(term_labels(object)[kernel_columns(object)$coef])
+  vars_of <- function(lab) {
+    sm <- Filter(function(s) s$label == lab, object$smooth)
+    v <- if (length(sm)) c(sm[[1]]$term, if (!identical(sm[[1]]$by, "NA")) sm[[1]]$by) else
+      all.vars(stats::reformulate(lab))
+    v
+  }
+  state <- offset <- character()
+  for (lab in labels) {
+    v <- vars_of(lab)
+    if (all(v %in% c("x", "y", "radius"))) state <- c(state, lab)
+    else if (all(v %in% c("dist", "angle"))) offset <- c(offset, lab)
+    else return(NULL)
+  }
+  list(state = state, offset = offset)
+}

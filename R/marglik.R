@@ -1,0 +1,204 @@
+# Log normalising constants (marginal likelihoods) by logistic regression between
+# draws of the unnormalised density and draws of a fitted reference (Geyer 1994;
+# the optimal bridge sampling estimator). Transforms, reference fitting and
+# sampling, and the 1-D solve run in Rust (src/rust/nce-core/src/bridge.rs).
+
+#' Log normalising constant from draws by logistic regression against a reference
+#'
+#' Estimates \eqn{\log Z} for an unnormalised density \eqn{f} (a posterior
+#' kernel, prior times likelihood, so that \eqn{Z} is the marginal likelihood,
+#' or an energy model) from draws of \eqn{f/Z}. Parameters with bounds are
+#' mapped to the real line (log for one bound, logit for two, as bridge
+#' sampling does, with the Jacobian added to \eqn{\log f}); a multivariate
+#' normal (or Student t) reference \eqn{g} is fitted to the transformed draws
+#' and `n_ref` points are drawn from it. Draws of \eqn{f} (label 1) and of
+#' \eqn{g} (label 0) are classified by a logistic regression with offset
+#' \eqn{\log f - \log g + \log(n/n_{ref})} and intercept \eqn{-\log Z}: the
+#' 1-D convex problem of [bayes_factor_nce()], solved in Rust. It is the
+#' estimator of the optimal bridge sampling of Meng and Wong (1996).
+#'
+#' With `split = TRUE` (the default, as in bridgesampling) the first half of
+#' the draws fits the reference and the second half enters the estimate, so
+#' the reference does not depend on the draws it is compared with.
+#'
+#' @param draws Draws of the density: a matrix with one row per draw or a
+#'   vector for one parameter. MCMC draws in order (one chain, or chains one
+#'   after another) so that effective sample sizes can be estimated.
+#' @param log_posterior The unnormalised log density: a vectorised function of
+#'   a draws matrix (with `draws`' column names) returning one value per row.
+#'   It may return `-Inf` at reference points outside the support.
+#' @param lb,ub Lower and upper bounds of the parameters: one number for all,
+#'   or one per column (named by column or in column order); `-Inf`/`Inf`
+#'   for none.
+#' @param reference `"normal"` or `"t"` (multivariate Student t with `df`
+#'   degrees of freedom and the draws' covariance, for heavy tails).
+#' @param df Degrees of freedom of the t reference.
+#' @param n_ref Number of reference draws; by default as many as the draws in
+#'   the estimate.
+#' @param split Fit the reference to the first half of the draws and estimate
+#'   with the second half (`TRUE`), or use all draws for both.
+#' @param ess `NULL` to estimate the effective sample size of the draws from
+#'   the score contributions, or one number (the reference draws are
+#'   independent).
+#' @return An object of class `nce_marglik`, a list with `logml` (the
+#'   estimate of \eqn{\log Z}), `se` (its standard error: the sandwich of the
+#'   two-sample logistic problem, the draws' part inflated by
+#'   \eqn{n/\mathrm{ESS}}), `se_iid`, `ess`, `n` (draws in the estimate),
+#'   `n_ref`, `bounds` (importance sampling estimates from the reference and
+#'   reciprocal importance sampling from the draws, lower and upper bounds in
+#'   expectation), `reference` (family, mean and covariance on the
+#'   unconstrained scale), `separated`, `converged`, `iterations`.
+#' @references Geyer, C. J. (1994). Estimating normalizing constants and
+#'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
+#'   School of Statistics, University of Minnesota.
+#'
+#'   Meng, X.-L. and Wong, W. H. (1996). Simulating ratios of normalizing
+#'   constants via a simple identity. Statistica Sinica 6, 831-860.
+#'
+#'   Gronau, Q. F. et al. (2017). A tutorial on bridge sampling. Journal of
+#'   Mathematical Psychology 81, 80-97.
+#' @seealso [bf()] for a Bayes factor from two estimates; [bayes_factor_nce()].
+#' @examples
+#' set.seed(1)
+#' # 2-D standard normal kernel exp(-s's/2): log Z = log(2 pi)
+#' x <- matrix(rnorm(4000), ncol = 2)
+#' ml <- marglik_nce(x, function(s) -0.5 * rowSums(s^2))
+#' ml
+#' log(2 * pi)
+#' # A Beta(3, 5) kernel on (0, 1): log Z = log B(3, 5)
+#' ml_beta <- marglik_nce(rbeta(4000, 3, 5), function(p) 2 * log(p[, 1]) + 4 * log1p(-p[, 1]),
+#'                        lb = 0, ub = 1)
+#' summary(ml_beta)
+#' lbeta(3, 5)
+#' @export
+marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t"),
+                        df = 5, n_ref = NULL, split = TRUE, ess = NULL) {
+  call <- match.call()
+  reference <- match.arg(reference)
+  x <- as_draws(draws, "draws")
+  if (!is.function(log_posterior)) nce_abort("`log_posterior` must be a vectorised function of a draws matrix", "input")
+  d <- ncol(x)
+  lb <- bounds_arg(lb, x, "lb")
+  ub <- bounds_arg(ub, x, "ub")
+  bad <- which(!(lb < ub))
+  if (length(bad)) nce_abort(sprintf("`lb` must be below `ub` (columns %s)", format_positions(bad)), "input")
+  for (j in seq_len(d)) {
+    out <- which(!(x[, j] > lb[j] & x[, j] < ub[j]))
+    if (length(out)) {
+      nce_abort(sprintf("%d draws of column %d lie outside the open interval (%g, %g) (rows %s)",
+                        length(out), j, lb[j], ub[j], format_positions(out)), "support")
+    }
+  }
+  if (!is.numeric(df) || length(df) != 1L || !is.finite(df) || df <= 0) nce_abort("`df` must be one positive number", "input")
+  if (!is.logical(split) || length(split) != 1L || is.na(split)) nce_abort("`split` must be TRUE or FALSE", "input")
+  n <- nrow(x)
+  if (split) {
+    if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input")
+    half <- seq_len(n %/% 2L)
+    xf <- x[half, , drop = FALSE]
+    xe <- x[-half, , drop = FALSE]
+  } else {
+    xf <- xe <- x
+  }
+  if (nrow(xf) <= d) {
+    nce_abort(sprintf("%d draws cannot fit a %d-dimensional reference: need more than %d%s", nrow(xf), d, d,
+                      if (split) " in the first half (split = TRUE)" else ""), "input")
+  }
+  if (is.null(n_ref)) n_ref <- nrow(xe)
+  if (!is.numeric(n_ref) || length(n_ref) != 1L || !is.finite(n_ref) || n_ref < 2 || n_ref != round(n_ref)) {
+    nce_abort("`n_ref` must be one whole number of at least 2", "input")
+  }
+  if (!is.null(ess) && (!is.numeric(ess) || length(ess) != 1L || !is.finite(ess) || ess <= 0)) {
+    nce_abort("`ess` must be NULL or one positive number", "input")
+  }
+  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(), nce_threads()))
+  xr <- ref$ref_draws
+  colnames(xr) <- colnames(x)
+  lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+  check_finite_values(lp_e, "log_posterior", "draws")
+  lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
+  bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
+  if (length(bad)) {
+    nce_abort(sprintf("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be -Inf outside the support",
+                      length(bad), length(lp_r), format_positions(bad)), "data")
+  }
+  r1 <- lp_e + ref$est_logjac - ref$est_logref
+  r2 <- lp_r + ref$ref_logjac - ref$ref_logref
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref))
+  out <- structure(list(
+    logml = fit$log_ratio, se = fit$se, se_iid = fit$se_iid,
+    ess = fit$ess[1L], n = nrow(xe), n_ref = as.integer(n_ref),
+    bounds = c(lower = fit$bound_lower, upper = fit$bound_upper),
+    reference = list(family = reference, df = if (reference == "t") df else NULL,
+                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub),
+    split = split, separated = fit$separated, converged = fit$converged,
+    iterations = fit$iterations, call = call),
+    class = "nce_marglik")
+  if (fit$separated) {
+    out <- separated_result(out, fit, "log Z", "the draws and the reference draws do not overlap")
+  } else if (!fit$converged) {
+    nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
+  }
+  out
+}
+
+bounds_arg <- function(b, x, arg) {
+  d <- ncol(x)
+  if (!is.numeric(b) || anyNA(b)) nce_abort(sprintf("`%s` must be numeric without NA", arg), "input")
+  if (length(b) == 1L) return(rep(as.double(b), d))
+  if (length(b) != d) nce_abort(sprintf("`%s` must have length 1 or %d (one per column), got %d", arg, d, length(b)), "input")
+  if (!is.null(names(b)) && !is.null(colnames(x))) {
+    if (!setequal(names(b), colnames(x))) {
+      nce_abort(sprintf("names of `%s` must be the columns of `draws` (%s)", arg, paste(colnames(x), collapse = ", ")), "input")
+    }
+    b <- b[colnames(x)]
+  }
+  unname(as.double(b))
+}
+
+#' @export
+print.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nLog normalising constant by logistic regression against a", x$reference$family, "reference\n\n")
+  if (is.na(x$logml) && isTRUE(x$separated)) {
+    cat(sprintf("log Z not identified (separated samples); importance sampling bounds [%s, %s]\n",
+                format(x$bounds[["lower"]], digits = digits), format(x$bounds[["upper"]], digits = digits)))
+  } else {
+    cat(sprintf("log Z = %s (s.e. %s)\n", format(x$logml, digits = digits), format(x$se, digits = digits)))
+  }
+  invisible(x)
+}
+
+#' Summarise a log normalising constant estimate
+#'
+#' @param object An `nce_marglik` from [marglik_nce()].
+#' @param ... Unused.
+#' @return An object of class `summary.nce_marglik`: \eqn{\log Z} with its
+#'   standard error and 95% interval, and the diagnostics (draws, effective
+#'   sample size, reference, importance sampling bounds).
+#' @export
+summary.nce_marglik <- function(object, ...) {
+  z <- stats::qnorm(0.975)
+  tab <- cbind(Estimate = object$logml, `Std. Error` = object$se,
+               lower95 = object$logml - z * object$se, upper95 = object$logml + z * object$se)
+  rownames(tab) <- "log Z"
+  structure(c(list(table = tab), object[setdiff(names(object), c("logml", "se"))]), class = "summary.nce_marglik")
+}
+
+#' @export
+print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nLog normalising constant by logistic regression against a reference\n\nCall:  ",
+      paste(deparse(x$call), collapse = "\n"), "\n\n", sep = "")
+  print(signif(x$table, digits))
+  r <- x$reference
+  cat(sprintf("\nreference: %s%s, fitted to %s draws on the unconstrained scale (%d dimension%s)\n",
+              r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else "",
+              if (x$split) "the first half of the" else "all", length(r$mean), if (length(r$mean) == 1L) "" else "s"))
+  cat(sprintf("draws in the estimate: %d (effective %s); reference draws: %d\n", x$n,
+              format(x$ess, digits = 3), x$n_ref))
+  cat(sprintf("s.e. for independent draws: %s; importance sampling bounds: [%s, %s]\n",
+              format(x$se_iid, digits = digits), format(x$bounds[["lower"]], digits = digits),
+              format(x$bounds[["upper"]], digits = digits)))
+  if (isTRUE(x$separated)) cat("The samples are completely separated: log Z is not identified.\n")
+  cat(sprintf("Newton/bisection iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
+  invisible(x)
+}
