@@ -288,13 +288,7 @@ print.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #'   probabilities, and the diagnostics (draws, effective sample sizes,
 #'   importance sampling bounds) when available.
 #' @export
-summary.nce_bf <- function(object, ...) {
-  z <- stats::qnorm(0.975)
-  tab <- cbind(Estimate = object$log_bf, `Std. Error` = object$se,
-               lower95 = object$log_bf - z * object$se, upper95 = object$log_bf + z * object$se)
-  rownames(tab) <- "log K"
-  structure(c(list(table = tab), object[setdiff(names(object), c("log_bf", "se"))]), class = "summary.nce_bf")
-}
+summary.nce_bf <- function(object, ...) estimate_summary(object, "log_bf", "log K", "summary.nce_bf")
 
 #' @export
 print.summary.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {

@@ -176,12 +176,16 @@ print.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...
 #'   standard error and 95% interval, and the diagnostics (draws, effective
 #'   sample size, reference, importance sampling bounds).
 #' @export
-summary.nce_marglik <- function(object, ...) {
+summary.nce_marglik <- function(object, ...) estimate_summary(object, "logml", "log Z", "summary.nce_marglik")
+
+# Summary of a scalar estimate with its standard error: a one-row table with a 95% interval,
+# and the object's other fields (diagnostics).
+estimate_summary <- function(object, field, label, class) {
   z <- stats::qnorm(0.975)
-  tab <- cbind(Estimate = object$logml, `Std. Error` = object$se,
-               lower95 = object$logml - z * object$se, upper95 = object$logml + z * object$se)
-  rownames(tab) <- "log Z"
-  structure(c(list(table = tab), object[setdiff(names(object), c("logml", "se"))]), class = "summary.nce_marglik")
+  est <- object[[field]]
+  tab <- cbind(Estimate = est, `Std. Error` = object$se, lower95 = est - z * object$se, upper95 = est + z * object$se)
+  rownames(tab) <- label
+  structure(c(list(table = tab), object[setdiff(names(object), c(field, "se"))]), class = class)
 }
 
 #' @export

@@ -36,10 +36,7 @@ fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
 fn nce_fit_glm(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, control: List, threads: i32) -> Robj {
     guard(|| {
         let (xd, n, p) = real_matrix(&x, "x")?;
-        let y = real_slice(&y, "y")?;
-        let w = real_slice(&weights, "weights")?;
-        let o = real_slice(&offset, "offset")?;
-        let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+        let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
         let sample = sample_of(&sample, n)?;
         let num = |name: &str| -> std::result::Result<f64, NceError> {
             list_real(&control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
@@ -101,10 +98,7 @@ fn penalties_from(pens: &List, p: usize) -> std::result::Result<PenaltySet, NceE
 fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
     guard(|| {
         let (xd, n, p) = real_matrix(&x, "x")?;
-        let y = real_slice(&y, "y")?;
-        let w = real_slice(&weights, "weights")?;
-        let o = real_slice(&offset, "offset")?;
-        let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+        let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
         let sample = sample_of(&sample, n)?;
         let pens = penalties_from(&penalties, p)?;
         let ctrl = reml_control(&sp, &control)?;
@@ -153,10 +147,7 @@ fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, o
             return Err(NceError::invalid("group", format!("entry {} is {}, outside 1..{ng}", i + 1, g[i])));
         }
         let g0: Vec<usize> = g.iter().map(|&v| v as usize - 1).collect();
-        let y = real_slice(&y, "y")?;
-        let w = real_slice(&weights, "weights")?;
-        let o = real_slice(&offset, "offset")?;
-        let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+        let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
         let cluster: Option<Vec<usize>> = if cluster.is_null() {
             None
         } else {
@@ -183,6 +174,17 @@ fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, o
         })?;
         Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
     })
+}
+
+/// Response, prior weights, offset and family of a fit, checked.
+fn response_parts<'a>(
+    y: &'a Robj,
+    weights: &'a Robj,
+    offset: &'a Robj,
+    family: &str,
+) -> std::result::Result<(&'a [f64], &'a [f64], &'a [f64], Family), NceError> {
+    let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+    Ok((real_slice(y, "y")?, real_slice(weights, "weights")?, real_slice(offset, "offset")?, fam))
 }
 
 fn reml_control(sp: &Robj, control: &List) -> std::result::Result<RemlControl, NceError> {
