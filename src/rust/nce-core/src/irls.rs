@@ -65,18 +65,6 @@ pub struct GlmFit {
     pub message: String,
 }
 
-struct State {
-    beta: Vec<f64>,
-    eta: Vec<f64>,
-    objective: f64,
-    loglik: f64,
-}
-
-fn evaluate<D: Design>(d: &D, prob: &Problem, beta: Vec<f64>) -> State {
-    let (eta, loglik, objective) = pirls::evaluate(d, prob, prob.penalty, &beta);
-    State { beta, eta, objective, loglik }
-}
-
 /// Fit by Newton's method with step halving. `interrupted` is polled once per iteration
 /// (from the calling thread) and stops the fit with `NceError::Interrupted`.
 pub fn fit<D: Design>(
@@ -95,11 +83,12 @@ pub fn fit<D: Design>(
         .sum();
     let deviance = |obj: f64| 2.0 * (sat - obj);
 
-    let mut eta = match prob.start {
-        Some(b) => evaluate(d, prob, b.to_vec()).eta,
+    let evaluate = |beta: Vec<f64>| pirls::evaluate(d, prob, prob.penalty, beta);
+    let mut current = prob.start.map(|b| evaluate(b.to_vec()));
+    let mut eta = match &current {
+        Some(c) => c.eta.clone(),
         None => pirls::initial_eta(prob),
     };
-    let mut current: Option<State> = prob.start.map(|b| evaluate(d, prob, b.to_vec()));
     let mut keep: Vec<usize> = Vec::new();
     let mut aliased = vec![false; p];
     let mut converged = false;
@@ -128,29 +117,23 @@ pub fn fit<D: Design>(
         for (k, &j) in keep.iter().enumerate() {
             beta[j] = sol[k];
         }
-        let mut cand = evaluate(d, prob, beta);
+        let mut cand = evaluate(beta);
         if let Some(cur) = &current {
             // Step halving: never accept a worse (or non-finite) objective.
-            let mut halvings = 0;
-            while !(cand.objective.is_finite() && cand.objective >= cur.objective - 1e-12 * cur.objective.abs()) {
-                if halvings == ctrl.max_halving {
+            cand = match pirls::halve(d, prob, prob.penalty, cur, cand, ctrl.max_halving) {
+                Some(c) => c,
+                None => {
                     message = format!("step halving failed to improve the objective at iteration {}", it + 1);
                     break;
                 }
-                let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
-                cand = evaluate(d, prob, half);
-                halvings += 1;
-            }
-            if !message.is_empty() {
-                break;
-            }
+            };
             let (d_new, d_old) = (deviance(cand.objective), deviance(cur.objective));
             if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
                 converged = true;
             }
         } else if !cand.objective.is_finite() {
             // A bad first step from the response-based start: restart from beta = 0.
-            cand = evaluate(d, prob, vec![0.0; p]);
+            cand = evaluate(vec![0.0; p]);
             if !cand.objective.is_finite() {
                 return Err(NceError::Numerical("the objective is not finite at the starting values".into()));
             }

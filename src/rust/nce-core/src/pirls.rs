@@ -82,10 +82,19 @@ pub(crate) fn initial_eta(prob: &Problem) -> Vec<f64> {
         .collect()
 }
 
-/// eta = X beta + offset, the log-likelihood and the penalised log-likelihood.
-pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>>, beta: &[f64]) -> (Vec<f64>, f64, f64) {
+/// A point of the iteration: coefficients, eta = X beta + offset, log-likelihood and the
+/// penalised log-likelihood (the objective).
+pub(crate) struct Cand {
+    pub beta: Vec<f64>,
+    pub eta: Vec<f64>,
+    pub loglik: f64,
+    pub objective: f64,
+}
+
+/// The point at `beta`.
+pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>>, beta: Vec<f64>) -> Cand {
     let mut eta = vec![0.0; d.nrow()];
-    d.linear_predictor(beta, &mut eta);
+    d.linear_predictor(&beta, &mut eta);
     let parts: Vec<f64> = eta
         .par_chunks_mut(CHUNK_ROWS)
         .enumerate()
@@ -106,12 +115,33 @@ pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>
     let loglik: f64 = parts.iter().sum();
     let pen = match s {
         Some(s) => {
-            let b = DVector::from_column_slice(beta);
+            let b = DVector::from_column_slice(&beta);
             (b.transpose() * s * &b)[(0, 0)]
         }
         None => 0.0,
     };
-    (eta, loglik, loglik - 0.5 * pen)
+    Cand { beta, eta, loglik, objective: loglik - 0.5 * pen }
+}
+
+/// Step halving: move `cand` half-way back to `cur` until its objective is finite and not
+/// worse. None when `max_halving` halvings did not get there.
+pub(crate) fn halve<D: Design>(
+    d: &D,
+    prob: &Problem,
+    s: Option<&DMatrix<f64>>,
+    cur: &Cand,
+    mut cand: Cand,
+    max_halving: usize,
+) -> Option<Cand> {
+    let acceptable = |c: &Cand| c.objective.is_finite() && c.objective >= cur.objective - 1e-12 * cur.objective.abs();
+    for _ in 0..max_halving {
+        if acceptable(&cand) {
+            return Some(cand);
+        }
+        let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
+        cand = evaluate(d, prob, s, half);
+    }
+    acceptable(&cand).then_some(cand)
 }
 
 /// Hessian weights w, working vector W (eta - offset) + g and gradients g at eta, prior

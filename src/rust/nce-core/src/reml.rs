@@ -13,7 +13,7 @@ use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
 use crate::irls::{Control, GlmFit, Problem};
-use crate::pirls;
+use crate::pirls::{self, Cand};
 use crate::linalg::aliased_columns;
 use rayon::prelude::*;
 use crate::penalty::PenaltySet;
@@ -155,13 +155,6 @@ fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
     Ok((ch, d))
 }
 
-/// A candidate of the inner iteration.
-struct Cand {
-    beta: Vec<f64>,
-    eta: Vec<f64>,
-    loglik: f64,
-    objective: f64,
-}
 
 impl<D: Design> Ctx<'_, D> {
     fn deviance(&self, objective: f64) -> f64 {
@@ -170,8 +163,7 @@ impl<D: Design> Ctx<'_, D> {
 
     /// eta = X beta + offset and the penalised log-likelihood (chunk sums in chunk order).
     fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>) -> Cand {
-        let (eta, loglik, objective) = pirls::evaluate(self.d, self.prob, Some(s), &beta);
-        Cand { beta, eta, loglik, objective }
+        pirls::evaluate(self.d, self.prob, Some(s), beta)
     }
 
     /// Penalised IRLS (Newton with step halving, as `irls::fit`), warm-started from `start`.
@@ -223,20 +215,14 @@ impl<D: Design> Ctx<'_, D> {
             let beta = chol.solve(&b).as_slice().to_vec();
             let mut cand = self.evaluate(s, beta);
             if let Some(cur) = &current {
-                let mut halvings = 0;
-                while !(cand.objective.is_finite() && cand.objective >= cur.objective - 1e-12 * cur.objective.abs()) {
-                    if halvings == ctrl.max_halving {
+                cand = match pirls::halve(self.d, self.prob, Some(s), cur, cand, ctrl.max_halving) {
+                    Some(c) => c,
+                    None => {
                         message = format!("step halving failed to improve the objective at iteration {}", it + 1);
-                        break;
+                        // Keep the current iterate (its Hessian is recomputed above).
+                        continue;
                     }
-                    let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
-                    cand = self.evaluate(s, half);
-                    halvings += 1;
-                }
-                if !message.is_empty() {
-                    // Keep the current iterate (its Hessian is recomputed above).
-                    continue;
-                }
+                };
                 let (d_new, d_old) = (self.deviance(cand.objective), self.deviance(cur.objective));
                 if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
                     converged = true;
