@@ -303,11 +303,7 @@ print.summary.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), 
   if (!is.null(x$n)) {
     cat(sprintf("draws: %d and %d; effective sample sizes (of the score): %s and %s\n", x$n[[1L]], x$n[[2L]],
                 format(x$ess[[1L]], digits = 3), format(x$ess[[2L]], digits = 3)))
-    cat(sprintf("s.e. for independent draws: %s; importance sampling bounds: [%s, %s]\n",
-                format(x$se_iid, digits = digits), format(x$bounds[["lower"]], digits = digits),
-                format(x$bounds[["upper"]], digits = digits)))
-    if (isTRUE(x$separated)) cat("The samples are completely separated: log K is not identified.\n")
-    cat(sprintf("Newton/bisection iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
+    print_bridge_diagnostics(x, "log K", digits)
   }
   invisible(x)
 }

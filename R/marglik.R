@@ -199,10 +199,15 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
               if (x$split) "the first half of the" else "all", length(r$mean), if (length(r$mean) == 1L) "" else "s"))
   cat(sprintf("draws in the estimate: %d (effective %s); reference draws: %d\n", x$n,
               format(x$ess, digits = 3), x$n_ref))
+  print_bridge_diagnostics(x, "log Z", digits)
+  invisible(x)
+}
+
+# Diagnostics shared by the summaries of log K and log Z estimates.
+print_bridge_diagnostics <- function(x, what, digits) {
   cat(sprintf("s.e. for independent draws: %s; importance sampling bounds: [%s, %s]\n",
               format(x$se_iid, digits = digits), format(x$bounds[["lower"]], digits = digits),
               format(x$bounds[["upper"]], digits = digits)))
-  if (isTRUE(x$separated)) cat("The samples are completely separated: log Z is not identified.\n")
+  if (isTRUE(x$separated)) cat(sprintf("The samples are completely separated: %s is not identified.\n", what))
   cat(sprintf("Newton/bisection iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
-  invisible(x)
 }

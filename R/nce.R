@@ -145,7 +145,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
                                                  sum(obj$at_bound))), collapse = "; ")
   }
   obj$Vp_naive <- obj$Vp
-  obj$Vp <- obj$Vs + obj$Vp - obj$Ve
+  obj$Vp <- nce_bayes_cov(obj)
   obj$vcov <- obj$Vp
   obj$vcov_naive <- obj$Vp_naive
   obj$log_normaliser <- -unname(obj$coefficients[1L])
@@ -199,3 +199,7 @@ warn_fit <- function(res, names, n, aliased_value = "NA") {
              "rank", call = NULL)
   }
 }
+
+# Covariance of a penalised NCE fit: the NCE sandwich plus mgcv's smoothing-bias term
+# Vp - Ve = H^{-1} S H^{-1}; the plain sandwich when nothing is penalised.
+nce_bayes_cov <- function(fit) fit$Vs + fit$Vp - fit$Ve

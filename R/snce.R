@@ -87,7 +87,7 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
                        cluster = clus, knots = knots, sp = sp, control = control)
   )
   warn_fit(res, names(res$coefficients), nt)
-  res$vcov <- res$Vs + res$Vp - res$Ve
+  res$vcov <- nce_bayes_cov(res)
   res$vcov_naive <- res$Vp
   structure(c(res, list(
     intercept = int, nce_formula = formula, nce_frame = rows, transitions = tr$trans,
