@@ -1,0 +1,225 @@
+# Truncated Gaussian graphical models: example graphs, a Gibbs sampler, and edge recovery.
+
+#' Precision matrices of ring and hub graphs
+#'
+#' The two graphs of Rhodes and Gutmann (2019, section 5.2). `ring_graph()` puts weights drawn from
+#' U(`low`, `high`) on the superdiagonal and in the top-right corner (so node d joins node 1) and
+#' symmetrises. `hub_graph()` adds hubs to a ring: one node in ten (at least one) is joined to a
+#' quarter of the other nodes, with weights from the same uniform. The diagonal is one common value
+#' that makes the matrix strictly diagonally dominant, hence positive definite.
+#'
+#' @param d Number of nodes (at least 3).
+#' @param low,high Range of the edge weights (positive: in the truncated Gaussian model a positive
+#'   K\[i, j\] is a negative conditional association).
+#' @param diag The common diagonal value; `NULL` takes the largest row sum of absolute off-diagonal
+#'   weights times `1 + margin`.
+#' @param margin Relative margin of diagonal dominance used when `diag` is `NULL`.
+#' @return A symmetric d x d precision matrix `K` with attribute `graph`, the logical adjacency matrix.
+#'   Uses R's random number generator (call [set.seed()] first).
+#' @examples
+#' set.seed(1)
+#' K <- ring_graph(6)
+#' round(K, 2)
+#' sum(attr(hub_graph(20), "graph")) / 2   # number of edges
+#' @export
+ring_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
+  check_graph_args(d, low, high, diag, margin)
+  K <- matrix(0, d, d)
+  w <- stats::runif(d, low, high)
+  K[cbind(seq_len(d - 1L), 2:d)] <- w[-d]
+  K[1L, d] <- w[d]
+  finish_graph(K, diag, margin)
+}
+
+#' @rdname ring_graph
+#' @export
+hub_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
+  check_graph_args(d, low, high, diag, margin)
+  K <- ring_graph(d, low, high, diag = 1, margin = margin)
+  K <- K * upper.tri(K)
+  n_hubs <- max(1L, round(d / 10))
+  n_links <- max(1L, round(d / 4))
+  for (h in sample.int(d, n_hubs)) {
+    for (j in sample(setdiff(seq_len(d), h), n_links)) {
+      K[min(h, j), max(h, j)] <- stats::runif(1L, low, high)
+    }
+  }
+  finish_graph(K, diag, margin)
+}
+
+check_graph_args <- function(d, low, high, diag, margin) {
+  if (!is_count(d) || d < 3) nce_abort("`d` must be a whole number of at least 3", call = sys.call(-1L))
+  if (!is_number(low) || !is_number(high) || low <= 0 || high < low) {
+    nce_abort("`low` and `high` must be numbers with 0 < low <= high", call = sys.call(-1L))
+  }
+  if (!is.null(diag) && (!is_number(diag) || diag <= 0)) {
+    nce_abort("`diag` must be NULL or one positive number", call = sys.call(-1L))
+  }
+  if (!is_number(margin) || margin <= 0) nce_abort("`margin` must be one positive number", call = sys.call(-1L))
+}
+
+# Symmetrise an upper-triangular weight matrix and set a common diagonal.
+finish_graph <- function(U, diag, margin) {
+  K <- U + t(U)
+  graph <- K != 0
+  if (is.null(diag)) diag <- max(rowSums(abs(K))) * (1 + margin)
+  base::diag(K) <- diag
+  if (any(rowSums(abs(K)) - base::diag(K) >= base::diag(K))) {
+    nce_abort(sprintf("`diag` = %g does not make the matrix diagonally dominant", diag), call = sys.call(-1L))
+  }
+  attr(K, "graph") <- graph
+  K
+}
+
+is_count <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x) && x == round(x) && x >= 0
+is_number <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x)
+
+#' Simulate from a truncated Gaussian graphical model
+#'
+#' Draws from the density proportional to exp(-(x - mean)' K (x - mean) / 2) on the positive orthant
+#' by coordinate-wise Gibbs sampling in Rust (each full conditional is a univariate normal truncated
+#' at zero, sampled exactly). Chains run in parallel, each with its own random stream, so the draws do
+#' not depend on the number of threads.
+#'
+#' @param n Number of draws.
+#' @param K Symmetric positive definite precision matrix.
+#' @param mean Location vector (length 1 is recycled to the dimension; default 0).
+#' @param burnin Sweeps discarded at the start of each chain.
+#' @param thin Keep one sweep in `thin`.
+#' @param chains Number of independent chains; the `n` draws are split between them.
+#' @param start Starting point (positive vector), or `NULL` for 1 / sqrt(diag(K)).
+#' @return An n x d matrix.
+#' @examples
+#' set.seed(1)
+#' K <- ring_graph(5)
+#' x <- rtgm(500, K)
+#' colMeans(x)
+#' @export
+rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NULL) {
+  if (!is_count(n) || n < 1) nce_abort("`n` must be a positive whole number")
+  K <- check_precision(K, "K")
+  d <- ncol(K)
+  if (!is.numeric(mean) || !(length(mean) %in% c(1L, d)) || any(!is.finite(mean))) {
+    nce_abort(sprintf("`mean` must be one number or %d finite numbers", d))
+  }
+  if (!is_count(burnin)) nce_abort("`burnin` must be a non-negative whole number")
+  if (!is_count(thin) || thin < 1) nce_abort("`thin` must be a positive whole number")
+  if (!is_count(chains) || chains < 1 || chains > n) nce_abort("`chains` must be a whole number between 1 and `n`")
+  if (!is.null(start) && (!is.numeric(start) || length(start) != d || any(!is.finite(start)) || any(start <= 0))) {
+    nce_abort(sprintf("`start` must be NULL or %d positive numbers", d))
+  }
+  x <- rs(nce_rtgm(as.double(n), K, as.double(rep_len(mean, d)), as.integer(burnin), as.integer(thin),
+                   as.integer(chains), if (is.null(start)) NULL else as.double(start), draw_seed(), nce_threads()))
+  colnames(x) <- colnames(K)
+  x
+}
+
+# A symmetric positive definite numeric matrix, or a classed error naming `arg`.
+check_precision <- function(K, arg, call = sys.call(-1L)) {
+  if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K) || nrow(K) < 1L) {
+    nce_abort(sprintf("`%s` must be a square numeric matrix", arg), call = call)
+  }
+  if (any(!is.finite(K))) nce_abort(sprintf("`%s` has missing or infinite entries", arg), call = call)
+  if (max(abs(K - t(K))) > 1e-8 * max(1, max(abs(K)))) nce_abort(sprintf("`%s` must be symmetric", arg), call = call)
+  K <- (K + t(K)) / 2
+  ok <- tryCatch({ chol(K); TRUE }, error = function(e) FALSE)
+  if (!ok) {
+    ev <- min(eigen(K, symmetric = TRUE, only.values = TRUE)$values)
+    nce_abort(sprintf("`%s` is not positive definite (smallest eigenvalue %.3g)", arg, ev), call = call)
+  }
+  storage.mode(K) <- "double"
+  attr(K, "graph") <- NULL
+  K
+}
+
+#' Edges of an estimated graph
+#'
+#' The pairs (i, j), i < j, whose off-diagonal precision entry exceeds `threshold`. Following Rhodes
+#' and Gutmann (2019) the signed entry is compared by default (their graphs have positive weights);
+#' `abs = TRUE` compares absolute values.
+#'
+#' @param x A [vnce()] fit of a truncated Gaussian graphical model, or a precision matrix.
+#' @param threshold Entries above it are edges.
+#' @param abs Compare absolute values.
+#' @param ... Unused.
+#' @return A data frame with columns `from`, `to` and `weight`, ordered by decreasing weight.
+#' @examples
+#' set.seed(1)
+#' K <- ring_graph(6)
+#' edges(K, 0.1)
+#' @export
+edges <- function(x, threshold = 0, abs = FALSE, ...) UseMethod("edges")
+
+#' @export
+edges.default <- function(x, threshold = 0, abs = FALSE, ...) {
+  K <- precision_of(x)
+  if (!is_number(threshold)) nce_abort("`threshold` must be one number")
+  ij <- which(upper.tri(K), arr.ind = TRUE)
+  w <- K[ij]
+  keep <- (if (abs) base::abs(w) else w) > threshold
+  out <- data.frame(from = ij[keep, 1L], to = ij[keep, 2L], weight = w[keep])
+  out <- out[order(-(if (abs) base::abs(out$weight) else out$weight)), , drop = FALSE]
+  rownames(out) <- NULL
+  out
+}
+
+precision_of <- function(x, call = sys.call(-1L)) {
+  K <- if (inherits(x, "vnce_tgm")) x$precision else x
+  if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K)) {
+    nce_abort("`x` must be a vnce() fit of a truncated Gaussian graphical model or a square numeric matrix", call = call)
+  }
+  K
+}
+
+#' ROC curve and AUC of edge recovery
+#'
+#' Scores every pair (i, j), i < j, by its estimated precision entry (signed, or absolute with
+#' `abs = TRUE`) and compares with the true graph: the area under the ROC curve is the probability
+#' that a true edge scores above a non-edge (ties count one half).
+#'
+#' @param x A [vnce()] fit of a truncated Gaussian graphical model, or an estimated precision matrix.
+#' @param truth The true graph: a logical adjacency matrix, or a precision matrix (non-zero
+#'   off-diagonal entries are edges), e.g. from [ring_graph()].
+#' @param abs Score by absolute value.
+#' @return A list of class `nce_edge_roc` with `auc` and `roc`, a data frame of false- and
+#'   true-positive rates by threshold; `plot()` draws the curve.
+#' @examples
+#' set.seed(1)
+#' K <- ring_graph(8)
+#' estimate <- K + matrix(rnorm(64, sd = 0.1), 8)   # only the upper triangle is used
+#' edge_roc(estimate, K)$auc
+#' @export
+edge_roc <- function(x, truth, abs = FALSE) {
+  K <- precision_of(x)
+  G <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth
+  if (!is.matrix(G) || !identical(dim(G), dim(K))) nce_abort("`truth` must be a matrix of the same size as the estimate")
+  G <- if (is.logical(G)) G else G != 0
+  up <- upper.tri(K)
+  score <- if (abs) base::abs(K[up]) else K[up]
+  edge <- G[up]
+  if (!any(edge) || all(edge)) nce_abort("`truth` must have both edges and non-edges")
+  r <- rank(score)
+  n1 <- sum(edge)
+  n0 <- sum(!edge)
+  auc <- (sum(r[edge]) - n1 * (n1 + 1) / 2) / (n1 * n0)
+  th <- sort(unique(score), decreasing = TRUE)
+  roc <- data.frame(threshold = c(Inf, th),
+                    fpr = c(0, vapply(th, function(t) sum(score >= t & !edge) / n0, 0)),
+                    tpr = c(0, vapply(th, function(t) sum(score >= t & edge) / n1, 0)))
+  structure(list(auc = auc, roc = roc), class = "nce_edge_roc")
+}
+
+#' @export
+print.nce_edge_roc <- function(x, ...) {
+  cat(sprintf("Edge recovery: AUC %.3f over %d thresholds\n", x$auc, nrow(x$roc) - 1L))
+  invisible(x)
+}
+
+#' @export
+plot.nce_edge_roc <- function(x, ...) {
+  graphics::plot(x$roc$fpr, x$roc$tpr, type = "s", xlim = c(0, 1), ylim = c(0, 1),
+                 xlab = "false-positive rate", ylab = "true-positive rate",
+                 main = sprintf("AUC %.3f", x$auc), ...)
+  graphics::abline(0, 1, lty = 3, col = "grey50")
+  invisible(x)
+}

@@ -1,0 +1,210 @@
+# vnce() for user-supplied models with a discrete latent variable, computed in R.
+
+#' A user-supplied unnormalised model with a discrete latent variable
+#'
+#' Describes phi(x, z; theta) for [vnce()] when z takes a few values, by R functions for
+#' log phi and its gradient in theta. The variational family is a multinomial logit,
+#' q(z = l | x; W) proportional to exp(f(x)' W_l) with W_1 = 0, where f(x) are the features
+#' `q_features(x)` (default (1, x, x^2), the family of Rhodes and Gutmann's section 4.2). Expectations
+#' over z are exact sums, and the objective and its gradient are computed in R and maximised by
+#' [stats::optim()] (BFGS): much slower than the built-in models, meant for small ones. Because the
+#' latent variable is discrete, the exact posterior is available, so `method = "em"` and
+#' `method = "nce"` (plain NCE on the model summed over z) work too.
+#'
+#' @param log_phi `function(x, z, theta)`: log phi at every row of `x` (a vector, or a matrix with one
+#'   row per point) for one latent value `z`; returns a numeric vector.
+#' @param grad `function(x, z, theta)`: the gradient of `log_phi` in theta, a matrix with one row per
+#'   point and one column per parameter.
+#' @param theta Starting values of the parameters (named).
+#' @param latent The values the latent variable takes (at least two).
+#' @param q_features `function(x)` returning the matrix of features of the variational family.
+#' @param noise `NULL` for independent normals fitted to the data's columns, or a list with
+#'   `sample = function(n)` and `log_density = function(x)`.
+#' @return A model specification (class `vnce_model`).
+#' @examples
+#' # the mixture of mog_model(), written by hand (parameters log theta and c)
+#' lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
+#' gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
+#' mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0))
+#' set.seed(1)
+#' fit <- vnce(rmog(400, theta = 4), mod)
+#' exp(coef(fit)[["log_theta"]])
+#' @export
+custom_model <- function(log_phi, grad, theta, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
+                         noise = NULL) {
+  if (!is.function(log_phi)) nce_abort("`log_phi` must be a function(x, z, theta)")
+  if (!is.function(grad)) nce_abort("`grad` must be a function(x, z, theta)")
+  if (!is.numeric(theta) || length(theta) < 1L || any(!is.finite(theta))) nce_abort("`theta` must be finite numbers")
+  if (is.null(names(theta))) names(theta) <- paste0("theta", seq_along(theta))
+  if (length(latent) < 2L || anyDuplicated(latent)) nce_abort("`latent` must hold at least two distinct values")
+  if (!is.function(q_features)) nce_abort("`q_features` must be a function(x)")
+  if (!is.null(noise) && !(is.list(noise) && is.function(noise$sample) && is.function(noise$log_density))) {
+    nce_abort("`noise` must be NULL or a list with functions `sample(n)` and `log_density(x)`")
+  }
+  structure(list(type = "custom", log_phi = log_phi, grad = grad, theta = theta, latent = latent,
+                 q_features = q_features, noise = noise), class = "vnce_model")
+}
+
+fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L)) {
+  x <- latent_free_data(x, call)
+  n <- NROW(x)
+  m <- round(nu * n)
+  if (m < 1L) nce_abort("`nu` times the number of points must give at least one noise point", call = call)
+  noise <- model$noise
+  if (is.null(noise)) noise <- normal_noise(x)
+  y <- noise$sample(m)
+  if (NROW(y) != m || NCOL(y) != NCOL(x)) nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)
+  parts <- custom_parts(model, x, y, log(nu), noise, call)
+  p <- length(model$theta)
+  fx <- parts$fx
+  n_w <- ncol(fx) * (length(model$latent) - 1L)
+  octl <- list(maxit = control$maxit, reltol = max(control$ftol, 1e-14))
+  opt_theta <- function(start, q_fixed) {
+    stats::optim(start, function(th) -custom_objective(parts, th, NULL, q_fixed)$value,
+                 function(th) -custom_objective(parts, th, NULL, q_fixed)$grad[seq_len(p)],
+                 method = "BFGS", control = octl)
+  }
+  trace <- NULL
+  if (method == "vnce") {
+    o <- stats::optim(c(model$theta, numeric(n_w)),
+                      function(par) -custom_objective(parts, par[seq_len(p)], par[-seq_len(p)])$value,
+                      function(par) -custom_objective(parts, par[seq_len(p)], par[-seq_len(p)])$grad,
+                      method = "BFGS", control = octl)
+    theta <- o$par[seq_len(p)]
+    w <- o$par[-seq_len(p)]
+    objective <- -o$value
+  } else if (method == "em") {
+    theta <- model$theta
+    trace <- numeric(0)
+    o <- list(convergence = 1L, counts = c(0, 0))
+    for (it in seq_len(control$em_maxit)) {
+      q <- exact_posterior(parts$lphi_x(theta))        # E-step: q = p(z | x; theta_k)
+      o <- opt_theta(theta, q)                         # M-step
+      theta <- o$par
+      trace <- c(trace, custom_nce(parts, theta)$value)
+      if (it > 1L && abs(trace[it] - trace[it - 1L]) < control$em_tol) break
+    }
+    w <- NULL
+    objective <- custom_objective(parts, theta, NULL, exact_posterior(parts$lphi_x(theta)))$value
+  } else {
+    o <- stats::optim(model$theta, function(th) -custom_nce(parts, th)$value, function(th) -custom_nce(parts, th)$grad,
+                      method = "BFGS", control = octl)
+    theta <- o$par
+    w <- NULL
+    objective <- -o$value
+  }
+  names(theta) <- names(model$theta)
+  structure(list(
+    coefficients = theta, variational = list(w = w), objective = objective,
+    nce_objective = custom_nce(parts, theta)$value, trace = trace,
+    converged = o$convergence == 0L, iterations = o$counts[[2L]], evaluations = o$counts[[1L]],
+    message = if (o$convergence == 0L) "converged" else sprintf("optim() code %d", o$convergence),
+    n = n, noise = noise, x = x, model = model
+  ), class = c("vnce_custom", "vnce_fit"))
+}
+
+# Independent normals fitted to the columns of x.
+normal_noise <- function(x) {
+  x <- as.matrix(x)
+  mu <- colMeans(x)
+  s <- apply(x, 2L, stats::sd)
+  d <- ncol(x)
+  list(
+    sample = function(n) {
+      y <- matrix(stats::rnorm(n * d, rep(mu, each = n), rep(s, each = n)), n, d)
+      if (d == 1L) as.vector(y) else y
+    },
+    log_density = function(y) rowSums(matrix(stats::dnorm(as.matrix(y), rep(mu, each = NROW(y)),
+                                                          rep(s, each = NROW(y)), log = TRUE), NROW(y)))
+  )
+}
+
+# Everything that does not change with the parameters, and closures over x and y.
+custom_parts <- function(model, x, y, log_nu, noise, call) {
+  lpx <- noise$log_density(x)
+  lpy <- noise$log_density(y)
+  if (length(lpx) != NROW(x) || any(!is.finite(lpx))) nce_abort("`noise$log_density()` must be finite at every data point", call = call)
+  if (length(lpy) != NROW(y) || any(!is.finite(lpy))) nce_abort("`noise$log_density()` must be finite at every noise point", call = call)
+  fx <- as.matrix(model$q_features(x))
+  if (nrow(fx) != NROW(x) || any(!is.finite(fx))) nce_abort("`q_features(x)` must give one finite row per point", call = call)
+  L <- length(model$latent)
+  eval_at <- function(pts, theta) {
+    vapply(seq_len(L), function(l) {
+      v <- model$log_phi(pts, model$latent[[l]], theta)
+      if (length(v) != NROW(pts)) nce_abort("`log_phi` must return one value per point", call = call)
+      v
+    }, numeric(NROW(pts)))
+  }
+  grads <- function(pts, theta) {
+    lapply(seq_len(L), function(l) {
+      g <- as.matrix(model$grad(pts, model$latent[[l]], theta))
+      if (nrow(g) != NROW(pts) || ncol(g) != length(theta)) {
+        nce_abort(sprintf("`grad` must return a %d x %d matrix", NROW(pts), length(theta)), call = call)
+      }
+      g
+    })
+  }
+  list(x = x, y = y, lpx = lpx, lpy = lpy, fx = fx, log_nu = log_nu, n = NROW(x), L = L,
+       lphi_x = function(theta) matrix(eval_at(x, theta), NROW(x)),
+       lphi_y = function(theta) matrix(eval_at(y, theta), NROW(y)),
+       grad_x = function(theta) grads(x, theta), grad_y = function(theta) grads(y, theta))
+}
+
+row_lse <- function(a) {
+  mx <- apply(a, 1L, max)
+  mx + log(rowSums(exp(a - mx)))
+}
+
+exact_posterior <- function(lphi) exp(lphi - row_lse(lphi))
+
+# The noise term shared by VNCE and NCE (its expectation over q is exact for a discrete latent).
+custom_noise_term <- function(parts, theta) {
+  ly <- parts$lphi_y(theta)
+  b <- row_lse(ly) - parts$log_nu - parts$lpy
+  sm <- exp(ly - row_lse(ly))
+  gy <- parts$grad_y(theta)
+  up <- -stats::plogis(b)
+  grad <- Reduce(`+`, lapply(seq_len(parts$L), function(l) colSums(gy[[l]] * (up * sm[, l]))))
+  list(value = sum(stats::plogis(-b, log.p = TRUE)), grad = grad)
+}
+
+# VNCE objective (eq. 13) and its gradient in (theta, W); with `q_fixed` the variational
+# distribution is that matrix (EM's M-step) and only theta moves.
+custom_objective <- function(parts, theta, w, q_fixed = NULL) {
+  lx <- parts$lphi_x(theta)
+  L <- parts$L
+  if (is.null(q_fixed)) {
+    W <- matrix(w, ncol(parts$fx), L - 1L)
+    eta <- cbind(0, parts$fx %*% W)
+    logq <- eta - row_lse(eta)
+  } else {
+    logq <- log(pmax(q_fixed, 1e-300))
+  }
+  q <- exp(logq)
+  a <- lx - logq - parts$log_nu - parts$lpx
+  f <- stats::plogis(a, log.p = TRUE)
+  s <- stats::plogis(a)
+  gx <- parts$grad_x(theta)
+  g_theta <- Reduce(`+`, lapply(seq_len(L), function(l) colSums(gx[[l]] * (q[, l] * (1 - s[, l])))))
+  nz <- custom_noise_term(parts, theta)
+  value <- (sum(q * f) + nz$value) / parts$n
+  grad <- (g_theta + nz$grad) / parts$n
+  if (is.null(q_fixed)) {
+    gam <- q * (f - (1 - s))
+    d_eta <- gam - q * rowSums(gam)
+    grad <- c(grad, as.vector(crossprod(parts$fx, d_eta[, -1L, drop = FALSE])) / parts$n)
+  }
+  list(value = value, grad = grad)
+}
+
+# Plain NCE on the marginal model phi(x) = sum_z phi(x, z).
+custom_nce <- function(parts, theta) {
+  lx <- parts$lphi_x(theta)
+  a <- row_lse(lx) - parts$log_nu - parts$lpx
+  sm <- exp(lx - row_lse(lx))
+  gx <- parts$grad_x(theta)
+  up <- 1 - stats::plogis(a)
+  g <- Reduce(`+`, lapply(seq_len(parts$L), function(l) colSums(gx[[l]] * (up * sm[, l]))))
+  nz <- custom_noise_term(parts, theta)
+  list(value = (sum(stats::plogis(a, log.p = TRUE)) + nz$value) / parts$n, grad = (g + nz$grad) / parts$n)
+}

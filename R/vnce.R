@@ -1,0 +1,182 @@
+# vnce(): variational noise-contrastive estimation (Rhodes and Gutmann, 2019).
+
+#' Variational noise-contrastive estimation
+#'
+#' Fits an unnormalised model with latent variables by maximising the VNCE objective (Rhodes and
+#' Gutmann, 2019, eq. 13), a lower bound to the NCE objective that is tight when the variational
+#' distribution q(z | x) equals the posterior of the latent variables. Expectations over q use the
+#' reparametrisation trick on fixed base draws, so the objective is deterministic and is maximised
+#' jointly over the model parameters and the variational parameters by L-BFGS in Rust.
+#'
+#' Models:
+#' * [tgm_model()]: the truncated Gaussian graphical model phi(x; K, c) = exp(-x'Kx/2 - c) on the
+#'   positive orthant; missing entries of `x` (NA) are the latent variables. The variational family
+#'   is a joint lognormal whose conditionals give q for every missingness pattern. The noise is a
+#'   product of univariate normals truncated at zero, each fitted by maximum likelihood to a column's
+#'   observed values; noise points copy the missingness pattern of the data row they pair with.
+#'   `impute = "mean"` (NCE after mean imputation, with complete noise) and `impute = "complete"` (NCE
+#'   on the complete rows) are the usual baselines.
+#' * [mog_model()]: the unnormalised mixture of two Gaussians of section 4.2 with a binary latent
+#'   component label and the paper's logistic q(z = 0 | x; w). Expectations over the binary latent are
+#'   exact. `method = "em"` runs the EM variant (exact posterior in the E-step, Corollary 1), and
+#'   `method = "nce"` fits the marginal model by plain NCE, for comparison (Theorem 2: same optimum).
+#' * [custom_model()]: your own log phi(x, z; theta) and its gradient for a discrete latent variable,
+#'   computed in R (slower; for small models).
+#'
+#' @param x Data: for [tgm_model()] a numeric matrix (rows = observations, NA = missing; values must
+#'   be positive); for the mixture and custom models a numeric vector or matrix without NA.
+#' @param model A model specification: [tgm_model()], [mog_model()] or [custom_model()].
+#' @param nu Noise-to-data ratio: `nu * nrow(x)` noise points (a positive whole number for the
+#'   graphical model, whose noise rows pair with data rows).
+#' @param n_latent Number of draws from q per data or noise point (Monte Carlo size of the
+#'   expectations over continuous latent variables).
+#' @param method `"vnce"` (joint maximisation over model and variational parameters), `"em"` (the EM
+#'   variant; needs the exact posterior, available for [mog_model()]) or `"nce"` (plain NCE on the
+#'   marginal model, when the latent variable can be summed out).
+#' @param impute For the graphical model: `"latent"` (missing values are latent variables: VNCE),
+#'   `"mean"` (fill them with the column mean of the observed values and fit by NCE) or `"complete"`
+#'   (NCE on the rows without missing values).
+#' @param control Optimiser settings from [vnce_control()].
+#' @return An object of class `vnce_fit` (and `vnce_tgm`, `vnce_mog` or `vnce_custom`) with the
+#'   estimates (`coefficients`; for the graphical model also `precision`, the estimated K, and `c`),
+#'   the variational parameters, the maximised objective, the optimiser's convergence report, the
+#'   noise and the call. Methods: `print()`, `summary()`, `coef()`, `plot()`, `predict()`
+#'   (imputation of missing values), [edges()], [edge_roc()].
+#' @references Rhodes, B. and Gutmann, M. U. (2019). Variational noise-contrastive estimation.
+#'   AISTATS, PMLR 89.
+#' @examples
+#' set.seed(1)
+#' K <- ring_graph(6)
+#' x <- rtgm(300, K)
+#' x[sample(length(x), 0.2 * length(x))] <- NA       # 20% missing at random
+#' fit <- vnce(x, tgm_model(), n_latent = 5)
+#' fit
+#' edge_roc(fit, K)$auc
+#'
+#' # the unnormalised mixture of Gaussians (section 4.2)
+#' y <- rmog(500, theta = 4)
+#' vnce(y, mog_model())
+#' @export
+vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce", "em", "nce"),
+                 impute = c("latent", "mean", "complete"), control = vnce_control()) {
+  cl <- match.call()
+  method <- match.arg(method)
+  impute <- match.arg(impute)
+  if (!inherits(model, "vnce_model")) {
+    nce_abort("`model` must be a model specification from tgm_model(), mog_model() or custom_model()")
+  }
+  if (!is_number(nu) || nu <= 0) nce_abort("`nu` must be one positive number")
+  if (!is_count(n_latent) || n_latent < 1) nce_abort("`n_latent` must be a positive whole number")
+  if (!inherits(control, "vnce_control")) nce_abort("`control` must come from vnce_control()")
+  if (model$type != "tgm" && impute != "latent") {
+    nce_abort(sprintf("`impute` applies to tgm_model() only (this model has no missing data)"))
+  }
+  fit <- switch(model$type,
+    tgm = fit_vnce_tgm(x, model, nu, as.integer(n_latent), method, impute, control),
+    mog = fit_vnce_mog(x, model, nu, method, control),
+    custom = fit_vnce_custom(x, model, nu, method, control)
+  )
+  fit$call <- cl
+  fit$nu <- nu
+  fit$method <- method
+  if (!isTRUE(fit$converged)) {
+    nce_warn(sprintf("the optimiser did not converge: %s", fit$message), "convergence")
+  }
+  fit
+}
+
+#' Optimiser settings for vnce()
+#'
+#' @param maxit Maximum number of L-BFGS iterations.
+#' @param gtol Convergence when the largest absolute gradient entry is below `gtol * max(1, |J|)`.
+#' @param ftol Convergence when the relative change of the objective over an iteration is below it.
+#' @param memory Number of correction pairs kept by L-BFGS.
+#' @param em_maxit,em_tol Maximum number of EM iterations and tolerance on the change of the NCE
+#'   objective between them (`method = "em"`).
+#' @return A list of class `vnce_control`.
+#' @examples
+#' vnce_control(maxit = 500)
+#' @export
+vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, em_maxit = 200, em_tol = 1e-10) {
+  for (a in c("maxit", "memory", "em_maxit")) {
+    v <- get(a)
+    if (!is_count(v) || v < 1) nce_abort(sprintf("`%s` must be a positive whole number", a))
+  }
+  for (a in c("gtol", "ftol", "em_tol")) {
+    v <- get(a)
+    if (!is_number(v) || v < 0) nce_abort(sprintf("`%s` must be one non-negative number", a))
+  }
+  structure(list(maxit = as.double(maxit), gtol = as.double(gtol), ftol = as.double(ftol),
+                 memory = as.double(memory), em_maxit = as.double(em_maxit), em_tol = as.double(em_tol)),
+            class = "vnce_control")
+}
+
+#' Model specifications for vnce()
+#'
+#' `tgm_model()`: the truncated Gaussian graphical model phi(x; K, c) = exp(-x'Kx/2 - c) on the
+#' positive orthant (Rhodes and Gutmann, 2019, section 5). `mog_model()`: the unnormalised mixture of
+#' two zero-mean Gaussians phi(x, z; theta, c) = exp(-c) (z exp(-x^2 / (2 sigma1^2)) + (1 - z)
+#' exp(-x^2 / (2 theta^2))) with known `sigma1` (section 4.2) and variational family q(z = 0 | x; w) =
+#' 1 / (1 + exp(w0 + w1 x + w2 x^2)).
+#'
+#' @param start For `tgm_model()`: `NULL` or a list with any of `K` (positive definite start for the
+#'   precision matrix), `c`, `mu` and `prec` (mean and precision of the lognormal variational family
+#'   on log x). Defaults: K diagonal with 1 / mean(x_j^2), c its exact log normaliser, mu and prec
+#'   from the observed log values. For `mog_model()`: `NULL` or a list with `theta`, `c` and `w`.
+#' @param sigma1 The known standard deviation of the first component.
+#' @return A model specification (class `vnce_model`).
+#' @examples
+#' tgm_model()
+#' mog_model(sigma1 = 1)
+#' @export
+tgm_model <- function(start = NULL) {
+  if (!is.null(start) && (!is.list(start) || !all(names(start) %in% c("K", "c", "mu", "prec")))) {
+    nce_abort("`start` must be NULL or a list with elements among K, c, mu and prec")
+  }
+  structure(list(type = "tgm", start = start), class = "vnce_model")
+}
+
+#' @rdname tgm_model
+#' @export
+mog_model <- function(sigma1 = 1, start = NULL) {
+  if (!is_number(sigma1) || sigma1 <= 0) nce_abort("`sigma1` must be one positive number")
+  if (!is.null(start) && (!is.list(start) || !all(names(start) %in% c("theta", "c", "w")))) {
+    nce_abort("`start` must be NULL or a list with elements among theta, c and w")
+  }
+  structure(list(type = "mog", sigma1 = sigma1, start = start), class = "vnce_model")
+}
+
+#' @export
+print.vnce_model <- function(x, ...) {
+  desc <- switch(x$type,
+    tgm = "truncated Gaussian graphical model, phi(x) = exp(-x'Kx/2 - c) on x > 0",
+    mog = sprintf("unnormalised mixture of N(0, %g^2) and N(0, theta^2)", x$sigma1),
+    custom = sprintf("custom model with %d parameters and a latent variable on %d values",
+                     length(x$theta), length(x$latent))
+  )
+  cat("vnce model:", desc, "\n")
+  invisible(x)
+}
+
+#' Simulate from the mixture of Gaussians of mog_model()
+#'
+#' Draws from the normalised version of the unnormalised mixture: N(0, sigma1^2) with probability
+#' sigma1 / (sigma1 + theta), else N(0, theta^2). Its log normaliser is c = log(sqrt(2 pi) (sigma1 +
+#' theta)).
+#'
+#' @param n Number of draws.
+#' @param theta Standard deviation of the second component.
+#' @param sigma1 Standard deviation of the first component.
+#' @return A numeric vector.
+#' @examples
+#' set.seed(1)
+#' summary(rmog(1000, theta = 4))
+#' @export
+rmog <- function(n, theta = 4, sigma1 = 1) {
+  if (!is_count(n)) nce_abort("`n` must be a non-negative whole number")
+  if (!is_number(theta) || theta <= 0 || !is_number(sigma1) || sigma1 <= 0) {
+    nce_abort("`theta` and `sigma1` must be positive numbers")
+  }
+  first <- stats::runif(n) < sigma1 / (sigma1 + theta)
+  stats::rnorm(n, 0, ifelse(first, sigma1, theta))
+}

@@ -1,0 +1,86 @@
+# vnce() for the truncated Gaussian graphical model (Rhodes and Gutmann, 2019, section 5).
+
+tgm_features <- function(x) {
+  d <- ncol(x)
+  up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)
+  f <- sapply(seq_len(nrow(up)), function(k) {
+    i <- up[k, 1]; j <- up[k, 2]
+    if (i == j) -x[, i]^2 / 2 else -x[, i] * x[, j]
+  })
+  cbind(f, -1)
+}
+
+test_that("without missing values VNCE is NCE: the same optimum as glm() on the same sample", {
+  set.seed(20)
+  K <- ring_graph(5)
+  x <- rtgm(400, K)
+  fit <- vnce(x, tgm_model(), nu = 2)
+  expect_true(fit$converged)
+  lab <- c(rep(1, nrow(x)), rep(0, nrow(fit$noise$y)))
+  X <- tgm_features(rbind(x, fit$noise$y))
+  off <- -log(2) - c(fit$noise$lpx, fit$noise$lpy)
+  g <- glm(lab ~ X - 1 + offset(off), family = binomial())
+  expect_equal(unname(fit$coefficients), unname(coef(g)), tolerance = 1e-5)
+  # the objective is the NCE log-likelihood divided by n
+  expect_equal(fit$objective, as.numeric(logLik(g)) / nrow(x), tolerance = 1e-8)
+  # mean imputation and complete cases change nothing when nothing is missing
+  set.seed(21); a <- vnce(x, tgm_model(), impute = "mean")
+  set.seed(21); b <- vnce(x, tgm_model(), impute = "complete")
+  set.seed(21); v <- vnce(x, tgm_model())
+  expect_equal(a$precision, v$precision, tolerance = 1e-8)
+  expect_equal(b$precision, v$precision, tolerance = 1e-8)
+})
+
+test_that("with missing values VNCE recovers the graph at least as well as mean imputation", {
+  set.seed(22)
+  K <- ring_graph(10)
+  x <- rtgm(600, K)
+  xm <- x
+  xm[sample(length(x), 0.3 * length(x))] <- NA
+  set.seed(23); fv <- vnce(xm, tgm_model(), n_latent = 10)
+  set.seed(23); fm <- vnce(xm, tgm_model(), impute = "mean")
+  set.seed(23); fc <- vnce(x, tgm_model())
+  expect_true(fv$converged)
+  auc <- c(vnce = edge_roc(fv, K)$auc, mean = edge_roc(fm, K)$auc, complete = edge_roc(fc, K)$auc)
+  expect_gt(auc[["complete"]], 0.95)
+  expect_gte(auc[["vnce"]], auc[["mean"]] - 0.02)
+  # VNCE's K is closer to the complete-data estimate than the mean-imputation one
+  err <- function(f) sqrt(sum((f$precision - fc$precision)^2))
+  expect_lt(err(fv), err(fm))
+  # imputations: posterior means are positive and fill exactly the missing cells
+  imp <- predict(fv)
+  expect_false(anyNA(imp))
+  expect_equal(imp[!is.na(xm)], xm[!is.na(xm)])
+  expect_true(all(imp > 0))
+  expect_lt(mean(abs(log(imp[is.na(xm)]) - log(x[is.na(xm)]))), mean(abs(log(colMeans(xm, na.rm = TRUE)[col(x)[is.na(xm)]]) - log(x[is.na(xm)]))))
+})
+
+test_that("tgm fits are reproducible and do not depend on the thread count", {
+  set.seed(24)
+  x <- rtgm(200, ring_graph(5))
+  x[sample(length(x), 150)] <- NA
+  set.seed(25); a <- withr_threads(1, vnce(x, tgm_model(), n_latent = 4))
+  set.seed(25); b <- withr_threads(2, vnce(x, tgm_model(), n_latent = 4))
+  expect_identical(a$precision, b$precision)
+  expect_identical(a$objective, b$objective)
+})
+
+test_that("tgm_model() input errors name the argument", {
+  set.seed(26)
+  x <- rtgm(50, ring_graph(4))
+  y <- x; y[3, ] <- NA
+  expect_error(vnce(y, tgm_model()), "every value missing: 3", class = "nce_error_input")
+  y <- x; y[, 2] <- NA
+  expect_error(vnce(y, tgm_model()), "columns with fewer than two", class = "nce_error_input")
+  y <- x; y[5, 1] <- -1
+  expect_error(vnce(y, tgm_model()), "must be positive.*row 5, column 1", class = "nce_error_input")
+  y <- x; y[2, 2] <- Inf
+  expect_error(vnce(y, tgm_model()), "infinite", class = "nce_error_input")
+  expect_error(vnce(x, tgm_model(start = list(K = -diag(4)))), "start\\$K.*not positive definite", class = "nce_error_input")
+  expect_error(vnce(x, tgm_model(), nu = 1.5), "whole number", class = "nce_error_input")
+  expect_error(vnce(x, tgm_model(), method = "em"), "not tractable", class = "nce_error_input")
+  expect_error(vnce(x[, 1, drop = FALSE], tgm_model()), "two columns", class = "nce_error_input")
+  y <- x; y[sample(length(y), 120)] <- NA
+  expect_error(vnce(y, tgm_model(), impute = "complete"), "complete rows", class = "nce_error_input")
+  expect_warning(vnce(x, tgm_model(), control = vnce_control(maxit = 2)), class = "nce_warning_convergence")
+})
