@@ -20,6 +20,7 @@ pub mod reference;
 pub mod reml;
 pub mod rng;
 pub mod sandwich;
+pub mod tgm_sim;
 pub mod truncnorm;
 
 pub use error::{NceError, Result};
