@@ -13,6 +13,7 @@ pub mod irls;
 pub mod kernel;
 pub mod latkes_sim;
 pub mod linalg;
+pub mod mog;
 pub mod optim;
 pub mod penalty;
 pub mod pirls;
