@@ -13,11 +13,15 @@ pub mod irls;
 pub mod kernel;
 pub mod latkes_sim;
 pub mod linalg;
+pub mod mog;
+pub mod optim;
 pub mod penalty;
 pub mod pirls;
 pub mod reference;
 pub mod reml;
 pub mod rng;
 pub mod sandwich;
+pub mod tgm_sim;
+pub mod truncnorm;
 
 pub use error::{NceError, Result};

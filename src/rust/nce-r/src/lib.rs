@@ -4,6 +4,7 @@
 mod bridge;
 mod convert;
 mod run;
+mod vnce_tools;
 
 use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
 use extendr_api::prelude::*;
@@ -21,7 +22,7 @@ use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
-fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
+pub(crate) fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
     if threads < 1 {
         return Err(NceError::invalid("threads", format!("must be a positive integer, got {threads}")));
     }
@@ -402,6 +403,7 @@ fn nce_debug_panic(msg: &str, worker: bool) -> Robj {
 extendr_module! {
     mod nce;
     use bridge;
+    use vnce_tools;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
