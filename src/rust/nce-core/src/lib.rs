@@ -20,5 +20,6 @@ pub mod reference;
 pub mod reml;
 pub mod rng;
 pub mod sandwich;
+pub mod vnce;
 
 pub use error::{NceError, Result};
