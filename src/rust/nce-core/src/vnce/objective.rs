@@ -100,6 +100,12 @@ impl Acc {
     }
 }
 
+/// Index of the upper-triangle entry for the unordered pair (a, b).
+#[inline]
+fn sym(a: usize, b: usize, d: usize) -> usize {
+    if a <= b { a * d + b } else { b * d + a }
+}
+
 /// l(x) = -x'Kx/2 - c, with Kx written to `kx`.
 #[inline]
 fn log_phi(f: &Flat, x: &[f64], kx: &mut [f64]) -> f64 {
@@ -177,8 +183,9 @@ struct Scratch {
     mc: Vec<f64>,
     e: Vec<f64>,
     kx: Vec<f64>,
-    x: Vec<f64>,
-    xs: Vec<f64>,
+    kxo: Vec<f64>,
+    zs: Vec<f64>,
+    zbar: Vec<f64>,
     us: Vec<f64>,
     kappas: Vec<f64>,
     gls: Vec<f64>,
@@ -198,8 +205,9 @@ impl Scratch {
             mc: z(d),
             e: z(d),
             kx: z(d),
-            x: z(d),
-            xs: z(s * d),
+            kxo: z(d),
+            zs: z(s * d),
+            zbar: z(d),
             us: z(s * d),
             kappas: z(s * d),
             gls: z(s * d),
@@ -286,7 +294,16 @@ impl TgmVnce {
             sc.mc[i] = f.mu[mi[i]] - (0..p).map(|j| ainv[i * p + j] * sc.v[j]).sum::<f64>();
         }
         let logq_const = -0.5 * p as f64 * LN_2PI + 0.5 * logdet_a;
-        sc.x.copy_from_slice(&row.x);
+        // Observed parts of x'Kx, fixed over the draws: K_mo x_o and x_o' K_oo x_o.
+        let mut q_oo = 0.0;
+        for &a in oi {
+            let krow = &f.k[a * d..(a + 1) * d];
+            q_oo += row.x[a] * oi.iter().map(|&b| krow[b] * row.x[b]).sum::<f64>();
+        }
+        for i in 0..p {
+            let krow = &f.k[mi[i] * d..(mi[i] + 1) * d];
+            sc.kxo[i] = oi.iter().map(|&b| krow[b] * row.x[b]).sum();
+        }
         for s in 0..s_n {
             let eps = &row.eps[s * d..(s + 1) * d];
             for i in 0..p {
@@ -295,6 +312,7 @@ impl TgmVnce {
                 sc.e[i] = trow.iter().zip(eps).map(|(a, b)| a * b).sum();
             }
             let kap = &mut sc.kappas[s * p..(s + 1) * p];
+            let z = &mut sc.zs[s * p..(s + 1) * p];
             let mut quad = 0.0;
             let mut usum = 0.0;
             for i in 0..p {
@@ -304,14 +322,18 @@ impl TgmVnce {
                 let u = sc.mc[i] + k;
                 sc.us[s * p + i] = u;
                 usum += u;
-                sc.x[mi[i]] = u.exp();
+                z[i] = u.exp();
             }
-            let l = log_phi(f, &sc.x, &mut sc.kx);
-            sc.h[s] = l - (logq_const - 0.5 * quad) + usum;
+            // (Kx)_m = K_mo x_o + K_mm z and x'Kx = x_o'K_oo x_o + z'K_mo x_o + z'(Kx)_m.
+            let mut xkx = q_oo;
             for i in 0..p {
-                sc.gls[s * p + i] = 1.0 - sc.kx[mi[i]] * sc.x[mi[i]];
+                let krow = &f.k[mi[i] * d..(mi[i] + 1) * d];
+                let kxm = sc.kxo[i] + (0..p).map(|j| krow[mi[j]] * z[j]).sum::<f64>();
+                xkx += z[i] * (sc.kxo[i] + kxm);
+                sc.gls[s * p + i] = 1.0 - kxm * z[i];
             }
-            sc.xs[s * d..(s + 1) * d].copy_from_slice(&sc.x);
+            let l = -0.5 * xkx - f.c;
+            sc.h[s] = l - (logq_const - 0.5 * quad) + usum;
         }
         // Upstream weights dJ/dh per draw, written into h's place.
         let h = &mut sc.h[..s_n];
@@ -337,10 +359,21 @@ impl TgmVnce {
             *v = 0.0;
         }
         let mut wrow = 0.0;
+        for v in sc.zbar[..p].iter_mut() {
+            *v = 0.0;
+        }
         for s in 0..s_n {
             let w = sc.h[s];
             wrow += w;
-            acc.add_theta(d, &sc.xs[s * d..(s + 1) * d], w);
+            // theta: the missing-missing block of w x x' here, the rest once per row below.
+            let z = &sc.zs[s * p..(s + 1) * p];
+            for i in 0..p {
+                let wz = w * z[i];
+                sc.zbar[i] += wz;
+                for j in i..p {
+                    acc.xx[sym(mi[i], mi[j], d)] += wz * z[j];
+                }
+            }
             let gl = &sc.gls[s * p..(s + 1) * p];
             let kap = &sc.kappas[s * p..(s + 1) * p];
             let u = &sc.us[s * p..(s + 1) * p];
@@ -363,6 +396,16 @@ impl TgmVnce {
                 for (a, b) in erow.iter_mut().zip(eps) {
                     *a += we * b;
                 }
+            }
+        }
+        acc.wsum += wrow;
+        for (ja, &a) in oi.iter().enumerate() {
+            let wa = wrow * row.x[a];
+            for &b in &oi[ja..] {
+                acc.xx[a * d + b] += wa * row.x[b];
+            }
+            for i in 0..p {
+                acc.xx[sym(a, mi[i], d)] += sc.zbar[i] * row.x[a];
             }
         }
         for i in 0..p {
