@@ -71,4 +71,17 @@ nce_bridge_solve <- function(r1, r2, ess, tol, maxit, threads) .Call(wrap__nce_b
 #' @noRd
 nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, threads)
 
+#' Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
+#' missing values (NA) as latent variables with a joint lognormal q (precision `prec` of log x).
+#' `y`: nu * nrow(x) noise rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise
+#' density of each row's observed coordinates.
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads) .Call(wrap__nce_vnce_tgm, x, y, lpx, lpy, n_latent, seed, start, control, threads)
+
+#' The VNCE objective J (maximised) and its gradient in the packing order at `params`.
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm_objective <- function(x, y, lpx, lpy, n_latent, seed, params, threads) .Call(wrap__nce_vnce_tgm_objective, x, y, lpx, lpy, n_latent, seed, params, threads)
+
 

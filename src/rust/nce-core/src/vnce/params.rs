@@ -65,6 +65,15 @@ impl TgmParams {
         Ok(TgmParams { k, c, mu, t: chol.l() })
     }
 
+    /// Error naming `arg` unless K is positive definite (a sufficient condition for phi to be
+    /// integrable on the positive orthant; required of starting values).
+    pub fn check_k_positive_definite(&self, arg: &str) -> Result<()> {
+        match nalgebra::Cholesky::new(self.k.clone()) {
+            Some(_) => Ok(()),
+            None => Err(NceError::invalid(arg, "K is not positive definite")),
+        }
+    }
+
     pub fn dim(&self) -> usize {
         self.mu.len()
     }
