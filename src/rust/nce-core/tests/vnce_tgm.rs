@@ -475,3 +475,10 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
     assert!((mc_noise - nce_noise).abs() < 2e-2);
     assert!(diff < 0.05 * scale, "theta differ by {diff}");
 }
+
+#[test]
+fn interrupt_stops_the_fit() {
+    let (pr, x, ..) = problem(3, 60, 1, 4, 0.3, false, 41);
+    let e = fit(&pr, &plain_start(&x, 60, 3), &LbfgsControl::default(), &mut || true).unwrap_err();
+    assert_eq!(e, nce_core::NceError::Interrupted);
+}
