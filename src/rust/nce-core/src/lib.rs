@@ -23,5 +23,6 @@ pub mod rng;
 pub mod sandwich;
 pub mod tgm_sim;
 pub mod truncnorm;
+pub mod vnce;
 
 pub use error::{NceError, Result};

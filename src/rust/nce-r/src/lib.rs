@@ -5,6 +5,7 @@ mod bridge;
 mod convert;
 mod run;
 mod vnce_tools;
+mod vnce;
 
 use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
 use extendr_api::prelude::*;
@@ -404,6 +405,7 @@ extendr_module! {
     mod nce;
     use bridge;
     use vnce_tools;
+    use vnce;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;

@@ -1,0 +1,76 @@
+//! Timing of the VNCE objective for the truncated Gaussian graphical model:
+//! d = 20, n = 1000, nu = 1, S = 10, 30% of the values missing.
+//! `cargo run --release --example bench_vnce` (P_MISS=0.1 sets another missing fraction).
+
+#[path = "../tests/support/tgm_gibbs.rs"]
+mod tgm_gibbs;
+
+use nalgebra::DMatrix;
+use nce_core::design::with_threads;
+use nce_core::optim::{LbfgsControl, Objective};
+use nce_core::vnce::{fit, TgmParams, TgmVnce};
+use std::time::Instant;
+
+fn main() {
+    let (d, n, nu, s) = (20, 1000, 1, 10);
+    let mut k = vec![0.0; d * d];
+    for i in 0..d {
+        k[i * d + i] = 1.0 + 0.25 * (i % 3) as f64;
+        if i + 1 < d {
+            k[i * d + i + 1] = 0.3;
+            k[(i + 1) * d + i] = 0.3;
+        }
+        if i + 2 < d {
+            k[i * d + i + 2] = -0.2;
+            k[(i + 2) * d + i] = -0.2;
+        }
+    }
+    let mut x = tgm_gibbs::sample_tgm(&k, d, n, 500, 5, 1);
+    let p_miss: f64 = std::env::var("P_MISS").ok().and_then(|v| v.parse().ok()).unwrap_or(0.3);
+    tgm_gibbs::mask(&mut x, n, d, p_miss, false, 1);
+    let miss = x.iter().filter(|v| v.is_nan()).count();
+    let (y, lpx, lpy) = tgm_gibbs::exp_noise(&x, n, d, nu, 1);
+    let pr = TgmVnce::new(&x, n, d, &y, nu * n, &lpx, &lpy, s, 7).unwrap();
+    let mu: Vec<f64> = (0..d)
+        .map(|j| {
+            let v: Vec<f64> = (0..n).map(|i| x[j * n + i]).filter(|v| !v.is_nan()).map(f64::ln).collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        })
+        .collect();
+    let start = TgmParams::from_precision(DMatrix::identity(d, d), 0.0, mu, &DMatrix::identity(d, d), "start").unwrap();
+    let x0 = start.pack();
+    println!("d = {d}, n = {n}, nu = {nu}, S = {s}, {:.1}% missing, {} parameters", 100.0 * miss as f64 / (n * d) as f64, x0.len());
+    for threads in [1, 2] {
+        let reps = 50;
+        let t = with_threads(threads, || {
+            let mut g = vec![0.0; x0.len()];
+            pr.value_grad(&x0, &mut g).unwrap();
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                pr.value_grad(&x0, &mut g).unwrap();
+            }
+            t0.elapsed().as_secs_f64() / reps as f64
+        })
+        .unwrap();
+        println!("value + gradient, {threads} thread(s): {:.2} ms", 1e3 * t);
+    }
+    for threads in [1, 2] {
+        let t0 = Instant::now();
+        let f = with_threads(threads, || fit(&pr, &start, &LbfgsControl::default(), &mut || false).unwrap()).unwrap();
+        println!(
+            "full fit, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}, max |grad| {:.1e}",
+            t0.elapsed().as_secs_f64(),
+            f.iterations,
+            f.evaluations,
+            f.converged,
+            f.message,
+            f.objective,
+            f.grad_norm
+        );
+        let kd: Vec<f64> = (0..d).map(|j| f.params.k[(j, j)]).collect();
+        let k01: Vec<f64> = (0..d - 1).map(|j| f.params.k[(j, j + 1)]).collect();
+        if threads == 2 {
+            println!("fitted diag(K) {:.2?}\nfitted K[j, j+1] {:.2?} (truth 0.3)", kd, k01);
+        }
+    }
+}

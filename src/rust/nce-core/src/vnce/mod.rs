@@ -1,0 +1,13 @@
+//! Variational noise-contrastive estimation (Rhodes & Gutmann 2019) for the truncated Gaussian
+//! graphical model phi(x) = exp(-x'Kx/2 - c) on (0, inf)^d with missing values as latent
+//! variables and a joint lognormal variational family (their section 5).
+
+mod fit;
+mod objective;
+mod params;
+mod problem;
+
+pub use fit::{fit, VnceFit};
+pub use objective::Terms;
+pub use params::{n_params, param_names, TgmParams};
+pub use problem::TgmVnce;

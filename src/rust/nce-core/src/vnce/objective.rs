@@ -1,0 +1,475 @@
+//! The VNCE objective J(theta, alpha) (Rhodes & Gutmann, eq. 13, with Monte Carlo averages over
+//! fixed reparametrised draws) and its exact gradient.
+//!
+//! For a row with missing set m and observed set o, q(u_m | u_o) is the Gaussian conditional of
+//! u = log x ~ N(mu, Lambda^{-1}): precision A = Lambda_mm, mean m_c = mu_m - A^{-1} Lambda_mo d_o
+//! (d_o = u_o - mu_o). With e = T eps, u_m = m_c + A^{-1} e_m is an exact conditional draw whose
+//! log density is -|m|/2 log 2pi + log|A|/2 - e_m' A^{-1} e_m / 2. Each (row, draw) enters through
+//! h = l(x) - log q_x(z) = l(x) - log q_u(u_m) + sum(u_m); its gradient is accumulated as
+//! gradients wrt mu, wrt Lambda (a general matrix Gbar) and wrt e (sum of ebar eps'), mapped to
+//! T once per evaluation: grad_T = lower((Gbar + Gbar') T + sum ebar eps').
+
+use super::params::{n_params, TgmParams};
+use super::problem::{Row, TgmVnce, CHUNK};
+use crate::error::Result;
+use crate::family::log1pexp;
+use crate::optim::Objective;
+use rayon::prelude::*;
+
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// Which rows enter the objective (tests check the data and noise terms separately).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Terms {
+    Data,
+    Noise,
+    Both,
+}
+
+#[inline]
+fn log_sigmoid(a: f64) -> f64 {
+    -log1pexp(-a)
+}
+
+#[inline]
+fn sigmoid(a: f64) -> f64 {
+    if a >= 0.0 {
+        1.0 / (1.0 + (-a).exp())
+    } else {
+        let e = a.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// Parameters laid out flat (row-major) for the inner loops.
+struct Flat {
+    d: usize,
+    k: Vec<f64>,
+    c: f64,
+    mu: Vec<f64>,
+    t: Vec<f64>,
+    lam: Vec<f64>,
+}
+
+impl Flat {
+    fn new(p: &TgmParams) -> Self {
+        let d = p.dim();
+        let lam_m = p.precision();
+        let rm = |m: &nalgebra::DMatrix<f64>| (0..d * d).map(|i| m[(i / d, i % d)]).collect::<Vec<f64>>();
+        Flat { d, k: rm(&p.k), c: p.c, mu: p.mu.clone(), t: rm(&p.t), lam: rm(&lam_m) }
+    }
+}
+
+/// Per-chunk sums: objective, weighted x x' (upper triangle), sum of weights (for c), and the
+/// gradients wrt mu, Lambda (Gbar) and the sum of ebar eps' (lower triangle).
+struct Acc {
+    value: f64,
+    xx: Vec<f64>,
+    wsum: f64,
+    gmu: Vec<f64>,
+    gbar: Vec<f64>,
+    ee: Vec<f64>,
+}
+
+impl Acc {
+    fn new(d: usize) -> Self {
+        Acc { value: 0.0, xx: vec![0.0; d * d], wsum: 0.0, gmu: vec![0.0; d], gbar: vec![0.0; d * d], ee: vec![0.0; d * d] }
+    }
+
+    fn add(&mut self, o: &Acc) {
+        self.value += o.value;
+        self.wsum += o.wsum;
+        for (a, b) in [(&mut self.xx, &o.xx), (&mut self.gmu, &o.gmu), (&mut self.gbar, &o.gbar), (&mut self.ee, &o.ee)] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+
+    /// x x' weighted by w (upper triangle) and w into the sum for c.
+    #[inline]
+    fn add_theta(&mut self, d: usize, x: &[f64], w: f64) {
+        self.wsum += w;
+        for j in 0..d {
+            let wx = w * x[j];
+            let row = &mut self.xx[j * d..(j + 1) * d];
+            for k in j..d {
+                row[k] += wx * x[k];
+            }
+        }
+    }
+}
+
+/// Index of the upper-triangle entry for the unordered pair (a, b).
+#[inline]
+fn sym(a: usize, b: usize, d: usize) -> usize {
+    if a <= b { a * d + b } else { b * d + a }
+}
+
+/// l(x) = -x'Kx/2 - c, with Kx written to `kx`.
+#[inline]
+fn log_phi(f: &Flat, x: &[f64], kx: &mut [f64]) -> f64 {
+    let d = f.d;
+    let mut q = 0.0;
+    for j in 0..d {
+        let row = &f.k[j * d..(j + 1) * d];
+        let mut s = 0.0;
+        for k in 0..d {
+            s += row[k] * x[k];
+        }
+        kx[j] = s;
+        q += s * x[j];
+    }
+    -0.5 * q - f.c
+}
+
+/// In-place Cholesky of a p x p row-major SPD matrix (lower factor); false if not PD.
+fn cholesky(a: &mut [f64], p: usize) -> bool {
+    for j in 0..p {
+        let mut s = a[j * p + j];
+        for k in 0..j {
+            s -= a[j * p + k] * a[j * p + k];
+        }
+        if !(s > 0.0) {
+            return false;
+        }
+        let l = s.sqrt();
+        a[j * p + j] = l;
+        for i in j + 1..p {
+            let mut s = a[i * p + j];
+            for k in 0..j {
+                s -= a[i * p + k] * a[j * p + k];
+            }
+            a[i * p + j] = s / l;
+        }
+    }
+    true
+}
+
+/// Inverse of L L' (L lower, row-major) into `inv`, using `w` (p * p) as scratch for L^{-1}.
+fn chol_inverse(l: &[f64], p: usize, w: &mut [f64], inv: &mut [f64]) {
+    // w = L^{-1} (lower), by forward substitution column by column.
+    for v in w.iter_mut() {
+        *v = 0.0;
+    }
+    for c in 0..p {
+        for i in c..p {
+            let mut s = if i == c { 1.0 } else { 0.0 };
+            for k in c..i {
+                s -= l[i * p + k] * w[k * p + c];
+            }
+            w[i * p + c] = s / l[i * p + i];
+        }
+    }
+    // inv = W' W
+    for i in 0..p {
+        for j in i..p {
+            let mut s = 0.0;
+            for k in j..p {
+                s += w[k * p + i] * w[k * p + j];
+            }
+            inv[i * p + j] = s;
+            inv[j * p + i] = s;
+        }
+    }
+}
+
+/// Scratch space for one chunk.
+struct Scratch {
+    a: Vec<f64>,
+    w: Vec<f64>,
+    ainv: Vec<f64>,
+    d_o: Vec<f64>,
+    mc: Vec<f64>,
+    e: Vec<f64>,
+    kx: Vec<f64>,
+    kxo: Vec<f64>,
+    zs: Vec<f64>,
+    zbar: Vec<f64>,
+    us: Vec<f64>,
+    kappas: Vec<f64>,
+    gls: Vec<f64>,
+    h: Vec<f64>,
+    v: Vec<f64>,
+    vsum: Vec<f64>,
+}
+
+impl Scratch {
+    fn new(d: usize, s: usize) -> Self {
+        let z = |n: usize| vec![0.0; n];
+        Scratch {
+            a: z(d * d),
+            w: z(d * d),
+            ainv: z(d * d),
+            d_o: z(d),
+            mc: z(d),
+            e: z(d),
+            kx: z(d),
+            kxo: z(d),
+            zs: z(s * d),
+            zbar: z(d),
+            us: z(s * d),
+            kappas: z(s * d),
+            gls: z(s * d),
+            h: z(s),
+            v: z(d),
+            vsum: z(d),
+        }
+    }
+}
+
+impl TgmVnce {
+    /// J and its gradient wrt the packed parameters (J is maximised), for the chosen terms.
+    pub fn evaluate(&self, params: &TgmParams, terms: Terms) -> Result<(f64, Vec<f64>)> {
+        if params.dim() != self.d {
+            return Err(crate::NceError::invalid("params", format!("have dimension {}, the data {}", params.dim(), self.d)));
+        }
+        let f = Flat::new(params);
+        let d = self.d;
+        let parts: Vec<Acc> = self
+            .rows
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let mut acc = Acc::new(d);
+                let mut sc = Scratch::new(d, self.s);
+                for row in chunk {
+                    let keep = match terms {
+                        Terms::Both => true,
+                        Terms::Data => !row.noise,
+                        Terms::Noise => row.noise,
+                    };
+                    if keep {
+                        self.row_terms(&f, row, &mut acc, &mut sc);
+                    }
+                }
+                acc
+            })
+            .collect();
+        let mut tot = Acc::new(d);
+        for p in &parts {
+            tot.add(p);
+        }
+        Ok(self.finish(&f, tot))
+    }
+
+    fn row_terms(&self, f: &Flat, row: &Row, acc: &mut Acc, sc: &mut Scratch) {
+        let d = self.d;
+        let off = self.log_nu + row.lp;
+        if row.mis.is_empty() {
+            let h = log_phi(f, &row.x, &mut sc.kx);
+            let w = if row.noise {
+                acc.value += log_sigmoid(-(h - off));
+                -sigmoid(h - off)
+            } else {
+                acc.value += log_sigmoid(h - off);
+                sigmoid(-(h - off))
+            };
+            acc.add_theta(d, &row.x, w);
+            return;
+        }
+        let (mi, oi) = (&row.mis, &row.obs);
+        let (p, s_n) = (mi.len(), self.s);
+        // A = Lambda_mm, its factor, log|A| and inverse.
+        for i in 0..p {
+            for j in 0..p {
+                sc.a[i * p + j] = f.lam[mi[i] * d + mi[j]];
+            }
+        }
+        if !cholesky(&mut sc.a[..p * p], p) {
+            acc.value = f64::NAN;
+            return;
+        }
+        let logdet_a: f64 = 2.0 * (0..p).map(|i| sc.a[i * p + i].ln()).sum::<f64>();
+        chol_inverse(&sc.a[..p * p], p, &mut sc.w[..p * p], &mut sc.ainv[..p * p]);
+        let ainv = &sc.ainv[..p * p];
+        // Conditional mean m_c = mu_m - A^{-1} Lambda_mo d_o.
+        for (j, &o) in oi.iter().enumerate() {
+            sc.d_o[j] = row.log_x[o] - f.mu[o];
+        }
+        for i in 0..p {
+            let lrow = &f.lam[mi[i] * d..(mi[i] + 1) * d];
+            sc.v[i] = oi.iter().enumerate().map(|(j, &o)| lrow[o] * sc.d_o[j]).sum();
+        }
+        for i in 0..p {
+            sc.mc[i] = f.mu[mi[i]] - (0..p).map(|j| ainv[i * p + j] * sc.v[j]).sum::<f64>();
+        }
+        let logq_const = -0.5 * p as f64 * LN_2PI + 0.5 * logdet_a;
+        // Observed parts of x'Kx, fixed over the draws: K_mo x_o and x_o' K_oo x_o.
+        let mut q_oo = 0.0;
+        for &a in oi {
+            let krow = &f.k[a * d..(a + 1) * d];
+            q_oo += row.x[a] * oi.iter().map(|&b| krow[b] * row.x[b]).sum::<f64>();
+        }
+        for i in 0..p {
+            let krow = &f.k[mi[i] * d..(mi[i] + 1) * d];
+            sc.kxo[i] = oi.iter().map(|&b| krow[b] * row.x[b]).sum();
+        }
+        for s in 0..s_n {
+            let eps = &row.eps[s * d..(s + 1) * d];
+            for i in 0..p {
+                let r = mi[i];
+                let trow = &f.t[r * d..r * d + r + 1];
+                sc.e[i] = trow.iter().zip(eps).map(|(a, b)| a * b).sum();
+            }
+            let kap = &mut sc.kappas[s * p..(s + 1) * p];
+            let z = &mut sc.zs[s * p..(s + 1) * p];
+            let mut quad = 0.0;
+            let mut usum = 0.0;
+            for i in 0..p {
+                let k: f64 = (0..p).map(|j| ainv[i * p + j] * sc.e[j]).sum();
+                kap[i] = k;
+                quad += sc.e[i] * k;
+                let u = sc.mc[i] + k;
+                sc.us[s * p + i] = u;
+                usum += u;
+                z[i] = u.exp();
+            }
+            // (Kx)_m = K_mo x_o + K_mm z and x'Kx = x_o'K_oo x_o + z'K_mo x_o + z'(Kx)_m.
+            let mut xkx = q_oo;
+            for i in 0..p {
+                let krow = &f.k[mi[i] * d..(mi[i] + 1) * d];
+                let kxm = sc.kxo[i] + (0..p).map(|j| krow[mi[j]] * z[j]).sum::<f64>();
+                xkx += z[i] * (sc.kxo[i] + kxm);
+                sc.gls[s * p + i] = 1.0 - kxm * z[i];
+            }
+            let l = -0.5 * xkx - f.c;
+            sc.h[s] = l - (logq_const - 0.5 * quad) + usum;
+        }
+        // Upstream weights dJ/dh per draw, written into h's place.
+        let h = &mut sc.h[..s_n];
+        if row.noise {
+            let hmax = h.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let se: f64 = h.iter().map(|v| (v - hmax).exp()).sum();
+            let b = hmax + se.ln() - (s_n as f64).ln();
+            acc.value += log_sigmoid(-(b - off));
+            let g = -sigmoid(b - off);
+            for v in h.iter_mut() {
+                *v = g * (*v - hmax).exp() / se;
+            }
+        } else {
+            let inv_s = 1.0 / s_n as f64;
+            for v in h.iter_mut() {
+                let a = *v - off;
+                acc.value += inv_s * log_sigmoid(a);
+                *v = inv_s * sigmoid(-a);
+            }
+        }
+        // Accumulate the gradient.
+        for v in sc.vsum[..p].iter_mut() {
+            *v = 0.0;
+        }
+        let mut wrow = 0.0;
+        for v in sc.zbar[..p].iter_mut() {
+            *v = 0.0;
+        }
+        for s in 0..s_n {
+            let w = sc.h[s];
+            wrow += w;
+            // theta: the missing-missing block of w x x' here, the rest once per row below.
+            let z = &sc.zs[s * p..(s + 1) * p];
+            for i in 0..p {
+                let wz = w * z[i];
+                sc.zbar[i] += wz;
+                for j in i..p {
+                    acc.xx[sym(mi[i], mi[j], d)] += wz * z[j];
+                }
+            }
+            let gl = &sc.gls[s * p..(s + 1) * p];
+            let kap = &sc.kappas[s * p..(s + 1) * p];
+            let u = &sc.us[s * p..(s + 1) * p];
+            let eps = &row.eps[s * d..(s + 1) * d];
+            for i in 0..p {
+                sc.v[i] = (0..p).map(|j| ainv[i * p + j] * gl[j]).sum();
+            }
+            for i in 0..p {
+                let r = mi[i];
+                acc.gmu[r] += w * gl[i];
+                sc.vsum[i] += w * sc.v[i];
+                let wv = w * sc.v[i];
+                let wk = 0.5 * w * kap[i];
+                let grow = &mut acc.gbar[r * d..(r + 1) * d];
+                for j in 0..p {
+                    grow[mi[j]] -= wv * (u[j] - f.mu[mi[j]]) + wk * kap[j];
+                }
+                let we = w * (sc.v[i] + kap[i]);
+                let erow = &mut acc.ee[r * d..r * d + r + 1];
+                for (a, b) in erow.iter_mut().zip(eps) {
+                    *a += we * b;
+                }
+            }
+        }
+        acc.wsum += wrow;
+        for (ja, &a) in oi.iter().enumerate() {
+            let wa = wrow * row.x[a];
+            for &b in &oi[ja..] {
+                acc.xx[a * d + b] += wa * row.x[b];
+            }
+            for i in 0..p {
+                acc.xx[sym(a, mi[i], d)] += sc.zbar[i] * row.x[a];
+            }
+        }
+        for i in 0..p {
+            let r = mi[i];
+            let grow = &mut acc.gbar[r * d..(r + 1) * d];
+            for j in 0..p {
+                grow[mi[j]] -= 0.5 * wrow * ainv[i * p + j];
+            }
+            for (j, &o) in oi.iter().enumerate() {
+                grow[o] -= sc.vsum[i] * sc.d_o[j];
+            }
+        }
+        for &o in oi {
+            let lrow = &f.lam[o * d..(o + 1) * d];
+            acc.gmu[o] += (0..p).map(|i| lrow[mi[i]] * sc.vsum[i]).sum::<f64>();
+        }
+    }
+
+    /// Scale by 1/n and map the accumulated sums to the packed parameters.
+    fn finish(&self, f: &Flat, tot: Acc) -> (f64, Vec<f64>) {
+        let d = self.d;
+        let sc = 1.0 / self.n as f64;
+        let mut g = Vec::with_capacity(n_params(d));
+        for j in 0..d {
+            g.push(-0.5 * tot.xx[j * d + j] * sc);
+            for k in j + 1..d {
+                g.push(-tot.xx[j * d + k] * sc);
+            }
+        }
+        g.push(-tot.wsum * sc);
+        g.extend(tot.gmu.iter().map(|v| v * sc));
+        // grad_T = lower((Gbar + Gbar') T) + sum ebar eps'.
+        let mut gt = vec![0.0; d * d];
+        for i in 0..d {
+            for k in 0..=i {
+                let mut s = tot.ee[i * d + k];
+                for j in k..d {
+                    s += (tot.gbar[i * d + j] + tot.gbar[j * d + i]) * f.t[j * d + k];
+                }
+                gt[i * d + k] = s * sc;
+            }
+        }
+        g.extend((0..d).map(|j| gt[j * d + j] * f.t[j * d + j]));
+        for i in 1..d {
+            for k in 0..i {
+                g.push(gt[i * d + k]);
+            }
+        }
+        (tot.value * sc, g)
+    }
+}
+
+/// L-BFGS view: minimise -J over the packed parameters.
+impl Objective for TgmVnce {
+    fn dim(&self) -> usize {
+        n_params(self.d)
+    }
+
+    fn value_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64> {
+        let p = TgmParams::unpack(self.d, x)?;
+        let (j, g) = self.evaluate(&p, Terms::Both)?;
+        for (a, b) in grad.iter_mut().zip(&g) {
+            *a = -b;
+        }
+        Ok(-j)
+    }
+}

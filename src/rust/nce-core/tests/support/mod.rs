@@ -1,0 +1,1 @@
+pub mod tgm_gibbs;

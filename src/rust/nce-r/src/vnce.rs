@@ -1,0 +1,125 @@
+//! Binding of nce_core::vnce: variational NCE for the truncated Gaussian graphical model with
+//! missing values. No numerics here.
+
+use crate::convert::{guard, list_real, real_matrix, real_slice, to_r_matrix};
+use crate::run;
+use extendr_api::prelude::*;
+use nalgebra::DMatrix;
+use nce_core::optim::LbfgsControl;
+use nce_core::vnce::{self, param_names, TgmParams, TgmVnce, Terms};
+use nce_core::NceError;
+use std::sync::atomic::Ordering;
+
+type Res<T> = std::result::Result<T, NceError>;
+
+fn threads_of(threads: i32) -> Res<usize> {
+    if threads < 1 {
+        return Err(NceError::invalid("threads", format!("must be a positive integer, got {threads}")));
+    }
+    Ok(threads as usize)
+}
+
+/// A number from a list element given as double or integer.
+fn list_number(l: &List, name: &str, arg: &str) -> Res<f64> {
+    let v = list_real(l, name).map_err(|_| NceError::invalid(arg, format!("has no element `{name}`")))?;
+    v.as_real()
+        .or_else(|| v.as_integer().map(|i| i as f64))
+        .ok_or_else(|| NceError::invalid(arg, format!("`{name}` must be a single number")))
+}
+
+/// The VNCE problem from the R arguments (matrices column-major, NA for missing).
+fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64) -> Res<TgmVnce> {
+    let (xd, n, d) = real_matrix(x, "x")?;
+    let (yd, m, dy) = real_matrix(y, "y")?;
+    if dy != d {
+        return Err(NceError::invalid("y", format!("must have ncol(x) = {d} columns, got {dy}")));
+    }
+    let lpx = real_slice(lpx, "lpx")?;
+    let lpy = real_slice(lpy, "lpy")?;
+    if n_latent < 1 {
+        return Err(NceError::invalid("n_latent", format!("must be a positive integer, got {n_latent}")));
+    }
+    if !(seed.is_finite() && seed >= 0.0) {
+        return Err(NceError::invalid("seed", "must be a non-negative number"));
+    }
+    TgmVnce::new(xd, n, d, yd, m, lpx, lpy, n_latent as usize, seed as u64)
+}
+
+/// Parameters from list(K, c, mu, prec); `arg` names the list in errors.
+fn params_of(l: &List, d: usize, arg: &str) -> Res<TgmParams> {
+    let matrix = |name: &str| -> Res<DMatrix<f64>> {
+        let r = list_real(l, name).map_err(|_| NceError::invalid(arg, format!("has no element `{name}`")))?;
+        let (v, nr, nc) = real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, format!("`{name}` must be a double matrix")))?;
+        if nr != d || nc != d {
+            return Err(NceError::invalid(arg, format!("`{name}` must be {d} x {d}, got {nr} x {nc}")));
+        }
+        Ok(DMatrix::from_column_slice(d, d, v))
+    };
+    let k = matrix("K")?;
+    let prec = matrix("prec")?;
+    let c = list_number(l, "c", arg)?;
+    let mu_r = list_real(l, "mu").map_err(|_| NceError::invalid(arg, "has no element `mu`"))?;
+    let mu = real_slice(&mu_r, arg).map_err(|_| NceError::invalid(arg, "`mu` must be a double vector"))?;
+    if mu.len() != d {
+        return Err(NceError::invalid(arg, format!("`mu` must have length {d}, got {}", mu.len())));
+    }
+    TgmParams::from_precision(k, c, mu.to_vec(), &prec, arg)
+}
+
+fn control_of(control: &List) -> Res<LbfgsControl> {
+    let num = |name: &str| list_number(control, name, "control");
+    let ctrl = LbfgsControl { maxit: num("maxit")? as usize, gtol: num("gtol")?, ftol: num("ftol")?, memory: num("memory")? as usize };
+    if ctrl.maxit < 1 || ctrl.memory < 1 || !(ctrl.gtol >= 0.0) || !(ctrl.ftol >= 0.0) {
+        return Err(NceError::invalid("control", "maxit and memory must be at least 1, gtol and ftol non-negative"));
+    }
+    Ok(ctrl)
+}
+
+/// Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
+/// missing values (NA) as latent variables with a joint lognormal q (precision `prec` of log x).
+/// `y`: nu * nrow(x) noise rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise
+/// density of each row's observed coordinates.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_vnce_tgm(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, start: List, control: List, threads: i32) -> Robj {
+    guard(|| {
+        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let st = params_of(&start, pr.dim(), "start")?;
+        st.check_k_positive_definite("start")?;
+        let ctrl = control_of(&control)?;
+        let f = run::run(threads_of(threads)?, |stop| vnce::fit(&pr, &st, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+        Ok(list!(
+            K = to_r_matrix(&f.params.k),
+            c = f.params.c,
+            mu = f.params.mu.clone(),
+            prec = to_r_matrix(&f.precision),
+            objective = f.objective,
+            iterations = f.iterations as i32,
+            evaluations = f.evaluations as i32,
+            converged = f.converged,
+            message = f.message,
+            grad_norm = f.grad_norm
+        )
+        .into_robj())
+    })
+}
+
+/// The VNCE objective J (maximised) and its gradient in the packing order at `params`.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_vnce_tgm_objective(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, params: List, threads: i32) -> Robj {
+    guard(|| {
+        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let p = params_of(&params, pr.dim(), "params")?;
+        let (value, gradient) = run::run(threads_of(threads)?, |_| pr.evaluate(&p, Terms::Both))?;
+        Ok(list!(value = value, gradient = gradient, packing = param_names(pr.dim())).into_robj())
+    })
+}
+
+extendr_module! {
+    mod vnce;
+    fn nce_vnce_tgm;
+    fn nce_vnce_tgm_objective;
+}
