@@ -71,4 +71,10 @@ nce_bridge_solve <- function(r1, r2, ess, tol, maxit, threads) .Call(wrap__nce_b
 #' @noRd
 nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, threads)
 
+#' Values of `maps` (a list of double matrices) at the points (x, y): point k reads map
+#' which[k] (1-based). `window` is c(xmin, xmax, ymin, ymax).
+#' @keywords internal
+#' @noRd
+nce_bilinear <- function(maps, which, x, y, window) .Call(wrap__nce_bilinear, maps, which, x, y, window)
+
 

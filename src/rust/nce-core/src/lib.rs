@@ -19,5 +19,6 @@ pub mod reference;
 pub mod reml;
 pub mod rng;
 pub mod sandwich;
+pub mod spatial;
 
 pub use error::{NceError, Result};

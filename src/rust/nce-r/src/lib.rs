@@ -4,6 +4,7 @@
 mod bridge;
 mod convert;
 mod run;
+mod spatial;
 
 use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
 use extendr_api::prelude::*;
@@ -402,6 +403,7 @@ fn nce_debug_panic(msg: &str, worker: bool) -> Robj {
 extendr_module! {
     mod nce;
     use bridge;
+    use spatial;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
