@@ -11,7 +11,7 @@ export PATH := $(PATH):$(HOME)/.cargo/bin
 CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOTE_=false \
 	_R_CHECK_SYSTEM_CLOCK_=false NCE_SHARED_DATA=$(SHARED_DATA)
 
-.PHONY: all setup lock install wrappers document demo test cargo-test check tarball bench clean
+.PHONY: all setup lock install wrappers document demo test cargo-test check tarball bench bench-latkes clean
 
 all: install
 
@@ -60,6 +60,9 @@ test: setup cargo-test check
 
 bench: install
 	R_LIBS=$(R_LIB) Rscript bench/run.R
+
+bench-latkes: install
+	R_LIBS=$(R_LIB) Rscript bench/latkes.R
 
 clean:
 	rm -rf $(PKG).Rcheck $(TARBALL) $(R_LIB) src/*.o src/*.so src/rust/lib demo-out

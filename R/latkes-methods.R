@@ -19,8 +19,9 @@ print.latkes_fit <- function(x, ...) {
 #'
 #' `newdata` uses the fit's internal names: the fixation at time t in `x`, `y`,
 #' the previous one in `x_prev`, `y_prev` (and `x_prev2`, `y_prev2` for
-#' `order = 2`), plus any covariates of the formulas. The features (`dist`,
-#' `angle`, `radius`, ...) are computed from these.
+#' `order = 2`), plus any covariates of the formulas and, for a fit with maps
+#' per image, the `map_by` column. The features (`dist`, `angle`, `radius`,
+#' map values, ...) are computed from these.
 #'
 #' With `normalise = "grid"`, the log normaliser of each transition,
 #' \eqn{\log \int_W \exp\{f(u, y_{t-1})\}\,du}, is computed by the midpoint
@@ -97,7 +98,9 @@ grid_normaliser <- function(object, newdata, grid, gradient = FALSE) {
                        y = w[3] + (seq_len(ny) - 0.5) * (w[4] - w[3]) / ny)
   log_area <- log((w[2] - w[1]) * (w[4] - w[3]) / (nx * ny))
   prev <- paste0(rep(c("x", "y"), object$order), rep(c("_prev", paste0("_prev", seq_len(object$order))[-1]), each = 2))
-  cond <- setdiff(intersect(names(newdata), c(prev, all.vars(object$nce_formula))), c("x", "y", latkes_feature_names))
+  # Map features are looked up again at the cells; the image column that chooses them is carried.
+  cond <- setdiff(intersect(names(newdata), c(prev, all.vars(object$nce_formula), object[["map_by"]])),
+                  c("x", "y", latkes_feature_names, names(object[["maps"]])))
   key <- if (length(cond)) do.call(paste, c(unname(as.list(newdata[cond])), sep = "\r")) else rep("", nrow(newdata))
   first <- which(!duplicated(key))
   k <- kernel_columns(object)
@@ -193,7 +196,7 @@ kernel_eta <- function(object, nd, labels = NULL) {
 logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), ...) {
   trans <- if (is.null(newdata)) object$transitions else {
     prep <- latkes_prepare(newdata, object$coords[["x"]], object$coords[["y"]], object[["group_column"]], object$window,
-                           object$outside, object$order)
+                           object$outside, object$order, names(object[["maps"]]))
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
   }
   ld <- predict.latkes_fit(object, trans, type = "log_density", grid = grid)
@@ -369,6 +372,10 @@ draw_image <- function(fit, sm, n) {
   g1 <- seq(r1[1], r1[2], length.out = n)
   g2 <- seq(r2[1], r2[2], length.out = n)
   nd <- stats::setNames(expand.grid(g1, g2), sm$term)
+  if (!identical(sm$by, "NA")) { # a surface per level (e.g. per image): draw that level's
+    src <- if (sm$first.para > fit$row_setup$ncol) fit$transitions[[sm$by]] else fit$nce_frame[[sm$by]]
+    nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src)) else 1
+  }
   j <- sm$first.para:sm$last.para
   f <- matrix(drop(mgcv::PredictMat(sm, nd) %*% fit$coefficients[j]), n)
   graphics::image(g1, g2, f, xlab = sm$term[1], ylab = sm$term[2], col = grDevices::hcl.colors(30, "Blues 3", rev = TRUE),

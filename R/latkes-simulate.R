@@ -34,8 +34,16 @@
 #' @param n_trials Trials (independent sequences) per subject; the `n`
 #'   fixations are split evenly between them.
 #' @param grid Cells along x and y, see Resolution.
+#' @param maps `NULL`, or spatial covariates as in [latkes()]: a named list
+#'   whose elements are matrices over the window or named lists of them (one
+#'   per image). `kernel` may then hold a function of each map's value, e.g.
+#'   `saliency = function(v) 2 * v`, a state term of the kernel.
+#' @param images With maps per image: the image of each trial (recycled over
+#'   the trials of each subject); by default the trials cycle through the
+#'   names of the first list of maps.
 #' @return Data frame with columns `subject`, `trial`, `fixation` (index
-#'   within the trial), `x`, `y`; attributes `window` and `grid`.
+#'   within the trial), `x`, `y` (and `image` with maps per image);
+#'   attributes `window` and `grid`.
 #' @examples
 #' set.seed(1)
 #' k <- list(radius = function(r) -r / 200, dist = function(d) -d / 100,
@@ -43,7 +51,8 @@
 #' d <- rlatkes(2000, k, window = c(0, 1024, 0, 768), n_subjects = 2, n_trials = 4)
 #' head(d)
 #' @export
-rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_trials = 1, grid = c(256, 192)) {
+rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_trials = 1, grid = c(256, 192),
+                    maps = NULL, images = NULL) {
   whole <- function(v, name, min = 1) {
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < min || v != round(v)) {
       nce_abort(sprintf("`%s` must be a whole number of at least %d", name, min), "input")
@@ -55,29 +64,58 @@ rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_tr
   n <- whole(n, "n", n_trials)
   check_window(window)
   check_grid(grid)
-  kernels <- if (is_kernel_list(kernel)) rep(list(kernel), n_subjects) else kernel
-  if (!is.list(kernels) || length(kernels) != n_subjects || !all(vapply(kernels, is_kernel_list, TRUE))) {
-    nce_abort(paste("`kernel` must be a named list of functions (radius, dist, angle, x, y, xy)",
+  mp <- latkes_maps(maps, if (any(vapply(maps, function(m) is.list(m) && !is.data.frame(m), TRUE))) "image")
+  kernels <- if (is_kernel_list(kernel, names(mp))) rep(list(kernel), n_subjects) else kernel
+  if (!is.list(kernels) || length(kernels) != n_subjects || !all(vapply(kernels, is_kernel_list, TRUE, names(mp)))) {
+    nce_abort(paste("`kernel` must be a named list of functions (radius, dist, angle, x, y, xy, or the names of `maps`)",
                     "or a list of such lists, one per subject"), "input")
+  }
+  per_image <- Filter(function(m) m$per_image, mp)
+  ids <- if (length(per_image)) {
+    if (is.null(images)) images <- names(per_image[[1]]$mats)
+    if (!is.character(images) || !length(images) || anyNA(images)) nce_abort("`images` must be image ids (character)", "input")
+    ids <- rep_len(images, n_trials)
+    for (nm in names(per_image)) map_index(per_image[[nm]], nm, ids, "images")
+    ids
+  } else {
+    if (!is.null(images)) nce_abort("`images` is given but `maps` holds no lists of maps per image", "input")
+    rep("", n_trials)
   }
   len <- diff(round(seq(0, n, length.out = n_trials + 1L)))
   centre <- c(mean(window[1:2]), mean(window[3:4]))
   out <- lapply(seq_len(n_subjects), function(s) {
     k <- kernels[[s]]
     term <- function(name, ...) if (is.null(k[[name]])) numeric(length(..1)) else check_values(k[[name]](...), name, length(..1))
-    tab <- lattice_tables(window, grid,
-      state = function(x, y) term("radius", sqrt((x - centre[1])^2 + (y - centre[2])^2)) + term("x", x) + term("y", y) +
-        term("xy", x, y),
-      offset = function(dx, dy) term("dist", sqrt(dx^2 + dy^2)) + term("angle", wrap_angle(atan2(dy, dx))))
-    xy <- run_lattice(tab, window, grid, rep(NA_real_, n_trials), rep(NA_real_, n_trials), len - 1L)
-    data.frame(subject = s, trial = rep(seq_len(n_trials), len), fixation = sequence(len), x = xy$x, y = xy$y)
+    offset <- function(dx, dy) term("dist", sqrt(dx^2 + dy^2)) + term("angle", wrap_angle(atan2(dy, dx)))
+    # One table per image: the map terms are state terms.
+    xy <- vector("list", n_trials)
+    for (id in unique(ids)) {
+      state <- function(x, y) {
+        v <- term("radius", sqrt((x - centre[1])^2 + (y - centre[2])^2)) + term("x", x) + term("y", y) + term("xy", x, y)
+        if (length(mp)) {
+          cells <- add_map_features(data.frame(x = x, y = y, image = rep(id, length(x))), mp, "image", window)
+          for (nm in names(mp)) v <- v + term(nm, cells[[nm]])
+        }
+        v
+      }
+      tr <- which(ids == id)
+      run <- run_lattice(lattice_tables(window, grid, state, offset), window, grid, rep(NA_real_, length(tr)),
+                         rep(NA_real_, length(tr)), len[tr] - 1L)
+      xy[tr] <- split(data.frame(x = run$x, y = run$y), rep(seq_along(tr), len[tr]))
+    }
+    xy <- do.call(rbind, xy)
+    out <- data.frame(subject = s, trial = rep(seq_len(n_trials), len), fixation = sequence(len), x = xy$x, y = xy$y)
+    if (length(per_image)) out$image <- rep(ids, len)
+    out
   })
-  structure(do.call(rbind, out), window = window, grid = grid)
+  out <- do.call(rbind, out)
+  rownames(out) <- NULL
+  structure(out, window = window, grid = grid)
 }
 
-is_kernel_list <- function(k) {
-  is.list(k) && length(k) > 0L && !is.null(names(k)) && all(names(k) %in% c("radius", "dist", "angle", "x", "y", "xy")) &&
-    all(vapply(k, is.function, TRUE))
+is_kernel_list <- function(k, map_names = NULL) {
+  is.list(k) && length(k) > 0L && !is.null(names(k)) &&
+    all(names(k) %in% c("radius", "dist", "angle", "x", "y", "xy", map_names)) && all(vapply(k, is.function, TRUE))
 }
 
 check_values <- function(v, name, n) {
@@ -131,7 +169,8 @@ run_lattice <- function(tab, window, grid, start_x, start_y, steps) {
 #' `method = "grid"` runs the chains in Rust on the fitted kernel tabulated on
 #' `grid` cells over the window, exactly as [rlatkes()] does (exact up to that
 #' resolution); it needs a first-order kernel whose terms each depend either
-#' on the fixation (`x`, `y`, `radius`) or on the saccade (`dist`, `angle`).
+#' on the fixation (`x`, `y`, `radius`, maps) or on the saccade (`dist`,
+#' `angle`). With maps per image, each sequence uses the map of its image.
 #' `method = "sir"` uses [simulate.snce_fit()] (sampling-importance-resampling
 #' from uniform candidates, approximate, any kernel). `"auto"` takes `"grid"`
 #' when it applies.
@@ -165,16 +204,30 @@ simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto"
   on.exit(restore_seed(old))
   w <- object$window
   centre <- c(mean(w[1:2]), mean(w[3:4]))
-  tab <- lattice_tables(w, grid,
-    state = function(x, y) kernel_eta(object, object$features(data.frame(x = x, y = y, x_prev = x, y_prev = y)), parts$state),
-    offset = function(dx, dy) kernel_eta(object, object$features(data.frame(x = centre[1] + dx, y = centre[2] + dy,
-                                                     x_prev = centre[1], y_prev = centre[2])), parts$offset))
   trans <- object$transitions
   seqs <- split(seq_len(nrow(trans)), factor(trans$.sequence, levels = unique(trans$.sequence)))
   first <- vapply(seqs, `[`, 1L, 1L)
   chains <- rep(seq_along(seqs), times = nsim)
-  xy <- run_lattice(tab, w, grid, trans$x_prev[first][chains], trans$y_prev[first][chains], lengths(seqs)[chains])
-  len <- lengths(seqs)[chains] + 1L
+  # With maps per image, one state table per image (the image of each sequence's first row).
+  map_by <- object[["map_by"]]
+  image <- if (is.null(map_by)) rep("", length(seqs)) else as.character(trans[[map_by]][first])
+  steps <- lengths(seqs)[chains]
+  xy <- vector("list", length(chains))
+  for (id in unique(image)) {
+    rows <- function(x, y, x_prev, y_prev) {
+      nd <- data.frame(x = x, y = y, x_prev = x_prev, y_prev = y_prev)
+      if (!is.null(map_by)) nd[[map_by]] <- rep(id, length(x))
+      object$features(nd)
+    }
+    state <- function(x, y) kernel_eta(object, rows(x, y, x, y), parts$state)
+    offset <- function(dx, dy) kernel_eta(object, rows(centre[1] + dx, centre[2] + dy, centre[1], centre[2]), parts$offset)
+    ch <- which(image[chains] == id)
+    run <- run_lattice(lattice_tables(w, grid, state, offset), w, grid, trans$x_prev[first][chains[ch]],
+                       trans$y_prev[first][chains[ch]], steps[ch])
+    xy[ch] <- split(data.frame(x = run$x, y = run$y), rep(seq_along(ch), steps[ch] + 1L))
+  }
+  xy <- do.call(rbind, xy)
+  len <- steps + 1L
   data.frame(x = xy$x, y = xy$y, .sequence = rep(names(seqs)[chains], len), .step = sequence(len) - 1L,
              .sim = rep((seq_along(chains) - 1L) %/% length(seqs) + 1L, len), stringsAsFactors = FALSE)
 }
@@ -193,7 +246,7 @@ kernel_parts <- function(object) {
   state <- offset <- character()
   for (lab in labels) {
     v <- vars_of(lab)
-    if (all(v %in% c("x", "y", "radius"))) state <- c(state, lab)
+    if (all(v %in% c("x", "y", "radius", names(object[["maps"]])))) state <- c(state, lab)
     else if (all(v %in% c("dist", "angle"))) offset <- c(offset, lab)
     else return(NULL)
   }

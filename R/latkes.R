@@ -26,6 +26,29 @@
 #'
 #'   Other columns of `data` may appear in the formulas, taken at time t.
 #'
+#' @section Spatial covariates: `maps = list(saliency = M)` adds a feature
+#'   `saliency`, the value of the map at each fixation and reference point,
+#'   usable in the kernel like the built-in ones (`~ s(dist) + saliency` for a
+#'   linear effect \eqn{\beta v(y_t)}, or `s(saliency)`). `M` is a numeric
+#'   matrix, or a named list of matrices (one per stimulus) chosen per row by
+#'   the column `map_by` of `data` (its values must be names of the list).
+#'   Several maps may be given, each with its own name.
+#'
+#'   Convention: the window is cut into `nrow(M)` x `ncol(M)` equal cells and
+#'   `M[i, j]` is the value at the centre of the cell in row `i` and column
+#'   `j`, rows counted along y from the window's lower bound `window[3]` (row 1
+#'   at the top of a screen whose y axis grows downwards, as in an image) and
+#'   columns along x from `window[1]`. Between cell centres the value is
+#'   interpolated bilinearly (in Rust); in the half cell along the edges it is
+#'   constant. Maps need not match the window's aspect ratio or resolution.
+#'   An array from `png::readPNG()` is accepted as it is (`h x w`, or
+#'   `h x w x channels`, turned into luminance \eqn{0.2126 R + 0.7152 G +
+#'   0.0722 B}). Missing values in a map are an error.
+#'
+#'   `predict()`, `logLik()` and `simulate()` look the maps up again, so new
+#'   data must carry the `map_by` column; [rlatkes()] simulates from kernels
+#'   with map terms.
+#'
 #' @section Input care:
 #'   - Fixations outside `window` lie outside the model's support.
 #'     With `outside = "drop"` (default) they are removed with a warning of
@@ -61,12 +84,22 @@
 #'   the previous fixation(s); `NULL` gives `~ s(x_prev, y_prev)` for
 #'   `order = 1` and `~ s(x_prev, y_prev) + s(angle_prev, bs = "cc")` for
 #'   `order = 2` (the normaliser then depends on the previous direction).
+#'   With maps per image (see Spatial covariates) the normaliser also depends
+#'   on the image, and the default becomes one surface per image,
+#'   `~ s(x_prev, y_prev, by = <map_by>) + <map_by>` (the `map_by` column is
+#'   made a factor); with many images and few fixations each, consider a
+#'   smaller `k` in your own intercept formula.
 #'   `"transition"` and `"none"` as for [snce()].
 #' @param order Order of the chain (1 or 2).
 #' @param outside `"drop"` or `"error"`: what to do with fixations outside
 #'   `window`.
 #' @param by `NULL`, or the name of a column (e.g. `"subject"`): fit one model
 #'   per level and return a [latkes_collection][latkes_collection].
+#' @param maps `NULL`, or a named list of spatial covariates: each a numeric
+#'   matrix (or image array) over the window, or a named list of them, one per
+#'   image; see Spatial covariates.
+#' @param map_by Name of the column of `data` whose values choose the map of
+#'   each fixation when `maps` holds lists of maps per image.
 #' @param ... Further arguments of [snce()]: `cluster`, `knots` (merged with
 #'   the cyclic knots of the angles), `sp`, `time`, `control`.
 #' @return An object of class `latkes_fit` (also `snce_fit`, `nce_fit`), or a
@@ -85,20 +118,37 @@
 #' fit <- latkes(d, group = "trial", window = c(0, 1024, 0, 768), ratio = 10)
 #' summary(fit)
 #' plot(fit)
+#'
+#' # A saliency map per image: fixations are drawn to bright parts of the image shown.
+#' left <- matrix(rep(c(1, 0), each = 12), 6, 8)   # bright left half (columns 1-4)
+#' maps <- list(saliency = list(left = left, right = left[, 8:1]))
+#' d <- rlatkes(600, kernel = list(dist = function(d) -d / 150, saliency = function(v) 1.5 * v),
+#'              window = c(0, 1024, 0, 768), n_trials = 4, maps = maps)
+#' fit <- latkes(d, group = "trial", window = c(0, 1024, 0, 768), ratio = 10,
+#'               kernel = ~ s(dist, bs = "cr") + saliency, maps = maps, map_by = "image")
+#' summary(fit)
 #' @export
 latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 20,
                    kernel = ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16),
                    intercept = NULL, order = 1,
-                   outside = c("drop", "error"), by = NULL, ...) {
+                   outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, ...) {
   cl <- match.call()
   outside <- match.arg(outside)
   if (!is.null(by)) return(latkes_by(cl, data, by, parent.frame()))
   if (!is.numeric(order) || length(order) != 1L || !order %in% 1:2) {
     nce_abort("`order` must be 1 or 2", "input")
   }
-  prep <- latkes_prepare(data, x, y, group, window, outside, order)
+  mp <- latkes_maps(maps, map_by, data)
+  prep <- latkes_prepare(data, x, y, group, window, outside, order, names(mp))
   if (is.null(intercept)) {
     intercept <- if (order == 1) ~ s(x_prev, y_prev) else ~ s(x_prev, y_prev) + s(angle_prev, bs = "cc")
+    # With maps per image the normaliser depends on the image: one surface per image.
+    if (any(vapply(mp, `[[`, TRUE, "per_image")) && length(unique(prep$data[[map_by]])) > 1L) {
+      prep$data[[map_by]] <- factor(prep$data[[map_by]])
+      b <- as.name(map_by)
+      intercept <- if (order == 1) eval(substitute(~ s(x_prev, y_prev, by = B) + B, list(B = b))) else
+        eval(substitute(~ s(x_prev, y_prev, by = B) + B + s(angle_prev, bs = "cc"), list(B = b)))
+    }
   }
   dots <- list(...)
   bad <- setdiff(names(dots), c("cluster", "knots", "sp", "time", "control"))
@@ -111,12 +161,14 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                   group = ".sequence_id", order = order, time = dots$time,
                   cluster = match.arg(dots$cluster, c("transition", "sequence")), knots = knots, sp = dots$sp,
                   control = if (is.null(dots$control)) nce_control() else dots$control, call = cl,
-                  features = latkes_features(c(mean(w[1:2]), mean(w[3:4]))))
+                  features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w))
   fit$window <- w
   fit$coords <- c(x = x, y = y)
   fit["group_column"] <- list(group) # may be NULL; `$group` would also match group_setup
   fit$outside <- outside
   fit$dropped <- prep$dropped
+  fit["maps"] <- list(mp)
+  fit["map_by"] <- list(map_by)
   class(fit) <- c("latkes_fit", class(fit))
   fit
 }
@@ -129,12 +181,18 @@ wrap_angle <- function(a) a - 2 * pi * ceiling((a - pi) / (2 * pi))
 latkes_feature_names <- c("dist", "angle", "radius", "dist_prev", "angle_prev", "rel_angle")
 
 # The feature hook stored on the fit: adds the features whose inputs `d` has. Built here so
-# that the closure holds the window centre only.
-latkes_features <- function(centre) {
+# that the closure holds the window centre and the maps only.
+latkes_features <- function(centre, maps = NULL, map_by = NULL, window = NULL) {
   force(centre)
+  force(maps)
+  force(map_by)
+  force(window)
   function(d) {
     has <- function(v) all(v %in% names(d))
-    if (has(c("x", "y"))) d$radius <- sqrt((d$x - centre[1])^2 + (d$y - centre[2])^2)
+    if (has(c("x", "y"))) {
+      d$radius <- sqrt((d$x - centre[1])^2 + (d$y - centre[2])^2)
+      if (length(maps)) d <- add_map_features(d, maps, map_by, window)
+    }
     saccade <- function(x1, y1, x0, y0) {
       dx <- x1 - x0
       dy <- y1 - y0
@@ -161,7 +219,7 @@ latkes_features <- function(centre) {
 
 # Checks the fixations and returns them with columns x, y and .sequence_id (the sequence,
 # split where fixations outside the window were dropped), and what was dropped.
-latkes_prepare <- function(data, x, y, group, window, outside, order) {
+latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL) {
   if (!is.data.frame(data) || nrow(data) == 0L) nce_abort("`data` must be a data frame with rows", "input")
   for (a in list(x = x, y = y)) {
     if (!is.character(a) || length(a) != 1L || !a %in% names(data)) {
@@ -169,7 +227,7 @@ latkes_prepare <- function(data, x, y, group, window, outside, order) {
     }
   }
   if (!is.numeric(data[[x]]) || !is.numeric(data[[y]])) nce_abort("the coordinate columns must be numeric", "input")
-  clash <- c(intersect(names(data), latkes_feature_names),
+  clash <- c(intersect(names(data), c(latkes_feature_names, map_names)),
              setdiff(intersect(names(data), c("x", "y")), c(x, y)))
   if (length(clash)) {
     nce_abort(sprintf("`data` has column(s) %s, names latkes() gives to features or coordinates: rename them",

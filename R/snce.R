@@ -144,7 +144,7 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   }
   u <- kernel_draw(reference, prev_state, ratio)
   of <- rep(seq_len(nt), each = ratio)
-  refs <- trans[of, , drop = FALSE]
+  refs <- take_rows(trans, of)
   refs[vars] <- u[vars]
   lq_ref <- kernel_logq(reference, refs[vars], prev_state[of, , drop = FALSE])
   if (any(lq_ref == -Inf)) nce_abort("the reference kernel's log density is -Inf at some of its own draws", "reference")
@@ -158,6 +158,14 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   rows$.transition <- c(seq_len(nt), of)
   rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
   list(rows = rows, trans = trans, ratio = ratio, order = order)
+}
+
+# Rows `i` of a data frame, without the unique row names `[.data.frame` builds (costly on the
+# ~40,000 reference rows).
+take_rows <- function(df, i) {
+  out <- lapply(df, function(v) if (length(dim(v)) == 2L) v[i, , drop = FALSE] else v[i])
+  attributes(out) <- list(names = names(df), class = class(df), row.names = .set_row_names(length(i)))
+  out
 }
 
 # The observed transitions of each sequence: rows at time t with the `_prev` columns of the

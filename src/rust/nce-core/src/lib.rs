@@ -24,5 +24,6 @@ pub mod sandwich;
 pub mod tgm_sim;
 pub mod truncnorm;
 pub mod vnce;
+pub mod spatial;
 
 pub use error::{NceError, Result};

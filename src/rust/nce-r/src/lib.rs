@@ -6,6 +6,7 @@ mod convert;
 mod run;
 mod vnce_tools;
 mod vnce;
+mod spatial;
 
 use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
 use extendr_api::prelude::*;
@@ -406,6 +407,7 @@ extendr_module! {
     use bridge;
     use vnce_tools;
     use vnce;
+    use spatial;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
