@@ -71,6 +71,44 @@ nce_bridge_solve <- function(r1, r2, ess, tol, maxit, threads) .Call(wrap__nce_b
 #' @noRd
 nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, threads)
 
+#' MLE of the parent normal of data truncated to (lower, inf): list(mean, sd, loglik, converged).
+#' @keywords internal
+#' @noRd
+nce_truncnorm_fit <- function(x, lower) .Call(wrap__nce_truncnorm_fit, x, lower)
+
+#' n x d matrix, column j drawn from N(mean[j], sd[j]^2) truncated to (lower, inf), stream j.
+#' @keywords internal
+#' @noRd
+nce_truncnorm_sample <- function(n, mean, sd, lower, seed, threads) .Call(wrap__nce_truncnorm_sample, n, mean, sd, lower, seed, threads)
+
+#' Row sums over non-NA entries of log truncated normal densities, column j with (mean[j], sd[j]).
+#' @keywords internal
+#' @noRd
+nce_truncnorm_log_density <- function(x, mean, sd, lower) .Call(wrap__nce_truncnorm_log_density, x, mean, sd, lower)
+
+#' n x d draws from the truncated Gaussian graphical model by Gibbs sampling.
+#' @keywords internal
+#' @noRd
+nce_rtgm <- function(n, k, mean, burnin, thin, chains, start, seed, threads) .Call(wrap__nce_rtgm, n, k, mean, burnin, thin, chains, start, seed, threads)
+
+#' Fit the unnormalised mixture of Gaussians by joint VNCE, NCE or the VNCE EM algorithm.
+#' @keywords internal
+#' @noRd
+nce_vnce_mog <- function(x, y, sigma1, noise_mean, noise_sd, method, start, control, threads) .Call(wrap__nce_vnce_mog, x, y, sigma1, noise_mean, noise_sd, method, start, control, threads)
+
+#' Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
+#' missing values (NA) as latent variables with a joint lognormal q (precision `prec` of log x).
+#' `y`: nu * nrow(x) noise rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise
+#' density of each row's observed coordinates.
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads) .Call(wrap__nce_vnce_tgm, x, y, lpx, lpy, n_latent, seed, start, control, threads)
+
+#' The VNCE objective J (maximised) and its gradient in the packing order at `params`.
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm_objective <- function(x, y, lpx, lpy, n_latent, seed, params, threads) .Call(wrap__nce_vnce_tgm_objective, x, y, lpx, lpy, n_latent, seed, params, threads)
+
 #' Values of `maps` (a list of double matrices) at the points (x, y): point k reads map
 #' which[k] (1-based). `window` is c(xmin, xmax, ymin, ymax).
 #' @keywords internal
