@@ -53,4 +53,3 @@ tab <- do.call(rbind, lapply(split(res, list(res$missing, res$graph), drop = TRU
 rownames(tab) <- NULL
 cat("\nMedian AUC [interquartile range] over data sets:\n")
 print(tab, right = FALSE)
-saveRDS(res, file.path(tempdir(), "vnce-bench.rds"))
