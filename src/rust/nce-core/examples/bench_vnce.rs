@@ -8,7 +8,7 @@ mod tgm_gibbs;
 use nalgebra::DMatrix;
 use nce_core::design::with_threads;
 use nce_core::optim::{LbfgsControl, Objective};
-use nce_core::vnce::{fit, TgmParams, TgmVnce};
+use nce_core::vnce::{fit, fit_ghk, TgmParams, TgmVnce};
 use std::time::Instant;
 
 fn main() {
@@ -71,6 +71,26 @@ fn main() {
         let k01: Vec<f64> = (0..d - 1).map(|j| f.params.k[(j, j + 1)]).collect();
         if threads == 2 {
             println!("fitted diag(K) {:.2?}\nfitted K[j, j+1] {:.2?} (truth 0.3)", kd, k01);
+        }
+    }
+    for threads in [1, 2] {
+        let t0 = Instant::now();
+        let f = with_threads(threads, || fit_ghk(&pr, &DMatrix::identity(d, d), 0.0, &LbfgsControl::default(), &mut || false).unwrap())
+            .unwrap();
+        println!(
+            "GHK family, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}",
+            t0.elapsed().as_secs_f64(),
+            f.iterations,
+            f.evaluations,
+            f.converged,
+            f.message,
+            f.objective
+        );
+        if threads == 2 {
+            let kd: Vec<f64> = (0..d).map(|j| f.k[(j, j)]).collect();
+            let k01: Vec<f64> = (0..d - 1).map(|j| f.k[(j, j + 1)]).collect();
+            let k02: Vec<f64> = (0..d - 2).map(|j| f.k[(j, j + 2)]).collect();
+            println!("fitted diag(K) {:.2?}\nfitted K[j, j+1] {:.2?} (truth 0.3)\nfitted K[j, j+2] {:.2?} (truth -0.2)", kd, k01, k02);
         }
     }
 }

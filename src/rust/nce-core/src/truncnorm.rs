@@ -67,6 +67,49 @@ pub fn log_upper_tail(a: f64) -> f64 {
     }
 }
 
+/// log Phi(x), Phi the standard normal distribution function (accurate in both tails).
+pub fn log_cdf(x: f64) -> f64 {
+    log_upper_tail(-x)
+}
+
+/// The standard normal quantile of exp(lp): x with log Phi(x) = lp, for lp < 0 (given as a log so
+/// that far-tail probabilities below the smallest double still invert). A start from statrs'
+/// inverse, or in the far lower tail the asymptote polished by Newton steps on the concave log Phi.
+pub fn quantile_log(lp: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    if lp.is_nan() || lp >= 0.0 {
+        return if lp == 0.0 { f64::INFINITY } else { f64::NAN };
+    }
+    if lp == f64::NEG_INFINITY {
+        return f64::NEG_INFINITY;
+    }
+    let std = Normal::standard();
+    // statrs' inverse (Boost's erf_inv rational approximations) is accurate to ~1e-15 away from
+    // the far lower tail; only there the Newton steps on log Phi are needed.
+    if lp > -1e-8 {
+        return -std.inverse_cdf(-lp.exp_m1());
+    } else if lp > -600.0 {
+        return std.inverse_cdf(lp.exp());
+    }
+    let mut x = {
+        // log Phi(x) ~ -x^2/2 - log(-x) - log(2 pi)/2 as x -> -inf.
+        let t = -2.0 * lp;
+        -(t - t.ln() - (2.0 * std::f64::consts::PI).ln()).sqrt()
+    };
+    for _ in 0..50 {
+        let lc = log_cdf(x);
+        let step = (lc - lp) / (log_phi(x) - lc).exp();
+        if !step.is_finite() {
+            break;
+        }
+        x -= step;
+        if step.abs() <= 1e-14 * (1.0 + x.abs()) {
+            break;
+        }
+    }
+    x
+}
+
 /// Hazard phi(a) / Q(a) (inverse Mills ratio); 0 at a = -inf.
 pub fn hazard(a: f64) -> f64 {
     if a == f64::NEG_INFINITY {
@@ -285,6 +328,17 @@ mod tests {
             s += w * log_density(lower + i as f64 * h, mean, sd, lower).unwrap().exp();
         }
         s * h / 3.0
+    }
+
+    #[test]
+    fn quantile_log_inverts_log_cdf_in_both_tails() {
+        for &x in &[-40.0, -8.0, -3.0, -1.0, 0.0, 0.5, 2.0, 5.0, 8.0] {
+            let y = quantile_log(log_cdf(x));
+            assert!((y - x).abs() < 1e-9 * (1.0 + x.abs()), "{x} -> {y}");
+        }
+        // R: qnorm(-1000, log.p = TRUE) = -44.6157477319666
+        assert!((quantile_log(-1000.0) + 44.615_747_731_966_6).abs() < 1e-9, "{}", quantile_log(-1000.0));
+        assert!((quantile_log(0.5f64.ln())).abs() < 1e-14);
     }
 
     #[test]

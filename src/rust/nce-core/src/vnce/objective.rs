@@ -41,6 +41,44 @@ fn sigmoid(a: f64) -> f64 {
     }
 }
 
+/// A row's contribution to J from the values h_s = l(x_s) - log q(z_s) of its S draws (data rows:
+/// the average of log sigmoid(h_s - off); noise rows: log sigmoid(-(b - off)) with b the log of
+/// the importance-sampling estimate of phi), with h overwritten by the weights dJ/dh_s.
+pub(super) fn draw_weights(h: &mut [f64], noise: bool, off: f64) -> f64 {
+    let s_n = h.len();
+    if noise {
+        let hmax = h.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let se: f64 = h.iter().map(|v| (v - hmax).exp()).sum();
+        let b = hmax + se.ln() - (s_n as f64).ln();
+        let g = -sigmoid(b - off);
+        for v in h.iter_mut() {
+            *v = g * (*v - hmax).exp() / se;
+        }
+        log_sigmoid(-(b - off))
+    } else {
+        let inv_s = 1.0 / s_n as f64;
+        let mut value = 0.0;
+        for v in h.iter_mut() {
+            let a = *v - off;
+            value += inv_s * log_sigmoid(a);
+            *v = inv_s * sigmoid(-a);
+        }
+        value
+    }
+}
+
+/// Gradient wrt the packed theta = (K upper triangle row by row, c) from the sums of w x x'
+/// (upper triangle of `xx`) and of w, scaled by `sc`.
+pub(super) fn theta_grad(d: usize, xx: &[f64], wsum: f64, sc: f64, g: &mut Vec<f64>) {
+    for j in 0..d {
+        g.push(-0.5 * xx[j * d + j] * sc);
+        for k in j + 1..d {
+            g.push(-xx[j * d + k] * sc);
+        }
+    }
+    g.push(-wsum * sc);
+}
+
 /// Parameters laid out flat (row-major) for the inner loops.
 struct Flat {
     d: usize,
@@ -62,21 +100,21 @@ impl Flat {
 
 /// Per-chunk sums: objective, weighted x x' (upper triangle), sum of weights (for c), and the
 /// gradients wrt mu, Lambda (Gbar) and the sum of ebar eps' (lower triangle).
-struct Acc {
-    value: f64,
-    xx: Vec<f64>,
-    wsum: f64,
+pub(super) struct Acc {
+    pub(super) value: f64,
+    pub(super) xx: Vec<f64>,
+    pub(super) wsum: f64,
     gmu: Vec<f64>,
     gbar: Vec<f64>,
     ee: Vec<f64>,
 }
 
 impl Acc {
-    fn new(d: usize) -> Self {
+    pub(super) fn new(d: usize) -> Self {
         Acc { value: 0.0, xx: vec![0.0; d * d], wsum: 0.0, gmu: vec![0.0; d], gbar: vec![0.0; d * d], ee: vec![0.0; d * d] }
     }
 
-    fn add(&mut self, o: &Acc) {
+    pub(super) fn add(&mut self, o: &Acc) {
         self.value += o.value;
         self.wsum += o.wsum;
         for (a, b) in [(&mut self.xx, &o.xx), (&mut self.gmu, &o.gmu), (&mut self.gbar, &o.gbar), (&mut self.ee, &o.ee)] {
@@ -88,7 +126,7 @@ impl Acc {
 
     /// x x' weighted by w (upper triangle) and w into the sum for c.
     #[inline]
-    fn add_theta(&mut self, d: usize, x: &[f64], w: f64) {
+    pub(super) fn add_theta(&mut self, d: usize, x: &[f64], w: f64) {
         self.wsum += w;
         for j in 0..d {
             let wx = w * x[j];
@@ -124,7 +162,7 @@ fn log_phi(f: &Flat, x: &[f64], kx: &mut [f64]) -> f64 {
 }
 
 /// In-place Cholesky of a p x p row-major SPD matrix (lower factor); false if not PD.
-fn cholesky(a: &mut [f64], p: usize) -> bool {
+pub(super) fn cholesky(a: &mut [f64], p: usize) -> bool {
     for j in 0..p {
         let mut s = a[j * p + j];
         for k in 0..j {
@@ -147,7 +185,7 @@ fn cholesky(a: &mut [f64], p: usize) -> bool {
 }
 
 /// Inverse of L L' (L lower, row-major) into `inv`, using `w` (p * p) as scratch for L^{-1}.
-fn chol_inverse(l: &[f64], p: usize, w: &mut [f64], inv: &mut [f64]) {
+pub(super) fn chol_inverse(l: &[f64], p: usize, w: &mut [f64], inv: &mut [f64]) {
     // w = L^{-1} (lower), by forward substitution column by column.
     for v in w.iter_mut() {
         *v = 0.0;
@@ -336,24 +374,7 @@ impl TgmVnce {
             sc.h[s] = l - (logq_const - 0.5 * quad) + usum;
         }
         // Upstream weights dJ/dh per draw, written into h's place.
-        let h = &mut sc.h[..s_n];
-        if row.noise {
-            let hmax = h.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let se: f64 = h.iter().map(|v| (v - hmax).exp()).sum();
-            let b = hmax + se.ln() - (s_n as f64).ln();
-            acc.value += log_sigmoid(-(b - off));
-            let g = -sigmoid(b - off);
-            for v in h.iter_mut() {
-                *v = g * (*v - hmax).exp() / se;
-            }
-        } else {
-            let inv_s = 1.0 / s_n as f64;
-            for v in h.iter_mut() {
-                let a = *v - off;
-                acc.value += inv_s * log_sigmoid(a);
-                *v = inv_s * sigmoid(-a);
-            }
-        }
+        acc.value += draw_weights(&mut sc.h[..s_n], row.noise, off);
         // Accumulate the gradient.
         for v in sc.vsum[..p].iter_mut() {
             *v = 0.0;
@@ -429,13 +450,7 @@ impl TgmVnce {
         let d = self.d;
         let sc = 1.0 / self.n as f64;
         let mut g = Vec::with_capacity(n_params(d));
-        for j in 0..d {
-            g.push(-0.5 * tot.xx[j * d + j] * sc);
-            for k in j + 1..d {
-                g.push(-tot.xx[j * d + k] * sc);
-            }
-        }
-        g.push(-tot.wsum * sc);
+        theta_grad(d, &tot.xx, tot.wsum, sc, &mut g);
         g.extend(tot.gmu.iter().map(|v| v * sc));
         // grad_T = lower((Gbar + Gbar') T) + sum ebar eps'.
         let mut gt = vec![0.0; d * d];

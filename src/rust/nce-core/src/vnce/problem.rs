@@ -4,6 +4,7 @@
 
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
+use crate::truncnorm::log_cdf;
 use rand_distr::{Distribution, StandardNormal};
 
 /// One data or noise row.
@@ -19,6 +20,9 @@ pub(crate) struct Row {
     pub noise: bool,
     /// S base draws eps_s ~ N(0, I_d), draw-major (s * d + j); empty when nothing is missing.
     pub eps: Vec<f64>,
+    /// log Phi of the first |mis| base draws of each block (the GHK family's uniforms, in log
+    /// space), draw-major (s * |mis| + j).
+    pub log_u: Vec<f64>,
 }
 
 /// A VNCE problem: n data rows, nu * n noise rows, S latent draws per row with missing values.
@@ -100,7 +104,7 @@ impl TgmVnce {
                     ));
                 }
                 let log_x = vals.iter().map(|v| v.ln()).collect();
-                rows.push(Row { x: vals, log_x, obs, mis, lp: lp[i], noise, eps: Vec::new() });
+                rows.push(Row { x: vals, log_x, obs, mis, lp: lp[i], noise, eps: Vec::new(), log_u: Vec::new() });
             }
         }
         // Base draws, one stream per row (data rows 0..n, noise rows n..n+m).
@@ -108,6 +112,8 @@ impl TgmVnce {
             if !row.mis.is_empty() {
                 let mut rng = stream_rng(seed, r as u64);
                 row.eps = (0..n_latent * d).map(|_| StandardNormal.sample(&mut rng)).collect();
+                let p = row.mis.len();
+                row.log_u = (0..n_latent * p).map(|i| log_cdf(row.eps[(i / p) * d + i % p])).collect();
             }
         }
         Ok(TgmVnce { d, n, n_noise: m, log_nu: ((m / n) as f64).ln(), s: n_latent, rows })
