@@ -109,6 +109,23 @@ nce_vnce_tgm <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads
 #' @noRd
 nce_vnce_tgm_objective <- function(x, y, lpx, lpy, n_latent, seed, params, threads) .Call(wrap__nce_vnce_tgm_objective, x, y, lpx, lpy, n_latent, seed, params, threads)
 
+#' Fit the truncated Gaussian graphical model by VNCE with the GHK family (q = the model's own
+#' truncated-normal posterior of the missing values through the GHK simulator). `start`: list(K, c).
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm_ghk <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads) .Call(wrap__nce_vnce_tgm_ghk, x, y, lpx, lpy, n_latent, seed, start, control, threads)
+
+#' The GHK-family objective J (maximised) and its gradient wrt (K upper triangle row by row, c).
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm_ghk_objective <- function(x, y, lpx, lpy, n_latent, seed, params, threads) .Call(wrap__nce_vnce_tgm_ghk_objective, x, y, lpx, lpy, n_latent, seed, params, threads)
+
+#' Posterior means of the missing values (NA) of `x` under precision K by self-normalised GHK
+#' importance sampling with `n_draws` draws per row.
+#' @keywords internal
+#' @noRd
+nce_ghk_impute <- function(x, k, n_draws, seed, threads) .Call(wrap__nce_ghk_impute, x, k, n_draws, seed, threads)
+
 #' Values of `maps` (a list of double matrices) at the points (x, y): point k reads map
 #' which[k] (1-based). `window` is c(xmin, xmax, ymin, ymax).
 #' @keywords internal

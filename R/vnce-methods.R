@@ -83,13 +83,16 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' Impute missing values or evaluate the fitted model
 #'
 #' For a truncated Gaussian graphical model fitted by [vnce()], `type = "impute"` fills each
-#' missing value by its mean under the fitted variational posterior (the lognormal conditional
-#' given the row's observed values); `type = "log_phi"` returns the fitted log phi(x) = -x'Kx/2 - c
-#' of complete rows (NA for rows with missing values).
+#' missing value by its posterior mean given the row's observed values: under the fitted model
+#' (a normal truncated to the positive orthant, by self-normalised GHK importance sampling with
+#' `n_draws` draws per row) for `family = "ghk"`, under the fitted lognormal conditional for
+#' `family = "lognormal"`; `type = "log_phi"` returns the fitted log phi(x) = -x'Kx/2 - c of
+#' complete rows (NA for rows with missing values).
 #'
 #' @param object A [vnce()] fit of [tgm_model()].
 #' @param newdata A matrix with the fit's columns; default the data of the fit.
 #' @param type `"impute"` or `"log_phi"`.
+#' @param n_draws Importance-sampling draws per row for `family = "ghk"` imputation.
 #' @param ... Unused.
 #' @return The completed matrix, or a vector of log phi values.
 #' @examples
@@ -99,8 +102,9 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' fit <- vnce(x, tgm_model(), n_latent = 5)
 #' head(predict(fit))
 #' @export
-predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "log_phi"), ...) {
+predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "log_phi"), n_draws = 1000, ...) {
   type <- match.arg(type)
+  if (!is_count(n_draws) || n_draws < 1) nce_abort("`n_draws` must be a positive whole number")
   x <- if (is.null(newdata)) object$x else newdata
   if (is.data.frame(x)) x <- as.matrix(x)
   if (!is.matrix(x) || !is.numeric(x) || ncol(x) != object$d) {
@@ -111,6 +115,13 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "log_phi
     return(-0.5 * rowSums((x %*% K) * x) - object$c)
   }
   if (any(x <= 0, na.rm = TRUE)) nce_abort("`newdata` must be positive")
+  storage.mode(x) <- "double"
+  if (identical(object$variational$family, "ghk")) {
+    K <- unname(object$precision)
+    out <- rs(nce_ghk_impute(unname(x), K, as.integer(n_draws), draw_seed(), nce_threads()))
+    dimnames(out) <- dimnames(x)
+    return(out)
+  }
   mu <- object$variational$mu
   Lam <- object$variational$prec
   lx <- log(x)

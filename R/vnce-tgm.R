@@ -37,20 +37,28 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
   lpx <- rs(nce_truncnorm_log_density(data, noise$mean, noise$sd, 0), call)
   lpy <- rs(nce_truncnorm_log_density(y, noise$mean, noise$sd, 0), call)
   start <- tgm_start(data, model$start, call)
-  res <- rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start,
-                         unclass(control)[c("maxit", "gtol", "ftol", "memory")], nce_threads()), call)
+  ctrl <- unclass(control)[c("maxit", "gtol", "ftol", "memory")]
+  res <- if (model$family == "ghk") {
+    rs(nce_vnce_tgm_ghk(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start[c("K", "c")], ctrl, nce_threads()), call)
+  } else {
+    rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start, ctrl, nce_threads()), call)
+  }
   vars <- colnames(x)
   if (is.null(vars)) vars <- paste0("x", seq_len(d))
   K <- res$K
   dimnames(K) <- list(vars, vars)
-  prec <- res$prec
-  dimnames(prec) <- list(vars, vars)
-  mu <- stats::setNames(res$mu, vars)
+  variational <- if (model$family == "ghk") {
+    list(family = "ghk")
+  } else {
+    prec <- res$prec
+    dimnames(prec) <- list(vars, vars)
+    list(family = "lognormal", mu = stats::setNames(res$mu, vars), prec = prec)
+  }
   up <- which(upper.tri(K, diag = TRUE), arr.ind = TRUE)
   coefs <- c(stats::setNames(K[up], sprintf("K[%s,%s]", vars[up[, 1L]], vars[up[, 2L]])), c = res$c)
   structure(list(
     coefficients = coefs, precision = K, c = res$c,
-    variational = list(mu = mu, prec = prec),
+    variational = variational,
     objective = res$objective, converged = res$converged, iterations = res$iterations,
     evaluations = res$evaluations, message = res$message, grad_norm = res$grad_norm,
     impute = impute, n_latent = n_latent, n = n, n_total = n_all, d = d,

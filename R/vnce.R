@@ -11,7 +11,9 @@
 #' Models:
 #' * [tgm_model()]: the truncated Gaussian graphical model phi(x; K, c) = exp(-x'Kx/2 - c) on the
 #'   positive orthant; missing entries of `x` (NA) are the latent variables. The variational family
-#'   is a joint lognormal whose conditionals give q for every missingness pattern. The noise is a
+#'   is by default the model's own truncated-normal posterior drawn by the GHK simulator
+#'   (`family = "ghk"`), or the paper's joint lognormal whose conditionals give q for every
+#'   missingness pattern (`family = "lognormal"`). The noise is a
 #'   product of univariate normals truncated at zero, each fitted by maximum likelihood to a column's
 #'   observed values; noise points copy the missingness pattern of the data row they pair with.
 #'   `impute = "mean"` (NCE after mean imputation, with complete noise) and `impute = "complete"` (NCE
@@ -119,9 +121,18 @@ vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, e
 #' exp(-x^2 / (2 theta^2))) with known `sigma1` (section 4.2) and variational family q(z = 0 | x; w) =
 #' 1 / (1 + exp(w0 + w1 x + w2 x^2)).
 #'
+#' @param family For `tgm_model()`, the variational family q of the missing values given the
+#'   observed ones. `"ghk"` (default): the model's own posterior, a normal truncated to the positive
+#'   orthant, drawn by the GHK simulator (Geweke, Hajivassiliou and Keane) from fixed base draws; it
+#'   has no parameters of its own and moves with K, so VNCE maximises over (K, c) only and the
+#'   importance weights phi/q stay bounded. `"lognormal"`: the joint lognormal of Rhodes and Gutmann
+#'   (2019, section 5) whose conditionals give q for every missingness pattern, fitted jointly with
+#'   (K, c). Its density vanishes at zero where the posterior does not, which makes the noise term's
+#'   importance weights heavy-tailed; in our comparisons it recovers edges less well (see the
+#'   vignette "Missing data with VNCE").
 #' @param start For `tgm_model()`: `NULL` or a list with any of `K` (positive definite start for the
 #'   precision matrix), `c`, `mu` and `prec` (mean and precision of the lognormal variational family
-#'   on log x). Defaults: K diagonal with 1 / mean(x_j^2), c its exact log normaliser, mu and prec
+#'   on log x; used by `family = "lognormal"`). Defaults: K diagonal with 1 / mean(x_j^2), c its exact log normaliser, mu and prec
 #'   from the observed log values. For `mog_model()`: `NULL` or a list with `theta`, `c` and `w`.
 #' @param sigma1 The known standard deviation of the first component.
 #' @return A model specification (class `vnce_model`).
@@ -129,11 +140,13 @@ vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, e
 #' tgm_model()
 #' mog_model(sigma1 = 1)
 #' @export
-tgm_model <- function(start = NULL) {
+tgm_model <- function(family = c("ghk", "lognormal"), start = NULL) {
+  if (!is.character(family)) nce_abort("`family` must be \"ghk\" or \"lognormal\"")
+  family <- match.arg(family)
   if (!is.null(start) && (!is.list(start) || !all(names(start) %in% c("K", "c", "mu", "prec")))) {
     nce_abort("`start` must be NULL or a list with elements among K, c, mu and prec")
   }
-  structure(list(type = "tgm", start = start), class = "vnce_model")
+  structure(list(type = "tgm", family = family, start = start), class = "vnce_model")
 }
 
 #' @rdname tgm_model
@@ -149,7 +162,7 @@ mog_model <- function(sigma1 = 1, start = NULL) {
 #' @export
 print.vnce_model <- function(x, ...) {
   desc <- switch(x$type,
-    tgm = "truncated Gaussian graphical model, phi(x) = exp(-x'Kx/2 - c) on x > 0",
+    tgm = sprintf("truncated Gaussian graphical model, phi(x) = exp(-x'Kx/2 - c) on x > 0 (%s variational family)", x$family),
     mog = sprintf("unnormalised mixture of N(0, %g^2) and N(0, theta^2)", x$sigma1),
     custom = sprintf("custom model with %d parameters and a latent variable on %d values",
                      length(x$theta), length(x$latent))

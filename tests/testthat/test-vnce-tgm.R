@@ -84,3 +84,63 @@ test_that("tgm_model() input errors name the argument", {
   expect_error(vnce(y, tgm_model(), impute = "complete"), "complete rows", class = "nce_error_input")
   expect_warning(vnce(x, tgm_model(), control = vnce_control(maxit = 2)), class = "nce_warning_convergence")
 })
+
+test_that("GHK family: with one missing value per row J is the exact NCE objective of the marginal model", {
+  set.seed(30)
+  K <- ring_graph(4)
+  x <- rtgm(120, K)
+  xm <- x
+  xm[cbind(seq_len(120), sample(4, 120, replace = TRUE))] <- NA
+  fit <- vnce(xm, tgm_model(), n_latent = 3)
+  expect_true(fit$converged)
+  # log phi(x_o) = log int_0^inf exp(-x'Kx/2) dz - c in closed form for one missing value z.
+  log_marg <- function(v, K, c) {
+    m <- which(is.na(v)); o <- which(!is.na(v))
+    a <- K[m, m]; b <- sum(K[m, o] * v[o])
+    -0.5 * sum(v[o] * (K[o, o] %*% v[o])) + b^2 / (2 * a) + 0.5 * log(2 * pi / a) +
+      stats::pnorm(-b / sqrt(a), log.p = TRUE) - c
+  }
+  exact_J <- function(K, c) {
+    gx <- apply(fit$data, 1, log_marg, K = K, c = c) - log(fit$nu) - fit$noise$lpx
+    gy <- apply(fit$noise$y, 1, log_marg, K = K, c = c) - log(fit$nu) - fit$noise$lpy
+    (sum(stats::plogis(gx, log.p = TRUE)) + sum(stats::plogis(-gy, log.p = TRUE))) / nrow(fit$data)
+  }
+  for (s in list(list(K = K, c = 0.5), list(K = unname(fit$precision), c = fit$c))) {
+    ob <- nce:::nce_vnce_tgm_ghk_objective(fit$data, fit$noise$y, fit$noise$lpx, fit$noise$lpy, 3L, 11, s, 2L)
+    expect_equal(ob$value, exact_J(s$K, s$c), tolerance = 1e-10)
+  }
+  # at the estimate the exact NCE gradient vanishes: J is maximised over (K, c)
+  expect_equal(fit$objective, exact_J(unname(fit$precision), fit$c), tolerance = 1e-10)
+})
+
+test_that("GHK imputation gives the truncated-normal posterior mean (tmvtnorm::mtmvnorm)", {
+  skip_if_not_installed("tmvtnorm")
+  set.seed(31)
+  x <- rtgm(300, ring_graph(5))
+  fit <- vnce(x, tgm_model())
+  newx <- matrix(c(0.5, NA, NA, 1.0, NA), 1)
+  set.seed(32)
+  imp <- predict(fit, newx, n_draws = 20000)
+  K <- unname(fit$precision)
+  m <- c(2, 3, 5); o <- c(1, 4)
+  S <- solve(K[m, m]); S <- (S + t(S)) / 2
+  mu <- -as.vector(S %*% K[m, o] %*% newx[1, o])
+  ref <- tmvtnorm::mtmvnorm(mean = mu, sigma = S, lower = rep(0, 3))$tmean
+  expect_equal(imp[1, m], ref, tolerance = 0.01)
+  expect_equal(imp[1, o], newx[1, o])
+  expect_error(predict(fit, newx, n_draws = 0), "n_draws", class = "nce_error_input")
+})
+
+test_that("the paper's lognormal family is still available and gives a positive definite fit", {
+  set.seed(33)
+  K <- ring_graph(6)
+  x <- rtgm(300, K)
+  x[sample(length(x), 0.2 * length(x))] <- NA
+  fit <- vnce(x, tgm_model("lognormal"), n_latent = 5)
+  expect_identical(fit$variational$family, "lognormal")
+  expect_equal(dim(fit$variational$prec), c(6L, 6L))
+  expect_true(fit$converged)
+  imp <- predict(fit)
+  expect_false(anyNA(imp))
+  expect_error(tgm_model("normal"), "should be one of", class = "error")
+})

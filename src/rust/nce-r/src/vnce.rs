@@ -1,7 +1,7 @@
 //! Binding of nce_core::vnce: variational NCE for the truncated Gaussian graphical model with
 //! missing values. No numerics here.
 
-use crate::convert::{guard, list_real, real_matrix, real_slice, to_r_matrix};
+use crate::convert::{col_major_matrix, guard, list_real, real_matrix, real_slice, to_r_matrix};
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
@@ -118,8 +118,83 @@ fn nce_vnce_tgm_objective(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32,
     })
 }
 
+/// K and c from list(K, c); `arg` names the list in errors.
+fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
+    let r = list_real(l, "K").map_err(|_| NceError::invalid(arg, "has no element `K`"))?;
+    let (v, nr, nc) = real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, "`K` must be a double matrix"))?;
+    if nr != d || nc != d {
+        return Err(NceError::invalid(arg, format!("`K` must be {d} x {d}, got {nr} x {nc}")));
+    }
+    Ok((DMatrix::from_column_slice(d, d, v), list_number(l, "c", arg)?))
+}
+
+/// Fit the truncated Gaussian graphical model by VNCE with the GHK family (q = the model's own
+/// truncated-normal posterior of the missing values through the GHK simulator). `start`: list(K, c).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_vnce_tgm_ghk(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, start: List, control: List, threads: i32) -> Robj {
+    guard(|| {
+        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let (k0, c0) = theta_of(&start, pr.dim(), "start")?;
+        let ctrl = control_of(&control)?;
+        let f = run::run(threads_of(threads)?, |stop| vnce::fit_ghk(&pr, &k0, c0, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+        Ok(list!(
+            K = to_r_matrix(&f.k),
+            c = f.c,
+            objective = f.objective,
+            iterations = f.iterations as i32,
+            evaluations = f.evaluations as i32,
+            converged = f.converged,
+            message = f.message,
+            grad_norm = f.grad_norm
+        )
+        .into_robj())
+    })
+}
+
+/// The GHK-family objective J (maximised) and its gradient wrt (K upper triangle row by row, c).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_vnce_tgm_ghk_objective(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, params: List, threads: i32) -> Robj {
+    guard(|| {
+        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let (k, c) = theta_of(&params, pr.dim(), "params")?;
+        let (value, gradient) = run::run(threads_of(threads)?, |_| pr.ghk_objective(&k, c))?;
+        Ok(list!(value = value, gradient = gradient).into_robj())
+    })
+}
+
+/// Posterior means of the missing values (NA) of `x` under precision K by self-normalised GHK
+/// importance sampling with `n_draws` draws per row.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_ghk_impute(x: Robj, k: Robj, n_draws: i32, seed: f64, threads: i32) -> Robj {
+    guard(|| {
+        let (xd, n, d) = real_matrix(&x, "x")?;
+        let (kd, kr, kc) = real_matrix(&k, "K")?;
+        if kr != d || kc != d {
+            return Err(NceError::invalid("K", format!("must be {d} x {d}, got {kr} x {kc}")));
+        }
+        if n_draws < 1 {
+            return Err(NceError::invalid("n_draws", format!("must be a positive integer, got {n_draws}")));
+        }
+        if !(seed.is_finite() && seed >= 0.0) {
+            return Err(NceError::invalid("seed", "must be a non-negative number"));
+        }
+        let km = DMatrix::from_column_slice(d, d, kd);
+        let out = run::run(threads_of(threads)?, |_| vnce::ghk_impute(xd, n, d, &km, n_draws as usize, seed as u64))?;
+        Ok(col_major_matrix(out, n, d))
+    })
+}
+
 extendr_module! {
     mod vnce;
     fn nce_vnce_tgm;
     fn nce_vnce_tgm_objective;
+    fn nce_vnce_tgm_ghk;
+    fn nce_vnce_tgm_ghk_objective;
+    fn nce_ghk_impute;
 }

@@ -350,9 +350,10 @@ impl TgmVnce {
     }
 }
 
-/// L-BFGS view of the GHK fit: minimise -J over theta; outside the positive definite cone of K
-/// (sufficient for phi to be integrable on the orthant, and needed by every row's GHK) the value
-/// is infinite and the line search backs off.
+/// L-BFGS view of the GHK fit: minimise -J over theta. Where some row's K_mm is not positive
+/// definite (its GHK draws do not exist) the value is infinite and the line search backs off; K
+/// itself need not be positive definite (phi is integrable on the orthant for copositive K), as
+/// in NCE without missing values.
 struct GhkProblem<'a>(&'a TgmVnce);
 
 impl Objective for GhkProblem<'_> {
@@ -362,10 +363,6 @@ impl Objective for GhkProblem<'_> {
 
     fn value_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64> {
         let (k, c) = unpack_theta(self.0.d, x);
-        if nalgebra::Cholesky::new(k.clone()).is_none() {
-            grad.iter_mut().for_each(|v| *v = 0.0);
-            return Ok(f64::INFINITY);
-        }
         let (j, g) = self.0.ghk_objective(&k, c)?;
         for (a, b) in grad.iter_mut().zip(&g) {
             *a = -b;
