@@ -97,23 +97,19 @@ nce_rtgm <- function(n, k, mean, burnin, thin, chains, start, seed, threads) .Ca
 nce_vnce_mog <- function(x, y, sigma1, noise_mean, noise_sd, method, start, control, threads) .Call(wrap__nce_vnce_mog, x, y, sigma1, noise_mean, noise_sd, method, start, control, threads)
 
 #' Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
-#' missing values (NA) as latent variables with a joint lognormal q (precision `prec` of log x).
-#' `y`: nu * nrow(x) noise rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise
-#' density of each row's observed coordinates.
+#' missing values (NA) as latent variables. `family`: "ghk" (q = the model's truncated-normal
+#' posterior through the GHK simulator; `start` = list(K, c)) or "lognormal" (joint lognormal q,
+#' `start` = list(K, c, mu, prec) with `prec` the precision of log x). `y`: nu * nrow(x) noise
+#' rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise density of each row's
+#' observed coordinates. The result has `mu` and `prec` for the lognormal family only.
 #' @keywords internal
 #' @noRd
-nce_vnce_tgm <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads) .Call(wrap__nce_vnce_tgm, x, y, lpx, lpy, n_latent, seed, start, control, threads)
+nce_vnce_tgm <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads, family) .Call(wrap__nce_vnce_tgm, x, y, lpx, lpy, n_latent, seed, start, control, threads, family)
 
 #' The VNCE objective J (maximised) and its gradient in the packing order at `params`.
 #' @keywords internal
 #' @noRd
 nce_vnce_tgm_objective <- function(x, y, lpx, lpy, n_latent, seed, params, threads) .Call(wrap__nce_vnce_tgm_objective, x, y, lpx, lpy, n_latent, seed, params, threads)
-
-#' Fit the truncated Gaussian graphical model by VNCE with the GHK family (q = the model's own
-#' truncated-normal posterior of the missing values through the GHK simulator). `start`: list(K, c).
-#' @keywords internal
-#' @noRd
-nce_vnce_tgm_ghk <- function(x, y, lpx, lpy, n_latent, seed, start, control, threads) .Call(wrap__nce_vnce_tgm_ghk, x, y, lpx, lpy, n_latent, seed, start, control, threads)
 
 #' The GHK-family objective J (maximised) and its gradient wrt (K upper triangle row by row, c).
 #' @keywords internal

@@ -38,11 +38,8 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
   lpy <- rs(nce_truncnorm_log_density(y, noise$mean, noise$sd, 0), call)
   start <- tgm_start(data, model$start, call)
   ctrl <- unclass(control)[c("maxit", "gtol", "ftol", "memory")]
-  res <- if (model$family == "ghk") {
-    rs(nce_vnce_tgm_ghk(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start[c("K", "c")], ctrl, nce_threads()), call)
-  } else {
-    rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start, ctrl, nce_threads()), call)
-  }
+  res <- rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start, ctrl, nce_threads(),
+                         model$family), call)
   vars <- colnames(x)
   if (is.null(vars)) vars <- paste0("x", seq_len(d))
   K <- res$K

@@ -60,12 +60,12 @@ fn main() {
         println!(
             "full fit, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}, max |grad| {:.1e}",
             t0.elapsed().as_secs_f64(),
-            f.iterations,
-            f.evaluations,
-            f.converged,
-            f.message,
-            f.objective,
-            f.grad_norm
+            f.report.iterations,
+            f.report.evaluations,
+            f.report.converged,
+            f.report.message,
+            f.report.objective,
+            f.report.grad_norm
         );
         let kd: Vec<f64> = (0..d).map(|j| f.params.k[(j, j)]).collect();
         let k01: Vec<f64> = (0..d - 1).map(|j| f.params.k[(j, j + 1)]).collect();
@@ -80,11 +80,11 @@ fn main() {
         println!(
             "GHK family, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}",
             t0.elapsed().as_secs_f64(),
-            f.iterations,
-            f.evaluations,
-            f.converged,
-            f.message,
-            f.objective
+            f.report.iterations,
+            f.report.evaluations,
+            f.report.converged,
+            f.report.message,
+            f.report.objective
         );
         if threads == 2 {
             let kd: Vec<f64> = (0..d).map(|j| f.k[(j, j)]).collect();

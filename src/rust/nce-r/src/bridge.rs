@@ -3,6 +3,7 @@
 
 use crate::convert::{col_major_matrix, guard, real_matrix, real_slice, to_r_matrix};
 use crate::run;
+use crate::threads_of;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
 use nce_core::bridge::{self, Bounds, SolveControl};
@@ -10,12 +11,6 @@ use nce_core::reference::Reference;
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
-fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
-    if threads < 1 {
-        return Err(NceError::invalid("threads", format!("must be a positive integer, got {threads}")));
-    }
-    Ok(threads as usize)
-}
 
 /// Solve the 1-D logistic problem for c = log(Z1 / Z2) from the log ratios r = log f1 - log f2
 /// at draws of p1 (`r1`) and of p2 (`r2`). `ess`: two effective sample sizes, NA to estimate.

@@ -3,6 +3,7 @@
 
 use crate::convert::{col_major_matrix, guard, list_real, real_matrix, real_slice, to_r_matrix};
 use crate::run;
+use crate::threads_of;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
 use nce_core::optim::LbfgsControl;
@@ -12,12 +13,6 @@ use std::sync::atomic::Ordering;
 
 type Res<T> = std::result::Result<T, NceError>;
 
-fn threads_of(threads: i32) -> Res<usize> {
-    if threads < 1 {
-        return Err(NceError::invalid("threads", format!("must be a positive integer, got {threads}")));
-    }
-    Ok(threads as usize)
-}
 
 /// A number from a list element given as double or integer.
 fn list_number(l: &List, name: &str, arg: &str) -> Res<f64> {
@@ -75,36 +70,6 @@ fn control_of(control: &List) -> Res<LbfgsControl> {
     Ok(ctrl)
 }
 
-/// Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
-/// missing values (NA) as latent variables with a joint lognormal q (precision `prec` of log x).
-/// `y`: nu * nrow(x) noise rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise
-/// density of each row's observed coordinates.
-/// @keywords internal
-/// @noRd
-#[extendr]
-fn nce_vnce_tgm(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, start: List, control: List, threads: i32) -> Robj {
-    guard(|| {
-        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
-        let st = params_of(&start, pr.dim(), "start")?;
-        st.check_k_positive_definite("start")?;
-        let ctrl = control_of(&control)?;
-        let f = run::run(threads_of(threads)?, |stop| vnce::fit(&pr, &st, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
-        Ok(list!(
-            K = to_r_matrix(&f.params.k),
-            c = f.params.c,
-            mu = f.params.mu.clone(),
-            prec = to_r_matrix(&f.precision),
-            objective = f.objective,
-            iterations = f.iterations as i32,
-            evaluations = f.evaluations as i32,
-            converged = f.converged,
-            message = f.message,
-            grad_norm = f.grad_norm
-        )
-        .into_robj())
-    })
-}
-
 /// The VNCE objective J (maximised) and its gradient in the packing order at `params`.
 /// @keywords internal
 /// @noRd
@@ -128,26 +93,50 @@ fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
     Ok((DMatrix::from_column_slice(d, d, v), list_number(l, "c", arg)?))
 }
 
-/// Fit the truncated Gaussian graphical model by VNCE with the GHK family (q = the model's own
-/// truncated-normal posterior of the missing values through the GHK simulator). `start`: list(K, c).
+/// Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
+/// missing values (NA) as latent variables. `family`: "ghk" (q = the model's truncated-normal
+/// posterior through the GHK simulator; `start` = list(K, c)) or "lognormal" (joint lognormal q,
+/// `start` = list(K, c, mu, prec) with `prec` the precision of log x). `y`: nu * nrow(x) noise
+/// rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise density of each row's
+/// observed coordinates. The result has `mu` and `prec` for the lognormal family only.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_vnce_tgm_ghk(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, start: List, control: List, threads: i32) -> Robj {
+#[allow(clippy::too_many_arguments)]
+fn nce_vnce_tgm(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, start: List, control: List, threads: i32, family: &str) -> Robj {
     guard(|| {
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
-        let (k0, c0) = theta_of(&start, pr.dim(), "start")?;
         let ctrl = control_of(&control)?;
-        let f = run::run(threads_of(threads)?, |stop| vnce::fit_ghk(&pr, &k0, c0, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+        let threads = threads_of(threads)?;
+        let (k, c, q, r) = match family {
+            "ghk" => {
+                let (k0, c0) = theta_of(&start, pr.dim(), "start")?;
+                let f = run::run(threads, |stop| vnce::fit_ghk(&pr, &k0, c0, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+                (f.k, f.c, None, f.report)
+            }
+            "lognormal" => {
+                let st = params_of(&start, pr.dim(), "start")?;
+                st.check_k_positive_definite("start")?;
+                let f = run::run(threads, |stop| vnce::fit(&pr, &st, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+                (f.params.k, f.params.c, Some((f.params.mu, f.precision)), f.report)
+            }
+            other => return Err(NceError::invalid("family", format!("must be \"ghk\" or \"lognormal\", got \"{other}\""))),
+        };
+        let (mu, prec) = match q {
+            Some((mu, prec)) => (mu.into_robj(), to_r_matrix(&prec)),
+            None => (().into_robj(), ().into_robj()),
+        };
         Ok(list!(
-            K = to_r_matrix(&f.k),
-            c = f.c,
-            objective = f.objective,
-            iterations = f.iterations as i32,
-            evaluations = f.evaluations as i32,
-            converged = f.converged,
-            message = f.message,
-            grad_norm = f.grad_norm
+            K = to_r_matrix(&k),
+            c = c,
+            mu = mu,
+            prec = prec,
+            objective = r.objective,
+            iterations = r.iterations as i32,
+            evaluations = r.evaluations as i32,
+            converged = r.converged,
+            message = r.message,
+            grad_norm = r.grad_norm
         )
         .into_robj())
     })
@@ -194,7 +183,6 @@ extendr_module! {
     mod vnce;
     fn nce_vnce_tgm;
     fn nce_vnce_tgm_objective;
-    fn nce_vnce_tgm_ghk;
     fn nce_vnce_tgm_ghk_objective;
     fn nce_ghk_impute;
 }

@@ -3,14 +3,12 @@
 use super::params::TgmParams;
 use super::problem::TgmVnce;
 use crate::error::{NceError, Result};
-use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
+use crate::optim::{minimise_lbfgs, LbfgsControl, Objective, OptimResult};
 use nalgebra::DMatrix;
 
+/// How an L-BFGS maximisation of J ended.
 #[derive(Debug, Clone)]
-pub struct VnceFit {
-    pub params: TgmParams,
-    /// Lambda = T T', the fitted precision of log x under q.
-    pub precision: DMatrix<f64>,
+pub struct FitReport {
     /// J at the end (maximised).
     pub objective: f64,
     pub iterations: usize,
@@ -19,6 +17,28 @@ pub struct VnceFit {
     pub message: String,
     /// Largest absolute gradient of J over the packed parameters at the end.
     pub grad_norm: f64,
+}
+
+impl FitReport {
+    /// From a minimisation of -J.
+    pub(crate) fn from_minimum(r: &OptimResult) -> Self {
+        FitReport {
+            objective: -r.value,
+            iterations: r.iterations,
+            evaluations: r.evaluations,
+            converged: r.converged,
+            message: r.message.clone(),
+            grad_norm: r.grad.iter().fold(0.0, |m, v| m.max(v.abs())),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct VnceFit {
+    pub params: TgmParams,
+    /// Lambda = T T', the fitted precision of log x under q.
+    pub precision: DMatrix<f64>,
+    pub report: FitReport,
 }
 
 /// Maximise J from `start`. `interrupt` is polled once per optimiser iteration.
@@ -38,14 +58,5 @@ pub fn fit(
     }
     let r = minimise_lbfgs(problem, &x0, ctrl, interrupt)?;
     let params = TgmParams::unpack(problem.dim(), &r.x)?;
-    Ok(VnceFit {
-        precision: params.precision(),
-        params,
-        objective: -r.value,
-        iterations: r.iterations,
-        evaluations: r.evaluations,
-        converged: r.converged,
-        message: r.message,
-        grad_norm: r.grad.iter().fold(0.0, |m, v| m.max(v.abs())),
-    })
+    Ok(VnceFit { precision: params.precision(), params, report: FitReport::from_minimum(&r) })
 }

@@ -15,6 +15,7 @@
 //! through the GHK recursion, mu = -A^{-1} b and the Cholesky factor of A^{-1}.
 
 use super::objective::{chol_inverse, cholesky, draw_weights};
+use super::fit::FitReport;
 use super::problem::{Row, TgmVnce, CHUNK};
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -375,14 +376,7 @@ impl Objective for GhkProblem<'_> {
 pub struct GhkFit {
     pub k: DMatrix<f64>,
     pub c: f64,
-    /// J(theta, q_theta) at the end (maximised).
-    pub objective: f64,
-    pub iterations: usize,
-    pub evaluations: usize,
-    pub converged: bool,
-    pub message: String,
-    /// Largest absolute gradient of J wrt theta at the end.
-    pub grad_norm: f64,
+    pub report: FitReport,
 }
 
 /// Maximise J(theta, q_theta) with the GHK family from (k0, c0) (K0 positive definite).
@@ -406,16 +400,7 @@ pub fn fit_ghk(pr: &TgmVnce, k0: &DMatrix<f64>, c0: f64, ctrl: &LbfgsControl, in
     }
     let r = minimise_lbfgs(&obj, &x0, ctrl, interrupt)?;
     let (k, c) = unpack_theta(d, &r.x);
-    Ok(GhkFit {
-        k,
-        c,
-        objective: -r.value,
-        iterations: r.iterations,
-        evaluations: r.evaluations,
-        converged: r.converged,
-        message: r.message,
-        grad_norm: r.grad.iter().fold(0.0, |m, v| m.max(v.abs())),
-    })
+    Ok(GhkFit { k, c, report: FitReport::from_minimum(&r) })
 }
 
 /// Posterior means of the missing values (NaN) of `x` (n x d, column-major) under the model with
@@ -576,7 +561,7 @@ mod tests {
         let f1 = crate::design::with_threads(1, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
         let f2 = crate::design::with_threads(2, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
         assert_eq!(f1.k, f2.k);
-        assert!(f1.objective.is_finite() && f1.grad_norm < 1e-3, "{f1:?}");
+        assert!(f1.report.objective.is_finite() && f1.report.grad_norm < 1e-3, "{f1:?}");
         // Rows (0.5, 1.0, NA) and (NA, 0.2, NA), column-major.
         let x = [0.5, f64::NAN, 1.0, 0.2, f64::NAN, f64::NAN];
         let k3 = DMatrix::from_row_slice(3, 3, &[1.0, 0.3, 0.0, 0.3, 1.0, 0.2, 0.0, 0.2, 1.0]);

@@ -9,7 +9,7 @@ mod objective;
 mod params;
 mod problem;
 
-pub use fit::{fit, VnceFit};
+pub use fit::{fit, FitReport, VnceFit};
 pub use ghk::{fit_ghk, ghk_impute, GhkFit};
 pub use objective::Terms;
 pub use params::{n_params, param_names, TgmParams};
