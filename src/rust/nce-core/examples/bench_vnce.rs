@@ -13,18 +13,7 @@ use std::time::Instant;
 
 fn main() {
     let (d, n, nu, s) = (20, 1000, 1, 10);
-    let mut k = vec![0.0; d * d];
-    for i in 0..d {
-        k[i * d + i] = 1.0 + 0.25 * (i % 3) as f64;
-        if i + 1 < d {
-            k[i * d + i + 1] = 0.3;
-            k[(i + 1) * d + i] = 0.3;
-        }
-        if i + 2 < d {
-            k[i * d + i + 2] = -0.2;
-            k[(i + 2) * d + i] = -0.2;
-        }
-    }
+    let k = tgm_gibbs::k_true(d);
     let mut x = tgm_gibbs::sample_tgm(&k, d, n, 500, 5, 1);
     let p_miss: f64 = std::env::var("P_MISS").ok().and_then(|v| v.parse().ok()).unwrap_or(0.3);
     tgm_gibbs::mask(&mut x, n, d, p_miss, false, 1);

@@ -13,23 +13,7 @@ use nce_core::rng::stream_rng;
 use nce_core::vnce::{fit, TgmParams, TgmVnce, Terms};
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
-use support::tgm_gibbs::{exp_noise, mask, sample_tgm};
-
-fn k_true(d: usize) -> Vec<f64> {
-    let mut k = vec![0.0; d * d];
-    for i in 0..d {
-        k[i * d + i] = 1.0 + 0.25 * (i % 3) as f64;
-        if i + 1 < d {
-            k[i * d + i + 1] = 0.3;
-            k[(i + 1) * d + i] = 0.3;
-        }
-        if i + 2 < d {
-            k[i * d + i + 2] = -0.2;
-            k[(i + 2) * d + i] = -0.2;
-        }
-    }
-    k
-}
+use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};
 
 /// Arbitrary parameters: K and prec positive definite, everything else spread out.
 fn random_params(d: usize, seed: u64) -> TgmParams {
