@@ -558,7 +558,13 @@ pub fn fit_reml<D: Design>(
         (None, None) => centre.clone(),
     };
     let start0 = if prob.start.is_none() { intercept_start(d, prob) } else { None };
-    let mut cur = ctx.point(&rho0, prob.start.or(start0.as_deref()), interrupted)?;
+    // The offset-only start can leave rows with weights that vanish numerically (an
+    // unpenalised free intercept per group whose rows all have mu near 0 or 1): then the
+    // response-based start, whose weights are all positive.
+    let mut cur = match ctx.point(&rho0, prob.start.or(start0.as_deref()), interrupted) {
+        Err(NceError::Numerical(_)) if start0.is_some() => ctx.point(&rho0, None, interrupted)?,
+        r => r?,
+    };
     let mut der = ctx.derivs(&cur)?;
     let mut converged = fixed && cur.fit.converged;
     let mut message = String::new();
