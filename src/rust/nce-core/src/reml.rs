@@ -214,25 +214,11 @@ impl<D: Design> Ctx<'_, D> {
                 .ok_or_else(|| NceError::Numerical("the Hessian is not positive definite".into()))?;
             let beta = chol.solve(&b).as_slice().to_vec();
             // Newton decrement: the step's predicted deviance decrease, (b1 - b0)' H (b1 - b0).
-            // When it is already below the tolerance, take the step and stop, with H (from the
-            // current iterate) as the final Hessian: this saves the cross-product at a new
-            // iterate that would only confirm convergence.
             let predicted = current.as_ref().map(|cur| {
                 let st = DVector::from_iterator(p, beta.iter().zip(&cur.beta).map(|(a, b)| a - b));
                 ((h.transpose() * &st).dot(&st), self.deviance(cur.objective))
             });
             let mut cand = self.evaluate(s, beta);
-            // (A step that rounding makes no better is not taken: the current iterate stays.)
-            if let (Some(cur), Some((dec, d_old))) = (&current, predicted) {
-                if dec.abs() <= ctrl.epsilon * (d_old.abs() + 0.1) {
-                    converged = true;
-                    if cand.objective.is_finite() && cand.objective >= cur.objective {
-                        current = Some(cand);
-                    }
-                    final_h = Some(h);
-                    break;
-                }
-            }
             if let Some(cur) = &current {
                 cand = match pirls::halve(self.d, self.prob, Some(s), cur, cand, ctrl.max_halving) {
                     Some(c) => c,
