@@ -265,9 +265,13 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
   }
   # Sequence pieces: a new piece starts after each dropped fixation.
   seq_f <- factor(seq0, levels = unique(seq0))
-  piece <- stats::ave(as.integer(out), seq_f, FUN = cumsum)
-  split_seq <- tapply(out, seq_f, any)
-  id <- ifelse(split_seq[as.character(seq_f)], paste0(seq0, ".", piece + 1L), as.character(seq0))
+  if (any(out)) {
+    piece <- stats::ave(as.integer(out), seq_f, FUN = cumsum)
+    split_seq <- tapply(out, seq_f, any)
+    id <- ifelse(split_seq[as.character(seq_f)], paste0(seq0, ".", piece + 1L), as.character(seq0))
+  } else {
+    id <- as.character(seq0)
+  }
   # Zero-length saccades: the repeat of the previous kept fixation of the same piece.
   kd <- which(keep)
   rep_fix <- kd[c(FALSE, id[kd][-1] == id[kd][-length(kd)] & diff(d$x[kd]) == 0 & diff(d$y[kd]) == 0)]
@@ -278,10 +282,10 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
   }
   # Pieces made short by the split are dropped here and counted; sequences short from the
   # start are left to snce()'s warning.
-  n_piece <- table(id[keep])
-  short_piece <- keep & split_seq[as.character(seq_f)] & (n_piece[id] < order + 1L)
-  short_piece[is.na(short_piece)] <- FALSE
   if (any(out)) {
+    n_piece <- table(id[keep])
+    short_piece <- keep & split_seq[as.character(seq_f)] & (n_piece[id] < order + 1L)
+    short_piece[is.na(short_piece)] <- FALSE
     n_trans <- function(ids) sum(pmax(table(ids) - order, 0))
     before <- n_trans(droplevels(seq_f[setdiff(seq_len(nrow(d)), rep_fix)]))
     keep <- keep & !short_piece

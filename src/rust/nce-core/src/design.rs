@@ -35,6 +35,11 @@ pub trait Design: Sync {
         self.weighted_crossprod(&zeros, v).1
     }
 
+    /// A column of ones, if the design has one (the intercept; used for starting values).
+    fn intercept_column(&self) -> Option<usize> {
+        None
+    }
+
     /// out_i = x_i' M x_i for a symmetric p x p matrix M (e.g. leverages with M = H^{-1}).
     fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
         let (n, p) = (self.nrow(), self.ncol());
@@ -209,6 +214,10 @@ impl Design for DenseDesign<'_> {
 
     fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
         self.quadratic_forms_raw(&doubled_upper(m), out);
+    }
+
+    fn intercept_column(&self) -> Option<usize> {
+        (0..self.ncol).find(|&j| self.col(j).iter().all(|&v| v == 1.0))
     }
 }
 

@@ -241,6 +241,10 @@ impl Design for GroupedDesign<'_> {
         g
     }
 
+    fn intercept_column(&self) -> Option<usize> {
+        self.a.intercept_column().or_else(|| self.b.intercept_column().map(|j| self.pa() + j))
+    }
+
     /// x' M x = a' M_aa a + 2 a' (M_ab b_t) + b_t' M_bb b_t: the last two terms per group.
     fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
         let (pa, pb, ng) = (self.pa(), self.pb(), self.ngroups());

@@ -213,11 +213,26 @@ impl<D: Design> Ctx<'_, D> {
                 .cholesky()
                 .ok_or_else(|| NceError::Numerical("the Hessian is not positive definite".into()))?;
             let beta = chol.solve(&b).as_slice().to_vec();
+            // Newton decrement: the step's predicted deviance decrease, (b1 - b0)' H (b1 - b0).
+            let predicted = current.as_ref().map(|cur| {
+                let st = DVector::from_iterator(p, beta.iter().zip(&cur.beta).map(|(a, b)| a - b));
+                ((h.transpose() * &st).dot(&st), self.deviance(cur.objective))
+            });
             let mut cand = self.evaluate(s, beta);
             if let Some(cur) = &current {
                 cand = match pirls::halve(self.d, self.prob, Some(s), cur, cand, ctrl.max_halving) {
                     Some(c) => c,
                     None => {
+                        // With a very ill-conditioned H (smoothing parameters near their upper
+                        // bound) rounding in the Newton direction can outweigh a predicted gain
+                        // that is already tiny: then the current iterate is the fit.
+                        if let Some((dec, d_old)) = predicted {
+                            if dec.abs() <= 1e3 * ctrl.epsilon * (d_old.abs() + 0.1) {
+                                converged = true;
+                                final_h = Some(h);
+                                break;
+                            }
+                        }
                         message = format!("step halving failed to improve the objective at iteration {}", it + 1);
                         // Keep the current iterate (its Hessian is recomputed above).
                         continue;
@@ -430,6 +445,67 @@ fn newton_step(hess: &DMatrix<f64>, grad: &[f64], free: &[usize], max_step: f64)
     full
 }
 
+/// Starting coefficients of the first inner fit when the design has an intercept column: the
+/// intercept of the offset-only model (all other coefficients 0), by Newton's method in one
+/// variable. From there the first penalised fit needs a few Newton steps fewer than from the
+/// response-based start (whose eta ignores the offset, far off in NCE where the offset is a
+/// log density ratio).
+fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
+    let j = d.intercept_column()?;
+    let mut c = 0.0;
+    for _ in 0..50 {
+        let (mut g, mut w) = (0.0, 0.0);
+        for r in 0..prob.y.len() {
+            let pw = prob.prior_weights[r];
+            if pw > 0.0 {
+                let (_, gr, wr, _) = pirls::row_terms(prob.family, prob.y[r], prob.offset[r] + c);
+                g += pw * gr;
+                w += pw * wr;
+            }
+        }
+        if !(w > 0.0) || !g.is_finite() {
+            return None;
+        }
+        let dc = (g / w).clamp(-10.0, 10.0);
+        c += dc;
+        if dc.abs() < 1e-8 {
+            break;
+        }
+    }
+    if !c.is_finite() {
+        return None;
+    }
+    let mut b = vec![0.0; d.ncol()];
+    b[j] = c;
+    Some(b)
+}
+
+/// Longer steps for smoothing parameters in the exponential tail of the score.
+///
+/// A term that is (nearly) in its penalty's null space has a score that flattens like
+/// D = D_inf + a exp(-rho_j) as rho_j grows (a exp(rho_j) as it falls for a term that wants no
+/// penalty): then dD/drho_j = -d2D/drho_j2 and Newton's step in rho_j is one unit whatever the
+/// distance to convergence, so rho_j marches one unit per outer iteration while its gradient
+/// shrinks by e each time. Where the gradient and curvature show that shape (within 10%), the
+/// step in rho_j is lengthened to where the gradient would fall below `target`, at most
+/// `max_step`. The outer loop still accepts the step only if the score does not increase.
+fn tail_steps(step: &mut [f64], der: &Derivs, free: &[usize], max_step: f64, target: f64) {
+    for &j in free {
+        let (g, h) = (der.grad[j], der.hess[(j, j)]);
+        if !(h > 0.0) || g.abs() <= target || (g.abs() - h).abs() > 0.1 * g.abs() {
+            continue;
+        }
+        let dir = -g.signum();
+        if step[j] * dir <= 0.0 {
+            continue;
+        }
+        let want = (g.abs() / target).ln().min(max_step);
+        if want > step[j].abs() {
+            step[j] = dir * want;
+        }
+    }
+}
+
 /// Fit with smoothing parameters chosen by REML (or fixed by `ctrl.sp`).
 ///
 /// `prob.penalty` must be `None`: the penalty is `penalties` weighted by the smoothing
@@ -467,7 +543,14 @@ pub fn fit_reml<D: Design>(
         (None, Some(sp)) => clamp(&check_sp("initial_sp", sp, m)?),
         (None, None) => centre.clone(),
     };
-    let mut cur = ctx.point(&rho0, prob.start, interrupted)?;
+    let start0 = if prob.start.is_none() { intercept_start(d, prob) } else { None };
+    // The offset-only start can leave rows with weights that vanish numerically (an
+    // unpenalised free intercept per group whose rows all have mu near 0 or 1): then the
+    // response-based start, whose weights are all positive.
+    let mut cur = match ctx.point(&rho0, prob.start.or(start0.as_deref()), interrupted) {
+        Err(NceError::Numerical(_)) if start0.is_some() => ctx.point(&rho0, None, interrupted)?,
+        r => r?,
+    };
     let mut der = ctx.derivs(&cur)?;
     let mut converged = fixed && cur.fit.converged;
     let mut message = String::new();
@@ -493,6 +576,7 @@ pub fn fit_reml<D: Design>(
             }
             outer = it + 1;
             let mut step = newton_step(&der.hess, &der.grad, &free, ctrl.max_step);
+            tail_steps(&mut step, &der, &free, ctrl.max_step, 0.5 * ctrl.tol * (1.0 + cur.score.abs()));
             let mut accepted = None;
             for _ in 0..=ctrl.max_halving {
                 let trial: Vec<f64> = clamp(&cur.rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
