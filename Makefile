@@ -9,7 +9,8 @@ SHARED_DATA ?= $(abspath $(CURDIR)/../shared/data)
 export NCE_CARGO_TARGET_DIR := $(CURDIR)/target/rpkg
 export PATH := $(PATH):$(HOME)/.cargo/bin
 CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOTE_=false \
-	_R_CHECK_SYSTEM_CLOCK_=false NCE_SHARED_DATA=$(SHARED_DATA)
+	_R_CHECK_SYSTEM_CLOCK_=false _R_CHECK_FORCE_SUGGESTS_=false \
+	NCE_SHARED_DATA=$(SHARED_DATA)
 
 .PHONY: all setup lock install wrappers document demo test cargo-test check tarball bench bench-latkes clean
 
