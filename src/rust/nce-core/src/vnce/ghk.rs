@@ -1,4 +1,4 @@
-//! A variational family built from the model itself ("ghk"), and its fit by variational EM.
+//! A variational family built from the model itself ("ghk"), and the fit of (K, c) with it.
 //!
 //! For a row with missing set m (size p) and observed set o, the posterior of z = x_m under
 //! phi(x) = exp(-x'Kx/2 - c) on the positive orthant is N(mu, A^{-1}) truncated to z > 0, with
@@ -14,7 +14,7 @@
 //! function of theta = (K, c), maximised by L-BFGS with the exact gradient, which runs backwards
 //! through the GHK recursion, mu = -A^{-1} b and the Cholesky factor of A^{-1}.
 
-use super::objective::{chol_inverse, cholesky, draw_weights};
+use super::objective::{chol_inverse, cholesky, draw_weights, LN_2PI};
 use super::fit::FitReport;
 use super::problem::{Row, TgmVnce, CHUNK};
 use crate::error::{NceError, Result};
@@ -24,8 +24,6 @@ use crate::truncnorm::{log_cdf, log_phi, quantile_log};
 use nalgebra::DMatrix;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
-
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// Per-row work space of the GHK recursion (sized for d missing values and S draws).
 struct GhkScratch {

@@ -1,7 +1,7 @@
 //! Variational noise-contrastive estimation (Rhodes & Gutmann 2019) for the truncated Gaussian
 //! graphical model phi(x) = exp(-x'Kx/2 - c) on (0, inf)^d with missing values as latent
 //! variables and a joint lognormal variational family (their section 5), or the model's own
-//! truncated-normal posterior through the GHK simulator, fitted by variational EM (ghk.rs).
+//! truncated-normal posterior through the GHK simulator, which moves with (K, c) (ghk.rs).
 
 mod fit;
 mod ghk;

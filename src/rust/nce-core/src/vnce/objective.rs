@@ -16,7 +16,7 @@ use crate::family::log1pexp;
 use crate::optim::Objective;
 use rayon::prelude::*;
 
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
+pub(super) const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// Which rows enter the objective (tests check the data and noise terms separately).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
