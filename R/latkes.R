@@ -145,17 +145,10 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   mp <- latkes_maps(maps, map_by, data)
   prep <- latkes_prepare(data, x, y, group, window, outside, order, names(mp))
   if (is.null(intercept)) {
-    # Thin-plate knots at (at most) 500 of the distinct previous fixations: mgcv's own device for
-    # large data (max.knots, default 2000), here a quarter of the set-up time of one subject.
-    intercept <- if (order == 1) ~ s(x_prev, y_prev, xt = list(max.knots = 500)) else
-      ~ s(x_prev, y_prev, xt = list(max.knots = 500)) + s(angle_prev, bs = "cc")
     # With maps per image the normaliser depends on the image: one surface per image.
-    if (any(vapply(mp, `[[`, TRUE, "per_image")) && length(unique(prep$data[[map_by]])) > 1L) {
-      prep$data[[map_by]] <- factor(prep$data[[map_by]])
-      b <- as.name(map_by)
-      intercept <- if (order == 1) eval(substitute(~ s(x_prev, y_prev, by = B, xt = list(max.knots = 500)) + B, list(B = b))) else
-        eval(substitute(~ s(x_prev, y_prev, by = B, xt = list(max.knots = 500)) + B + s(angle_prev, bs = "cc"), list(B = b)))
-    }
+    per_image <- any(vapply(mp, `[[`, TRUE, "per_image")) && length(unique(prep$data[[map_by]])) > 1L
+    if (per_image) prep$data[[map_by]] <- factor(prep$data[[map_by]])
+    intercept <- default_intercept(order, if (per_image) map_by)
   }
   dots <- list(...)
   bad <- setdiff(names(dots), c("cluster", "knots", "sp", "time", "control"))
@@ -226,6 +219,17 @@ latkes_features <- function(centre, maps = NULL, map_by = NULL, window = NULL) {
 
 # Checks the fixations and returns them with columns x, y and .sequence_id (the sequence,
 # split where fixations outside the window were dropped), and what was dropped.
+# The default spline intercept: a thin-plate surface in the previous fixation (one per level of
+# `by`, plus its main effect), and for order 2 a cyclic term in the previous direction. Knots at
+# (at most) 500 of the distinct previous fixations: mgcv's own device for large data (max.knots,
+# default 2000), here a quarter of the set-up time of one subject.
+default_intercept <- function(order, by = NULL) {
+  f <- if (is.null(by)) quote(~ s(x_prev, y_prev, xt = list(max.knots = 500))) else
+    bquote(~ s(x_prev, y_prev, by = .(b), xt = list(max.knots = 500)) + .(b), list(b = as.name(by)))
+  if (order == 2) f[[2]] <- call("+", f[[2]], quote(s(angle_prev, bs = "cc")))
+  eval(f, parent.frame())
+}
+
 latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL) {
   if (!is.data.frame(data) || nrow(data) == 0L) nce_abort("`data` must be a data frame with rows", "input")
   for (a in list(x = x, y = y)) {
