@@ -10,7 +10,7 @@
 //! R script: max |eta - eta_mgcv| over rows and max |log sp - log sp_mgcv|.
 
 use nalgebra::DMatrix;
-use nce_core::design::{with_threads, Design, DenseDesign};
+use nce_core::design::{with_threads, DenseDesign, Design};
 use nce_core::family::Family;
 use nce_core::grouped::GroupedDesign;
 use nce_core::irls::Problem;
@@ -21,7 +21,10 @@ use std::time::Instant;
 
 fn read_f64(path: &Path) -> Vec<f64> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()
+    bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn read_f64_opt(path: &Path) -> Option<Vec<f64>> {
@@ -41,7 +44,13 @@ fn reference(dir: &Path, tag: &'static str) -> Option<Reference> {
     let eta = read_f64(&dir.join(format!("{tag}_eta.bin")));
     let edf = read_f64(&dir.join(format!("{tag}_edf.bin"))).iter().sum();
     let info = std::fs::read_to_string(dir.join(format!("{tag}_info.txt"))).unwrap_or_default();
-    Some(Reference { tag, sp, eta, edf, info: info.trim().to_string() })
+    Some(Reference {
+        tag,
+        sp,
+        eta,
+        edf,
+        info: info.trim().to_string(),
+    })
 }
 
 fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
@@ -54,8 +63,18 @@ fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
         if f.converged { "" } else { "  NOT CONVERGED" }
     );
     for r in refs {
-        let deta = f.fit.eta.iter().zip(&r.eta).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        let dsp = f.sp.iter().zip(&r.sp).map(|(a, b)| (a.ln() - b.ln()).abs()).fold(0.0, f64::max);
+        let deta = f
+            .fit
+            .eta
+            .iter()
+            .zip(&r.eta)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        let dsp =
+            f.sp.iter()
+                .zip(&r.sp)
+                .map(|(a, b)| (a.ln() - b.ln()).abs())
+                .fold(0.0, f64::max);
         print!(
             "  | vs {}: edf {:+.2}%, max|deta| {deta:.1e}, max|dlog sp| {dsp:.3}",
             r.tag,
@@ -63,8 +82,17 @@ fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
         );
     }
     println!();
-    let dl: Vec<String> = f.sp.iter().zip(&refs.first().map_or(vec![], |r| r.sp.clone())).map(|(a, b)| format!("{:+.3}", a.ln() - b.ln())).collect();
-    println!("{:<14} sp {:?}; log sp - log sp_gam per penalty [{}]", "", f.sp.iter().map(|v| format!("{v:.4e}")).collect::<Vec<_>>(), dl.join(", "));
+    let dl: Vec<String> =
+        f.sp.iter()
+            .zip(&refs.first().map_or(vec![], |r| r.sp.clone()))
+            .map(|(a, b)| format!("{:+.3}", a.ln() - b.ln()))
+            .collect();
+    println!(
+        "{:<14} sp {:?}; log sp - log sp_gam per penalty [{}]",
+        "",
+        f.sp.iter().map(|v| format!("{v:.4e}")).collect::<Vec<_>>(),
+        dl.join(", ")
+    );
 }
 
 fn main() {
@@ -119,7 +147,10 @@ fn main() {
             let f: Vec<&str> = l.split_whitespace().collect();
             let k: usize = f[1].parse().unwrap();
             let s = read_f64(&dir.join(f[2]));
-            Penalty { start: f[0].parse().unwrap(), s: DMatrix::from_column_slice(k, k, &s) }
+            Penalty {
+                start: f[0].parse().unwrap(),
+                s: DMatrix::from_column_slice(k, k, &s),
+            }
         })
         .collect();
     let pens = PenaltySet::new(p, pens).unwrap();
@@ -131,7 +162,10 @@ fn main() {
         (n * p * 8) as f64 / 1048576.0
     );
     for r in &refs {
-        println!("  mgcv {}: seconds, score, outer = {}; edf {:.4}; sp {:?}", r.tag, r.info, r.edf, r.sp);
+        println!(
+            "  mgcv {}: seconds, score, outer = {}; edf {:.4}; sp {:?}",
+            r.tag, r.info, r.edf, r.sp
+        );
     }
 
     let w = vec![1.0; n];
@@ -174,7 +208,14 @@ fn main() {
         }
         return;
     }
-    let prob = Problem { y: &y, prior_weights: &w, offset: &offset, family: Family::Binomial, penalty: None, start: None };
+    let prob = Problem {
+        y: &y,
+        prior_weights: &w,
+        offset: &offset,
+        family: Family::Binomial,
+        penalty: None,
+        start: None,
+    };
     let ctrl = RemlControl::default();
     let run = |d: &dyn Fn() -> (f64, RemlFit), label: &str| {
         let mut best: Option<(f64, RemlFit)> = None;
@@ -237,12 +278,22 @@ fn main() {
     // Thread counts must give the same bits (per design); designs agree to rounding.
     let per = threads.len();
     for (k, chunk) in fits.chunks(per).enumerate() {
-        let same = chunk.windows(2).all(|w| w[0].coefficients == w[1].coefficients && w[0].reml == w[1].reml);
+        let same = chunk
+            .windows(2)
+            .all(|w| w[0].coefficients == w[1].coefficients && w[0].reml == w[1].reml);
         println!("{}: results identical across threads: {same}", designs[k]);
     }
     if fits.len() > per {
         let (f1, f2) = (&fits[0], &fits[per]);
-        let dc = f1.coefficients.iter().zip(&f2.coefficients).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        println!("grouped vs dense: max|coef diff| {dc:.2e}, score diff {:.2e}", f1.reml - f2.reml);
+        let dc = f1
+            .coefficients
+            .iter()
+            .zip(&f2.coefficients)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        println!(
+            "grouped vs dense: max|coef diff| {dc:.2e}, score diff {:.2e}",
+            f1.reml - f2.reml
+        );
     }
 }

@@ -22,13 +22,21 @@ fn main() {
     let pr = TgmVnce::new(&x, n, d, &y, nu * n, &lpx, &lpy, s, 7).unwrap();
     let mu: Vec<f64> = (0..d)
         .map(|j| {
-            let v: Vec<f64> = (0..n).map(|i| x[j * n + i]).filter(|v| !v.is_nan()).map(f64::ln).collect();
+            let v: Vec<f64> = (0..n)
+                .map(|i| x[j * n + i])
+                .filter(|v| !v.is_nan())
+                .map(f64::ln)
+                .collect();
             v.iter().sum::<f64>() / v.len() as f64
         })
         .collect();
     let start = TgmParams::from_precision(DMatrix::identity(d, d), 0.0, mu, &DMatrix::identity(d, d), "start").unwrap();
     let x0 = start.pack();
-    println!("d = {d}, n = {n}, nu = {nu}, S = {s}, {:.1}% missing, {} parameters", 100.0 * miss as f64 / (n * d) as f64, x0.len());
+    println!(
+        "d = {d}, n = {n}, nu = {nu}, S = {s}, {:.1}% missing, {} parameters",
+        100.0 * miss as f64 / (n * d) as f64,
+        x0.len()
+    );
     for threads in [1, 2] {
         let reps = 50;
         let t = with_threads(threads, || {
@@ -45,7 +53,10 @@ fn main() {
     }
     for threads in [1, 2] {
         let t0 = Instant::now();
-        let f = with_threads(threads, || fit(&pr, &start, &LbfgsControl::default(), &mut || false).unwrap()).unwrap();
+        let f = with_threads(threads, || {
+            fit(&pr, &start, &LbfgsControl::default(), &mut || false).unwrap()
+        })
+        .unwrap();
         println!(
             "full fit, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}, max |grad| {:.1e}",
             t0.elapsed().as_secs_f64(),
@@ -64,8 +75,17 @@ fn main() {
     }
     for threads in [1, 2] {
         let t0 = Instant::now();
-        let f = with_threads(threads, || fit_ghk(&pr, &DMatrix::identity(d, d), 0.0, &LbfgsControl::default(), &mut || false).unwrap())
-            .unwrap();
+        let f = with_threads(threads, || {
+            fit_ghk(
+                &pr,
+                &DMatrix::identity(d, d),
+                0.0,
+                &LbfgsControl::default(),
+                &mut || false,
+            )
+            .unwrap()
+        })
+        .unwrap();
         println!(
             "GHK family, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}",
             t0.elapsed().as_secs_f64(),
@@ -79,7 +99,10 @@ fn main() {
             let kd: Vec<f64> = (0..d).map(|j| f.k[(j, j)]).collect();
             let k01: Vec<f64> = (0..d - 1).map(|j| f.k[(j, j + 1)]).collect();
             let k02: Vec<f64> = (0..d - 2).map(|j| f.k[(j, j + 2)]).collect();
-            println!("fitted diag(K) {:.2?}\nfitted K[j, j+1] {:.2?} (truth 0.3)\nfitted K[j, j+2] {:.2?} (truth -0.2)", kd, k01, k02);
+            println!(
+                "fitted diag(K) {:.2?}\nfitted K[j, j+1] {:.2?} (truth 0.3)\nfitted K[j, j+2] {:.2?} (truth -0.2)",
+                kd, k01, k02
+            );
         }
     }
 }

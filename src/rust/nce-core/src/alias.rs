@@ -4,7 +4,7 @@
 //! null space duplicates them: dropping a penalised column would change the penalty and
 //! so the fit, dropping an unpenalised one does not.
 
-use crate::design::{Design, DenseDesign};
+use crate::design::{DenseDesign, Design};
 use crate::error::Result;
 use crate::linalg::aliased_columns;
 use crate::penalty::{Penalty, PenaltySet};
@@ -31,7 +31,10 @@ pub fn find_aliased(d: &DenseDesign, pens: &PenaltySet, tol: f64) -> Vec<bool> {
         }
     }
     // Intercept and other columns keep their order within each class.
-    let order: Vec<usize> = (0..p).filter(|&j| penalised[j]).chain((0..p).filter(|&j| !penalised[j])).collect();
+    let order: Vec<usize> = (0..p)
+        .filter(|&j| penalised[j])
+        .chain((0..p).filter(|&j| !penalised[j]))
+        .collect();
     let permuted = DMatrix::from_fn(p, p, |a, b| xtx[(order[a], order[b])]);
     let flags = aliased_columns(&permuted, tol);
     let mut out = vec![false; p];
@@ -64,7 +67,12 @@ pub fn reduce(d: &DenseDesign, pens: &PenaltySet, aliased: &[bool]) -> Result<Re
         let s = DMatrix::from_fn(local.len(), local.len(), |a, b| pen.s[(local[a], local[b])]);
         reduced.push(Penalty { start, s });
     }
-    Ok(Reduced { data, ncol: kept.len(), penalties: PenaltySet::new(kept.len(), reduced)?, kept })
+    Ok(Reduced {
+        data,
+        ncol: kept.len(),
+        penalties: PenaltySet::new(kept.len(), reduced)?,
+        kept,
+    })
 }
 
 #[cfg(test)]

@@ -85,10 +85,12 @@ fn sigmoid(x: f64) -> f64 {
 fn chunked_sum2(x: &[f64], f: impl Fn(f64) -> (f64, f64) + Sync) -> (f64, f64) {
     let parts: Vec<(f64, f64)> = x
         .par_chunks(CHUNK)
-        .map(|ch| ch.iter().fold((0.0, 0.0), |(a, b), &v| {
-            let (p, q) = f(v);
-            (a + p, b + q)
-        }))
+        .map(|ch| {
+            ch.iter().fold((0.0, 0.0), |(a, b), &v| {
+                let (p, q) = f(v);
+                (a + p, b + q)
+            })
+        })
         .collect();
     parts.iter().fold((0.0, 0.0), |(a, b), (p, q)| (a + p, b + q))
 }
@@ -124,13 +126,21 @@ fn check_ratios(r1: &[f64], r2: &[f64]) -> Result<()> {
     if let Some(i) = r1.iter().position(|v| !v.is_finite()) {
         return Err(NceError::invalid(
             "r1",
-            format!("log ratio at draw {} of the first sample is {} (must be finite)", i + 1, r1[i]),
+            format!(
+                "log ratio at draw {} of the first sample is {} (must be finite)",
+                i + 1,
+                r1[i]
+            ),
         ));
     }
     if let Some(i) = r2.iter().position(|v| v.is_nan() || *v == f64::INFINITY) {
         return Err(NceError::invalid(
             "r2",
-            format!("log ratio at draw {} of the second sample is {} (must be finite or -Inf)", i + 1, r2[i]),
+            format!(
+                "log ratio at draw {} of the second sample is {} (must be finite or -Inf)",
+                i + 1,
+                r2[i]
+            ),
         ));
     }
     Ok(())
@@ -152,7 +162,11 @@ pub fn solve(
     let min_r1 = r1.iter().cloned().fold(f64::INFINITY, f64::min);
     let max_r1 = r1.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let max_r2 = r2.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let min_r2 = r2.iter().cloned().filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
+    let min_r2 = r2
+        .iter()
+        .cloned()
+        .filter(|v| v.is_finite())
+        .fold(f64::INFINITY, f64::min);
     let separated = min_r1 > max_r2;
     let bound_lower = log_mean_exp(r2);
     let neg: Vec<f64> = r1.iter().map(|v| -v).collect();
@@ -184,7 +198,11 @@ pub fn solve(
     let pad = 40.0 + nu.abs();
     let (mut lo, mut hi) = (lo_r - pad, hi_r + pad);
     // A start between the importance sampling bounds (or the classifier gap when separated).
-    let mut c = if separated { 0.5 * (max_r2 + min_r1) } else { 0.5 * (bound_lower + bound_upper) };
+    let mut c = if separated {
+        0.5 * (max_r2 + min_r1)
+    } else {
+        0.5 * (bound_lower + bound_upper)
+    };
     if !c.is_finite() || c <= lo || c >= hi {
         c = 0.5 * (lo + hi);
     }
@@ -206,7 +224,11 @@ pub fn solve(
             hi = c;
         }
         let newton = c - g / h;
-        let next = if h > 0.0 && newton.is_finite() && newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
+        let next = if h > 0.0 && newton.is_finite() && newton > lo && newton < hi {
+            newton
+        } else {
+            0.5 * (lo + hi)
+        };
         let step = (next - c).abs();
         c = next;
         let gh = grad_hess(r1, r2, nu, c);
@@ -231,7 +253,10 @@ pub fn solve(
     };
     for (k, e) in [ess1, ess2].iter().enumerate() {
         if !(e.is_finite() && *e > 0.0) {
-            return Err(NceError::invalid("ess", format!("effective sample size {} must be positive, got {e}", k + 1)));
+            return Err(NceError::invalid(
+                "ess",
+                format!("effective sample size {} must be positive, got {e}", k + 1),
+            ));
         }
     }
     let v1 = centered_ss(&s1);
@@ -239,7 +264,13 @@ pub fn solve(
     let info = h;
     let var_iid = (v1 + v2) / (info * info);
     let var = (v1 * n1 as f64 / ess1 + v2 * n2 as f64 / ess2) / (info * info);
-    let fin = |v: f64| if v.is_finite() { v.max(0.0).sqrt() } else { f64::INFINITY };
+    let fin = |v: f64| {
+        if v.is_finite() {
+            v.max(0.0).sqrt()
+        } else {
+            f64::INFINITY
+        }
+    };
     Ok(BridgeFit {
         log_ratio: c,
         se: fin(var),
@@ -325,7 +356,10 @@ pub enum Bounds {
 impl Bounds {
     pub fn new(lb: f64, ub: f64) -> Result<Self> {
         if lb.is_nan() || ub.is_nan() || lb == f64::INFINITY || ub == f64::NEG_INFINITY || !(lb < ub) {
-            return Err(NceError::invalid("lb", format!("bounds need lb < ub, lb < Inf and ub > -Inf, got [{lb}, {ub}]")));
+            return Err(NceError::invalid(
+                "lb",
+                format!("bounds need lb < ub, lb < Inf and ub > -Inf, got [{lb}, {ub}]"),
+            ));
         }
         Ok(match (lb.is_finite(), ub.is_finite()) {
             (false, false) => Bounds::Free,
@@ -375,7 +409,10 @@ pub fn to_unconstrained(x: &[f64], n: usize, bounds: &[Bounds]) -> Result<(Vec<f
         for i in 0..n {
             let v = x[j * n + i];
             let ui = b.forward(v).ok_or_else(|| {
-                NceError::invalid("draws", format!("draw {} has {v} in column {}, outside the bounds {b:?}", i + 1, j + 1))
+                NceError::invalid(
+                    "draws",
+                    format!("draw {} has {v} in column {}, outside the bounds {b:?}", i + 1, j + 1),
+                )
             })?;
             u[j * n + i] = ui;
             lj[i] += b.inverse(ui).1;
@@ -403,11 +440,16 @@ pub fn mean_cov(x: &[f64], n: usize, d: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     if n < 2 || x.len() != n * d {
         return Err(NceError::invalid("draws", "need at least two draws to fit a reference"));
     }
-    let mean: Vec<f64> = (0..d).map(|j| x[j * n..(j + 1) * n].iter().sum::<f64>() / n as f64).collect();
+    let mean: Vec<f64> = (0..d)
+        .map(|j| x[j * n..(j + 1) * n].iter().sum::<f64>() / n as f64)
+        .collect();
     let mut cov = vec![0.0; d * d];
     for a in 0..d {
         for b in 0..=a {
-            let s: f64 = (0..n).map(|i| (x[a * n + i] - mean[a]) * (x[b * n + i] - mean[b])).sum::<f64>() / (n - 1) as f64;
+            let s: f64 = (0..n)
+                .map(|i| (x[a * n + i] - mean[a]) * (x[b * n + i] - mean[b]))
+                .sum::<f64>()
+                / (n - 1) as f64;
             cov[a * d + b] = s;
             cov[b * d + a] = s;
         }
@@ -444,7 +486,9 @@ mod tests {
         let mut rng = crate::rng::stream_rng(11, 0);
         let lf1 = |x: f64| -(x - 1.0) * (x - 1.0) / 8.0;
         let lf2 = |x: f64| -x * x / 2.0;
-        let x1: Vec<f64> = (0..n).map(|_| 1.0 + 2.0 * rng.sample::<f64, _>(StandardNormal)).collect();
+        let x1: Vec<f64> = (0..n)
+            .map(|_| 1.0 + 2.0 * rng.sample::<f64, _>(StandardNormal))
+            .collect();
         let x2: Vec<f64> = (0..n / 2).map(|_| rng.sample::<f64, _>(StandardNormal)).collect();
         let r1: Vec<f64> = x1.iter().map(|&x| lf1(x) - lf2(x)).collect();
         let r2: Vec<f64> = x2.iter().map(|&x| lf1(x) - lf2(x)).collect();
@@ -455,17 +499,36 @@ mod tests {
         assert!(f.gradient.abs() < 1e-6);
         assert!(f.bound_lower <= f.bound_upper + 1e-12);
         // Geyer: sandwich = 1/I - 1/n1 - 1/n2 at the optimum (for independent draws, ESS = n).
-        let f2 = solve(&r1, &r2, [Some(n as f64), Some((n / 2) as f64)], &SolveControl::default(), &mut never()).unwrap();
+        let f2 = solve(
+            &r1,
+            &r2,
+            [Some(n as f64), Some((n / 2) as f64)],
+            &SolveControl::default(),
+            &mut never(),
+        )
+        .unwrap();
         let geyer = 1.0 / f2.info - 1.0 / n as f64 - 1.0 / (n / 2) as f64;
-        assert!((f2.se * f2.se - geyer).abs() < 0.05 * geyer, "{} vs {geyer}", f2.se * f2.se);
+        assert!(
+            (f2.se * f2.se - geyer).abs() < 0.05 * geyer,
+            "{} vs {geyer}",
+            f2.se * f2.se
+        );
     }
 
     #[test]
     fn results_do_not_depend_on_threads() {
         let r1: Vec<f64> = (0..50_000).map(|i| ((i as f64) * 0.37).sin() + 0.3).collect();
         let r2: Vec<f64> = (0..30_000).map(|i| ((i as f64) * 0.11).cos() - 0.2).collect();
-        let a = crate::design::with_threads(1, || solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)).unwrap().unwrap();
-        let b = crate::design::with_threads(4, || solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)).unwrap().unwrap();
+        let a = crate::design::with_threads(1, || {
+            solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)
+        })
+        .unwrap()
+        .unwrap();
+        let b = crate::design::with_threads(4, || {
+            solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)
+        })
+        .unwrap()
+        .unwrap();
         assert_eq!(a.log_ratio, b.log_ratio);
         assert_eq!(a.se, b.se);
     }
@@ -479,7 +542,14 @@ mod tests {
         assert_eq!((f.max_r2, f.min_r1), (-4.0, 10.0));
         assert!(f.bound_lower <= f.max_r2 && f.bound_upper >= f.min_r1);
         assert!(f.log_ratio > -4.0 && f.log_ratio < 10.0);
-        let g = solve(&r1, &[f64::NEG_INFINITY; 3], [None, None], &SolveControl::default(), &mut never()).unwrap();
+        let g = solve(
+            &r1,
+            &[f64::NEG_INFINITY; 3],
+            [None, None],
+            &SolveControl::default(),
+            &mut never(),
+        )
+        .unwrap();
         assert!(g.separated && g.bound_lower == f64::NEG_INFINITY && g.bound_upper.is_finite());
     }
 
@@ -490,7 +560,10 @@ mod tests {
         assert!(solve(&[1.0, f64::NEG_INFINITY], &[0.0], [None, None], &ctl, &mut never()).is_err());
         assert!(solve(&[1.0], &[f64::INFINITY], [None, None], &ctl, &mut never()).is_err());
         assert!(solve(&[], &[0.0], [None, None], &ctl, &mut never()).is_err());
-        assert!(matches!(solve(&[1.0], &[0.0], [None, None], &ctl, &mut || true), Err(NceError::Interrupted)));
+        assert!(matches!(
+            solve(&[1.0], &[0.0], [None, None], &ctl, &mut || true),
+            Err(NceError::Interrupted)
+        ));
     }
 
     #[test]
@@ -514,8 +587,12 @@ mod tests {
 
     #[test]
     fn transforms_round_trip_with_jacobians() {
-        let bs = [Bounds::new(f64::NEG_INFINITY, f64::INFINITY).unwrap(), Bounds::new(0.0, f64::INFINITY).unwrap(),
-            Bounds::new(f64::NEG_INFINITY, 2.0).unwrap(), Bounds::new(-1.0, 3.0).unwrap()];
+        let bs = [
+            Bounds::new(f64::NEG_INFINITY, f64::INFINITY).unwrap(),
+            Bounds::new(0.0, f64::INFINITY).unwrap(),
+            Bounds::new(f64::NEG_INFINITY, 2.0).unwrap(),
+            Bounds::new(-1.0, 3.0).unwrap(),
+        ];
         let x = [0.3, 0.7, 1.5, 2.9];
         for (b, &v) in bs.iter().zip(&x) {
             let u = b.forward(v).unwrap();
@@ -540,11 +617,13 @@ mod tests {
         let n = 40_000;
         let mut rng = crate::rng::stream_rng(9, 0);
         let g = |k: usize, rng: &mut rand_chacha::ChaCha20Rng| -> f64 { (0..k).map(|_| -rng.gen::<f64>().ln()).sum() };
-        let x: Vec<f64> = (0..n).map(|_| {
-            let a = g(3, &mut rng);
-            let b = g(5, &mut rng);
-            a / (a + b)
-        }).collect();
+        let x: Vec<f64> = (0..n)
+            .map(|_| {
+                let a = g(3, &mut rng);
+                let b = g(5, &mut rng);
+                a / (a + b)
+            })
+            .collect();
         let bounds = [Bounds::new(0.0, 1.0).unwrap()];
         let (u, lj) = to_unconstrained(&x, n, &bounds).unwrap();
         let (m, s) = mean_cov(&u, n, 1).unwrap();
@@ -558,6 +637,11 @@ mod tests {
         let r2: Vec<f64> = (0..n).map(|i| lk(xr[i]) + ljr[i] - lg2[i]).collect();
         let f = solve(&r1, &r2, [None, None], &SolveControl::default(), &mut never()).unwrap();
         let exact = -(105f64).ln();
-        assert!((f.log_ratio - exact).abs() < 0.01 && (f.log_ratio - exact).abs() < 4.0 * f.se, "{} vs {exact}, se {}", f.log_ratio, f.se);
+        assert!(
+            (f.log_ratio - exact).abs() < 0.01 && (f.log_ratio - exact).abs() < 4.0 * f.se,
+            "{} vs {exact}, se {}",
+            f.log_ratio,
+            f.se
+        );
     }
 }

@@ -72,13 +72,23 @@ impl<'a> DenseDesign<'a> {
         if data.len() != nrow * ncol {
             return Err(NceError::invalid(
                 "x",
-                format!("has {} values, expected {} x {} = {}", data.len(), nrow, ncol, nrow * ncol),
+                format!(
+                    "has {} values, expected {} x {} = {}",
+                    data.len(),
+                    nrow,
+                    ncol,
+                    nrow * ncol
+                ),
             ));
         }
         if let Some(i) = data.iter().position(|v| !v.is_finite()) {
             return Err(NceError::invalid(
                 "x",
-                format!("model matrix has a non-finite value at row {}, column {}", i % nrow.max(1) + 1, i / nrow.max(1) + 1),
+                format!(
+                    "model matrix has a non-finite value at row {}, column {}",
+                    i % nrow.max(1) + 1,
+                    i / nrow.max(1) + 1
+                ),
             ));
         }
         Ok(DenseDesign { data, nrow, ncol })
@@ -205,7 +215,10 @@ impl Design for DenseDesign<'_> {
 
     fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
         let p = self.ncol;
-        self.crossprod_parts(weights).iter().map(|u| full_from_upper(p, u)).collect()
+        self.crossprod_parts(weights)
+            .iter()
+            .map(|u| full_from_upper(p, u))
+            .collect()
     }
 
     fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
@@ -255,7 +268,12 @@ pub(crate) mod kernels {
     /// The four dot products a_r . b (r < 4), a_r at a[r * SUB..], over `len` (multiple of LANES).
     #[inline(always)]
     fn dot4<const F: bool>(a: &[f64], b: &[f64], len: usize) -> [f64; 4] {
-        let (a0, a1, a2, a3) = (&a[..len], &a[SUB..SUB + len], &a[2 * SUB..2 * SUB + len], &a[3 * SUB..3 * SUB + len]);
+        let (a0, a1, a2, a3) = (
+            &a[..len],
+            &a[SUB..SUB + len],
+            &a[2 * SUB..2 * SUB + len],
+            &a[3 * SUB..3 * SUB + len],
+        );
         let b = &b[..len];
         let mut acc = [[0.0f64; LANES]; 4];
         for ((((c0, c1), c2), c3), cb) in a0
@@ -514,7 +532,11 @@ pub(crate) mod kernels {
             let mut i = 0;
             while i + 16 <= n {
                 for r in 0..4 {
-                    acc[r] = _mm256_fmadd_pd(_mm256_loadu_pd(ap.add(i + 4 * r)), _mm256_loadu_pd(bp.add(i + 4 * r)), acc[r]);
+                    acc[r] = _mm256_fmadd_pd(
+                        _mm256_loadu_pd(ap.add(i + 4 * r)),
+                        _mm256_loadu_pd(bp.add(i + 4 * r)),
+                        acc[r],
+                    );
                 }
                 i += 16;
             }

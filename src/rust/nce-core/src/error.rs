@@ -18,7 +18,10 @@ pub type Result<T> = std::result::Result<T, NceError>;
 
 impl NceError {
     pub fn invalid(arg: &str, msg: impl Into<String>) -> Self {
-        NceError::InvalidInput { arg: arg.to_string(), msg: msg.into() }
+        NceError::InvalidInput {
+            arg: arg.to_string(),
+            msg: msg.into(),
+        }
     }
 
     /// Condition class suffix used by the R layer (`nce_error_<code>`).

@@ -71,19 +71,35 @@ impl Family {
             Family::Binomial => {
                 let mu = self.mean(eta);
                 // l = y eta - log(1 + e^eta), stable in both tails.
-                RowTerms { loglik: y * eta - log1pexp(eta), grad: y - mu, weight: mu * (1.0 - mu) }
+                RowTerms {
+                    loglik: y * eta - log1pexp(eta),
+                    grad: y - mu,
+                    weight: mu * (1.0 - mu),
+                }
             }
             Family::Poisson => {
                 let mu = self.mean(eta);
                 let lgy = if y > 1.0 { ln_gamma_int(y) } else { 0.0 };
-                RowTerms { loglik: y * eta - mu - lgy, grad: y - mu, weight: mu }
+                RowTerms {
+                    loglik: y * eta - mu - lgy,
+                    grad: y - mu,
+                    weight: mu,
+                }
             }
             Family::PoissonTransform => {
                 if y > 0.5 {
-                    RowTerms { loglik: eta, grad: 1.0, weight: 0.0 }
+                    RowTerms {
+                        loglik: eta,
+                        grad: 1.0,
+                        weight: 0.0,
+                    }
                 } else {
                     let mu = self.mean(eta);
-                    RowTerms { loglik: -mu, grad: -mu, weight: mu }
+                    RowTerms {
+                        loglik: -mu,
+                        grad: -mu,
+                        weight: mu,
+                    }
                 }
             }
         }
@@ -108,7 +124,11 @@ impl Family {
             }
             Family::Poisson => {
                 let lgy = if y > 1.0 { ln_gamma_int(y) } else { 0.0 };
-                if y > 0.0 { y * y.ln() - y - lgy } else { 0.0 }
+                if y > 0.0 {
+                    y * y.ln() - y - lgy
+                } else {
+                    0.0
+                }
             }
             Family::PoissonTransform => 0.0,
         }

@@ -6,7 +6,7 @@
 //! rows of each group in row order, and all partial sums are added in a fixed order, so results
 //! do not depend on the number of threads.
 
-use crate::design::{doubled_upper, kernels, Design, DenseDesign, CHUNK_ROWS};
+use crate::design::{doubled_upper, kernels, DenseDesign, Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -40,10 +40,16 @@ impl<'a> GroupedDesign<'a> {
         let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
         let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
-            return Err(NceError::invalid("group", format!("has length {}, expected {nrow} (rows of a)", group.len())));
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {nrow} (rows of a)", group.len()),
+            ));
         }
         if let Some(r) = group.iter().position(|&g| g >= ngroups) {
-            return Err(NceError::invalid("group", format!("row {} names group {} but there are {ngroups}", r + 1, group[r] + 1)));
+            return Err(NceError::invalid(
+                "group",
+                format!("row {} names group {} but there are {ngroups}", r + 1, group[r] + 1),
+            ));
         }
         // Counting sort keeps rows of a group in row order.
         let mut group_start = vec![0usize; ngroups + 1];
@@ -59,7 +65,14 @@ impl<'a> GroupedDesign<'a> {
             rows_by_group[next[g]] = r;
             next[g] += 1;
         }
-        Ok(GroupedDesign { a, b, group, rows_by_group, group_start, a_rows: OnceLock::new() })
+        Ok(GroupedDesign {
+            a,
+            b,
+            group,
+            rows_by_group,
+            group_start,
+            a_rows: OnceLock::new(),
+        })
     }
 
     /// A in row-major order (built on first use: the group sums read A row by row).
@@ -67,15 +80,17 @@ impl<'a> GroupedDesign<'a> {
         self.a_rows.get_or_init(|| {
             let (n, pa) = (self.a.nrow(), self.pa());
             let mut at = vec![0.0; n * pa];
-            at.par_chunks_mut(CHUNK_ROWS * pa.max(1)).enumerate().for_each(|(k, chunk)| {
-                let r0 = k * CHUNK_ROWS;
-                for j in 0..pa {
-                    let col = self.a.col(j);
-                    for (i, row) in chunk.chunks_mut(pa).enumerate() {
-                        row[j] = col[r0 + i];
+            at.par_chunks_mut(CHUNK_ROWS * pa.max(1))
+                .enumerate()
+                .for_each(|(k, chunk)| {
+                    let r0 = k * CHUNK_ROWS;
+                    for j in 0..pa {
+                        let col = self.a.col(j);
+                        for (i, row) in chunk.chunks_mut(pa).enumerate() {
+                            row[j] = col[r0 + i];
+                        }
                     }
-                }
-            });
+                });
             at
         })
     }
@@ -160,7 +175,9 @@ impl<'a> GroupedDesign<'a> {
             .into_par_iter()
             .map(|k| {
                 let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
-                DMatrix::from_fn(pa, pb, |i, j| kernels::dot(&aw[i * ng + t0..i * ng + t1], &self.b.col(j)[t0..t1]))
+                DMatrix::from_fn(pa, pb, |i, j| {
+                    kernels::dot(&aw[i * ng + t0..i * ng + t1], &self.b.col(j)[t0..t1])
+                })
             })
             .collect();
         parts.into_iter().fold(DMatrix::zeros(pa, pb), |acc, m| acc + m)
@@ -227,7 +244,11 @@ impl Design for GroupedDesign<'_> {
         let (ws, _, aw) = self.group_sums(weights, &[]);
         let wsr: Vec<&[f64]> = ws.iter().map(|v| v.as_slice()).collect();
         let hbb = self.b.crossprod_parts(&wsr);
-        haa.iter().zip(&hbb).zip(&aw).map(|((ha, hb), a)| self.assemble(ha, hb, &self.cross_block(a))).collect()
+        haa.iter()
+            .zip(&hbb)
+            .zip(&aw)
+            .map(|((ha, hb), a)| self.assemble(ha, hb, &self.cross_block(a)))
+            .collect()
     }
 
     fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
@@ -242,7 +263,9 @@ impl Design for GroupedDesign<'_> {
     }
 
     fn intercept_column(&self) -> Option<usize> {
-        self.a.intercept_column().or_else(|| self.b.intercept_column().map(|j| self.pa() + j))
+        self.a
+            .intercept_column()
+            .or_else(|| self.b.intercept_column().map(|j| self.pa() + j))
     }
 
     /// x' M x = a' M_aa a + 2 a' (M_ab b_t) + b_t' M_bb b_t: the last two terms per group.
@@ -346,13 +369,23 @@ mod tests {
         let pd = Plain(dd);
         let w1: Vec<f64> = (0..nrow).map(|i| 0.2 + (i % 11) as f64 / 5.0).collect();
         let w2: Vec<f64> = (0..nrow).map(|i| ((i % 13) as f64 - 6.0) * 0.1).collect();
-        let m = DMatrix::from_fn(7, 7, |i, j| 1.0 / (1.0 + i as f64 + j as f64) + if i == j { 0.5 } else { 0.0 });
+        let m = DMatrix::from_fn(7, 7, |i, j| {
+            1.0 / (1.0 + i as f64 + j as f64) + if i == j { 0.5 } else { 0.0 }
+        });
         let ws: [&[f64]; 2] = [&w1, &w2];
-        let (hg, hd, hp) = (gd.weighted_crossprods(&ws), dd.weighted_crossprods(&ws), pd.weighted_crossprods(&ws));
+        let (hg, hd, hp) = (
+            gd.weighted_crossprods(&ws),
+            dd.weighted_crossprods(&ws),
+            pd.weighted_crossprods(&ws),
+        );
         for k in 0..2 {
             let scale = hp[k].amax();
             assert!((&hg[k] - &hp[k]).amax() < 1e-10 * scale && (&hd[k] - &hp[k]).amax() < 1e-10 * scale);
-            let naive = DMatrix::from_fn(7, 7, |i, j| (0..nrow).map(|r| ws[k][r] * x[i * nrow + r] * x[j * nrow + r]).sum::<f64>());
+            let naive = DMatrix::from_fn(7, 7, |i, j| {
+                (0..nrow)
+                    .map(|r| ws[k][r] * x[i * nrow + r] * x[j * nrow + r])
+                    .sum::<f64>()
+            });
             assert!((&hp[k] - naive).amax() < 1e-10 * scale);
         }
         let (cg, cd, cp) = (gd.crossprod_vec(&w2), dd.crossprod_vec(&w2), pd.crossprod_vec(&w2));
@@ -362,7 +395,10 @@ mod tests {
         dd.row_quadratic_forms(&m, &mut qd);
         pd.row_quadratic_forms(&m, &mut qp);
         for r in 0..nrow {
-            assert!((qg[r] - qp[r]).abs() < 1e-10 * (1.0 + qp[r].abs()) && (qd[r] - qp[r]).abs() < 1e-10 * (1.0 + qp[r].abs()));
+            assert!(
+                (qg[r] - qp[r]).abs() < 1e-10 * (1.0 + qp[r].abs())
+                    && (qd[r] - qp[r]).abs() < 1e-10 * (1.0 + qp[r].abs())
+            );
         }
         let q1 = with_threads(1, || {
             let mut q = vec![0.0; nrow];

@@ -24,7 +24,12 @@ pub struct Control {
 
 impl Default for Control {
     fn default() -> Self {
-        Control { epsilon: 1e-10, maxit: 100, alias_tol: 1e-9, max_halving: 40 }
+        Control {
+            epsilon: 1e-10,
+            maxit: 100,
+            alias_tol: 1e-9,
+            max_halving: 40,
+        }
     }
 }
 
@@ -67,12 +72,7 @@ pub struct GlmFit {
 
 /// Fit by Newton's method with step halving. `interrupted` is polled once per iteration
 /// (from the calling thread) and stops the fit with `NceError::Interrupted`.
-pub fn fit<D: Design>(
-    d: &D,
-    prob: &Problem,
-    ctrl: &Control,
-    interrupted: &mut dyn FnMut() -> bool,
-) -> Result<GlmFit> {
+pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut dyn FnMut() -> bool) -> Result<GlmFit> {
     let (n, p) = (d.nrow(), d.ncol());
     pirls::validate(n, p, prob)?;
     let sat: f64 = prob
@@ -109,7 +109,9 @@ pub fn fit<D: Design>(
             aliased = aliased_columns(&h, ctrl.alias_tol);
             keep = (0..p).filter(|&j| !aliased[j]).collect();
             if keep.is_empty() {
-                return Err(NceError::Numerical("every column of the design is zero or aliased".into()));
+                return Err(NceError::Numerical(
+                    "every column of the design is zero or aliased".into(),
+                ));
             }
         }
         let sol = spd_solve(&select(&h, &keep), &select_vec(&b, &keep))?;
@@ -135,7 +137,9 @@ pub fn fit<D: Design>(
             // A bad first step from the response-based start: restart from beta = 0.
             cand = evaluate(vec![0.0; p]);
             if !cand.objective.is_finite() {
-                return Err(NceError::Numerical("the objective is not finite at the starting values".into()));
+                return Err(NceError::Numerical(
+                    "the objective is not finite at the starting values".into(),
+                ));
             }
         }
         eta = cand.eta.clone();
@@ -210,7 +214,11 @@ mod tests {
             x[i] = 1.0;
             x[n + i] = t;
             // deterministic but not separable labels
-            y[i] = if ((i * 7919) % 13) as f64 / 13.0 < 1.0 / (1.0 + (-(0.5 + 1.5 * t)).exp()) { 1.0 } else { 0.0 };
+            y[i] = if ((i * 7919) % 13) as f64 / 13.0 < 1.0 / (1.0 + (-(0.5 + 1.5 * t)).exp()) {
+                1.0
+            } else {
+                0.0
+            };
         }
         (x, y)
     }
@@ -222,7 +230,14 @@ mod tests {
         let d = DenseDesign::new(&x, n, 2).unwrap();
         let w = vec![1.0; n];
         let o = vec![0.1; n];
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
         let f = fit(&d, &prob, &Control::default(), &mut || false).unwrap();
         assert!(f.converged);
         for j in 0..2 {
@@ -239,9 +254,28 @@ mod tests {
         x3.extend((0..n).map(|i| 2.0 * x[n + i] + 1.0));
         let w = vec![1.0; n];
         let o = vec![0.0; n];
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
-        let f2 = fit(&DenseDesign::new(&x, n, 2).unwrap(), &prob, &Control::default(), &mut || false).unwrap();
-        let f3 = fit(&DenseDesign::new(&x3, n, 3).unwrap(), &prob, &Control::default(), &mut || false).unwrap();
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
+        let f2 = fit(
+            &DenseDesign::new(&x, n, 2).unwrap(),
+            &prob,
+            &Control::default(),
+            &mut || false,
+        )
+        .unwrap();
+        let f3 = fit(
+            &DenseDesign::new(&x3, n, 3).unwrap(),
+            &prob,
+            &Control::default(),
+            &mut || false,
+        )
+        .unwrap();
         assert_eq!(f3.aliased, vec![false, false, true]);
         assert!(f3.coefficients[2].is_nan());
         for j in 0..2 {
@@ -256,8 +290,21 @@ mod tests {
         let x = vec![1.0; n];
         let w = vec![1.0; n];
         let o = vec![0.0; n];
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Poisson, penalty: None, start: None };
-        let f = fit(&DenseDesign::new(&x, n, 1).unwrap(), &prob, &Control::default(), &mut || false).unwrap();
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Poisson,
+            penalty: None,
+            start: None,
+        };
+        let f = fit(
+            &DenseDesign::new(&x, n, 1).unwrap(),
+            &prob,
+            &Control::default(),
+            &mut || false,
+        )
+        .unwrap();
         assert!((f.coefficients[0] - 2f64.ln()).abs() < 1e-10);
         assert!((f.cov[(0, 0)] - 1.0 / 12.0).abs() < 1e-8);
     }
@@ -268,8 +315,20 @@ mod tests {
         let (x, y) = logistic_data(n);
         let w = vec![1.0; n];
         let o = vec![0.0; n];
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
-        let r = fit(&DenseDesign::new(&x, n, 2).unwrap(), &prob, &Control::default(), &mut || true);
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
+        let r = fit(
+            &DenseDesign::new(&x, n, 2).unwrap(),
+            &prob,
+            &Control::default(),
+            &mut || true,
+        );
         assert_eq!(r.unwrap_err(), NceError::Interrupted);
     }
 
@@ -279,13 +338,30 @@ mod tests {
         let d = DenseDesign::new(&x, 3, 1).unwrap();
         let (w, o) = (vec![1.0; 3], vec![0.0; 3]);
         let y = vec![0.0, 2.0, 1.0];
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
         let e = fit(&d, &prob, &Control::default(), &mut || false).unwrap_err();
         assert!(e.to_string().starts_with("`y`"), "{e}");
         let o2 = vec![0.0, f64::INFINITY, 0.0];
         let y2 = vec![0.0, 1.0, 1.0];
-        let prob = Problem { y: &y2, prior_weights: &w, offset: &o2, family: Family::Binomial, penalty: None, start: None };
+        let prob = Problem {
+            y: &y2,
+            prior_weights: &w,
+            offset: &o2,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
         let e = fit(&d, &prob, &Control::default(), &mut || false).unwrap_err();
-        assert!(e.to_string().contains("`offset`") && e.to_string().contains("position 2"), "{e}");
+        assert!(
+            e.to_string().contains("`offset`") && e.to_string().contains("position 2"),
+            "{e}"
+        );
     }
 }

@@ -22,13 +22,22 @@ impl NormalKernel {
     pub fn new(sd: Vec<f64>, lower: Vec<f64>, upper: Vec<f64>) -> Result<Self> {
         let d = sd.len();
         if d == 0 || lower.len() != d || upper.len() != d {
-            return Err(NceError::invalid("sd", "sd, lower and upper must have one entry per state column"));
+            return Err(NceError::invalid(
+                "sd",
+                "sd, lower and upper must have one entry per state column",
+            ));
         }
         if let Some(j) = sd.iter().position(|s| !(s.is_finite() && *s > 0.0)) {
-            return Err(NceError::invalid("sd", format!("must be positive and finite; entry {} is {}", j + 1, sd[j])));
+            return Err(NceError::invalid(
+                "sd",
+                format!("must be positive and finite; entry {} is {}", j + 1, sd[j]),
+            ));
         }
         if let Some(j) = (0..d).find(|&j| !(lower[j] < upper[j]) || lower[j].is_nan() || upper[j].is_nan()) {
-            return Err(NceError::invalid("window", format!("dimension {} needs lower < upper", j + 1)));
+            return Err(NceError::invalid(
+                "window",
+                format!("dimension {} needs lower < upper", j + 1),
+            ));
         }
         Ok(NormalKernel { sd, lower, upper })
     }
@@ -39,10 +48,16 @@ impl NormalKernel {
 
     fn check_prev(&self, prev: &[f64], t: usize) -> Result<()> {
         if prev.len() != t * self.dim() {
-            return Err(NceError::invalid("prev", format!("must be a {t} x {} matrix", self.dim())));
+            return Err(NceError::invalid(
+                "prev",
+                format!("must be a {t} x {} matrix", self.dim()),
+            ));
         }
         if let Some(i) = prev.iter().position(|v| !v.is_finite()) {
-            return Err(NceError::invalid("prev", format!("previous state {} is not finite", i % t.max(1) + 1)));
+            return Err(NceError::invalid(
+                "prev",
+                format!("previous state {} is not finite", i % t.max(1) + 1),
+            ));
         }
         Ok(())
     }
@@ -152,7 +167,9 @@ mod tests {
     fn draws_are_thread_invariant_and_transition_major() {
         let k = NormalKernel::new(vec![1.0, 1.0], vec![f64::NEG_INFINITY; 2], vec![f64::INFINITY; 2]).unwrap();
         let t = 1000;
-        let prev: Vec<f64> = (0..2 * t).map(|i| (i % t) as f64 * 100.0 * if i < t { 1.0 } else { -1.0 }).collect();
+        let prev: Vec<f64> = (0..2 * t)
+            .map(|i| (i % t) as f64 * 100.0 * if i < t { 1.0 } else { -1.0 })
+            .collect();
         let a = with_threads(1, || k.sample(&prev, t, 3, 9).unwrap()).unwrap();
         let b = with_threads(2, || k.sample(&prev, t, 3, 9).unwrap()).unwrap();
         assert_eq!(a, b);

@@ -25,7 +25,10 @@ pub struct LatticeKernel {
 
 fn scaled_exp(v: &[f64], what: &str) -> Result<Vec<f64>> {
     if let Some(i) = v.iter().position(|a| a.is_nan() || *a == f64::INFINITY) {
-        return Err(NceError::invalid(what, format!("entry {} is {} (NaN and +Inf are not allowed)", i + 1, v[i])));
+        return Err(NceError::invalid(
+            what,
+            format!("entry {} is {} (NaN and +Inf are not allowed)", i + 1, v[i]),
+        ));
     }
     let m = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     if m == f64::NEG_INFINITY {
@@ -41,20 +44,38 @@ impl LatticeKernel {
             return Err(NceError::invalid("grid", "needs at least one cell per axis"));
         }
         if !(window.iter().all(|v| v.is_finite()) && window[0] < window[1] && window[2] < window[3]) {
-            return Err(NceError::invalid("window", "must be finite with xmin < xmax and ymin < ymax"));
+            return Err(NceError::invalid(
+                "window",
+                "must be finite with xmin < xmax and ymin < ymax",
+            ));
         }
         if state.len() != nx * ny {
-            return Err(NceError::invalid("state", format!("must have nx * ny = {} entries", nx * ny)));
+            return Err(NceError::invalid(
+                "state",
+                format!("must have nx * ny = {} entries", nx * ny),
+            ));
         }
         let no = (2 * nx - 1) * (2 * ny - 1);
         if offset.len() != no {
-            return Err(NceError::invalid("offset", format!("must have (2 nx - 1) * (2 ny - 1) = {no} entries")));
+            return Err(NceError::invalid(
+                "offset",
+                format!("must have (2 nx - 1) * (2 ny - 1) = {no} entries"),
+            ));
         }
-        Ok(LatticeKernel { nx, ny, window, state: scaled_exp(state, "state")?, offset: scaled_exp(offset, "offset")? })
+        Ok(LatticeKernel {
+            nx,
+            ny,
+            window,
+            state: scaled_exp(state, "state")?,
+            offset: scaled_exp(offset, "offset")?,
+        })
     }
 
     fn cell_size(&self) -> (f64, f64) {
-        ((self.window[1] - self.window[0]) / self.nx as f64, (self.window[3] - self.window[2]) / self.ny as f64)
+        (
+            (self.window[1] - self.window[0]) / self.nx as f64,
+            (self.window[3] - self.window[2]) / self.ny as f64,
+        )
     }
 
     /// Cell (ix, iy) of a position; positions on or beyond the edges go to the border cells.
@@ -69,7 +90,10 @@ impl LatticeKernel {
     fn pick<R: Rng>(&self, rng: &mut R, w: &[f64], rows: &[f64]) -> Result<(usize, usize)> {
         let total: f64 = rows.iter().sum();
         if !(total > 0.0 && total.is_finite()) {
-            return Err(NceError::invalid("kernel", "the kernel's weights vanish or overflow on the grid"));
+            return Err(NceError::invalid(
+                "kernel",
+                "the kernel's weights vanish or overflow on the grid",
+            ));
         }
         let mut u = rng.gen::<f64>() * total;
         let mut iy = self.ny - 1;
@@ -99,7 +123,10 @@ impl LatticeKernel {
     fn position<R: Rng>(&self, rng: &mut R, (ix, iy): (usize, usize)) -> (f64, f64) {
         let (cw, ch) = self.cell_size();
         let (u, v): (f64, f64) = (rng.gen(), rng.gen());
-        (self.window[0] + (ix as f64 + u) * cw, self.window[2] + (iy as f64 + v) * ch)
+        (
+            self.window[0] + (ix as f64 + u) * cw,
+            self.window[2] + (iy as f64 + v) * ch,
+        )
     }
 
     /// One chain: its start (drawn from the state part alone when not finite), then `steps`
@@ -172,8 +199,14 @@ mod tests {
     use crate::design::with_threads;
 
     fn flat(nx: usize, ny: usize) -> LatticeKernel {
-        LatticeKernel::new(nx, ny, [0.0, 4.0, 0.0, 2.0], &vec![0.0; nx * ny], &vec![0.0; (2 * nx - 1) * (2 * ny - 1)])
-            .unwrap()
+        LatticeKernel::new(
+            nx,
+            ny,
+            [0.0, 4.0, 0.0, 2.0],
+            &vec![0.0; nx * ny],
+            &vec![0.0; (2 * nx - 1) * (2 * ny - 1)],
+        )
+        .unwrap()
     }
 
     #[test]

@@ -21,9 +21,9 @@ pub mod reference;
 pub mod reml;
 pub mod rng;
 pub mod sandwich;
+pub mod spatial;
 pub mod tgm_sim;
 pub mod truncnorm;
 pub mod vnce;
-pub mod spatial;
 
 pub use error::{NceError, Result};

@@ -91,7 +91,10 @@ pub struct EmControl {
 
 impl Default for EmControl {
     fn default() -> Self {
-        EmControl { em_maxit: 500, em_tol: 1e-10 }
+        EmControl {
+            em_maxit: 500,
+            em_tol: 1e-10,
+        }
     }
 }
 
@@ -133,7 +136,11 @@ impl Mog {
     /// (log phi(v, 0), log phi(v, 1)) and d log phi(v, 0) / d log theta.
     fn log_phi(&self, v: f64, inv_theta2: f64, c: f64) -> (f64, f64, f64) {
         let v2 = v * v;
-        (-c - 0.5 * v2 * inv_theta2, -c - 0.5 * v2 / (self.s1 * self.s1), v2 * inv_theta2)
+        (
+            -c - 0.5 * v2 * inv_theta2,
+            -c - 0.5 * v2 / (self.s1 * self.s1),
+            v2 * inv_theta2,
+        )
     }
 
     /// Noise point k's term of both objectives, log(nu p_y / (nu p_y + phi(y))), and its gradient
@@ -163,13 +170,22 @@ impl Mog {
             let (sp0, sp1) = (softplus(r0), softplus(r1));
             let (d0, d1) = (q0 * sigmoid(r0), q1 * sigmoid(r1));
             let deta = -q0 * q1 * (sp1 - sp0 + sigmoid(r1) - sigmoid(r0));
-            (-(q0 * sp0 + q1 * sp1), [d0 * dl0, -(d0 + d1), deta, deta * x, deta * x * x])
+            (
+                -(q0 * sp0 + q1 * sp1),
+                [d0 * dl0, -(d0 + d1), deta, deta * x, deta * x * x],
+            )
         });
         let (nv, ng) = chunked_sum::<2>(self.y.len(), |k| self.noise_term(k, inv_t2, c));
         let n = self.x.len() as f64;
         (
             (dv + nv) / n,
-            [(dg[0] + ng[0]) / n, (dg[1] + ng[1]) / n, dg[2] / n, dg[3] / n, dg[4] / n],
+            [
+                (dg[0] + ng[0]) / n,
+                (dg[1] + ng[1]) / n,
+                dg[2] / n,
+                dg[3] / n,
+                dg[4] / n,
+            ],
         )
     }
 
@@ -192,7 +208,10 @@ impl Mog {
 
     fn check_start(theta: f64, c: f64, w: &[f64; 3]) -> Result<()> {
         if !(theta > 0.0 && theta.is_finite()) {
-            return Err(NceError::invalid("start", format!("theta must be positive and finite, not {theta}")));
+            return Err(NceError::invalid(
+                "start",
+                format!("theta must be positive and finite, not {theta}"),
+            ));
         }
         if !c.is_finite() || !w.iter().all(|v| v.is_finite()) {
             return Err(NceError::invalid("start", "c and w must be finite"));
@@ -201,9 +220,21 @@ impl Mog {
     }
 
     /// Joint maximisation of J_VNCE over (theta, c, w).
-    pub fn fit_vnce(&self, theta: f64, c: f64, w: [f64; 3], ctrl: &LbfgsControl, interrupt: &mut dyn FnMut() -> bool) -> Result<MogFit> {
+    pub fn fit_vnce(
+        &self,
+        theta: f64,
+        c: f64,
+        w: [f64; 3],
+        ctrl: &LbfgsControl,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Result<MogFit> {
         Self::check_start(theta, c, &w)?;
-        let r = minimise_lbfgs(&NegVnce { mog: self, w: None }, &[theta.ln(), c, w[0], w[1], w[2]], ctrl, interrupt)?;
+        let r = minimise_lbfgs(
+            &NegVnce { mog: self, w: None },
+            &[theta.ln(), c, w[0], w[1], w[2]],
+            ctrl,
+            interrupt,
+        )?;
         let nce = self.nce(&r.x[..2]).0;
         Ok(MogFit {
             theta: r.x[0].exp(),
@@ -220,7 +251,13 @@ impl Mog {
     }
 
     /// Maximisation of J_NCE over (theta, c); `w` of the result is the exact posterior's.
-    pub fn fit_nce(&self, theta: f64, c: f64, ctrl: &LbfgsControl, interrupt: &mut dyn FnMut() -> bool) -> Result<MogFit> {
+    pub fn fit_nce(
+        &self,
+        theta: f64,
+        c: f64,
+        ctrl: &LbfgsControl,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Result<MogFit> {
         Self::check_start(theta, c, &[0.0; 3])?;
         let r = minimise_lbfgs(&NegNce(self), &[theta.ln(), c], ctrl, interrupt)?;
         let theta = r.x[0].exp();
@@ -256,7 +293,10 @@ impl Mog {
         let mut p = [theta.ln(), c];
         let mut j_prev = self.nce(&p).0;
         let (mut trace, mut evaluations, mut converged) = (Vec::new(), 0, false);
-        let mut message = format!("EM iteration limit em_maxit = {} reached before convergence", em.em_maxit);
+        let mut message = format!(
+            "EM iteration limit em_maxit = {} reached before convergence",
+            em.em_maxit
+        );
         for _ in 0..em.em_maxit {
             if interrupt() {
                 return Err(NceError::Interrupted);
@@ -347,16 +387,27 @@ mod tests {
         let x: Vec<f64> = (0..n)
             .map(|_| {
                 let z: f64 = rng.sample(StandardNormal);
-                if rng.gen::<f64>() < 1.0 / (1.0 + theta) { z } else { theta * z }
+                if rng.gen::<f64>() < 1.0 / (1.0 + theta) {
+                    z
+                } else {
+                    theta * z
+                }
             })
             .collect();
         let mut rng = stream_rng(seed, 1);
-        let y: Vec<f64> = (0..m).map(|_| noise_sd * rng.sample::<f64, _>(StandardNormal)).collect();
+        let y: Vec<f64> = (0..m)
+            .map(|_| noise_sd * rng.sample::<f64, _>(StandardNormal))
+            .collect();
         Mog::new(&x, &y, 1.0, 0.0, noise_sd).unwrap()
     }
 
     fn tight() -> LbfgsControl {
-        LbfgsControl { maxit: 2000, gtol: 1e-11, ftol: 0.0, memory: 10 }
+        LbfgsControl {
+            maxit: 2000,
+            gtol: 1e-11,
+            ftol: 0.0,
+            memory: 10,
+        }
     }
 
     #[test]
@@ -371,10 +422,18 @@ mod tests {
             a[j] += h;
             b[j] -= h;
             let fd = (mog.vnce(&a).0 - mog.vnce(&b).0) / (2.0 * h);
-            assert!((fd - g[j]).abs() < 1e-6 * g[j].abs().max(1e-3), "vnce {j}: {fd} vs {}", g[j]);
+            assert!(
+                (fd - g[j]).abs() < 1e-6 * g[j].abs().max(1e-3),
+                "vnce {j}: {fd} vs {}",
+                g[j]
+            );
             if j < 2 {
                 let fd = (mog.nce(&a[..2]).0 - mog.nce(&b[..2]).0) / (2.0 * h);
-                assert!((fd - gn[j]).abs() < 1e-6 * gn[j].abs().max(1e-3), "nce {j}: {fd} vs {}", gn[j]);
+                assert!(
+                    (fd - gn[j]).abs() < 1e-6 * gn[j].abs().max(1e-3),
+                    "nce {j}: {fd} vs {}",
+                    gn[j]
+                );
             }
         }
         // Tight bound at the posterior, strictly below elsewhere (Theorem 1).
@@ -393,19 +452,43 @@ mod tests {
         let never = &mut || false;
         let nce = mog.fit_nce(2.0, 1.0, &tight(), never).unwrap();
         let vnce = mog.fit_vnce(2.0, 1.0, [0.0, 0.0, 0.0], &tight(), never).unwrap();
-        assert!((vnce.theta - nce.theta).abs() < 1e-5 * nce.theta, "{} {}", vnce.theta, nce.theta);
+        assert!(
+            (vnce.theta - nce.theta).abs() < 1e-5 * nce.theta,
+            "{} {}",
+            vnce.theta,
+            nce.theta
+        );
         assert!((vnce.c - nce.c).abs() < 1e-5);
         assert!((vnce.objective - nce.objective).abs() < 1e-8);
         let post = mog.posterior_w(nce.theta);
         for i in 0..=80 {
             let x = -20.0 + 0.5 * i as f64;
             let q = |w: &[f64; 3]| sigmoid(-(w[0] + w[1] * x + w[2] * x * x));
-            assert!((q(&vnce.w) - q(&post)).abs() < 1e-3, "x = {x}: {} vs {}", q(&vnce.w), q(&post));
+            assert!(
+                (q(&vnce.w) - q(&post)).abs() < 1e-3,
+                "x = {x}: {} vs {}",
+                q(&vnce.w),
+                q(&post)
+            );
         }
 
         // EM: J_NCE never decreases and ends at the same theta.
-        let em = mog.fit_em(2.0, 1.0, &tight(), &EmControl { em_maxit: 1000, em_tol: 1e-13 }, never).unwrap();
-        eprintln!("em {} iterations, theta {}, converged {}", em.iterations, em.theta, em.converged);
+        let em = mog
+            .fit_em(
+                2.0,
+                1.0,
+                &tight(),
+                &EmControl {
+                    em_maxit: 1000,
+                    em_tol: 1e-13,
+                },
+                never,
+            )
+            .unwrap();
+        eprintln!(
+            "em {} iterations, theta {}, converged {}",
+            em.iterations, em.theta, em.converged
+        );
         assert!(em.converged, "{}", em.message);
         let j0 = mog.nce(&[2.0f64.ln(), 1.0]).0;
         let mut prev = j0;
@@ -413,7 +496,12 @@ mod tests {
             assert!(j >= prev - 1e-12, "{j} < {prev}");
             prev = j;
         }
-        assert!((em.theta - nce.theta).abs() < 1e-6 * nce.theta, "{} {}", em.theta, nce.theta);
+        assert!(
+            (em.theta - nce.theta).abs() < 1e-6 * nce.theta,
+            "{} {}",
+            em.theta,
+            nce.theta
+        );
         assert!((em.nce_objective - nce.objective).abs() < 1e-10);
     }
 
@@ -436,7 +524,10 @@ mod tests {
         let mut meat = [[0.0; 2]; 2];
         let mut add = |scores: Vec<[f64; 2]>| {
             let k = scores.len() as f64;
-            let mean = [scores.iter().map(|s| s[0]).sum::<f64>() / k, scores.iter().map(|s| s[1]).sum::<f64>() / k];
+            let mean = [
+                scores.iter().map(|s| s[0]).sum::<f64>() / k,
+                scores.iter().map(|s| s[1]).sum::<f64>() / k,
+            ];
             for s in &scores {
                 for i in 0..2 {
                     for j in 0..2 {
@@ -447,14 +538,24 @@ mod tests {
         };
         let data = (0..mog.x.len())
             .map(|i| {
-                let one = Mog { x: vec![mog.x[i]], y: vec![], s1: mog.s1, lpy_x: vec![mog.lpy_x[i]], lpy_y: vec![], log_nu: mog.log_nu };
+                let one = Mog {
+                    x: vec![mog.x[i]],
+                    y: vec![],
+                    s1: mog.s1,
+                    lpy_x: vec![mog.lpy_x[i]],
+                    lpy_y: vec![],
+                    log_nu: mog.log_nu,
+                };
                 one.nce(p).1
             })
             .collect();
         add(data);
         add((0..mog.y.len()).map(|k| mog.noise_term(k, inv_t2, p[1]).1).collect());
         let det = hess[0][0] * hess[1][1] - hess[0][1] * hess[1][0];
-        let inv = [[hess[1][1] / det, -hess[0][1] / det], [-hess[1][0] / det, hess[0][0] / det]];
+        let inv = [
+            [hess[1][1] / det, -hess[0][1] / det],
+            [-hess[1][0] / det, hess[0][0] / det],
+        ];
         let mut cov = [[0.0; 2]; 2];
         for i in 0..2 {
             for j in 0..2 {
@@ -472,11 +573,16 @@ mod tests {
     fn true_normaliser_is_recovered() {
         let theta = 4.0;
         let mog = problem(10_000, 10_000, theta, 4.0, 2);
-        let fit = mog.fit_vnce(2.0, 1.0, [0.0; 3], &LbfgsControl::default(), &mut || false).unwrap();
+        let fit = mog
+            .fit_vnce(2.0, 1.0, [0.0; 3], &LbfgsControl::default(), &mut || false)
+            .unwrap();
         assert!(fit.converged, "{}", fit.message);
         let c_true = ((2.0 * std::f64::consts::PI).sqrt() * (1.0 + theta)).ln();
         let se = nce_se(&mog, &[fit.theta.ln(), fit.c]);
-        eprintln!("c {} vs {c_true} (se {}), theta {} (se of log theta {})", fit.c, se[1], fit.theta, se[0]);
+        eprintln!(
+            "c {} vs {c_true} (se {}), theta {} (se of log theta {})",
+            fit.c, se[1], fit.theta, se[0]
+        );
         assert!((fit.c - c_true).abs() < 4.0 * se[1]);
         assert!((fit.theta.ln() - theta.ln()).abs() < 4.0 * se[0]);
         assert!(se[1] < 0.1);

@@ -26,7 +26,12 @@ pub struct LbfgsControl {
 
 impl Default for LbfgsControl {
     fn default() -> Self {
-        LbfgsControl { maxit: 1000, gtol: 1e-6, ftol: 1e-12, memory: 10 }
+        LbfgsControl {
+            maxit: 1000,
+            gtol: 1e-6,
+            ftol: 1e-12,
+            memory: 10,
+        }
     }
 }
 
@@ -135,21 +140,33 @@ fn line_search(ev: &mut Eval, start: &Trial, dir: &[f64], a0: f64) -> Result<Sea
     let wolfe = |t: &Trial| t.d.abs() <= -C2 * d0;
     let used0 = ev.count;
 
-    let mut prev = Trial { a: 0.0, f: f0, d: d0, x: Vec::new(), g: Vec::new() };
+    let mut prev = Trial {
+        a: 0.0,
+        f: f0,
+        d: d0,
+        x: Vec::new(),
+        g: Vec::new(),
+    };
     let mut a = a0;
     // Smallest step known to leave the domain.
     let mut edge = f64::INFINITY;
     let mut first = true;
     let (mut lo, mut hi) = loop {
         if ev.count - used0 >= MAX_LS_EVALS {
-            return Ok(best_or_fail(prev, "no acceptable step within the line search's evaluation budget"));
+            return Ok(best_or_fail(
+                prev,
+                "no acceptable step within the line search's evaluation budget",
+            ));
         }
         let t = ev.at(x0, dir, a)?;
         if !t.f.is_finite() {
             edge = a;
             a = prev.a + 0.2 * (a - prev.a);
             if a - prev.a <= 1e-16 * a.max(1.0) {
-                return Ok(best_or_fail(prev, "the objective is not finite arbitrarily close to the current point"));
+                return Ok(best_or_fail(
+                    prev,
+                    "the objective is not finite arbitrarily close to the current point",
+                ));
             }
             continue;
         }
@@ -176,10 +193,16 @@ fn line_search(ev: &mut Eval, start: &Trial, dir: &[f64], a0: f64) -> Result<Sea
     // Zoom: lo has the lowest sufficient-decrease value seen; the minimiser lies between lo and hi.
     loop {
         if ev.count - used0 >= MAX_LS_EVALS {
-            return Ok(best_or_fail(lo, "no strong-Wolfe step within the line search's evaluation budget"));
+            return Ok(best_or_fail(
+                lo,
+                "no strong-Wolfe step within the line search's evaluation budget",
+            ));
         }
         if (hi.a - lo.a).abs() <= 1e-14 * lo.a.abs().max(hi.a.abs()) {
-            return Ok(best_or_fail(lo, "the line search's bracket collapsed without a decrease"));
+            return Ok(best_or_fail(
+                lo,
+                "the line search's bracket collapsed without a decrease",
+            ));
         }
         let a = interpolate(&lo, &hi);
         let t = ev.at(x0, dir, a)?;
@@ -215,7 +238,10 @@ pub fn minimise_lbfgs(
 ) -> Result<OptimResult> {
     let n = obj.dim();
     if x0.len() != n {
-        return Err(NceError::invalid("start", format!("has length {} but the objective has {} parameters", x0.len(), n)));
+        return Err(NceError::invalid(
+            "start",
+            format!("has length {} but the objective has {} parameters", x0.len(), n),
+        ));
     }
     if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
         return Err(NceError::invalid("start", format!("entry {} is not finite", i + 1)));
@@ -228,7 +254,10 @@ pub fn minimise_lbfgs(
     let zero = vec![0.0; n];
     let mut cur = ev.at(x0, &zero, 0.0)?;
     if !cur.f.is_finite() {
-        return Err(NceError::invalid("start", "the objective (or its gradient) is not finite at the start"));
+        return Err(NceError::invalid(
+            "start",
+            "the objective (or its gradient) is not finite at the start",
+        ));
     }
     let finish = |cur: Trial, it: usize, ev: &Eval, converged: bool, message: String| OptimResult {
         x: cur.x,
@@ -280,7 +309,11 @@ pub fn minimise_lbfgs(
             deriv = dot(&cur.g, &dir);
         }
         cur.d = deriv;
-        let a0 = if s_hist.is_empty() { (1.0 / dot(&dir, &dir).sqrt()).min(1.0) } else { 1.0 };
+        let a0 = if s_hist.is_empty() {
+            (1.0 / dot(&dir, &dir).sqrt()).min(1.0)
+        } else {
+            1.0
+        };
 
         let mut outcome = line_search(&mut ev, &cur, &dir, a0)?;
         if let Search::Failed(_) = outcome {
@@ -327,7 +360,13 @@ pub fn minimise_lbfgs(
         }
     }
     let maxit = ctrl.maxit;
-    Ok(finish(cur, maxit, &ev, false, format!("iteration limit maxit = {maxit} reached before convergence")))
+    Ok(finish(
+        cur,
+        maxit,
+        &ev,
+        false,
+        format!("iteration limit maxit = {maxit} reached before convergence"),
+    ))
 }
 
 #[cfg(test)]
@@ -361,8 +400,16 @@ mod tests {
         let r = minimise_lbfgs(&Rosenbrock(d), start, &LbfgsControl::default(), &mut never()).unwrap();
         assert!(r.converged, "{}", r.message);
         let err = r.x.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
-        assert!(err < 1e-6, "d = {d}: max error {err}, {} iterations, {}", r.iterations, r.message);
-        eprintln!("rosenbrock d = {d}: error {err:.1e}, {} iterations, {} evaluations, {}", r.iterations, r.evaluations, r.message);
+        assert!(
+            err < 1e-6,
+            "d = {d}: max error {err}, {} iterations, {}",
+            r.iterations,
+            r.message
+        );
+        eprintln!(
+            "rosenbrock d = {d}: error {err:.1e}, {} iterations, {} evaluations, {}",
+            r.iterations, r.evaluations, r.message
+        );
     }
 
     #[test]
@@ -379,7 +426,10 @@ mod tests {
     impl Quad {
         fn apply(&self, v: &[f64]) -> Vec<f64> {
             let s: f64 = v.iter().sum();
-            v.iter().enumerate().map(|(i, vi)| (i + 1) as f64 * vi + 0.5 * s).collect()
+            v.iter()
+                .enumerate()
+                .map(|(i, vi)| (i + 1) as f64 * vi + 0.5 * s)
+                .collect()
         }
     }
     impl Objective for Quad {
@@ -450,7 +500,10 @@ mod tests {
 
     #[test]
     fn maxit_is_reported_not_an_error() {
-        let ctrl = LbfgsControl { maxit: 3, ..Default::default() };
+        let ctrl = LbfgsControl {
+            maxit: 3,
+            ..Default::default()
+        };
         let r = minimise_lbfgs(&Rosenbrock(2), &[-1.2, 1.0], &ctrl, &mut never()).unwrap();
         assert!(!r.converged);
         assert_eq!(r.iterations, 3);
@@ -461,7 +514,13 @@ mod tests {
 
     #[test]
     fn bad_start_and_interrupt() {
-        let e = minimise_lbfgs(&Boxed(Default::default()), &[2.0, 0.0, 0.0], &LbfgsControl::default(), &mut never()).unwrap_err();
+        let e = minimise_lbfgs(
+            &Boxed(Default::default()),
+            &[2.0, 0.0, 0.0],
+            &LbfgsControl::default(),
+            &mut never(),
+        )
+        .unwrap_err();
         assert!(matches!(e, NceError::InvalidInput { ref arg, .. } if arg == "start"));
         let e = minimise_lbfgs(&Rosenbrock(2), &[-1.2, 1.0], &LbfgsControl::default(), &mut || true).unwrap_err();
         assert_eq!(e, NceError::Interrupted);

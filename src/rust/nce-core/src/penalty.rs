@@ -71,10 +71,16 @@ impl PenaltySet {
             let (r, c) = pen.s.shape();
             let name = format!("penalty {}", j + 1);
             if r != c || r == 0 {
-                return Err(NceError::invalid(&name, format!("must be a non-empty square matrix, not {r} x {c}")));
+                return Err(NceError::invalid(
+                    &name,
+                    format!("must be a non-empty square matrix, not {r} x {c}"),
+                ));
             }
             if pen.start + r > p {
-                return Err(NceError::invalid(&name, format!("block [{}, {}) exceeds the {p} coefficients", pen.start, pen.start + r)));
+                return Err(NceError::invalid(
+                    &name,
+                    format!("block [{}, {}) exceeds the {p} coefficients", pen.start, pen.start + r),
+                ));
             }
             if pen.s.iter().any(|v| !v.is_finite()) {
                 return Err(NceError::invalid(&name, "has non-finite entries"));
@@ -154,7 +160,11 @@ impl PenaltySet {
         if rho.len() != m || rho.iter().any(|r| !r.is_finite()) {
             return Err(NceError::invalid("rho", format!("must be {m} finite values")));
         }
-        let mut out = LogDet { value: 0.0, grad: vec![0.0; m], hess: DMatrix::zeros(m, m) };
+        let mut out = LogDet {
+            value: 0.0,
+            grad: vec![0.0; m],
+            hess: DMatrix::zeros(m, m),
+        };
         for g in &self.groups {
             if g.members.len() == 1 {
                 let j = g.members[0];
@@ -180,13 +190,23 @@ fn make_groups(pens: &[Penalty]) -> Result<Vec<Group>> {
                 g.size = g.size.max(b - g.start);
                 g.members.push(j);
             }
-            _ => groups.push(Group { start: a, size: b - a, members: vec![j], rank: 0, log_const: 0.0, projected: vec![] }),
+            _ => groups.push(Group {
+                start: a,
+                size: b - a,
+                members: vec![j],
+                rank: 0,
+                log_const: 0.0,
+                projected: vec![],
+            }),
         }
     }
     for (j, pen) in pens.iter().enumerate() {
         let (vals, _) = sorted_eigen(&pen.s);
         if vals[vals.len() - 1] < -1e-8 * vals[0].abs() {
-            return Err(NceError::invalid(&format!("penalty {}", j + 1), "is not positive semi-definite"));
+            return Err(NceError::invalid(
+                &format!("penalty {}", j + 1),
+                "is not positive semi-definite",
+            ));
         }
     }
     for g in &mut groups {
@@ -195,7 +215,8 @@ fn make_groups(pens: &[Penalty]) -> Result<Vec<Group>> {
             let pen = &pens[j];
             let k = pen.s.nrows();
             let mut s = DMatrix::zeros(g.size, g.size);
-            s.view_mut((pen.start - g.start, pen.start - g.start), (k, k)).copy_from(&pen.s);
+            s.view_mut((pen.start - g.start, pen.start - g.start), (k, k))
+                .copy_from(&pen.s);
             s
         };
         if g.members.len() == 1 {
@@ -211,10 +232,14 @@ fn make_groups(pens: &[Penalty]) -> Result<Vec<Group>> {
             let (vals, vecs) = sorted_eigen(&sum);
             g.rank = numerical_rank(&vals);
             let u = vecs.columns(0, g.rank).into_owned();
-            g.projected = g.members.iter().map(|&j| {
-                let s = u.transpose() * embed(j) * &u;
-                (&s + s.transpose()) * 0.5
-            }).collect();
+            g.projected = g
+                .members
+                .iter()
+                .map(|&j| {
+                    let s = u.transpose() * embed(j) * &u;
+                    (&s + s.transpose()) * 0.5
+                })
+                .collect();
         }
         if g.rank == 0 {
             return Err(NceError::invalid("penalties", "a penalty has rank zero"));
@@ -237,11 +262,19 @@ fn similarity_transform(s: &[DMatrix<f64>], lambda: &[f64]) -> (DMatrix<f64>, Ve
         let qn = q.columns(k0, m).into_owned();
         let t: Vec<DMatrix<f64>> = remaining.iter().map(|&j| qn.transpose() * &s[j] * &qn).collect();
         let norms: Vec<f64> = t.iter().map(|x| x.norm()).collect();
-        let big = remaining.iter().zip(&norms).map(|(&j, &w)| lambda[j] * w).fold(0.0, f64::max);
+        let big = remaining
+            .iter()
+            .zip(&norms)
+            .map(|(&j, &w)| lambda[j] * w)
+            .fold(0.0, f64::max);
         if big == 0.0 {
             break;
         }
-        let dominant: Vec<bool> = remaining.iter().zip(&norms).map(|(&j, &w)| lambda[j] * w > big * DOMINANCE_TOL).collect();
+        let dominant: Vec<bool> = remaining
+            .iter()
+            .zip(&norms)
+            .map(|(&j, &w)| lambda[j] * w > big * DOMINANCE_TOL)
+            .collect();
         let mut sum = DMatrix::zeros(m, m);
         for (k, tk) in t.iter().enumerate() {
             if dominant[k] {
@@ -261,7 +294,12 @@ fn similarity_transform(s: &[DMatrix<f64>], lambda: &[f64]) -> (DMatrix<f64>, Ve
             }
         }
         k0 += rk;
-        remaining = remaining.iter().zip(&dominant).filter(|(_, &d)| !d).map(|(&j, _)| j).collect();
+        remaining = remaining
+            .iter()
+            .zip(&dominant)
+            .filter(|(_, &d)| !d)
+            .map(|(&j, _)| j)
+            .collect();
     }
     (q, zero_from)
 }
@@ -326,7 +364,18 @@ mod tests {
         let (a, b) = (diff2(5), diff2(4));
         let s1 = kron(&a, &DMatrix::identity(4, 4));
         let s2 = kron(&DMatrix::identity(5, 5), &b);
-        PenaltySet::new(22, vec![Penalty { start: 1, s: s1 }, Penalty { start: 1, s: s2 }, Penalty { start: 21, s: DMatrix::from_element(1, 1, 2.0) }]).unwrap()
+        PenaltySet::new(
+            22,
+            vec![
+                Penalty { start: 1, s: s1 },
+                Penalty { start: 1, s: s2 },
+                Penalty {
+                    start: 21,
+                    s: DMatrix::from_element(1, 1, 2.0),
+                },
+            ],
+        )
+        .unwrap()
     }
 
     /// Log pseudo-determinant from a plain eigen-decomposition, fine when lambdas are similar.
@@ -355,7 +404,12 @@ mod tests {
         assert_eq!(set.rank(), 20 - 4 + 1);
         let rho = [0.3, -1.2, 0.5];
         let ld = set.log_det(&rho).unwrap();
-        assert!((ld.value - naive(&set, &rho)).abs() < 1e-9, "{} vs {}", ld.value, naive(&set, &rho));
+        assert!(
+            (ld.value - naive(&set, &rho)).abs() < 1e-9,
+            "{} vs {}",
+            ld.value,
+            naive(&set, &rho)
+        );
         let h = 1e-5;
         for j in 0..3 {
             let mut rp = rho;
@@ -366,7 +420,11 @@ mod tests {
             assert!(((p.value - m.value) / (2.0 * h) - ld.grad[j]).abs() < 1e-6);
             for k in 0..3 {
                 let fd = (p.grad[k] - m.grad[k]) / (2.0 * h);
-                assert!((fd - ld.hess[(j, k)]).abs() < 1e-6, "hess {j} {k}: {fd} vs {}", ld.hess[(j, k)]);
+                assert!(
+                    (fd - ld.hess[(j, k)]).abs() < 1e-6,
+                    "hess {j} {k}: {fd} vs {}",
+                    ld.hess[(j, k)]
+                );
             }
         }
     }
@@ -390,7 +448,14 @@ mod tests {
         assert!(PenaltySet::new(3, vec![Penalty { start: 0, s: bad }]).is_err());
         assert!(PenaltySet::new(3, vec![Penalty { start: 2, s: diff2(3) }]).is_err());
         let indefinite = DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0]);
-        let e = PenaltySet::new(3, vec![Penalty { start: 0, s: indefinite }]).unwrap_err();
+        let e = PenaltySet::new(
+            3,
+            vec![Penalty {
+                start: 0,
+                s: indefinite,
+            }],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("semi-definite"), "{e}");
     }
 }

@@ -13,10 +13,16 @@ use rayon::prelude::*;
 pub(crate) fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {
     let check = |name: &str, v: &[f64]| -> Result<()> {
         if v.len() != n {
-            return Err(NceError::invalid(name, format!("has length {}, expected {} (rows of the design)", v.len(), n)));
+            return Err(NceError::invalid(
+                name,
+                format!("has length {}, expected {} (rows of the design)", v.len(), n),
+            ));
         }
         if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-            return Err(NceError::invalid(name, format!("has a non-finite value at position {}", i + 1)));
+            return Err(NceError::invalid(
+                name,
+                format!("has a non-finite value at position {}", i + 1),
+            ));
         }
         Ok(())
     };
@@ -24,12 +30,19 @@ pub(crate) fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {
     check("weights", prob.prior_weights)?;
     check("offset", prob.offset)?;
     if let Some(i) = prob.prior_weights.iter().position(|&w| w < 0.0) {
-        return Err(NceError::invalid("weights", format!("must be non-negative; position {} is negative", i + 1)));
+        return Err(NceError::invalid(
+            "weights",
+            format!("must be non-negative; position {} is negative", i + 1),
+        ));
     }
     if let Some(i) = prob.y.iter().position(|&y| !prob.family.valid_response(y)) {
         return Err(NceError::invalid(
             "y",
-            format!("value {} at position {} is not a valid response for this family", prob.y[i], i + 1),
+            format!(
+                "value {} at position {} is not a valid response for this family",
+                prob.y[i],
+                i + 1
+            ),
         ));
     }
     if let Some(s) = prob.penalty {
@@ -120,7 +133,12 @@ pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>
         }
         None => 0.0,
     };
-    Cand { beta, eta, loglik, objective: loglik - 0.5 * pen }
+    Cand {
+        beta,
+        eta,
+        loglik,
+        objective: loglik - 0.5 * pen,
+    }
 }
 
 /// Step halving: move `cand` half-way back to `cur` until its objective is finite and not

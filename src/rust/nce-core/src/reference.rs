@@ -16,16 +16,28 @@ pub enum Reference {
     /// Independent uniforms on a box.
     Uniform { lower: Vec<f64>, upper: Vec<f64> },
     /// Multivariate normal with lower Cholesky factor of its covariance.
-    Normal { mean: DVector<f64>, chol: DMatrix<f64>, log_det: f64 },
+    Normal {
+        mean: DVector<f64>,
+        chol: DMatrix<f64>,
+        log_det: f64,
+    },
     /// Multivariate Student t with `df` degrees of freedom, location `mean` and scale matrix
     /// with lower Cholesky factor `chol` (covariance `scale * df / (df - 2)` when df > 2).
-    StudentT { mean: DVector<f64>, chol: DMatrix<f64>, log_det: f64, df: f64 },
+    StudentT {
+        mean: DVector<f64>,
+        chol: DMatrix<f64>,
+        log_det: f64,
+        df: f64,
+    },
 }
 
 impl Reference {
     pub fn uniform(lower: Vec<f64>, upper: Vec<f64>) -> Result<Self> {
         if lower.len() != upper.len() || lower.is_empty() {
-            return Err(NceError::invalid("lower", "lower and upper bounds must have the same, positive length"));
+            return Err(NceError::invalid(
+                "lower",
+                "lower and upper bounds must have the same, positive length",
+            ));
         }
         for (j, (a, b)) in lower.iter().zip(&upper).enumerate() {
             if !(a.is_finite() && b.is_finite() && a < b) {
@@ -41,7 +53,10 @@ impl Reference {
     pub fn normal(mean: Vec<f64>, cov: &[f64]) -> Result<Self> {
         let d = mean.len();
         if d == 0 || cov.len() != d * d {
-            return Err(NceError::invalid("sigma", format!("must be a {d} x {d} covariance matrix")));
+            return Err(NceError::invalid(
+                "sigma",
+                format!("must be a {d} x {d} covariance matrix"),
+            ));
         }
         if mean.iter().chain(cov).any(|v| !v.is_finite()) {
             return Err(NceError::invalid("sigma", "mean and covariance must be finite"));
@@ -55,17 +70,29 @@ impl Reference {
             .ok_or_else(|| NceError::invalid("sigma", "covariance matrix is not positive definite"))?;
         let chol = c.l();
         let log_det = 2.0 * chol.diagonal().iter().map(|v| v.ln()).sum::<f64>();
-        Ok(Reference::Normal { mean: DVector::from_vec(mean), chol, log_det })
+        Ok(Reference::Normal {
+            mean: DVector::from_vec(mean),
+            chol,
+            log_det,
+        })
     }
 
     /// Multivariate Student t with location `mean`, scale matrix `scale` (column-major) and
     /// `df` > 0 degrees of freedom.
     pub fn student_t(mean: Vec<f64>, scale: &[f64], df: f64) -> Result<Self> {
         if !(df.is_finite() && df > 0.0) {
-            return Err(NceError::invalid("df", format!("must be one positive number, got {df}")));
+            return Err(NceError::invalid(
+                "df",
+                format!("must be one positive number, got {df}"),
+            ));
         }
         match Self::normal(mean, scale)? {
-            Reference::Normal { mean, chol, log_det } => Ok(Reference::StudentT { mean, chol, log_det, df }),
+            Reference::Normal { mean, chol, log_det } => Ok(Reference::StudentT {
+                mean,
+                chol,
+                log_det,
+                df,
+            }),
             _ => unreachable!("Reference::normal returns a normal"),
         }
     }
@@ -164,11 +191,18 @@ impl Reference {
                     let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
                     -0.5 * (d as f64 * (2.0 * std::f64::consts::PI).ln() + log_det + z.norm_squared())
                 }
-                Reference::StudentT { mean, chol, log_det, df } => {
+                Reference::StudentT {
+                    mean,
+                    chol,
+                    log_det,
+                    df,
+                } => {
                     let r = DVector::from_fn(d, |j, _| x[j * n + i] - mean[j]);
                     let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
                     let dd = d as f64;
-                    ln_gamma(0.5 * (df + dd)) - ln_gamma(0.5 * df) - 0.5 * dd * (df * std::f64::consts::PI).ln()
+                    ln_gamma(0.5 * (df + dd))
+                        - ln_gamma(0.5 * df)
+                        - 0.5 * dd * (df * std::f64::consts::PI).ln()
                         - 0.5 * log_det
                         - 0.5 * (df + dd) * (z.norm_squared() / df).ln_1p()
                 }

@@ -13,11 +13,11 @@ use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
 use crate::irls::{Control, GlmFit, Problem};
-use crate::pirls::{self, Cand};
 use crate::linalg::aliased_columns;
-use rayon::prelude::*;
 use crate::penalty::PenaltySet;
+use crate::pirls::{self, Cand};
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, SymmetricEigen};
+use rayon::prelude::*;
 
 #[derive(Debug, Clone)]
 pub struct RemlControl {
@@ -48,7 +48,10 @@ impl Default for RemlControl {
             max_outer: 200,
             max_step: 5.0,
             max_halving: 30,
-            inner: Control { epsilon: 1e-11, ..Control::default() },
+            inner: Control {
+                epsilon: 1e-11,
+                ..Control::default()
+            },
         }
     }
 }
@@ -155,7 +158,6 @@ fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
     Ok((ch, d))
 }
 
-
 impl<D: Design> Ctx<'_, D> {
     fn deviance(&self, objective: f64) -> f64 {
         2.0 * (self.sat - objective)
@@ -175,7 +177,11 @@ impl<D: Design> Ctx<'_, D> {
         let mut current: Option<Cand> = match start {
             Some(b) => {
                 let c = self.evaluate(s, b.to_vec());
-                if c.objective.is_finite() { Some(c) } else { None }
+                if c.objective.is_finite() {
+                    Some(c)
+                } else {
+                    None
+                }
             }
             None => None,
         };
@@ -245,7 +251,9 @@ impl<D: Design> Ctx<'_, D> {
             } else if !cand.objective.is_finite() {
                 cand = self.evaluate(s, vec![0.0; p]);
                 if !cand.objective.is_finite() {
-                    return Err(NceError::Numerical("the objective is not finite at the starting values".into()));
+                    return Err(NceError::Numerical(
+                        "the objective is not finite at the starting values".into(),
+                    ));
                 }
             }
             eta.clone_from(&cand.eta);
@@ -283,12 +291,18 @@ impl<D: Design> Ctx<'_, D> {
         let pen = (beta.transpose() * &s * &beta)[(0, 0)];
         let log_det_s = self.pens.log_det(rho)?.value;
         let mp = self.pens.null_space_dim() as f64;
-        let score = -fit.loglik + 0.5 * pen + 0.5 * log_det_h - 0.5 * log_det_s
-            - 0.5 * mp * (2.0 * std::f64::consts::PI).ln();
+        let score =
+            -fit.loglik + 0.5 * pen + 0.5 * log_det_h - 0.5 * log_det_s - 0.5 * mp * (2.0 * std::f64::consts::PI).ln();
         if !score.is_finite() {
             return Err(NceError::Numerical("the REML score is not finite".into()));
         }
-        Ok(Point { rho: rho.to_vec(), fit, score, chol, dscale })
+        Ok(Point {
+            rho: rho.to_vec(),
+            fit,
+            score,
+            chol,
+            dscale,
+        })
     }
 
     /// H^{-1} from the scaled factor.
@@ -329,11 +343,18 @@ impl<D: Design> Ctx<'_, D> {
                 e
             })
             .collect();
-        let vj: Vec<Vec<f64>> = ej.iter().map(|e| w1.iter().zip(e).map(|(a, b)| a * b).collect()).collect();
+        let vj: Vec<Vec<f64>> = ej
+            .iter()
+            .map(|e| w1.iter().zip(e).map(|(a, b)| a * b).collect())
+            .collect();
         let vref: Vec<&[f64]> = vj.iter().map(|v| v.as_slice()).collect();
         let mj = d.weighted_crossprods(&vref);
         drop(vj);
-        let hj: Vec<DMatrix<f64>> = mj.into_iter().enumerate().map(|(j, mm)| mm + pens.full(j) * lam[j]).collect();
+        let hj: Vec<DMatrix<f64>> = mj
+            .into_iter()
+            .enumerate()
+            .map(|(j, mm)| mm + pens.full(j) * lam[j])
+            .collect();
         let aj: Vec<DMatrix<f64>> = hj.iter().map(|h| &hinv * h).collect();
         let grad: Vec<f64> = (0..m)
             .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj[j].trace() - 0.5 * ld.grad[j])
@@ -357,7 +378,11 @@ impl<D: Design> Ctx<'_, D> {
                 if j == k {
                     bjk += &bj[j];
                 }
-                let mut tr = if j == k { lam[j] * hinv.component_mul(&pens.full(j)).sum() } else { 0.0 };
+                let mut tr = if j == k {
+                    lam[j] * hinv.component_mul(&pens.full(j)).sum()
+                } else {
+                    0.0
+                };
                 tr += u.dot(&bjk);
                 tr += ws_dot3(&w2lev, &ej[j], &ej[k]);
                 let cross = aj[k].component_mul(&aj[j].transpose()).sum();
@@ -410,17 +435,27 @@ fn auto_rho<D: Design>(d: &D, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
                     ss += pen.s[(i, i)];
                 }
             }
-            if sx > 0.0 && ss > 0.0 { (sx / ss).ln() } else { 0.0 }
+            if sx > 0.0 && ss > 0.0 {
+                (sx / ss).ln()
+            } else {
+                0.0
+            }
         })
         .collect()
 }
 
 fn check_sp(name: &str, sp: &[f64], m: usize) -> Result<Vec<f64>> {
     if sp.len() != m {
-        return Err(NceError::invalid(name, format!("has length {}, expected {m} (one per penalty)", sp.len())));
+        return Err(NceError::invalid(
+            name,
+            format!("has length {}, expected {m} (one per penalty)", sp.len()),
+        ));
     }
     if let Some(i) = sp.iter().position(|&s| !(s > 0.0 && s.is_finite())) {
-        return Err(NceError::invalid(name, format!("must be positive and finite; position {} is {}", i + 1, sp[i])));
+        return Err(NceError::invalid(
+            name,
+            format!("must be positive and finite; position {} is {}", i + 1, sp[i]),
+        ));
     }
     Ok(sp.iter().map(|s| s.ln()).collect())
 }
@@ -518,21 +553,43 @@ pub fn fit_reml<D: Design>(
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<RemlFit> {
     if prob.penalty.is_some() {
-        return Err(NceError::invalid("penalty", "give penalties to fit_reml through the penalty set"));
+        return Err(NceError::invalid(
+            "penalty",
+            "give penalties to fit_reml through the penalty set",
+        ));
     }
     if penalties.ncoef() != d.ncol() {
         return Err(NceError::invalid(
             "penalties",
-            format!("are for {} coefficients but the design has {} columns", penalties.ncoef(), d.ncol()),
+            format!(
+                "are for {} coefficients but the design has {} columns",
+                penalties.ncoef(),
+                d.ncol()
+            ),
         ));
     }
     if prob.y.len() != d.nrow() {
-        return Err(NceError::invalid("y", format!("has length {}, expected {}", prob.y.len(), d.nrow())));
+        return Err(NceError::invalid(
+            "y",
+            format!("has length {}, expected {}", prob.y.len(), d.nrow()),
+        ));
     }
     pirls::validate(d.nrow(), d.ncol(), prob)?;
     let m = penalties.len();
-    let sat: f64 = prob.y.iter().zip(prob.prior_weights).map(|(&y, &w)| w * prob.family.saturated_loglik(y)).sum();
-    let mut ctx = Ctx { d, prob, pens: penalties, ctrl, inner_iterations: 0, sat };
+    let sat: f64 = prob
+        .y
+        .iter()
+        .zip(prob.prior_weights)
+        .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
+        .sum();
+    let mut ctx = Ctx {
+        d,
+        prob,
+        pens: penalties,
+        ctrl,
+        inner_iterations: 0,
+        sat,
+    };
     let centre = auto_rho(d, prob, penalties);
     let (lo, hi): (Vec<f64>, Vec<f64>) = centre.iter().map(|c| (c - ctrl.rho_range, c + ctrl.rho_range)).unzip();
     let clamp = |r: &[f64]| -> Vec<f64> { (0..m).map(|j| r[j].clamp(lo[j], hi[j])).collect() };
@@ -543,7 +600,11 @@ pub fn fit_reml<D: Design>(
         (None, Some(sp)) => clamp(&check_sp("initial_sp", sp, m)?),
         (None, None) => centre.clone(),
     };
-    let start0 = if prob.start.is_none() { intercept_start(d, prob) } else { None };
+    let start0 = if prob.start.is_none() {
+        intercept_start(d, prob)
+    } else {
+        None
+    };
     // The offset-only start can leave rows with weights that vanish numerically (an
     // unpenalised free intercept per group whose rows all have mu near 0 or 1): then the
     // response-based start, whose weights are all positive.
@@ -576,7 +637,13 @@ pub fn fit_reml<D: Design>(
             }
             outer = it + 1;
             let mut step = newton_step(&der.hess, &der.grad, &free, ctrl.max_step);
-            tail_steps(&mut step, &der, &free, ctrl.max_step, 0.5 * ctrl.tol * (1.0 + cur.score.abs()));
+            tail_steps(
+                &mut step,
+                &der,
+                &free,
+                ctrl.max_step,
+                0.5 * ctrl.tol * (1.0 + cur.score.abs()),
+            );
             let mut accepted = None;
             for _ in 0..=ctrl.max_halving {
                 let trial: Vec<f64> = clamp(&cur.rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
@@ -600,7 +667,12 @@ pub fn fit_reml<D: Design>(
             match accepted {
                 Some(pt) => {
                     let change = cur.score - pt.score;
-                    let moved = pt.rho.iter().zip(&cur.rho).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                    let moved = pt
+                        .rho
+                        .iter()
+                        .zip(&cur.rho)
+                        .map(|(a, b)| (a - b).abs())
+                        .fold(0.0, f64::max);
                     cur = pt;
                     der = ctx.derivs(&cur)?;
                     // Score and rho both stalled at rounding level: as good as it gets.
@@ -612,9 +684,7 @@ pub fn fit_reml<D: Design>(
                 }
                 None => {
                     converged = gmax <= 1e3 * ctrl.tol * (1.0 + cur.score.abs());
-                    message = format!(
-                        "step halving failed to reduce the REML score (largest gradient {gmax:.3e})"
-                    );
+                    message = format!("step halving failed to reduce the REML score (largest gradient {gmax:.3e})");
                     break;
                 }
             }
@@ -679,11 +749,20 @@ fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
     let row_grad: Vec<f64> = (0..f.eta.len())
         .map(|r| {
             let pw = prob.prior_weights[r];
-            if pw == 0.0 { 0.0 } else { pw * pirls::row_terms(prob.family, prob.y[r], f.eta[r]).1 }
+            if pw == 0.0 {
+                0.0
+            } else {
+                pw * pirls::row_terms(prob.family, prob.y[r], f.eta[r]).1
+            }
         })
         .collect();
     let n_certain = match prob.family {
-        Family::Binomial => prob.y.iter().zip(&f.mu).filter(|(&y, &m)| y == 1.0 && m > 1.0 - 1e-10).count(),
+        Family::Binomial => prob
+            .y
+            .iter()
+            .zip(&f.mu)
+            .filter(|(&y, &m)| y == 1.0 && m > 1.0 - 1e-10)
+            .count(),
         _ => 0,
     };
     GlmFit {
@@ -732,7 +811,11 @@ mod tests {
             .enumerate()
             .map(|(i, &t)| {
                 let u = ((i as f64 * 0.618_033_988_75) % 1.0 + 0.5 * (i as f64 * 0.414_213_562).sin().abs()) % 1.0;
-                if u < 1.0 / (1.0 + (-f(t)).exp()) { 1.0 } else { 0.0 }
+                if u < 1.0 / (1.0 + (-f(t)).exp()) {
+                    1.0
+                } else {
+                    0.0
+                }
             })
             .collect()
     }
@@ -745,13 +828,28 @@ mod tests {
         let (xm, p, pens) = basis(&x);
         let d = DenseDesign::new(&xm, n, p).unwrap();
         let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
-        let ctrl = RemlControl { tol: 1e-10, ..Default::default() };
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
+        let ctrl = RemlControl {
+            tol: 1e-10,
+            ..Default::default()
+        };
         let f = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap();
         assert!(f.converged, "{}", f.message);
         let edf: f64 = f.edf.iter().sum();
         assert!(edf < 2.1, "edf {edf}, sp {:?}", f.sp);
-        assert!(f.at_bound[0] || f.gradient[0].abs() < 1e-7, "{:?} {:?}", f.at_bound, f.gradient);
+        assert!(
+            f.at_bound[0] || f.gradient[0].abs() < 1e-7,
+            "{:?} {:?}",
+            f.at_bound,
+            f.gradient
+        );
     }
 
     #[test]
@@ -774,7 +872,14 @@ mod tests {
         let s = DMatrix::from_fn(8, 8, |i, j| if i == j { ((i + 1) as f64).powi(4) } else { 0.0 });
         let pens = PenaltySet::new(pa + 1, vec![Penalty { start: 1, s }]).unwrap();
         let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
         let ctrl = RemlControl::default();
         let f1 = fit_reml(&gd, &prob, &pens, &ctrl, &mut || false).unwrap();
         let f2 = fit_reml(&dd, &prob, &pens, &ctrl, &mut || false).unwrap();
@@ -794,11 +899,24 @@ mod tests {
         let (xm, p, pens) = basis(&x);
         let d = DenseDesign::new(&xm, n, p).unwrap();
         let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem { y: &y, prior_weights: &w, offset: &o, family: Family::Binomial, penalty: None, start: None };
-        let ctrl = RemlControl { sp: Some(vec![1.0, 2.0]), ..Default::default() };
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &o,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
+        let ctrl = RemlControl {
+            sp: Some(vec![1.0, 2.0]),
+            ..Default::default()
+        };
         let e = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap_err();
         assert!(e.to_string().starts_with("`sp`"), "{e}");
-        let ctrl = RemlControl { sp: Some(vec![-1.0]), ..Default::default() };
+        let ctrl = RemlControl {
+            sp: Some(vec![-1.0]),
+            ..Default::default()
+        };
         assert!(fit_reml(&d, &prob, &pens, &ctrl, &mut || false).is_err());
         let e = fit_reml(&d, &prob, &pens, &RemlControl::default(), &mut || true).unwrap_err();
         assert_eq!(e, NceError::Interrupted);

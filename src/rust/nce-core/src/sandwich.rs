@@ -21,7 +21,10 @@ pub fn sample_sandwich<D: Design>(
 ) -> Result<DMatrix<f64>> {
     let n = d.nrow();
     if row_grad.len() != n || sample.len() != n {
-        return Err(NceError::invalid("sample", format!("must have one entry per row ({n})")));
+        return Err(NceError::invalid(
+            "sample",
+            format!("must have one entry per row ({n})"),
+        ));
     }
     let k = sample.iter().copied().max().unwrap_or(0) + 1;
     let g2: Vec<f64> = row_grad.iter().map(|g| g * g).collect();
@@ -31,7 +34,11 @@ pub fn sample_sandwich<D: Design>(
         if count == 0 {
             continue;
         }
-        let gs: Vec<f64> = row_grad.iter().zip(sample).map(|(g, &v)| if v == s { *g } else { 0.0 }).collect();
+        let gs: Vec<f64> = row_grad
+            .iter()
+            .zip(sample)
+            .map(|(g, &v)| if v == s { *g } else { 0.0 })
+            .collect();
         let total: DVector<f64> = d.weighted_crossprod(&vec![0.0; n], &gs).1;
         meat -= &total * total.transpose() / count as f64;
     }
@@ -91,10 +98,16 @@ pub fn grouped_cluster_sandwich(
 ) -> Result<DMatrix<f64>> {
     let p = pa + pb;
     if a.len() != n * pa || b.len() != ng * pb || group.len() != n || row_grad.len() != n {
-        return Err(NceError::invalid("design", "parts of the grouped design have inconsistent sizes"));
+        return Err(NceError::invalid(
+            "design",
+            "parts of the grouped design have inconsistent sizes",
+        ));
     }
     if cluster_of_group.len() != ng {
-        return Err(NceError::invalid("cluster", format!("must have one entry per group ({ng})")));
+        return Err(NceError::invalid(
+            "cluster",
+            format!("must have one entry per group ({ng})"),
+        ));
     }
     let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
     let mut s = DMatrix::<f64>::zeros(nc, p);
@@ -130,8 +143,20 @@ mod cluster_tests {
         let a: Vec<f64> = [1.0; 5].iter().copied().chain([0.1, 0.4, 0.2, 0.9, 0.5]).collect();
         let g = [0.3, -0.2, 0.1, -0.4, 0.2];
         let group: Vec<usize> = (0..n).collect();
-        let v = grouped_cluster_sandwich(&a, n, 2, &[], n, 0, &group, &group, &g, &DMatrix::identity(2, 2), &[false, false])
-            .unwrap();
+        let v = grouped_cluster_sandwich(
+            &a,
+            n,
+            2,
+            &[],
+            n,
+            0,
+            &group,
+            &group,
+            &g,
+            &DMatrix::identity(2, 2),
+            &[false, false],
+        )
+        .unwrap();
         let m00: f64 = g.iter().map(|x| x * x).sum();
         let m01: f64 = g.iter().zip(&a[n..]).map(|(x, y)| x * x * y).sum();
         assert!((v[(0, 0)] - m00).abs() < 1e-14 && (v[(0, 1)] - m01).abs() < 1e-14);
@@ -144,8 +169,20 @@ mod cluster_tests {
         let b = vec![2.0, 3.0];
         let group = [0, 0, 1, 1];
         let g = [0.5, -0.2, 0.1, 0.3];
-        let v = grouped_cluster_sandwich(&a, 4, 1, &b, 2, 1, &group, &[0, 1], &g, &DMatrix::identity(2, 2), &[false, false])
-            .unwrap();
+        let v = grouped_cluster_sandwich(
+            &a,
+            4,
+            1,
+            &b,
+            2,
+            1,
+            &group,
+            &[0, 1],
+            &g,
+            &DMatrix::identity(2, 2),
+            &[false, false],
+        )
+        .unwrap();
         // S = [[0.3, 0.6], [0.4, 1.2]]
         assert!((v[(1, 1)] - (0.36 + 1.44)).abs() < 1e-12);
         assert!((v[(0, 1)] - (0.18 + 0.48)).abs() < 1e-12);

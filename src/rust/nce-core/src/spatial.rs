@@ -32,7 +32,11 @@ impl<'a> Map<'a> {
         if let Some(k) = values.iter().position(|v| !v.is_finite()) {
             return Err(NceError::invalid(
                 arg,
-                format!("has a missing or non-finite value at row {}, column {}", k % nrow + 1, k / nrow + 1),
+                format!(
+                    "has a missing or non-finite value at row {}, column {}",
+                    k % nrow + 1,
+                    k / nrow + 1
+                ),
             ));
         }
         Ok(Map { values, nrow, ncol })
@@ -61,12 +65,20 @@ fn axis(f: f64, n: usize) -> (usize, usize, f64) {
 pub fn bilinear(maps: &[Map], which: &[usize], x: &[f64], y: &[f64], window: [f64; 4]) -> Result<Vec<f64>> {
     let [x0, x1, y0, y1] = window;
     if !window.iter().all(|v| v.is_finite()) || x0 >= x1 || y0 >= y1 {
-        return Err(NceError::invalid("window", "must be finite with xmin < xmax and ymin < ymax"));
+        return Err(NceError::invalid(
+            "window",
+            "must be finite with xmin < xmax and ymin < ymax",
+        ));
     }
     if which.len() != x.len() || y.len() != x.len() {
         return Err(NceError::invalid(
             "which",
-            format!("`which`, `x` and `y` must have the same length, got {}, {} and {}", which.len(), x.len(), y.len()),
+            format!(
+                "`which`, `x` and `y` must have the same length, got {}, {} and {}",
+                which.len(),
+                x.len(),
+                y.len()
+            ),
         ));
     }
     if let Some(k) = which.iter().position(|&m| m >= maps.len()) {
@@ -76,7 +88,10 @@ pub fn bilinear(maps: &[Map], which: &[usize], x: &[f64], y: &[f64], window: [f6
         ));
     }
     if let Some(k) = (0..x.len()).find(|&k| !x[k].is_finite() || !y[k].is_finite()) {
-        return Err(NceError::invalid("x", format!("point {} has a missing or non-finite coordinate", k + 1)));
+        return Err(NceError::invalid(
+            "x",
+            format!("point {} has a missing or non-finite coordinate", k + 1),
+        ));
     }
     let (w, h) = (x1 - x0, y1 - y0);
     Ok((0..x.len())
@@ -127,8 +142,14 @@ mod tests {
         let a = [1.0, 2.0, 3.0, 4.0];
         let b = [10.0];
         let maps = [Map::new(&a, 2, 2, "a").unwrap(), Map::new(&b, 1, 1, "b").unwrap()];
-        let got = bilinear(&maps, &[0, 0, 0, 1, 0], &[20.0, 10.0, 30.0, 3.0, 15.0], &[15.0, 7.5, 22.5, 29.0, 7.5], W)
-            .unwrap();
+        let got = bilinear(
+            &maps,
+            &[0, 0, 0, 1, 0],
+            &[20.0, 10.0, 30.0, 3.0, 15.0],
+            &[15.0, 7.5, 22.5, 29.0, 7.5],
+            W,
+        )
+        .unwrap();
         assert_eq!(got, vec![2.5, 1.0, 4.0, 10.0, 1.5]);
     }
 

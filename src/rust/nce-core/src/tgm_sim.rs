@@ -28,7 +28,10 @@ impl Model {
             return Err(NceError::invalid("mean", format!("entry {} is not finite", i + 1)));
         }
         if k.len() != d * d {
-            return Err(NceError::invalid("K", format!("must be {d} x {d} to match `mean`, has {} entries", k.len())));
+            return Err(NceError::invalid(
+                "K",
+                format!("must be {d} x {d} to match `mean`, has {} entries", k.len()),
+            ));
         }
         if k.iter().any(|v| !v.is_finite()) {
             return Err(NceError::invalid("K", "has non-finite entries"));
@@ -37,14 +40,27 @@ impl Model {
             for j in 0..i {
                 let (a, b) = (k[i + j * d], k[j + i * d]);
                 if (a - b).abs() > 1e-10 * a.abs().max(b.abs()).max(1e-300) {
-                    return Err(NceError::invalid("K", format!("is not symmetric (entries [{}, {}] and [{}, {}])", i + 1, j + 1, j + 1, i + 1)));
+                    return Err(NceError::invalid(
+                        "K",
+                        format!(
+                            "is not symmetric (entries [{}, {}] and [{}, {}])",
+                            i + 1,
+                            j + 1,
+                            j + 1,
+                            i + 1
+                        ),
+                    ));
                 }
             }
         }
         if DMatrix::from_column_slice(d, d, k).cholesky().is_none() {
             return Err(NceError::invalid("K", "is not positive definite"));
         }
-        Ok(Model { d, k: k.to_vec(), m: mean.to_vec() })
+        Ok(Model {
+            d,
+            k: k.to_vec(),
+            m: mean.to_vec(),
+        })
     }
 
     /// One Gibbs sweep over the coordinates in order.
@@ -107,10 +123,16 @@ pub fn simulate_until(
     let x0: Vec<f64> = match start {
         Some(s) => {
             if s.len() != d {
-                return Err(NceError::invalid("start", format!("must have {d} entries, has {}", s.len())));
+                return Err(NceError::invalid(
+                    "start",
+                    format!("must have {d} entries, has {}", s.len()),
+                ));
             }
             if let Some(i) = s.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
-                return Err(NceError::invalid("start", format!("entry {} must be finite and non-negative, is {}", i + 1, s[i])));
+                return Err(NceError::invalid(
+                    "start",
+                    format!("entry {} must be finite and non-negative, is {}", i + 1, s[i]),
+                ));
             }
             s.to_vec()
         }
@@ -190,7 +212,15 @@ mod tests {
     fn quadrature(k: &[f64], m: &[f64]) -> ([f64; 2], [[f64; 2]; 2]) {
         let g = 2000;
         let h = 10.0 / g as f64;
-        let w = |i: usize| if i == 0 || i == g { 1.0 } else if i % 2 == 1 { 4.0 } else { 2.0 };
+        let w = |i: usize| {
+            if i == 0 || i == g {
+                1.0
+            } else if i % 2 == 1 {
+                4.0
+            } else {
+                2.0
+            }
+        };
         let (mut z, mut e1, mut e2) = (0.0, [0.0; 2], [[0.0; 2]; 2]);
         for i in 0..=g {
             for j in 0..=g {
@@ -220,7 +250,9 @@ mod tests {
     /// Batch-means standard error of the mean of a chain's statistic.
     fn batch_se(v: &[f64], batches: usize) -> f64 {
         let b = v.len() / batches;
-        let means: Vec<f64> = (0..batches).map(|i| v[i * b..(i + 1) * b].iter().sum::<f64>() / b as f64).collect();
+        let means: Vec<f64> = (0..batches)
+            .map(|i| v[i * b..(i + 1) * b].iter().sum::<f64>() / b as f64)
+            .collect();
         let mm = means.iter().sum::<f64>() / batches as f64;
         let var = means.iter().map(|x| (x - mm).powi(2)).sum::<f64>() / (batches - 1) as f64;
         (var / batches as f64).sqrt()
@@ -246,7 +278,11 @@ mod tests {
                 let prod: Vec<f64> = xa.iter().zip(xb).map(|(u, v)| (u - tm[a]) * (v - tm[b])).collect();
                 let c = prod.iter().sum::<f64>() / n as f64;
                 let se = batch_se(&prod, 60);
-                assert!((c - tc[a][b]).abs() < 5.0 * se, "cov {a}{b}: {c} vs {} (se {se})", tc[a][b]);
+                assert!(
+                    (c - tc[a][b]).abs() < 5.0 * se,
+                    "cov {a}{b}: {c} vs {} (se {se})",
+                    tc[a][b]
+                );
             }
         }
     }
@@ -279,6 +315,9 @@ mod tests {
         assert!(simulate(10, &[1.0], &[0.0], 1, 1, 1, Some(&[-1.0]), 1).is_err());
         assert!(simulate(10, &[1.0], &[f64::NAN], 1, 1, 1, None, 1).is_err());
         let stop = AtomicBool::new(true);
-        assert_eq!(simulate_until(10, &[1.0], &[0.0], 1000, 1, 1, None, 1, &stop).unwrap_err(), NceError::Interrupted);
+        assert_eq!(
+            simulate_until(10, &[1.0], &[0.0], 1000, 1, 1, None, 1, &stop).unwrap_err(),
+            NceError::Interrupted
+        );
     }
 }

@@ -126,10 +126,16 @@ fn check_params(mean: f64, sd: f64, lower: f64) -> Result<()> {
         return Err(NceError::invalid("mean", format!("must be finite, not {mean}")));
     }
     if !(sd > 0.0 && sd.is_finite()) {
-        return Err(NceError::invalid("sd", format!("must be positive and finite, not {sd}")));
+        return Err(NceError::invalid(
+            "sd",
+            format!("must be positive and finite, not {sd}"),
+        ));
     }
     if lower.is_nan() || lower == f64::INFINITY {
-        return Err(NceError::invalid("lower", format!("must be finite or -Inf, not {lower}")));
+        return Err(NceError::invalid(
+            "lower",
+            format!("must be finite or -Inf, not {lower}"),
+        ));
     }
     Ok(())
 }
@@ -191,7 +197,10 @@ pub fn moments(mean: f64, sd: f64, lower: f64) -> (f64, f64) {
 /// (lower, inf), on stream j, in parallel over columns.
 pub fn sample_columns(n: usize, mean: &[f64], sd: &[f64], lower: f64, seed: u64) -> Result<Vec<f64>> {
     if mean.len() != sd.len() {
-        return Err(NceError::invalid("sd", format!("must have one entry per mean ({}), has {}", mean.len(), sd.len())));
+        return Err(NceError::invalid(
+            "sd",
+            format!("must have one entry per mean ({}), has {}", mean.len(), sd.len()),
+        ));
     }
     for (&m, &s) in mean.iter().zip(sd) {
         check_params(m, s, lower)?;
@@ -204,7 +213,9 @@ pub fn sample_columns(n: usize, mean: &[f64], sd: &[f64], lower: f64, seed: u64)
         .map(|j| {
             let mut rng = crate::rng::stream_rng(seed, j as u64);
             let a = (lower - mean[j]) / sd[j];
-            (0..n).map(|_| (mean[j] + sd[j] * sample_std(&mut rng, a)).max(lower)).collect()
+            (0..n)
+                .map(|_| (mean[j] + sd[j] * sample_std(&mut rng, a)).max(lower))
+                .collect()
         })
         .collect();
     Ok(cols.concat())
@@ -215,7 +226,10 @@ pub fn sample_columns(n: usize, mean: &[f64], sd: &[f64], lower: f64, seed: u64)
 pub fn row_log_density(x: &[f64], n: usize, mean: &[f64], sd: &[f64], lower: f64) -> Result<Vec<f64>> {
     let d = mean.len();
     if sd.len() != d {
-        return Err(NceError::invalid("sd", format!("must have one entry per mean ({d}), has {}", sd.len())));
+        return Err(NceError::invalid(
+            "sd",
+            format!("must have one entry per mean ({d}), has {}", sd.len()),
+        ));
     }
     if x.len() != n * d {
         return Err(NceError::invalid("x", format!("must have {d} columns, one per mean")));
@@ -223,7 +237,11 @@ pub fn row_log_density(x: &[f64], n: usize, mean: &[f64], sd: &[f64], lower: f64
     for (&m, &s) in mean.iter().zip(sd) {
         check_params(m, s, lower)?;
     }
-    let log_tail: Vec<f64> = mean.iter().zip(sd).map(|(&m, &s)| s.ln() + log_upper_tail((lower - m) / s)).collect();
+    let log_tail: Vec<f64> = mean
+        .iter()
+        .zip(sd)
+        .map(|(&m, &s)| s.ln() + log_upper_tail((lower - m) / s))
+        .collect();
     Ok((0..n)
         .into_par_iter()
         .with_min_len(1024)
@@ -290,13 +308,19 @@ impl Objective for NegLik<'_> {
 /// Maximum-likelihood (mean, sd) of the parent normal from data all above `lower`.
 pub fn fit(x: &[f64], lower: f64) -> Result<TruncnormFit> {
     if lower.is_nan() || lower == f64::INFINITY {
-        return Err(NceError::invalid("lower", format!("must be finite or -Inf, not {lower}")));
+        return Err(NceError::invalid(
+            "lower",
+            format!("must be finite or -Inf, not {lower}"),
+        ));
     }
     if let Some(i) = x.iter().position(|v| !v.is_finite()) {
         return Err(NceError::invalid("x", format!("entry {} is not finite", i + 1)));
     }
     if let Some(i) = x.iter().position(|&v| v <= lower) {
-        return Err(NceError::invalid("x", format!("entry {} ({}) is not above lower = {lower}", i + 1, x[i])));
+        return Err(NceError::invalid(
+            "x",
+            format!("entry {} ({}) is not above lower = {lower}", i + 1, x[i]),
+        ));
     }
     let n = x.len() as f64;
     let m0 = x.iter().sum::<f64>() / n.max(1.0);
@@ -306,11 +330,24 @@ pub fn fit(x: &[f64], lower: f64) -> Result<TruncnormFit> {
     }
     // Standardise for conditioning; start at the sample mean and sd.
     let u: Vec<f64> = x.iter().map(|v| (v - m0) / s0).collect();
-    let obj = NegLik { u: &u, b: (lower - m0) / s0 };
-    let ctrl = LbfgsControl { maxit: 500, gtol: 1e-9, ftol: 1e-14, memory: 10 };
+    let obj = NegLik {
+        u: &u,
+        b: (lower - m0) / s0,
+    };
+    let ctrl = LbfgsControl {
+        maxit: 500,
+        gtol: 1e-9,
+        ftol: 1e-14,
+        memory: 10,
+    };
     let r = minimise_lbfgs(&obj, &[0.0, 0.0], &ctrl, &mut || false)?;
     let sd = s0 * r.x[1].exp();
-    Ok(TruncnormFit { mean: m0 + s0 * r.x[0], sd, loglik: -n * r.value - n * s0.ln(), converged: r.converged })
+    Ok(TruncnormFit {
+        mean: m0 + s0 * r.x[0],
+        sd,
+        loglik: -n * r.value - n * s0.ln(),
+        converged: r.converged,
+    })
 }
 
 #[cfg(test)]
@@ -324,7 +361,13 @@ mod tests {
         let h = width / m as f64;
         let mut s = 0.0;
         for i in 0..=m {
-            let w = if i == 0 || i == m { 1.0 } else if i % 2 == 1 { 4.0 } else { 2.0 };
+            let w = if i == 0 || i == m {
+                1.0
+            } else if i % 2 == 1 {
+                4.0
+            } else {
+                2.0
+            };
             s += w * log_density(lower + i as f64 * h, mean, sd, lower).unwrap().exp();
         }
         s * h / 3.0
@@ -337,13 +380,23 @@ mod tests {
             assert!((y - x).abs() < 1e-9 * (1.0 + x.abs()), "{x} -> {y}");
         }
         // R: qnorm(-1000, log.p = TRUE) = -44.6157477319666
-        assert!((quantile_log(-1000.0) + 44.615_747_731_966_6).abs() < 1e-9, "{}", quantile_log(-1000.0));
+        assert!(
+            (quantile_log(-1000.0) + 44.615_747_731_966_6).abs() < 1e-9,
+            "{}",
+            quantile_log(-1000.0)
+        );
         assert!((quantile_log(0.5f64.ln())).abs() < 1e-14);
     }
 
     #[test]
     fn density_integrates_to_one() {
-        for &(mean, sd, lower) in &[(0.0, 1.0, -2.0), (1.0, 2.0, 0.0), (-5.0, 1.0, 0.0), (-10.0, 2.0, 0.0), (-100.0, 2.5, 0.0)] {
+        for &(mean, sd, lower) in &[
+            (0.0, 1.0, -2.0),
+            (1.0, 2.0, 0.0),
+            (-5.0, 1.0, 0.0),
+            (-10.0, 2.0, 0.0),
+            (-100.0, 2.5, 0.0),
+        ] {
             let a: f64 = (lower - mean) / sd;
             let width = sd * ((-a).max(0.0) + 12.0 + 60.0 / a.max(1.0));
             let total = integrate(mean, sd, lower, width);
@@ -426,18 +479,27 @@ mod tests {
     fn fit_recovers_the_parent() {
         for (k, &(mean, sd, lower)) in [(1.0, 2.0, 0.0), (-1.0, 1.5, 0.0)].iter().enumerate() {
             let mut rng = stream_rng(7, k as u64);
-            let x: Vec<f64> = (0..20_000).map(|_| sample(&mut rng, mean, sd, lower).unwrap()).collect();
+            let x: Vec<f64> = (0..20_000)
+                .map(|_| sample(&mut rng, mean, sd, lower).unwrap())
+                .collect();
             let f = fit(&x, lower).unwrap();
             assert!(f.converged);
             let (se_m, se_s) = se(&x, lower, &f);
-            assert!((f.mean - mean).abs() < 4.0 * se_m, "mean {} vs {mean} (se {se_m})", f.mean);
+            assert!(
+                (f.mean - mean).abs() < 4.0 * se_m,
+                "mean {} vs {mean} (se {se_m})",
+                f.mean
+            );
             assert!((f.sd - sd).abs() < 4.0 * se_s, "sd {} vs {sd} (se {se_s})", f.sd);
             // The reported log-likelihood is the sum of log densities, and the score is zero.
             let ll: f64 = x.iter().map(|&v| log_density(v, f.mean, f.sd, lower).unwrap()).sum();
             assert!((ll - f.loglik).abs() < 1e-8 * ll.abs());
             let eps = 1e-4;
             for (dm, ds) in [(eps, 0.0), (-eps, 0.0), (0.0, eps), (0.0, -eps)] {
-                let l2: f64 = x.iter().map(|&v| log_density(v, f.mean + dm, f.sd + ds, lower).unwrap()).sum();
+                let l2: f64 = x
+                    .iter()
+                    .map(|&v| log_density(v, f.mean + dm, f.sd + ds, lower).unwrap())
+                    .sum();
                 assert!(l2 <= f.loglik + 1e-9 * ll.abs());
             }
         }
@@ -448,8 +510,12 @@ mod tests {
     #[test]
     fn columns_and_row_densities() {
         let (mean, sd) = ([0.0, 3.0, -4.0], [1.0, 0.5, 2.0]);
-        let a = crate::design::with_threads(1, || sample_columns(500, &mean, &sd, 1.0, 4)).unwrap().unwrap();
-        let b = crate::design::with_threads(2, || sample_columns(500, &mean, &sd, 1.0, 4)).unwrap().unwrap();
+        let a = crate::design::with_threads(1, || sample_columns(500, &mean, &sd, 1.0, 4))
+            .unwrap()
+            .unwrap();
+        let b = crate::design::with_threads(2, || sample_columns(500, &mean, &sd, 1.0, 4))
+            .unwrap()
+            .unwrap();
         assert_eq!(a, b);
         assert!(a.iter().all(|&v| v >= 1.0));
         // Column j is stream j of the seed.

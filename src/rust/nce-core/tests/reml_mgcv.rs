@@ -50,23 +50,48 @@ fn load(name: &str) -> Case {
             let f: Vec<&str> = l.split(',').collect();
             let s = read_rows(d.join(f[2].trim()));
             let k = s.len();
-            Penalty { start: f[0].parse().unwrap(), s: DMatrix::from_fn(k, k, |i, j| s[i][j]) }
+            Penalty {
+                start: f[0].parse().unwrap(),
+                s: DMatrix::from_fn(k, k, |i, j| s[i][j]),
+            }
         })
         .collect();
     let mut refs: HashMap<String, Vec<f64>> = HashMap::new();
     let ref_text = std::fs::read_to_string(d.join("ref.csv")).unwrap();
     for l in ref_text.lines().skip(1) {
         let f: Vec<&str> = l.split(',').collect();
-        refs.entry(f[0].to_string()).or_default().push(f[2].trim().parse().unwrap());
+        refs.entry(f[0].to_string())
+            .or_default()
+            .push(f[2].trim().parse().unwrap());
     }
-    let family = if refs["family"][0] == 0.0 { Family::Binomial } else { Family::Poisson };
-    Case { name: name.into(), pens: PenaltySet::new(p, pens).unwrap(), x, n, p, y, family, refs }
+    let family = if refs["family"][0] == 0.0 {
+        Family::Binomial
+    } else {
+        Family::Poisson
+    };
+    Case {
+        name: name.into(),
+        pens: PenaltySet::new(p, pens).unwrap(),
+        x,
+        n,
+        p,
+        y,
+        family,
+        refs,
+    }
 }
 
 fn run(c: &Case, ctrl: &RemlControl) -> RemlFit {
     let d = DenseDesign::new(&c.x, c.n, c.p).unwrap();
     let (w, o) = (vec![1.0; c.n], vec![0.0; c.n]);
-    let prob = Problem { y: &c.y, prior_weights: &w, offset: &o, family: c.family, penalty: None, start: None };
+    let prob = Problem {
+        y: &c.y,
+        prior_weights: &w,
+        offset: &o,
+        family: c.family,
+        penalty: None,
+        start: None,
+    };
     fit_reml(&d, &prob, &c.pens, ctrl, &mut || false).unwrap()
 }
 
@@ -79,7 +104,10 @@ fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
 fn fixed_sp_matches_mgcv() {
     for name in CASES {
         let c = load(name);
-        let ctrl = RemlControl { sp: Some(c.refs["sp_fixed"].clone()), ..Default::default() };
+        let ctrl = RemlControl {
+            sp: Some(c.refs["sp_fixed"].clone()),
+            ..Default::default()
+        };
         let f = run(&c, &ctrl);
         assert!(f.converged, "{name}: {}", f.message);
         let dc = max_abs_diff(&f.coefficients, &c.refs["coef_fixed"]);
@@ -87,7 +115,12 @@ fn fixed_sp_matches_mgcv() {
         let de = max_abs_diff(&f.edf, &c.refs["edf_fixed"]);
         println!("{name} fixed sp: max|coef diff| {dc:.2e}, |score diff| {ds:.2e}, max|edf diff| {de:.2e}");
         assert!(dc < 1e-6, "{name}: coefficients differ by {dc}");
-        assert!(ds < 1e-6, "{name}: REML score {} vs mgcv {}", f.reml, c.refs["reml_fixed"][0]);
+        assert!(
+            ds < 1e-6,
+            "{name}: REML score {} vs mgcv {}",
+            f.reml,
+            c.refs["reml_fixed"][0]
+        );
         assert!(de < 1e-6, "{name}: edf differ by {de}");
     }
 }
@@ -105,8 +138,14 @@ fn reml_matches_mgcv() {
         let mut drho: f64 = 0.0;
         for (j, (&ours, &theirs)) in f.sp.iter().zip(&r["sp_reml"]).enumerate() {
             if r["sp_tight"][j] > 100.0 * theirs {
-                println!("{name}: sp {j} heads to infinity in mgcv ({theirs:.4e} -> {:.4e}); ours {ours:.4e}", r["sp_tight"][j]);
-                assert!(ours > 0.5 * theirs, "{name}: sp {j} = {ours} should be large like mgcv's {theirs}");
+                println!(
+                    "{name}: sp {j} heads to infinity in mgcv ({theirs:.4e} -> {:.4e}); ours {ours:.4e}",
+                    r["sp_tight"][j]
+                );
+                assert!(
+                    ours > 0.5 * theirs,
+                    "{name}: sp {j} = {ours} should be large like mgcv's {theirs}"
+                );
             } else {
                 drho = drho.max((ours.ln() - theirs.ln()).abs());
             }
@@ -116,7 +155,11 @@ fn reml_matches_mgcv() {
         let dscore = f.reml - r["reml_score"][0];
         let dtight = f.reml - r["reml_tight"][0];
         let vp: Vec<f64> = (0..c.p).map(|i| f.vp[(i, i)]).collect();
-        let dvp = vp.iter().zip(&r["vp_diag"]).map(|(a, b)| ((a - b) / b).abs()).fold(0.0, f64::max);
+        let dvp = vp
+            .iter()
+            .zip(&r["vp_diag"])
+            .map(|(a, b)| ((a - b) / b).abs())
+            .fold(0.0, f64::max);
         println!(
             "{name} REML: sp {:?} (mgcv {:?}); max|log sp diff| {drho:.2e}; edf {edf:.5} (mgcv {edf_m:.5}); \
              max|eta diff| {deta:.2e}; score diff {dscore:.2e} (vs tight mgcv {dtight:.2e}); max rel Vp diag diff {dvp:.2e}; \
@@ -128,7 +171,14 @@ fn reml_matches_mgcv() {
         assert!(deta < 0.01, "{}: eta differ by {deta}", c.name);
         // Same criterion: ours must be no worse than mgcv's default fit, and no better than
         // mgcv's tightly converged one (up to rounding).
-        assert!(dscore < 1e-7 && dtight > -1e-7, "{}: score {} vs mgcv {} / {}", c.name, f.reml, r["reml_score"][0], r["reml_tight"][0]);
+        assert!(
+            dscore < 1e-7 && dtight > -1e-7,
+            "{}: score {} vs mgcv {} / {}",
+            c.name,
+            f.reml,
+            r["reml_score"][0],
+            r["reml_tight"][0]
+        );
     }
 }
 
@@ -138,7 +188,10 @@ fn gradient_and_hessian_match_finite_differences() {
         let c = load(name);
         let rho: Vec<f64> = c.refs["sp_reml"].iter().map(|s| s.ln() + 0.7).collect();
         let at = |r: &[f64]| {
-            let ctrl = RemlControl { sp: Some(r.iter().map(|v| v.exp()).collect()), ..Default::default() };
+            let ctrl = RemlControl {
+                sp: Some(r.iter().map(|v| v.exp()).collect()),
+                ..Default::default()
+            };
             run(&c, &ctrl)
         };
         let f0 = at(&rho);
@@ -149,11 +202,21 @@ fn gradient_and_hessian_match_finite_differences() {
             rm[j] -= h;
             let (fp, fm) = (at(&rp), at(&rm));
             let g = (fp.reml - fm.reml) / (2.0 * h);
-            println!("{name} d/drho_{j}: exact {:.8e}, finite difference {g:.8e}", f0.gradient[j]);
-            assert!((g - f0.gradient[j]).abs() < 1e-5 * (1.0 + g.abs()), "{name} gradient {j}");
+            println!(
+                "{name} d/drho_{j}: exact {:.8e}, finite difference {g:.8e}",
+                f0.gradient[j]
+            );
+            assert!(
+                (g - f0.gradient[j]).abs() < 1e-5 * (1.0 + g.abs()),
+                "{name} gradient {j}"
+            );
             for k in 0..rho.len() {
                 let hk = (fp.gradient[k] - fm.gradient[k]) / (2.0 * h);
-                assert!((hk - f0.hessian[(j, k)]).abs() < 1e-5 * (1.0 + hk.abs()), "{name} hessian {j},{k}: {hk} vs {}", f0.hessian[(j, k)]);
+                assert!(
+                    (hk - f0.hessian[(j, k)]).abs() < 1e-5 * (1.0 + hk.abs()),
+                    "{name} hessian {j},{k}: {hk} vs {}",
+                    f0.hessian[(j, k)]
+                );
             }
         }
     }

@@ -10,7 +10,7 @@ use nce_core::family::{log1pexp, Family};
 use nce_core::irls;
 use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use nce_core::rng::stream_rng;
-use nce_core::vnce::{fit, TgmParams, TgmVnce, Terms};
+use nce_core::vnce::{fit, Terms, TgmParams, TgmVnce};
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
 use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};
@@ -39,7 +39,15 @@ fn random_params(d: usize, seed: u64) -> TgmParams {
 }
 
 /// Data with the given missingness, exponential noise, and the VNCE problem.
-fn problem(d: usize, n: usize, nu: usize, s: usize, p_miss: f64, one: bool, seed: u64) -> (TgmVnce, Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+fn problem(
+    d: usize,
+    n: usize,
+    nu: usize,
+    s: usize,
+    p_miss: f64,
+    one: bool,
+    seed: u64,
+) -> (TgmVnce, Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
     let mut x = sample_tgm(&k_true(d), d, n, 200, 3, seed);
     if p_miss > 0.0 {
         mask(&mut x, n, d, p_miss, one, seed);
@@ -74,7 +82,9 @@ fn gradient_matches_finite_differences() {
     let d = 4;
     let (pr, x, ..) = problem(d, 40, 2, 5, 0.35, false, 11);
     // Mixed patterns: complete rows and rows with 1, 2 and 3 missing values.
-    let counts: Vec<usize> = (0..40).map(|i| (0..d).filter(|&j| x[j * 40 + i].is_nan()).count()).collect();
+    let counts: Vec<usize> = (0..40)
+        .map(|i| (0..d).filter(|&j| x[j * 40 + i].is_nan()).count())
+        .collect();
     for c in 0..4 {
         assert!(counts.contains(&c), "no row with {c} missing values");
     }
@@ -107,15 +117,26 @@ fn bad_inputs_name_the_argument() {
     let lp = vec![0.0; 3];
     assert!(TgmVnce::new(&x, 3, d, &y_ok, 3, &lp, &lp, 4, 1).is_ok());
     let y_bad = vec![1.0, 2.0, 2.0, 0.5, 1.0, 3.0];
-    let e = TgmVnce::new(&x, 3, d, &y_bad, 3, &lp, &lp, 4, 1).unwrap_err().to_string();
+    let e = TgmVnce::new(&x, 3, d, &y_bad, 3, &lp, &lp, 4, 1)
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("`y`") && e.contains("row 3"), "{e}");
     let x_neg = vec![1.0, -2.0, f64::NAN, 0.5, 1.0, 3.0];
-    let e = TgmVnce::new(&x_neg, 3, d, &y_ok, 3, &lp, &lp, 4, 1).unwrap_err().to_string();
+    let e = TgmVnce::new(&x_neg, 3, d, &y_ok, 3, &lp, &lp, 4, 1)
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("`x`") && e.contains("row 2"), "{e}");
     let x_all = vec![1.0, 2.0, f64::NAN, 0.5, 1.0, f64::NAN];
-    let e = TgmVnce::new(&x_all, 3, d, &y_ok, 3, &lp, &lp, 4, 1).unwrap_err().to_string();
-    assert!(e.starts_with("`x`") && e.contains("row 3") && e.contains("every value missing"), "{e}");
-    let e = TgmVnce::new(&x, 3, d, &y_ok[..4], 2, &lp, &lp[..2], 4, 1).unwrap_err().to_string();
+    let e = TgmVnce::new(&x_all, 3, d, &y_ok, 3, &lp, &lp, 4, 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("`x`") && e.contains("row 3") && e.contains("every value missing"),
+        "{e}"
+    );
+    let e = TgmVnce::new(&x, 3, d, &y_ok[..4], 2, &lp, &lp[..2], 4, 1)
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("`y`") && e.contains("multiple"), "{e}");
 }
 
@@ -129,7 +150,11 @@ fn theta_of(p: &TgmParams) -> Vec<f64> {
 fn plain_start(x: &[f64], n: usize, d: usize) -> TgmParams {
     let mu = (0..d)
         .map(|j| {
-            let v: Vec<f64> = (0..n).map(|i| x[j * n + i]).filter(|v| !v.is_nan()).map(|v| v.ln()).collect();
+            let v: Vec<f64> = (0..n)
+                .map(|i| x[j * n + i])
+                .filter(|v| !v.is_nan())
+                .map(|v| v.ln())
+                .collect();
             v.iter().sum::<f64>() / v.len() as f64
         })
         .collect();
@@ -137,7 +162,12 @@ fn plain_start(x: &[f64], n: usize, d: usize) -> TgmParams {
 }
 
 fn tight() -> LbfgsControl {
-    LbfgsControl { maxit: 5000, gtol: 1e-10, ftol: 0.0, memory: 20 }
+    LbfgsControl {
+        maxit: 5000,
+        gtol: 1e-10,
+        ftol: 0.0,
+        memory: 20,
+    }
 }
 
 #[test]
@@ -153,20 +183,41 @@ fn without_missing_values_vnce_is_the_nce_logistic_regression() {
     let mut feat = Vec::with_capacity(rows * p);
     for j in 0..d {
         for k in j..d {
-            feat.extend((0..rows).map(|r| if j == k { -0.5 * val(r, j) * val(r, j) } else { -val(r, j) * val(r, k) }));
+            feat.extend((0..rows).map(|r| {
+                if j == k {
+                    -0.5 * val(r, j) * val(r, j)
+                } else {
+                    -val(r, j) * val(r, k)
+                }
+            }));
         }
     }
     feat.extend(std::iter::repeat(-1.0).take(rows));
     let resp: Vec<f64> = (0..rows).map(|r| if r < n { 1.0 } else { 0.0 }).collect();
-    let off: Vec<f64> = (0..rows).map(|r| -(nu as f64).ln() - if r < n { lpx[r] } else { lpy[r - n] }).collect();
+    let off: Vec<f64> = (0..rows)
+        .map(|r| -(nu as f64).ln() - if r < n { lpx[r] } else { lpy[r - n] })
+        .collect();
     let w = vec![1.0; rows];
     let design = DenseDesign::new(&feat, rows, p).unwrap();
-    let prob = irls::Problem { y: &resp, prior_weights: &w, offset: &off, family: Family::Binomial, penalty: None, start: None };
+    let prob = irls::Problem {
+        y: &resp,
+        prior_weights: &w,
+        offset: &off,
+        family: Family::Binomial,
+        penalty: None,
+        start: None,
+    };
     let glm = irls::fit(&design, &prob, &irls::Control::default(), &mut || false).unwrap();
     assert!(glm.converged);
     let th = theta_of(&f.params);
-    let diff = th.iter().zip(&glm.coefficients).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    println!("no missing: max |theta_vnce - theta_irls| = {diff:.2e} ({} iterations, grad {:.1e})", f.report.iterations, f.report.grad_norm);
+    let diff = th
+        .iter()
+        .zip(&glm.coefficients)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    println!(
+        "no missing: max |theta_vnce - theta_irls| = {diff:.2e} ({} iterations, grad {:.1e})",
+        f.report.iterations, f.report.grad_norm
+    );
     assert!(diff < 1e-5, "{diff}");
     // Same objective: J = loglik / n.
     assert!((f.report.objective - glm.loglik / n as f64).abs() < 1e-10);
@@ -220,7 +271,15 @@ impl ExactNce<'_> {
         let mut pos = 0;
         for j in 0..d {
             for l in j..d {
-                let exx = if j == l { if Some(j) == miss { ez2 } else { ex[j] * ex[j] } } else { ex[j] * ex[l] };
+                let exx = if j == l {
+                    if Some(j) == miss {
+                        ez2
+                    } else {
+                        ex[j] * ex[j]
+                    }
+                } else {
+                    ex[j] * ex[l]
+                };
                 grad[pos] = if j == l { -0.5 * exx } else { -exx };
                 pos += 1;
             }
@@ -295,7 +354,12 @@ fn data_term_quadrature(p: &TgmParams, x: &[f64], off: f64) -> (f64, f64) {
     let j = (0..d).find(|&j| x[j].is_nan()).unwrap();
     let lam = p.precision();
     let a = lam[(j, j)];
-    let mc = p.mu[j] - (0..d).filter(|&l| l != j).map(|l| lam[(j, l)] * (x[l].ln() - p.mu[l])).sum::<f64>() / a;
+    let mc = p.mu[j]
+        - (0..d)
+            .filter(|&l| l != j)
+            .map(|l| lam[(j, l)] * (x[l].ln() - p.mu[l]))
+            .sum::<f64>()
+            / a;
     let sd = 1.0 / a.sqrt();
     let norm = Normal::new(mc, sd).unwrap();
     let f = |u: f64| {
@@ -315,7 +379,13 @@ fn data_term_quadrature(p: &TgmParams, x: &[f64], off: f64) -> (f64, f64) {
     let (mut s1, mut s2) = (0.0, 0.0);
     for i in 0..=m {
         let u = lo + i as f64 * hstep;
-        let wt = if i == 0 || i == m { 1.0 } else if i % 2 == 1 { 4.0 } else { 2.0 };
+        let wt = if i == 0 || i == m {
+            1.0
+        } else if i % 2 == 1 {
+            4.0
+        } else {
+            2.0
+        };
         let v = f(u);
         s1 += wt * norm.pdf(u) * v;
         s2 += wt * norm.pdf(u) * v * v;
@@ -326,20 +396,40 @@ fn data_term_quadrature(p: &TgmParams, x: &[f64], off: f64) -> (f64, f64) {
 
 /// The VNCE objective written out directly from its definition for rows with at most one missing
 /// value, regenerating the same base draws (stream_rng(seed, row), draw-major N(0, 1)).
-fn direct_objective(p: &TgmParams, xr: &[Vec<f64>], yr: &[Vec<f64>], lpx: &[f64], lpy: &[f64], s: usize, seed: u64) -> f64 {
+fn direct_objective(
+    p: &TgmParams,
+    xr: &[Vec<f64>],
+    yr: &[Vec<f64>],
+    lpx: &[f64],
+    lpy: &[f64],
+    s: usize,
+    seed: u64,
+) -> f64 {
     use rand_distr::{Distribution, StandardNormal};
     let d = p.dim();
     let n = xr.len();
     let log_nu = ((yr.len() / n) as f64).ln();
     let lam = p.precision();
-    let l = |x: &[f64]| -0.5 * (0..d).map(|r| (0..d).map(|c| x[r] * p.k[(r, c)] * x[c]).sum::<f64>()).sum::<f64>() - p.c;
+    let l = |x: &[f64]| {
+        -0.5 * (0..d)
+            .map(|r| (0..d).map(|c| x[r] * p.k[(r, c)] * x[c]).sum::<f64>())
+            .sum::<f64>()
+            - p.c
+    };
     // log(phi / q_x) per draw (one value when nothing is missing).
     let ratios = |x: &[f64], r: usize| -> Vec<f64> {
-        let Some(j) = (0..d).find(|&j| x[j].is_nan()) else { return vec![l(x)] };
+        let Some(j) = (0..d).find(|&j| x[j].is_nan()) else {
+            return vec![l(x)];
+        };
         let mut rng = stream_rng(seed, r as u64);
         let eps: Vec<f64> = (0..s * d).map(|_| StandardNormal.sample(&mut rng)).collect();
         let a = lam[(j, j)];
-        let mc = p.mu[j] - (0..d).filter(|&k| k != j).map(|k| lam[(j, k)] * (x[k].ln() - p.mu[k])).sum::<f64>() / a;
+        let mc = p.mu[j]
+            - (0..d)
+                .filter(|&k| k != j)
+                .map(|k| lam[(j, k)] * (x[k].ln() - p.mu[k]))
+                .sum::<f64>()
+                / a;
         let q = Normal::new(mc, 1.0 / a.sqrt()).unwrap();
         (0..s)
             .map(|si| {
@@ -373,7 +463,12 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
     let yr = row_vectors(&y, m, d);
     let mut rows: Vec<(&[f64], f64, bool)> = xr.iter().zip(&lpx).map(|(r, &l)| (r.as_slice(), l, false)).collect();
     rows.extend(yr.iter().zip(&lpy).map(|(r, &l)| (r.as_slice(), l, true)));
-    let exact = ExactNce { d, n, log_nu: (nu as f64).ln(), rows };
+    let exact = ExactNce {
+        d,
+        n,
+        log_nu: (nu as f64).ln(),
+        rows,
+    };
     let pth = d * (d + 1) / 2 + 1;
 
     // The exact objective's own gradient, and the closed-form marginal against quadrature.
@@ -394,7 +489,12 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
     let head = |v: &[f64], nr: usize| -> Vec<f64> { (0..d).flat_map(|j| v[j * nr..j * nr + n2].to_vec()).collect() };
     let (x2, y2) = (head(&x, n), head(&y, m));
     let pr_big = TgmVnce::new(&x2, n2, d, &y2, n2, &lpx[..n2], &lpy[..n2], 2000, 32).unwrap();
-    let exact2 = ExactNce { d, n: n2, log_nu: 0.0, rows: exact.rows[..n2].iter().chain(&exact.rows[n..n + n2]).copied().collect() };
+    let exact2 = ExactNce {
+        d,
+        n: n2,
+        log_nu: 0.0,
+        rows: exact.rows[..n2].iter().chain(&exact.rows[n..n + n2]).copied().collect(),
+    };
     for seed in [1, 2, 3] {
         let p = random_params(d, seed);
         let th = theta_of(&p);
@@ -405,7 +505,11 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
             let mut gr = vec![0.0; pth];
             let lm = exact.log_marginal(&exact.theta_k(&th), th[pth - 1], r, &mut gr);
             let ex = -log1pexp(-(lm - off));
-            let (v, var) = if r.iter().any(|v| v.is_nan()) { data_term_quadrature(&p, r, off) } else { (ex, 0.0) };
+            let (v, var) = if r.iter().any(|v| v.is_nan()) {
+                data_term_quadrature(&p, r, off)
+            } else {
+                (ex, 0.0)
+            };
             assert!(v <= ex + 1e-12, "row {i}: {v} > {ex}");
             quad_data += v / n2 as f64;
             mc_var += var / 2000.0 / (n2 * n2) as f64;
@@ -419,9 +523,15 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
             "params {seed} ({n2} rows): data term exact {nce_data:.5}, E_q (quadrature) {quad_data:.5}, MC S=2000 {mc_data:.5} (SE {se:.1e}); \
              noise term exact {nce_noise:.5}, MC S=2000 {mc_noise:.5}"
         );
-        assert!((mc_data - quad_data).abs() < 4.0 * se, "data term MC {mc_data} vs quadrature {quad_data} (SE {se})");
+        assert!(
+            (mc_data - quad_data).abs() < 4.0 * se,
+            "data term MC {mc_data} vs quadrature {quad_data} (SE {se})"
+        );
         // Importance sampling over a poor q (arbitrary alpha): an upward bias of order 1/S remains.
-        assert!((mc_noise - nce_noise).abs() < 2e-2, "noise term MC {mc_noise} vs exact {nce_noise}");
+        assert!(
+            (mc_noise - nce_noise).abs() < 2e-2,
+            "noise term MC {mc_noise} vs exact {nce_noise}"
+        );
         // The whole objective with S = 50 on all rows.
         let j50 = pr50.evaluate(&p, Terms::Both).unwrap().0;
         if seed == 1 {
@@ -435,11 +545,18 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
 
     // Fits: exact NCE on the closed-form marginal vs VNCE with S = 50.
     let start = plain_start(&x, n, d);
-    let ctrl = LbfgsControl { gtol: 1e-8, ftol: 1e-15, ..tight() };
+    let ctrl = LbfgsControl {
+        gtol: 1e-8,
+        ftol: 1e-15,
+        ..tight()
+    };
     let ex_fit = minimise_lbfgs(&exact, &theta_of(&start), &ctrl, &mut || false).unwrap();
     let vf = fit(&pr50, &start, &ctrl, &mut || false).unwrap();
     let th_v = theta_of(&vf.params);
-    let diff = th_v.iter().zip(&ex_fit.x).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    let diff = th_v
+        .iter()
+        .zip(&ex_fit.x)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     let scale = ex_fit.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let j_nce_at_vnce = exact.j(&th_v, &mut gp, true, true);
     println!(
@@ -450,8 +567,14 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
     assert!(ex_fit.converged && vf.report.converged);
     // With the fitted q (close to the posterior) the noise term's importance sampling is accurate.
     let th_vp = theta_of(&vf.params);
-    let (mc_noise, nce_noise) = (pr_big.evaluate(&vf.params, Terms::Noise).unwrap().0, exact2.j(&th_vp, &mut gp, false, true));
-    let (mc_data, nce_data) = (pr_big.evaluate(&vf.params, Terms::Data).unwrap().0, exact2.j(&th_vp, &mut gp, true, false));
+    let (mc_noise, nce_noise) = (
+        pr_big.evaluate(&vf.params, Terms::Noise).unwrap().0,
+        exact2.j(&th_vp, &mut gp, false, true),
+    );
+    let (mc_data, nce_data) = (
+        pr_big.evaluate(&vf.params, Terms::Data).unwrap().0,
+        exact2.j(&th_vp, &mut gp, true, false),
+    );
     println!("at the VNCE fit ({n2} rows): noise term MC S=2000 {mc_noise:.6} vs exact {nce_noise:.6}; data term MC {mc_data:.6} vs exact {nce_data:.6}");
     // The lognormal q vanishes faster than any power as z -> 0 where the truncated normal does
     // not, so the importance weights phi/q have infinite variance and the noise term converges

@@ -11,7 +11,6 @@ use nce_core::reference::Reference;
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
-
 /// Solve the 1-D logistic problem for c = log(Z1 / Z2) from the log ratios r = log f1 - log f2
 /// at draws of p1 (`r1`) and of p2 (`r2`). `ess`: two effective sample sizes, NA to estimate.
 /// @keywords internal
@@ -27,9 +26,15 @@ fn nce_bridge_solve(r1: Robj, r2: Robj, ess: Robj, tol: f64, maxit: i32, threads
         }
         let ess = [e[0], e[1]].map(|v| if v.is_nan() { None } else { Some(v) });
         if !(tol.is_finite() && tol > 0.0) || maxit < 1 {
-            return Err(NceError::invalid("control", "tol must be positive and maxit at least 1"));
+            return Err(NceError::invalid(
+                "control",
+                "tol must be positive and maxit at least 1",
+            ));
         }
-        let ctrl = SolveControl { tol, maxit: maxit as usize };
+        let ctrl = SolveControl {
+            tol,
+            maxit: maxit as usize,
+        };
         let f = run::run(threads_of(threads)?, |stop| {
             bridge::solve(r1, r2, ess, &ctrl, &mut || stop.load(Ordering::Relaxed))
         })?;
@@ -61,22 +66,42 @@ fn nce_bridge_solve(r1: Robj, r2: Robj, ess: Robj, tol: f64, maxit: i32, threads
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_marglik_reference(fit: Robj, est: Robj, lb: Robj, ub: Robj, family: &str, df: f64, n_ref: f64, seed: f64, threads: i32) -> Robj {
+fn nce_marglik_reference(
+    fit: Robj,
+    est: Robj,
+    lb: Robj,
+    ub: Robj,
+    family: &str,
+    df: f64,
+    n_ref: f64,
+    seed: f64,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let (xf, nf, d) = real_matrix(&fit, "fit")?;
         let (xe, ne, de) = real_matrix(&est, "est")?;
         let lb = real_slice(&lb, "lb")?;
         let ub = real_slice(&ub, "ub")?;
         if de != d || lb.len() != d || ub.len() != d {
-            return Err(NceError::invalid("lb", format!("draws, lb and ub must all have dimension {d}")));
+            return Err(NceError::invalid(
+                "lb",
+                format!("draws, lb and ub must all have dimension {d}"),
+            ));
         }
         if !(n_ref.is_finite() && n_ref >= 1.0 && n_ref.fract() == 0.0) {
-            return Err(NceError::invalid("n_ref", format!("must be a positive whole number, got {n_ref}")));
+            return Err(NceError::invalid(
+                "n_ref",
+                format!("must be a positive whole number, got {n_ref}"),
+            ));
         }
         if !(seed.is_finite() && seed >= 0.0) {
             return Err(NceError::invalid("seed", "must be a non-negative number"));
         }
-        let bounds = lb.iter().zip(ub).map(|(&a, &b)| Bounds::new(a, b)).collect::<std::result::Result<Vec<_>, _>>()?;
+        let bounds = lb
+            .iter()
+            .zip(ub)
+            .map(|(&a, &b)| Bounds::new(a, b))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         let n_ref = n_ref as usize;
         let out = run::run(threads_of(threads)?, |_| {
             let (uf, _) = bridge::to_unconstrained(xf, nf, &bounds)?;

@@ -4,8 +4,8 @@
 //! classed condition.
 
 use extendr_api::prelude::*;
-use nce_core::NceError;
 use nalgebra::DMatrix;
+use nce_core::NceError;
 
 pub fn real_slice<'a>(x: &'a Robj, arg: &str) -> std::result::Result<&'a [f64], NceError> {
     x.as_real_slice()
@@ -45,7 +45,8 @@ pub fn col_major_matrix(data: Vec<f64>, nrow: usize, ncol: usize) -> Robj {
 pub fn error_robj(code: &str, msg: &str) -> Robj {
     let clean: String = msg.chars().filter(|&c| c != '\0').collect();
     let mut l = list!(code = code, message = clean);
-    l.set_class(&["nce_rust_error"]).expect("setting a class on a fresh list");
+    l.set_class(&["nce_rust_error"])
+        .expect("setting a class on a fresh list");
     l.into_robj()
 }
 

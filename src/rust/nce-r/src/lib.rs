@@ -4,29 +4,32 @@
 mod bridge;
 mod convert;
 mod run;
-mod vnce_tools;
-mod vnce;
 mod spatial;
+mod vnce;
+mod vnce_tools;
 
 use convert::{col_major_matrix, guard, int_slice, list_real, real_matrix, real_slice, to_r_matrix};
 use extendr_api::prelude::*;
 use nce_core::alias::{find_aliased, reduce};
 use nce_core::design::DenseDesign;
-use nce_core::grouped::GroupedDesign;
 use nce_core::family::Family;
+use nce_core::grouped::GroupedDesign;
 use nce_core::irls::{self, Control, Problem};
-use nce_core::penalty::{Penalty, PenaltySet};
-use nce_core::reml::{fit_reml, RemlControl, RemlFit};
-use nce_core::reference::Reference;
 use nce_core::kernel::NormalKernel;
 use nce_core::latkes_sim::LatticeKernel;
+use nce_core::penalty::{Penalty, PenaltySet};
+use nce_core::reference::Reference;
+use nce_core::reml::{fit_reml, RemlControl, RemlFit};
 use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
 pub(crate) fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
     if threads < 1 {
-        return Err(NceError::invalid("threads", format!("must be a positive integer, got {threads}")));
+        return Err(NceError::invalid(
+            "threads",
+            format!("must be a positive integer, got {threads}"),
+        ));
     }
     Ok(threads as usize)
 }
@@ -36,19 +39,41 @@ pub(crate) fn threads_of(threads: i32) -> std::result::Result<usize, NceError> {
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_glm(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, control: List, threads: i32) -> Robj {
+fn nce_fit_glm(
+    x: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    sample: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let (xd, n, p) = real_matrix(&x, "x")?;
         let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
         let sample = sample_of(&sample, n)?;
         let num = |name: &str| -> std::result::Result<f64, NceError> {
-            list_real(&control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
+            list_real(&control, name)?
+                .as_real()
+                .ok_or_else(|| NceError::invalid(name, "must be a number"))
         };
-        let ctrl = Control { epsilon: num("epsilon")?, maxit: num("maxit")? as usize, ..Control::default() };
+        let ctrl = Control {
+            epsilon: num("epsilon")?,
+            maxit: num("maxit")? as usize,
+            ..Control::default()
+        };
         let threads = threads_of(threads)?;
         let design = DenseDesign::new(xd, n, p)?;
         let (fit, sandwich) = run::run(threads, |stop| {
-            let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
+            let prob = Problem {
+                y,
+                prior_weights: w,
+                offset: o,
+                family: fam,
+                penalty: None,
+                start: None,
+            };
             let fit = irls::fit(&design, &prob, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
             let sw = match &sample {
                 Some(s) => Some(sample_sandwich(&design, &fit.row_grad, s, &fit.cov, &fit.aliased)?),
@@ -86,9 +111,15 @@ fn penalties_from(pens: &List, p: usize) -> std::result::Result<PenaltySet, NceE
         let s_robj = list_real(&l, "S")?;
         let (sd, nr, nc) = real_matrix(&s_robj, "S")?;
         if nr != nc || start < 0.0 {
-            return Err(NceError::invalid("penalties", format!("penalty {} must be square with a start >= 0", k + 1)));
+            return Err(NceError::invalid(
+                "penalties",
+                format!("penalty {} must be square with a start >= 0", k + 1),
+            ));
         }
-        out.push(Penalty { start: start as usize, s: nalgebra::DMatrix::from_column_slice(nr, nc, sd) });
+        out.push(Penalty {
+            start: start as usize,
+            s: nalgebra::DMatrix::from_column_slice(nr, nc, sd),
+        });
     }
     PenaltySet::new(p, out)
 }
@@ -98,7 +129,18 @@ fn penalties_from(pens: &List, p: usize) -> std::result::Result<PenaltySet, NceE
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sample: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
+fn nce_fit_reml(
+    x: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    sample: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let (xd, n, p) = real_matrix(&x, "x")?;
         let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
@@ -108,9 +150,20 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
         let threads = threads_of(threads)?;
         let design = DenseDesign::new(xd, n, p)?;
         let (fit, sandwich, aliased) = run::run(threads, |stop| {
-            let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
+            let prob = Problem {
+                y,
+                prior_weights: w,
+                offset: o,
+                family: fam,
+                penalty: None,
+                start: None,
+            };
             let aliased = find_aliased(&design, &pens, 1e-9);
-            let reduced = if aliased.iter().any(|&a| a) { Some(reduce(&design, &pens, &aliased)?) } else { None };
+            let reduced = if aliased.iter().any(|&a| a) {
+                Some(reduce(&design, &pens, &aliased)?)
+            } else {
+                None
+            };
             let (d, ps) = match &reduced {
                 Some(r) => (DenseDesign::new(&r.data, n, r.ncol)?, &r.penalties),
                 None => (design, &pens),
@@ -141,13 +194,29 @@ fn nce_fit_reml(x: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, sam
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, offset: Robj, family: &str, cluster: Robj, penalties: List, sp: Robj, control: List, threads: i32) -> Robj {
+fn nce_fit_reml_grouped(
+    a: Robj,
+    b: Robj,
+    group: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    cluster: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let (ad, n, pa) = real_matrix(&a, "a")?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g = int_slice(&group, "group")?;
         if let Some(i) = g.iter().position(|&v| v < 1 || v as usize > ng) {
-            return Err(NceError::invalid("group", format!("entry {} is {}, outside 1..{ng}", i + 1, g[i])));
+            return Err(NceError::invalid(
+                "group",
+                format!("entry {} is {}, outside 1..{ng}", i + 1, g[i]),
+            ));
         }
         let g0: Vec<usize> = g.iter().map(|&v| v as usize - 1).collect();
         let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
@@ -156,7 +225,10 @@ fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, o
         } else {
             let c = int_slice(&cluster, "cluster")?;
             if c.len() != ng || c.iter().any(|&v| v < 1) {
-                return Err(NceError::invalid("cluster", format!("must hold {ng} positive integers, one per group")));
+                return Err(NceError::invalid(
+                    "cluster",
+                    format!("must hold {ng} positive integers, one per group"),
+                ));
             }
             Some(c.iter().map(|&v| v as usize - 1).collect())
         };
@@ -165,11 +237,28 @@ fn nce_fit_reml_grouped(a: Robj, b: Robj, group: Robj, y: Robj, weights: Robj, o
         let threads = threads_of(threads)?;
         let design = GroupedDesign::new(ad, n, pa, bd, ng, pb, &g0)?;
         let (fit, sandwich) = run::run(threads, |stop| {
-            let prob = Problem { y, prior_weights: w, offset: o, family: fam, penalty: None, start: None };
+            let prob = Problem {
+                y,
+                prior_weights: w,
+                offset: o,
+                family: fam,
+                penalty: None,
+                start: None,
+            };
             let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
             let sw = match &cluster {
                 Some(c) => Some(grouped_cluster_sandwich(
-                    ad, n, pa, bd, ng, pb, &g0, c, &fit.fit.row_grad, &fit.vp, &fit.fit.aliased,
+                    ad,
+                    n,
+                    pa,
+                    bd,
+                    ng,
+                    pb,
+                    &g0,
+                    c,
+                    &fit.fit.row_grad,
+                    &fit.vp,
+                    &fit.fit.aliased,
                 )?),
                 None => None,
             };
@@ -187,15 +276,29 @@ fn response_parts<'a>(
     family: &str,
 ) -> std::result::Result<(&'a [f64], &'a [f64], &'a [f64], Family), NceError> {
     let fam = Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
-    Ok((real_slice(y, "y")?, real_slice(weights, "weights")?, real_slice(offset, "offset")?, fam))
+    Ok((
+        real_slice(y, "y")?,
+        real_slice(weights, "weights")?,
+        real_slice(offset, "offset")?,
+        fam,
+    ))
 }
 
 fn reml_control(sp: &Robj, control: &List) -> std::result::Result<RemlControl, NceError> {
-    let sp: Option<Vec<f64>> = if sp.is_null() { None } else { Some(real_slice(sp, "sp")?.to_vec()) };
-    let num = |name: &str| -> std::result::Result<f64, NceError> {
-        list_real(control, name)?.as_real().ok_or_else(|| NceError::invalid(name, "must be a number"))
+    let sp: Option<Vec<f64>> = if sp.is_null() {
+        None
+    } else {
+        Some(real_slice(sp, "sp")?.to_vec())
     };
-    let mut ctrl = RemlControl { sp, ..RemlControl::default() };
+    let num = |name: &str| -> std::result::Result<f64, NceError> {
+        list_real(control, name)?
+            .as_real()
+            .ok_or_else(|| NceError::invalid(name, "must be a number"))
+    };
+    let mut ctrl = RemlControl {
+        sp,
+        ..RemlControl::default()
+    };
     ctrl.inner.epsilon = ctrl.inner.epsilon.min(num("epsilon")?);
     ctrl.inner.maxit = num("maxit")? as usize;
     Ok(ctrl)
@@ -220,7 +323,11 @@ fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: 
         inner_iterations = fit.inner_iterations as i32,
         converged = fit.converged && fit.fit.converged,
         n_certain = fit.fit.n_certain as i32,
-        message = if fit.message.is_empty() { fit.fit.message } else { fit.message }
+        message = if fit.message.is_empty() {
+            fit.fit.message
+        } else {
+            fit.message
+        }
     )
     .into_robj()
 }
@@ -249,7 +356,10 @@ fn sample_of(sample: &Robj, n: usize) -> std::result::Result<Option<Vec<usize>>,
     }
     let s = int_slice(sample, "sample")?;
     if s.len() != n || s.iter().any(|&v| v < 0) {
-        return Err(NceError::invalid("sample", format!("must hold {n} non-negative integers")));
+        return Err(NceError::invalid(
+            "sample",
+            format!("must hold {n} non-negative integers"),
+        ));
     }
     Ok(Some(s.iter().map(|&v| v as usize).collect()))
 }
@@ -266,7 +376,10 @@ fn reference_from(spec: &List) -> std::result::Result<Reference, NceError> {
     match kind.as_str() {
         "uniform" => Reference::uniform(vecf("lower")?, vecf("upper")?),
         "normal" => Reference::normal(vecf("mean")?, &vecf("sigma")?),
-        other => Err(NceError::invalid("reference", format!("no built-in sampler of kind '{other}'"))),
+        other => Err(NceError::invalid(
+            "reference",
+            format!("no built-in sampler of kind '{other}'"),
+        )),
     }
 }
 
@@ -277,7 +390,10 @@ fn reference_from(spec: &List) -> std::result::Result<Reference, NceError> {
 fn nce_ref_sample(spec: List, n: f64, seed: f64, threads: i32) -> Robj {
     guard(|| {
         if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0) {
-            return Err(NceError::invalid("n", format!("must be a non-negative whole number, got {n}")));
+            return Err(NceError::invalid(
+                "n",
+                format!("must be a non-negative whole number, got {n}"),
+            ));
         }
         if !(seed.is_finite() && seed >= 0.0) {
             return Err(NceError::invalid("seed", "must be a non-negative number"));
@@ -299,7 +415,10 @@ fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
         let r = reference_from(&spec)?;
         let (xd, n, p) = real_matrix(&x, "x")?;
         if p != r.dim() {
-            return Err(NceError::invalid("x", format!("has {p} columns, the reference has {}", r.dim())));
+            return Err(NceError::invalid(
+                "x",
+                format!("has {p} columns, the reference has {}", r.dim()),
+            ));
         }
         let out = run::run(threads_of(threads)?, |_| r.log_density(xd, n))?;
         Ok(out.into_robj())
@@ -307,7 +426,11 @@ fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
 }
 
 fn normal_kernel(sd: &Robj, lower: &Robj, upper: &Robj) -> std::result::Result<NormalKernel, NceError> {
-    NormalKernel::new(real_slice(sd, "sd")?.to_vec(), real_slice(lower, "lower")?.to_vec(), real_slice(upper, "upper")?.to_vec())
+    NormalKernel::new(
+        real_slice(sd, "sd")?.to_vec(),
+        real_slice(lower, "lower")?.to_vec(),
+        real_slice(upper, "upper")?.to_vec(),
+    )
 }
 
 /// `n` draws per previous state (rows of `prev`) from the truncated normal random walk.
@@ -319,10 +442,16 @@ fn nce_kernel_normal_sample(sd: Robj, lower: Robj, upper: Robj, prev: Robj, n: f
         let k = normal_kernel(&sd, &lower, &upper)?;
         let (pd, t, d) = real_matrix(&prev, "prev")?;
         if d != k.dim() {
-            return Err(NceError::invalid("prev", format!("has {d} columns, the kernel has {}", k.dim())));
+            return Err(NceError::invalid(
+                "prev",
+                format!("has {d} columns, the kernel has {}", k.dim()),
+            ));
         }
         if !(n.is_finite() && n >= 1.0 && n.fract() == 0.0) || !(seed.is_finite() && seed >= 0.0) {
-            return Err(NceError::invalid("n", "n must be a positive whole number and seed non-negative"));
+            return Err(NceError::invalid(
+                "n",
+                "n must be a positive whole number and seed non-negative",
+            ));
         }
         let n = n as usize;
         let draws = run::run(threads_of(threads)?, |_| k.sample(pd, t, n, seed as u64))?;
@@ -340,7 +469,10 @@ fn nce_kernel_normal_log_density(sd: Robj, lower: Robj, upper: Robj, x: Robj, pr
         let (xd, rows, d) = real_matrix(&x, "x")?;
         let (pd, prow, pdim) = real_matrix(&prev, "prev")?;
         if d != k.dim() || pdim != d || prow != rows {
-            return Err(NceError::invalid("x", "x and prev must be matrices of the same size, one column per state"));
+            return Err(NceError::invalid(
+                "x",
+                "x and prev must be matrices of the same size, one column per state",
+            ));
         }
         let out = run::run(threads_of(threads)?, |_| k.log_density(xd, pd, rows))?;
         Ok(out.into_robj())
@@ -353,20 +485,41 @@ fn nce_kernel_normal_log_density(sd: Robj, lower: Robj, upper: Robj, x: Robj, pr
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_latkes_simulate(state: Robj, offset: Robj, grid: Robj, window: Robj, start_x: Robj, start_y: Robj, steps: Robj, seed: f64, threads: i32) -> Robj {
+fn nce_latkes_simulate(
+    state: Robj,
+    offset: Robj,
+    grid: Robj,
+    window: Robj,
+    start_x: Robj,
+    start_y: Robj,
+    steps: Robj,
+    seed: f64,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let g = int_slice(&grid, "grid")?;
         let w = real_slice(&window, "window")?;
         if g.len() != 2 || g.iter().any(|&v| v < 1) || w.len() != 4 {
-            return Err(NceError::invalid("grid", "grid must be two positive integers and window four numbers"));
+            return Err(NceError::invalid(
+                "grid",
+                "grid must be two positive integers and window four numbers",
+            ));
         }
-        let k = LatticeKernel::new(g[0] as usize, g[1] as usize, [w[0], w[1], w[2], w[3]],
-                                   real_slice(&state, "state")?, real_slice(&offset, "offset")?)?;
+        let k = LatticeKernel::new(
+            g[0] as usize,
+            g[1] as usize,
+            [w[0], w[1], w[2], w[3]],
+            real_slice(&state, "state")?,
+            real_slice(&offset, "offset")?,
+        )?;
         let sx = real_slice(&start_x, "start_x")?;
         let sy = real_slice(&start_y, "start_y")?;
         let st = int_slice(&steps, "steps")?;
         if sx.len() != st.len() || sy.len() != st.len() || st.iter().any(|&v| v < 0) {
-            return Err(NceError::invalid("steps", "needs one start and a non-negative number of steps per chain"));
+            return Err(NceError::invalid(
+                "steps",
+                "needs one start and a non-negative number of steps per chain",
+            ));
         }
         if !(seed.is_finite() && seed >= 0.0) {
             return Err(NceError::invalid("seed", "must be a non-negative number"));

@@ -19,10 +19,7 @@ fn interrupt_pending() -> bool {
 /// Run `f` inside a fresh pool of `threads` threads. The calling (R main) thread waits and polls
 /// R for a user interrupt; `f` sees the request through the flag it is given. Workers never
 /// touch R. A panic in `f` becomes an error.
-pub fn run<T: Send>(
-    threads: usize,
-    f: impl FnOnce(&AtomicBool) -> Result<T, NceError> + Send,
-) -> Result<T, NceError> {
+pub fn run<T: Send>(threads: usize, f: impl FnOnce(&AtomicBool) -> Result<T, NceError> + Send) -> Result<T, NceError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()

@@ -21,13 +21,25 @@ fn nce_bilinear(maps: List, which: Robj, x: Robj, y: Robj, window: Robj) -> Robj
         }
         let which = int_slice(&which, "which")?
             .iter()
-            .map(|&w| if w >= 1 { Ok((w - 1) as usize) } else { Err(NceError::invalid("which", "must hold map numbers from 1")) })
+            .map(|&w| {
+                if w >= 1 {
+                    Ok((w - 1) as usize)
+                } else {
+                    Err(NceError::invalid("which", "must hold map numbers from 1"))
+                }
+            })
             .collect::<std::result::Result<Vec<usize>, NceError>>()?;
         let w = real_slice(&window, "window")?;
         if w.len() != 4 {
             return Err(NceError::invalid("window", "must be c(xmin, xmax, ymin, ymax)"));
         }
-        let v = bilinear(&views, &which, real_slice(&x, "x")?, real_slice(&y, "y")?, [w[0], w[1], w[2], w[3]])?;
+        let v = bilinear(
+            &views,
+            &which,
+            real_slice(&x, "x")?,
+            real_slice(&y, "y")?,
+            [w[0], w[1], w[2], w[3]],
+        )?;
         Ok(v.into_robj())
     })
 }

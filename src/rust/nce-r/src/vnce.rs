@@ -7,12 +7,11 @@ use crate::threads_of;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
 use nce_core::optim::LbfgsControl;
-use nce_core::vnce::{self, param_names, TgmParams, TgmVnce, Terms};
+use nce_core::vnce::{self, param_names, Terms, TgmParams, TgmVnce};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
 type Res<T> = std::result::Result<T, NceError>;
-
 
 /// A number from a list element given as double or integer.
 fn list_number(l: &List, name: &str, arg: &str) -> Res<f64> {
@@ -27,12 +26,18 @@ fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64)
     let (xd, n, d) = real_matrix(x, "x")?;
     let (yd, m, dy) = real_matrix(y, "y")?;
     if dy != d {
-        return Err(NceError::invalid("y", format!("must have ncol(x) = {d} columns, got {dy}")));
+        return Err(NceError::invalid(
+            "y",
+            format!("must have ncol(x) = {d} columns, got {dy}"),
+        ));
     }
     let lpx = real_slice(lpx, "lpx")?;
     let lpy = real_slice(lpy, "lpy")?;
     if n_latent < 1 {
-        return Err(NceError::invalid("n_latent", format!("must be a positive integer, got {n_latent}")));
+        return Err(NceError::invalid(
+            "n_latent",
+            format!("must be a positive integer, got {n_latent}"),
+        ));
     }
     if !(seed.is_finite() && seed >= 0.0) {
         return Err(NceError::invalid("seed", "must be a non-negative number"));
@@ -44,9 +49,13 @@ fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64)
 fn params_of(l: &List, d: usize, arg: &str) -> Res<TgmParams> {
     let matrix = |name: &str| -> Res<DMatrix<f64>> {
         let r = list_real(l, name).map_err(|_| NceError::invalid(arg, format!("has no element `{name}`")))?;
-        let (v, nr, nc) = real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, format!("`{name}` must be a double matrix")))?;
+        let (v, nr, nc) =
+            real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, format!("`{name}` must be a double matrix")))?;
         if nr != d || nc != d {
-            return Err(NceError::invalid(arg, format!("`{name}` must be {d} x {d}, got {nr} x {nc}")));
+            return Err(NceError::invalid(
+                arg,
+                format!("`{name}` must be {d} x {d}, got {nr} x {nc}"),
+            ));
         }
         Ok(DMatrix::from_column_slice(d, d, v))
     };
@@ -56,16 +65,27 @@ fn params_of(l: &List, d: usize, arg: &str) -> Res<TgmParams> {
     let mu_r = list_real(l, "mu").map_err(|_| NceError::invalid(arg, "has no element `mu`"))?;
     let mu = real_slice(&mu_r, arg).map_err(|_| NceError::invalid(arg, "`mu` must be a double vector"))?;
     if mu.len() != d {
-        return Err(NceError::invalid(arg, format!("`mu` must have length {d}, got {}", mu.len())));
+        return Err(NceError::invalid(
+            arg,
+            format!("`mu` must have length {d}, got {}", mu.len()),
+        ));
     }
     TgmParams::from_precision(k, c, mu.to_vec(), &prec, arg)
 }
 
 fn control_of(control: &List) -> Res<LbfgsControl> {
     let num = |name: &str| list_number(control, name, "control");
-    let ctrl = LbfgsControl { maxit: num("maxit")? as usize, gtol: num("gtol")?, ftol: num("ftol")?, memory: num("memory")? as usize };
+    let ctrl = LbfgsControl {
+        maxit: num("maxit")? as usize,
+        gtol: num("gtol")?,
+        ftol: num("ftol")?,
+        memory: num("memory")? as usize,
+    };
     if ctrl.maxit < 1 || ctrl.memory < 1 || !(ctrl.gtol >= 0.0) || !(ctrl.ftol >= 0.0) {
-        return Err(NceError::invalid("control", "maxit and memory must be at least 1, gtol and ftol non-negative"));
+        return Err(NceError::invalid(
+            "control",
+            "maxit and memory must be at least 1, gtol and ftol non-negative",
+        ));
     }
     Ok(ctrl)
 }
@@ -74,7 +94,16 @@ fn control_of(control: &List) -> Res<LbfgsControl> {
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_vnce_tgm_objective(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, params: List, threads: i32) -> Robj {
+fn nce_vnce_tgm_objective(
+    x: Robj,
+    y: Robj,
+    lpx: Robj,
+    lpy: Robj,
+    n_latent: i32,
+    seed: f64,
+    params: List,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
         let p = params_of(&params, pr.dim(), "params")?;
@@ -88,7 +117,10 @@ fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
     let r = list_real(l, "K").map_err(|_| NceError::invalid(arg, "has no element `K`"))?;
     let (v, nr, nc) = real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, "`K` must be a double matrix"))?;
     if nr != d || nc != d {
-        return Err(NceError::invalid(arg, format!("`K` must be {d} x {d}, got {nr} x {nc}")));
+        return Err(NceError::invalid(
+            arg,
+            format!("`K` must be {d} x {d}, got {nr} x {nc}"),
+        ));
     }
     Ok((DMatrix::from_column_slice(d, d, v), list_number(l, "c", arg)?))
 }
@@ -103,7 +135,18 @@ fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
 /// @noRd
 #[extendr]
 #[allow(clippy::too_many_arguments)]
-fn nce_vnce_tgm(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, start: List, control: List, threads: i32, family: &str) -> Robj {
+fn nce_vnce_tgm(
+    x: Robj,
+    y: Robj,
+    lpx: Robj,
+    lpy: Robj,
+    n_latent: i32,
+    seed: f64,
+    start: List,
+    control: List,
+    threads: i32,
+    family: &str,
+) -> Robj {
     guard(|| {
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
         let ctrl = control_of(&control)?;
@@ -111,16 +154,25 @@ fn nce_vnce_tgm(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64
         let (k, c, q, r) = match family {
             "ghk" => {
                 let (k0, c0) = theta_of(&start, pr.dim(), "start")?;
-                let f = run::run(threads, |stop| vnce::fit_ghk(&pr, &k0, c0, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+                let f = run::run(threads, |stop| {
+                    vnce::fit_ghk(&pr, &k0, c0, &ctrl, &mut || stop.load(Ordering::Relaxed))
+                })?;
                 (f.k, f.c, None, f.report)
             }
             "lognormal" => {
                 let st = params_of(&start, pr.dim(), "start")?;
                 st.check_k_positive_definite("start")?;
-                let f = run::run(threads, |stop| vnce::fit(&pr, &st, &ctrl, &mut || stop.load(Ordering::Relaxed)))?;
+                let f = run::run(threads, |stop| {
+                    vnce::fit(&pr, &st, &ctrl, &mut || stop.load(Ordering::Relaxed))
+                })?;
                 (f.params.k, f.params.c, Some((f.params.mu, f.precision)), f.report)
             }
-            other => return Err(NceError::invalid("family", format!("must be \"ghk\" or \"lognormal\", got \"{other}\""))),
+            other => {
+                return Err(NceError::invalid(
+                    "family",
+                    format!("must be \"ghk\" or \"lognormal\", got \"{other}\""),
+                ))
+            }
         };
         let (mu, prec) = match q {
             Some((mu, prec)) => (mu.into_robj(), to_r_matrix(&prec)),
@@ -146,7 +198,16 @@ fn nce_vnce_tgm(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_vnce_tgm_ghk_objective(x: Robj, y: Robj, lpx: Robj, lpy: Robj, n_latent: i32, seed: f64, params: List, threads: i32) -> Robj {
+fn nce_vnce_tgm_ghk_objective(
+    x: Robj,
+    y: Robj,
+    lpx: Robj,
+    lpy: Robj,
+    n_latent: i32,
+    seed: f64,
+    params: List,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
         let (k, c) = theta_of(&params, pr.dim(), "params")?;
@@ -168,13 +229,18 @@ fn nce_ghk_impute(x: Robj, k: Robj, n_draws: i32, seed: f64, threads: i32) -> Ro
             return Err(NceError::invalid("K", format!("must be {d} x {d}, got {kr} x {kc}")));
         }
         if n_draws < 1 {
-            return Err(NceError::invalid("n_draws", format!("must be a positive integer, got {n_draws}")));
+            return Err(NceError::invalid(
+                "n_draws",
+                format!("must be a positive integer, got {n_draws}"),
+            ));
         }
         if !(seed.is_finite() && seed >= 0.0) {
             return Err(NceError::invalid("seed", "must be a non-negative number"));
         }
         let km = DMatrix::from_column_slice(d, d, kd);
-        let out = run::run(threads_of(threads)?, |_| vnce::ghk_impute(xd, n, d, &km, n_draws as usize, seed as u64))?;
+        let out = run::run(threads_of(threads)?, |_| {
+            vnce::ghk_impute(xd, n, d, &km, n_draws as usize, seed as u64)
+        })?;
         Ok(col_major_matrix(out, n, d))
     })
 }

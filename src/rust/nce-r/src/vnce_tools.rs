@@ -13,7 +13,10 @@ use std::sync::atomic::Ordering;
 
 fn count_of(v: f64, arg: &str) -> std::result::Result<usize, NceError> {
     if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1e15) {
-        return Err(NceError::invalid(arg, format!("must be a non-negative whole number, got {v}")));
+        return Err(NceError::invalid(
+            arg,
+            format!("must be a non-negative whole number, got {v}"),
+        ));
     }
     Ok(v as usize)
 }
@@ -52,7 +55,9 @@ fn nce_truncnorm_sample(n: f64, mean: Robj, sd: Robj, lower: f64, seed: f64, thr
         let n = count_of(n, "n")?;
         let (m, s) = (real_slice(&mean, "mean")?, real_slice(&sd, "sd")?);
         let seed = seed_of(seed)?;
-        let draws = run::run(threads_of(threads)?, |_| truncnorm::sample_columns(n, m, s, lower, seed))?;
+        let draws = run::run(threads_of(threads)?, |_| {
+            truncnorm::sample_columns(n, m, s, lower, seed)
+        })?;
         Ok(col_major_matrix(draws, n, m.len()))
     })
 }
@@ -66,7 +71,10 @@ fn nce_truncnorm_log_density(x: Robj, mean: Robj, sd: Robj, lower: f64) -> Robj 
         let (xd, n, d) = real_matrix(&x, "x")?;
         let (m, s) = (real_slice(&mean, "mean")?, real_slice(&sd, "sd")?);
         if m.len() != d {
-            return Err(NceError::invalid("mean", format!("must have one entry per column of x ({d}), has {}", m.len())));
+            return Err(NceError::invalid(
+                "mean",
+                format!("must have one entry per column of x ({d}), has {}", m.len()),
+            ));
         }
         Ok(run::run(1, |_| truncnorm::row_log_density(xd, n, m, s, lower))?.into_robj())
     })
@@ -76,23 +84,59 @@ fn nce_truncnorm_log_density(x: Robj, mean: Robj, sd: Robj, lower: f64) -> Robj 
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_rtgm(n: f64, k: Robj, mean: Robj, burnin: i32, thin: i32, chains: i32, start: Robj, seed: f64, threads: i32) -> Robj {
+fn nce_rtgm(
+    n: f64,
+    k: Robj,
+    mean: Robj,
+    burnin: i32,
+    thin: i32,
+    chains: i32,
+    start: Robj,
+    seed: f64,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let n = count_of(n, "n")?;
         let (kd, nr, nc) = real_matrix(&k, "K")?;
         let m = real_slice(&mean, "mean")?;
         if nr != nc || nr != m.len() {
-            return Err(NceError::invalid("K", format!("must be a square matrix with one row per mean ({}), is {nr} x {nc}", m.len())));
+            return Err(NceError::invalid(
+                "K",
+                format!(
+                    "must be a square matrix with one row per mean ({}), is {nr} x {nc}",
+                    m.len()
+                ),
+            ));
         }
         for (v, name) in [(burnin, "burnin"), (thin, "thin"), (chains, "chains")] {
             if v < 0 || (v == 0 && name != "burnin") {
-                return Err(NceError::invalid(name, format!("must be a {} integer, got {v}", if name == "burnin" { "non-negative" } else { "positive" })));
+                return Err(NceError::invalid(
+                    name,
+                    format!(
+                        "must be a {} integer, got {v}",
+                        if name == "burnin" { "non-negative" } else { "positive" }
+                    ),
+                ));
             }
         }
-        let start = if start.is_null() { None } else { Some(real_slice(&start, "start")?) };
+        let start = if start.is_null() {
+            None
+        } else {
+            Some(real_slice(&start, "start")?)
+        };
         let seed = seed_of(seed)?;
         let draws = run::run(threads_of(threads)?, |stop| {
-            tgm_sim::simulate_until(n, kd, m, burnin as usize, thin as usize, chains as usize, start, seed, stop)
+            tgm_sim::simulate_until(
+                n,
+                kd,
+                m,
+                burnin as usize,
+                thin as usize,
+                chains as usize,
+                start,
+                seed,
+                stop,
+            )
         })?;
         Ok(col_major_matrix(draws, n, m.len()))
     })
@@ -102,7 +146,17 @@ fn nce_rtgm(n: f64, k: Robj, mean: Robj, burnin: i32, thin: i32, chains: i32, st
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_vnce_mog(x: Robj, y: Robj, sigma1: f64, noise_mean: f64, noise_sd: f64, method: &str, start: List, control: List, threads: i32) -> Robj {
+fn nce_vnce_mog(
+    x: Robj,
+    y: Robj,
+    sigma1: f64,
+    noise_mean: f64,
+    noise_sd: f64,
+    method: &str,
+    start: List,
+    control: List,
+    threads: i32,
+) -> Robj {
     guard(|| {
         let mog = Mog::new(real_slice(&x, "x")?, real_slice(&y, "y")?, sigma1, noise_mean, noise_sd)?;
         let theta = number(&start, "theta")?;
@@ -115,7 +169,10 @@ fn nce_vnce_mog(x: Robj, y: Robj, sigma1: f64, noise_mean: f64, noise_sd: f64, m
         let maxit = number(&control, "maxit")?;
         let memory = number(&control, "memory")?;
         if !(maxit >= 0.0 && memory >= 1.0) {
-            return Err(NceError::invalid("control", "maxit must be non-negative and memory positive"));
+            return Err(NceError::invalid(
+                "control",
+                "maxit must be non-negative and memory positive",
+            ));
         }
         let ctrl = LbfgsControl {
             maxit: maxit as usize,
@@ -127,7 +184,10 @@ fn nce_vnce_mog(x: Robj, y: Robj, sigma1: f64, noise_mean: f64, noise_sd: f64, m
         if !(em_maxit >= 0.0) {
             return Err(NceError::invalid("em_maxit", "must be non-negative"));
         }
-        let em = EmControl { em_maxit: em_maxit as usize, em_tol: number(&control, "em_tol")? };
+        let em = EmControl {
+            em_maxit: em_maxit as usize,
+            em_tol: number(&control, "em_tol")?,
+        };
         let threads = threads_of(threads)?;
         let method = method.to_string();
         let fit = run::run(threads, |stop| {
@@ -136,10 +196,17 @@ fn nce_vnce_mog(x: Robj, y: Robj, sigma1: f64, noise_mean: f64, noise_sd: f64, m
                 "vnce" => mog.fit_vnce(theta, c, [w[0], w[1], w[2]], &ctrl, &mut interrupt),
                 "nce" => mog.fit_nce(theta, c, &ctrl, &mut interrupt),
                 "em" => mog.fit_em(theta, c, &ctrl, &em, &mut interrupt),
-                other => Err(NceError::invalid("method", format!("must be \"vnce\", \"nce\" or \"em\", not \"{other}\""))),
+                other => Err(NceError::invalid(
+                    "method",
+                    format!("must be \"vnce\", \"nce\" or \"em\", not \"{other}\""),
+                )),
             }
         })?;
-        let trace: Robj = if method == "em" { fit.trace.into_robj() } else { ().into() };
+        let trace: Robj = if method == "em" {
+            fit.trace.into_robj()
+        } else {
+            ().into()
+        };
         Ok(list!(
             theta = fit.theta,
             c = fit.c,

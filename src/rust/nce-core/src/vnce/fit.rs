@@ -49,14 +49,24 @@ pub fn fit(
     interrupt: &mut dyn FnMut() -> bool,
 ) -> Result<VnceFit> {
     if start.dim() != problem.dim() {
-        return Err(NceError::invalid("start", format!("has dimension {}, the data {}", start.dim(), problem.dim())));
+        return Err(NceError::invalid(
+            "start",
+            format!("has dimension {}, the data {}", start.dim(), problem.dim()),
+        ));
     }
     let x0 = start.pack();
     let mut g0 = vec![0.0; x0.len()];
     if !problem.value_grad(&x0, &mut g0)?.is_finite() {
-        return Err(NceError::invalid("start", "the objective is not finite at the starting values"));
+        return Err(NceError::invalid(
+            "start",
+            "the objective is not finite at the starting values",
+        ));
     }
     let r = minimise_lbfgs(problem, &x0, ctrl, interrupt)?;
     let params = TgmParams::unpack(problem.dim(), &r.x)?;
-    Ok(VnceFit { precision: params.precision(), params, report: FitReport::from_minimum(&r) })
+    Ok(VnceFit {
+        precision: params.precision(),
+        params,
+        report: FitReport::from_minimum(&r),
+    })
 }

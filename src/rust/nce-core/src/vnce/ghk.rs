@@ -14,8 +14,8 @@
 //! function of theta = (K, c), maximised by L-BFGS with the exact gradient, which runs backwards
 //! through the GHK recursion, mu = -A^{-1} b and the Cholesky factor of A^{-1}.
 
-use super::objective::{chol_inverse, cholesky, draw_weights, LN_2PI};
 use super::fit::FitReport;
+use super::objective::{chol_inverse, cholesky, draw_weights, LN_2PI};
 use super::problem::{Row, TgmVnce, CHUNK};
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -86,7 +86,16 @@ impl GhkScratch {
 /// `log_u` holds S x p base uniforms in log space (draw-major); `k` is K row-major. None when K_mm
 /// is not positive definite.
 #[allow(clippy::too_many_arguments)]
-fn ghk_forward(k: &[f64], d: usize, x: &[f64], obs: &[usize], mis: &[usize], log_u: &[f64], s_n: usize, sc: &mut GhkScratch) -> Option<f64> {
+fn ghk_forward(
+    k: &[f64],
+    d: usize,
+    x: &[f64],
+    obs: &[usize],
+    mis: &[usize],
+    log_u: &[f64],
+    s_n: usize,
+    sc: &mut GhkScratch,
+) -> Option<f64> {
     let p = mis.len();
     for i in 0..p {
         for j in 0..p {
@@ -142,7 +151,16 @@ fn ghk_forward(k: &[f64], d: usize, x: &[f64], obs: &[usize], mis: &[usize], log
 /// (h_s = const + sum_j log P_j), adds dJ/dK (as a full d x d matrix treating the entries as
 /// free; the caller symmetrises) into `g`.
 #[allow(clippy::too_many_arguments)]
-fn ghk_backward(d: usize, x: &[f64], obs: &[usize], mis: &[usize], log_u: &[f64], w: &[f64], sc: &mut GhkScratch, g: &mut [f64]) {
+fn ghk_backward(
+    d: usize,
+    x: &[f64],
+    obs: &[usize],
+    mis: &[usize],
+    log_u: &[f64],
+    w: &[f64],
+    sc: &mut GhkScratch,
+    g: &mut [f64],
+) {
     let p = mis.len();
     let wsum: f64 = w.iter().sum();
     sc.mub[..p].iter_mut().for_each(|v| *v = 0.0);
@@ -289,7 +307,11 @@ impl TgmVnce {
             .rows
             .par_chunks(CHUNK)
             .map(|chunk| {
-                let mut acc = GhkAcc { value: 0.0, g: vec![0.0; d * d], gc: 0.0 };
+                let mut acc = GhkAcc {
+                    value: 0.0,
+                    g: vec![0.0; d * d],
+                    gc: 0.0,
+                };
                 let mut sc = GhkScratch::new(d, self.s);
                 let mut h = vec![0.0; self.s];
                 for row in chunk {
@@ -324,7 +346,9 @@ impl TgmVnce {
         let off = self.log_nu + row.lp;
         if row.mis.is_empty() {
             let x = &row.x;
-            let q: f64 = (0..d).map(|a| x[a] * (0..d).map(|b| kf[a * d + b] * x[b]).sum::<f64>()).sum();
+            let q: f64 = (0..d)
+                .map(|a| x[a] * (0..d).map(|b| kf[a * d + b] * x[b]).sum::<f64>())
+                .sum();
             h[0] = -0.5 * q - c;
             acc.value += draw_weights(&mut h[..1], row.noise, off);
             for a in 0..d {
@@ -379,7 +403,13 @@ pub struct GhkFit {
 
 /// Maximise J(theta, q_theta) with the GHK family from (k0, c0) (K0 positive definite).
 /// `interrupt` is polled once per L-BFGS iteration.
-pub fn fit_ghk(pr: &TgmVnce, k0: &DMatrix<f64>, c0: f64, ctrl: &LbfgsControl, interrupt: &mut dyn FnMut() -> bool) -> Result<GhkFit> {
+pub fn fit_ghk(
+    pr: &TgmVnce,
+    k0: &DMatrix<f64>,
+    c0: f64,
+    ctrl: &LbfgsControl,
+    interrupt: &mut dyn FnMut() -> bool,
+) -> Result<GhkFit> {
     let d = pr.d;
     if k0.nrows() != d || k0.ncols() != d {
         return Err(NceError::invalid("start", format!("K must be {d} x {d}")));
@@ -394,11 +424,18 @@ pub fn fit_ghk(pr: &TgmVnce, k0: &DMatrix<f64>, c0: f64, ctrl: &LbfgsControl, in
     let obj = GhkProblem(pr);
     let mut g0 = vec![0.0; x0.len()];
     if !obj.value_grad(&x0, &mut g0)?.is_finite() {
-        return Err(NceError::invalid("start", "the objective is not finite at the starting values"));
+        return Err(NceError::invalid(
+            "start",
+            "the objective is not finite at the starting values",
+        ));
     }
     let r = minimise_lbfgs(&obj, &x0, ctrl, interrupt)?;
     let (k, c) = unpack_theta(d, &r.x);
-    Ok(GhkFit { k, c, report: FitReport::from_minimum(&r) })
+    Ok(GhkFit {
+        k,
+        c,
+        report: FitReport::from_minimum(&r),
+    })
 }
 
 /// Posterior means of the missing values (NaN) of `x` (n x d, column-major) under the model with
@@ -406,7 +443,10 @@ pub fn fit_ghk(pr: &TgmVnce, k0: &DMatrix<f64>, c0: f64, ctrl: &LbfgsControl, in
 /// per row of `seed`). Returns x with the missing values filled, column-major.
 pub fn ghk_impute(x: &[f64], n: usize, d: usize, k: &DMatrix<f64>, n_draws: usize, seed: u64) -> Result<Vec<f64>> {
     if x.len() != n * d {
-        return Err(NceError::invalid("x", format!("has {} values, expected {n} x {d}", x.len())));
+        return Err(NceError::invalid(
+            "x",
+            format!("has {} values, expected {n} x {d}", x.len()),
+        ));
     }
     if k.nrows() != d || k.ncols() != d {
         return Err(NceError::invalid("K", format!("must be {d} x {d}")));
@@ -426,10 +466,15 @@ pub fn ghk_impute(x: &[f64], n: usize, d: usize, k: &DMatrix<f64>, n_draws: usiz
             let obs: Vec<usize> = (0..d).filter(|&j| !row[j].is_nan()).collect();
             let mut rng = stream_rng(seed, i as u64);
             let p = mis.len();
-            let log_u: Vec<f64> = (0..n_draws * p).map(|_| log_cdf(StandardNormal.sample(&mut rng))).collect();
+            let log_u: Vec<f64> = (0..n_draws * p)
+                .map(|_| log_cdf(StandardNormal.sample(&mut rng)))
+                .collect();
             let mut sc = GhkScratch::new(d, n_draws);
             if ghk_forward(&kf, d, &row, &obs, &mis, &log_u, n_draws, &mut sc).is_none() {
-                return Err(NceError::Numerical(format!("K restricted to the missing values of row {} is not positive definite", i + 1)));
+                return Err(NceError::Numerical(format!(
+                    "K restricted to the missing values of row {} is not positive definite",
+                    i + 1
+                )));
             }
             // Self-normalised importance weights phi / q, proportional to prod_j P_j.
             let logp: Vec<f64> = (0..n_draws).map(|s| sc.lp[s * p..(s + 1) * p].iter().sum()).collect();
@@ -457,7 +502,13 @@ mod tests {
     use crate::truncnorm::log_upper_tail;
 
     fn kmat() -> DMatrix<f64> {
-        DMatrix::from_row_slice(4, 4, &[1.5, 0.4, -0.3, 0.1, 0.4, 2.0, 0.2, -0.2, -0.3, 0.2, 1.2, 0.3, 0.1, -0.2, 0.3, 1.8])
+        DMatrix::from_row_slice(
+            4,
+            4,
+            &[
+                1.5, 0.4, -0.3, 0.1, 0.4, 2.0, 0.2, -0.2, -0.3, 0.2, 1.2, 0.3, 0.1, -0.2, 0.3, 1.8,
+            ],
+        )
     }
 
     fn flat(k: &DMatrix<f64>) -> Vec<f64> {
@@ -482,11 +533,18 @@ mod tests {
         let (a, b) = (2.0, 0.4 * 0.7 + 0.2 * 1.1 - 0.2 * 0.4);
         let xo = [0.7, 1.1, 0.4];
         let ko = [[1.5, -0.3, 0.1], [-0.3, 1.2, 0.3], [0.1, 0.3, 1.8]];
-        let qoo: f64 = (0..3).map(|i| (0..3).map(|j| xo[i] * ko[i][j] * xo[j]).sum::<f64>()).sum();
-        let exact = -0.5 * qoo + b * b / (2.0 * a) + 0.5 * (2.0 * std::f64::consts::PI / a).ln() + log_upper_tail(b / a.sqrt());
+        let qoo: f64 = (0..3)
+            .map(|i| (0..3).map(|j| xo[i] * ko[i][j] * xo[j]).sum::<f64>())
+            .sum();
+        let exact =
+            -0.5 * qoo + b * b / (2.0 * a) + 0.5 * (2.0 * std::f64::consts::PI / a).ln() + log_upper_tail(b / a.sqrt());
         for s in 0..5 {
             assert!(sc.z[s] > 0.0);
-            assert!((konst + sc.lp[s] - exact).abs() < 1e-12, "draw {s}: {} vs {exact}", konst + sc.lp[s]);
+            assert!(
+                (konst + sc.lp[s] - exact).abs() < 1e-12,
+                "draw {s}: {} vs {exact}",
+                konst + sc.lp[s]
+            );
         }
     }
 
@@ -506,18 +564,28 @@ mod tests {
                 xf[m] = sc.z[s * 3 + i];
                 assert!(xf[m] >= 0.0);
             }
-            let q: f64 = (0..4).map(|i| (0..4).map(|j| xf[i] * k[(i, j)] * xf[j]).sum::<f64>()).sum();
+            let q: f64 = (0..4)
+                .map(|i| (0..4).map(|j| xf[i] * k[(i, j)] * xf[j]).sum::<f64>())
+                .sum();
             let logq: f64 = (0..3).map(|j| log_phi(sc.e[s * 3 + j]) - sc.lp[s * 3 + j]).sum::<f64>() - log_det_l;
             let h = konst + sc.lp[s * 3..s * 3 + 3].iter().sum::<f64>();
-            assert!((-0.5 * q - logq - h).abs() < 1e-10, "draw {s}: {} vs {h}", -0.5 * q - logq);
+            assert!(
+                (-0.5 * q - logq - h).abs() < 1e-10,
+                "draw {s}: {} vs {h}",
+                -0.5 * q - logq
+            );
         }
     }
 
     fn small_problem(s: usize) -> TgmVnce {
         let (n, d) = (25, 4);
         let mut rng = stream_rng(11, 1);
-        let mut x: Vec<f64> = (0..n * d).map(|_| 0.2 + rand::Rng::gen::<f64>(&mut rng) * 1.5).collect();
-        let mut y: Vec<f64> = (0..n * d).map(|_| 0.1 + rand::Rng::gen::<f64>(&mut rng) * 2.0).collect();
+        let mut x: Vec<f64> = (0..n * d)
+            .map(|_| 0.2 + rand::Rng::gen::<f64>(&mut rng) * 1.5)
+            .collect();
+        let mut y: Vec<f64> = (0..n * d)
+            .map(|_| 0.1 + rand::Rng::gen::<f64>(&mut rng) * 2.0)
+            .collect();
         for i in 0..n {
             for j in 0..d {
                 // Every pattern size from none to all but one missing.
@@ -547,7 +615,11 @@ mod tests {
             let (kp, cp) = unpack_theta(4, &xp);
             let (km, cm) = unpack_theta(4, &xm);
             let fd = (pr.ghk_objective(&kp, cp).unwrap().0 - pr.ghk_objective(&km, cm).unwrap().0) / (2.0 * h);
-            assert!((fd - g[i]).abs() < 1e-7 * (1.0 + fd.abs()), "parameter {i}: analytic {} vs fd {fd}", g[i]);
+            assert!(
+                (fd - g[i]).abs() < 1e-7 * (1.0 + fd.abs()),
+                "parameter {i}: analytic {} vs fd {fd}",
+                g[i]
+            );
         }
     }
 
@@ -555,7 +627,10 @@ mod tests {
     fn fit_is_thread_invariant_and_imputation_fills_positive_means() {
         let pr = small_problem(5);
         let k0 = DMatrix::identity(4, 4);
-        let ctrl = LbfgsControl { maxit: 300, ..Default::default() };
+        let ctrl = LbfgsControl {
+            maxit: 300,
+            ..Default::default()
+        };
         let f1 = crate::design::with_threads(1, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
         let f2 = crate::design::with_threads(2, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
         assert_eq!(f1.k, f2.k);

@@ -94,7 +94,14 @@ impl Flat {
         let d = p.dim();
         let lam_m = p.precision();
         let rm = |m: &nalgebra::DMatrix<f64>| (0..d * d).map(|i| m[(i / d, i % d)]).collect::<Vec<f64>>();
-        Flat { d, k: rm(&p.k), c: p.c, mu: p.mu.clone(), t: rm(&p.t), lam: rm(&lam_m) }
+        Flat {
+            d,
+            k: rm(&p.k),
+            c: p.c,
+            mu: p.mu.clone(),
+            t: rm(&p.t),
+            lam: rm(&lam_m),
+        }
     }
 }
 
@@ -111,13 +118,25 @@ pub(super) struct Acc {
 
 impl Acc {
     pub(super) fn new(d: usize) -> Self {
-        Acc { value: 0.0, xx: vec![0.0; d * d], wsum: 0.0, gmu: vec![0.0; d], gbar: vec![0.0; d * d], ee: vec![0.0; d * d] }
+        Acc {
+            value: 0.0,
+            xx: vec![0.0; d * d],
+            wsum: 0.0,
+            gmu: vec![0.0; d],
+            gbar: vec![0.0; d * d],
+            ee: vec![0.0; d * d],
+        }
     }
 
     pub(super) fn add(&mut self, o: &Acc) {
         self.value += o.value;
         self.wsum += o.wsum;
-        for (a, b) in [(&mut self.xx, &o.xx), (&mut self.gmu, &o.gmu), (&mut self.gbar, &o.gbar), (&mut self.ee, &o.ee)] {
+        for (a, b) in [
+            (&mut self.xx, &o.xx),
+            (&mut self.gmu, &o.gmu),
+            (&mut self.gbar, &o.gbar),
+            (&mut self.ee, &o.ee),
+        ] {
             for (x, y) in a.iter_mut().zip(b) {
                 *x += y;
             }
@@ -141,7 +160,11 @@ impl Acc {
 /// Index of the upper-triangle entry for the unordered pair (a, b).
 #[inline]
 fn sym(a: usize, b: usize, d: usize) -> usize {
-    if a <= b { a * d + b } else { b * d + a }
+    if a <= b {
+        a * d + b
+    } else {
+        b * d + a
+    }
 }
 
 /// l(x) = -x'Kx/2 - c, with Kx written to `kx`.
@@ -260,7 +283,10 @@ impl TgmVnce {
     /// J and its gradient wrt the packed parameters (J is maximised), for the chosen terms.
     pub fn evaluate(&self, params: &TgmParams, terms: Terms) -> Result<(f64, Vec<f64>)> {
         if params.dim() != self.d {
-            return Err(crate::NceError::invalid("params", format!("have dimension {}, the data {}", params.dim(), self.d)));
+            return Err(crate::NceError::invalid(
+                "params",
+                format!("have dimension {}, the data {}", params.dim(), self.d),
+            ));
         }
         let f = Flat::new(params);
         let d = self.d;

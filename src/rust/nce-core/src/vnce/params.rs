@@ -52,7 +52,14 @@ impl TgmParams {
         if k.ncols() != d || prec.nrows() != d || prec.ncols() != d || mu.len() != d {
             return Err(NceError::invalid(
                 arg,
-                format!("K ({} x {}), mu (length {}) and prec ({} x {}) must agree in dimension", k.nrows(), k.ncols(), mu.len(), prec.nrows(), prec.ncols()),
+                format!(
+                    "K ({} x {}), mu (length {}) and prec ({} x {}) must agree in dimension",
+                    k.nrows(),
+                    k.ncols(),
+                    mu.len(),
+                    prec.nrows(),
+                    prec.ncols()
+                ),
             ));
         }
         check_finite_symmetric(&k, arg, "K")?;
@@ -104,7 +111,10 @@ impl TgmParams {
 
     pub fn unpack(d: usize, x: &[f64]) -> Result<Self> {
         if x.len() != n_params(d) {
-            return Err(NceError::invalid("params", format!("has length {}, expected {}", x.len(), n_params(d))));
+            return Err(NceError::invalid(
+                "params",
+                format!("has length {}, expected {}", x.len(), n_params(d)),
+            ));
         }
         let mut it = x.iter().copied();
         let mut next = || it.next().expect("length checked above");
@@ -140,7 +150,16 @@ fn check_finite_symmetric(m: &DMatrix<f64>, arg: &str, what: &str) -> Result<()>
         for j in 0..i {
             let (a, b) = (m[(i, j)], m[(j, i)]);
             if (a - b).abs() > 1e-10 * (1.0 + a.abs().max(b.abs())) {
-                return Err(NceError::invalid(arg, format!("{what} is not symmetric (entries [{},{}] and [{},{}])", i + 1, j + 1, j + 1, i + 1)));
+                return Err(NceError::invalid(
+                    arg,
+                    format!(
+                        "{what} is not symmetric (entries [{},{}] and [{},{}])",
+                        i + 1,
+                        j + 1,
+                        j + 1,
+                        i + 1
+                    ),
+                ));
             }
         }
     }
@@ -167,6 +186,9 @@ mod tests {
         assert!((q.t - &p.t).abs().max() < 1e-14);
         let bad = DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0]);
         let e = TgmParams::from_precision(DMatrix::identity(2, 2), 0.0, vec![0.0; 2], &bad, "start").unwrap_err();
-        assert!(e.to_string().contains("`start`") && e.to_string().contains("positive definite"), "{e}");
+        assert!(
+            e.to_string().contains("`start`") && e.to_string().contains("positive definite"),
+            "{e}"
+        );
     }
 }

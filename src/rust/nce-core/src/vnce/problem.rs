@@ -56,28 +56,52 @@ impl TgmVnce {
         seed: u64,
     ) -> Result<Self> {
         if d == 0 || n == 0 {
-            return Err(NceError::invalid("x", format!("must have at least one row and one column, got {n} x {d}")));
+            return Err(NceError::invalid(
+                "x",
+                format!("must have at least one row and one column, got {n} x {d}"),
+            ));
         }
         if x.len() != n * d {
-            return Err(NceError::invalid("x", format!("has {} values, expected {n} x {d}", x.len())));
+            return Err(NceError::invalid(
+                "x",
+                format!("has {} values, expected {n} x {d}", x.len()),
+            ));
         }
         if y.len() != m * d {
-            return Err(NceError::invalid("y", format!("has {} values, expected {m} x {d}", y.len())));
+            return Err(NceError::invalid(
+                "y",
+                format!("has {} values, expected {m} x {d}", y.len()),
+            ));
         }
         if m == 0 || m % n != 0 {
-            return Err(NceError::invalid("y", format!("must have a positive multiple of nrow(x) = {n} rows, got {m}")));
+            return Err(NceError::invalid(
+                "y",
+                format!("must have a positive multiple of nrow(x) = {n} rows, got {m}"),
+            ));
         }
         if lpx.len() != n {
-            return Err(NceError::invalid("lpx", format!("has length {}, expected nrow(x) = {n}", lpx.len())));
+            return Err(NceError::invalid(
+                "lpx",
+                format!("has length {}, expected nrow(x) = {n}", lpx.len()),
+            ));
         }
         if lpy.len() != m {
-            return Err(NceError::invalid("lpy", format!("has length {}, expected nrow(y) = {m}", lpy.len())));
+            return Err(NceError::invalid(
+                "lpy",
+                format!("has length {}, expected nrow(y) = {m}", lpy.len()),
+            ));
         }
         if let Some(i) = lpx.iter().position(|v| !v.is_finite()) {
-            return Err(NceError::invalid("lpx", format!("must be finite; element {} is {}", i + 1, lpx[i])));
+            return Err(NceError::invalid(
+                "lpx",
+                format!("must be finite; element {} is {}", i + 1, lpx[i]),
+            ));
         }
         if let Some(i) = lpy.iter().position(|v| !v.is_finite()) {
-            return Err(NceError::invalid("lpy", format!("must be finite; element {} is {}", i + 1, lpy[i])));
+            return Err(NceError::invalid(
+                "lpy",
+                format!("must be finite; element {} is {}", i + 1, lpy[i]),
+            ));
         }
         if n_latent == 0 {
             return Err(NceError::invalid("n_latent", "must be at least 1"));
@@ -94,17 +118,35 @@ impl TgmVnce {
                 if let Some(&j) = obs.iter().find(|&&j| !(vals[j].is_finite() && vals[j] > 0.0)) {
                     return Err(NceError::invalid(
                         arg,
-                        format!("observed values must be positive and finite; row {}, column {} is {}", i + 1, j + 1, vals[j]),
+                        format!(
+                            "observed values must be positive and finite; row {}, column {} is {}",
+                            i + 1,
+                            j + 1,
+                            vals[j]
+                        ),
                     ));
                 }
                 if noise && mis != rows[i % n].mis {
                     return Err(NceError::invalid(
                         "y",
-                        format!("row {} must be missing exactly where its data row {} (of x) is", i + 1, i % n + 1),
+                        format!(
+                            "row {} must be missing exactly where its data row {} (of x) is",
+                            i + 1,
+                            i % n + 1
+                        ),
                     ));
                 }
                 let log_x = vals.iter().map(|v| v.ln()).collect();
-                rows.push(Row { x: vals, log_x, obs, mis, lp: lp[i], noise, eps: Vec::new(), log_u: Vec::new() });
+                rows.push(Row {
+                    x: vals,
+                    log_x,
+                    obs,
+                    mis,
+                    lp: lp[i],
+                    noise,
+                    eps: Vec::new(),
+                    log_u: Vec::new(),
+                });
             }
         }
         // Base draws, one stream per row (data rows 0..n, noise rows n..n+m).
@@ -113,10 +155,19 @@ impl TgmVnce {
                 let mut rng = stream_rng(seed, r as u64);
                 row.eps = (0..n_latent * d).map(|_| StandardNormal.sample(&mut rng)).collect();
                 let p = row.mis.len();
-                row.log_u = (0..n_latent * p).map(|i| log_cdf(row.eps[(i / p) * d + i % p])).collect();
+                row.log_u = (0..n_latent * p)
+                    .map(|i| log_cdf(row.eps[(i / p) * d + i % p]))
+                    .collect();
             }
         }
-        Ok(TgmVnce { d, n, n_noise: m, log_nu: ((m / n) as f64).ln(), s: n_latent, rows })
+        Ok(TgmVnce {
+            d,
+            n,
+            n_noise: m,
+            log_nu: ((m / n) as f64).ln(),
+            s: n_latent,
+            rows,
+        })
     }
 
     pub fn dim(&self) -> usize {
@@ -138,6 +189,10 @@ impl TgmVnce {
 
 impl std::fmt::Debug for TgmVnce {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TgmVnce {{ d: {}, n: {}, n_noise: {}, n_latent: {} }}", self.d, self.n, self.n_noise, self.s)
+        write!(
+            f,
+            "TgmVnce {{ d: {}, n: {}, n_noise: {}, n_latent: {} }}",
+            self.d, self.n, self.n_noise, self.s
+        )
     }
 }

@@ -71,12 +71,21 @@ pub fn exp_noise(x: &[f64], n: usize, d: usize, nu: usize, seed: u64) -> (Vec<f6
     for k in 0..m {
         for j in 0..d {
             let u: f64 = rng.gen_range(1e-300..1.0);
-            y[j * m + k] = if x[j * n + k % n].is_nan() { f64::NAN } else { -u.ln() / rate[j] };
+            y[j * m + k] = if x[j * n + k % n].is_nan() {
+                f64::NAN
+            } else {
+                -u.ln() / rate[j]
+            };
         }
     }
     let lp = |v: &[f64], nr: usize| -> Vec<f64> {
         (0..nr)
-            .map(|i| (0..d).filter(|&j| !v[j * nr + i].is_nan()).map(|j| rate[j].ln() - rate[j] * v[j * nr + i]).sum())
+            .map(|i| {
+                (0..d)
+                    .filter(|&j| !v[j * nr + i].is_nan())
+                    .map(|j| rate[j].ln() - rate[j] * v[j * nr + i])
+                    .sum()
+            })
             .collect()
     };
     (y.clone(), lp(x, n), lp(&y, m))
