@@ -1,0 +1,147 @@
+# Argument checks shared by every exported function, in the manner of rlang's standalone
+# type checks: each takes the argument, its name (`arg`) and the user's call (`call`), and
+# raises a classed `nce_error_input` (or `nce_error_size`) whose message names the argument,
+# the value it got and what it needs. Exported functions call them directly (the default
+# `call` is then the user's call); internal helpers pass their caller's `call` on.
+
+# The user's call for messages: the caller of the function that calls this.
+caller_call <- function(n = 1L) sys.call(-(n + 1L))
+
+# How a value looks in a message: short, type-aware.
+describe_value <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.function(x)) return("a function")
+  if (is.data.frame(x)) return(sprintf("a data frame of %d row(s)", nrow(x)))
+  if (is.list(x)) return(sprintf("a list of length %d", length(x)))
+  if (length(x) == 0L) return(sprintf("an empty %s vector", typeof(x)))
+  if (length(x) > 1L) return(sprintf("a %s vector of length %d", typeof(x), length(x)))
+  if (is.character(x)) return(sprintf("\"%s\"", substr(x, 1L, 40L)))
+  if (is.factor(x)) return("a factor")
+  format(x)
+}
+
+check_fail <- function(what, x, arg, call, kind = "input") {
+  nce_abort(sprintf("`%s` must be %s, not %s.", arg, what, describe_value(x)), kind, call = call)
+}
+
+#' @noRd
+check_number <- function(x, arg = deparse(substitute(x)), min = -Inf, max = Inf,
+                         allow_null = FALSE, allow_infinite = FALSE, exclusive_min = FALSE,
+                         call = caller_call()) {
+  if (allow_null && is.null(x)) return(invisible(x))
+  what <- number_what("one number", min, max, exclusive_min)
+  if (!is.numeric(x) || is.factor(x) || length(x) != 1L || is.na(x) ||
+      (!allow_infinite && !is.finite(x))) {
+    check_fail(what, x, arg, call)
+  }
+  if (x < min || x > max || (exclusive_min && x <= min)) check_fail(what, x, arg, call)
+  invisible(x)
+}
+
+#' @noRd
+check_whole <- function(x, arg = deparse(substitute(x)), min = -Inf, max = Inf,
+                        allow_null = FALSE, call = caller_call()) {
+  if (allow_null && is.null(x)) return(invisible(x))
+  what <- number_what("one whole number", min, max, FALSE)
+  if (!is.numeric(x) || is.factor(x) || length(x) != 1L || !is.finite(x) || x != round(x) ||
+      x < min || x > max) {
+    check_fail(what, x, arg, call)
+  }
+  invisible(x)
+}
+
+# A count: a whole number >= min (1 by default), below R's integer limit unless `max` says.
+check_count <- function(x, arg = deparse(substitute(x)), min = 1, max = .Machine$integer.max,
+                        allow_null = FALSE, call = caller_call()) {
+  check_whole(x, arg, min = min, max = max, allow_null = allow_null, call = call)
+}
+
+number_what <- function(what, min, max, exclusive_min) {
+  lo <- if (is.finite(min)) sprintf("%s %s", if (exclusive_min) ">" else ">=", format(min)) else NULL
+  hi <- if (is.finite(max)) sprintf("<= %s", format(max)) else NULL
+  if (identical(min, 0) && exclusive_min && is.null(hi)) return(paste(what, "> 0"))
+  paste(c(what, paste(c(lo, hi), collapse = " and ")), collapse = " ")
+}
+
+check_probability <- function(x, arg = deparse(substitute(x)), call = caller_call()) {
+  if (!is.numeric(x) || length(x) != 1L || !is.finite(x) || x <= 0 || x >= 1) {
+    check_fail("one number strictly between 0 and 1", x, arg, call)
+  }
+  invisible(x)
+}
+
+check_bool <- function(x, arg = deparse(substitute(x)), call = caller_call()) {
+  if (!is.logical(x) || length(x) != 1L || is.na(x)) check_fail("TRUE or FALSE", x, arg, call)
+  invisible(x)
+}
+
+check_string <- function(x, arg = deparse(substitute(x)), allow_null = FALSE, call = caller_call()) {
+  if (allow_null && is.null(x)) return(invisible(x))
+  if (!is.character(x) || length(x) != 1L || is.na(x)) check_fail("one string", x, arg, call)
+  invisible(x)
+}
+
+check_data_frame <- function(x, arg = deparse(substitute(x)), min_rows = 1L, call = caller_call()) {
+  if (!is.data.frame(x)) check_fail("a data frame", x, arg, call)
+  if (nrow(x) < min_rows) {
+    nce_abort(sprintf("`%s` must have at least %d row(s), not %d.", arg, min_rows, nrow(x)), "input", call = call)
+  }
+  invisible(x)
+}
+
+check_function <- function(x, arg = deparse(substitute(x)), allow_null = FALSE, call = caller_call()) {
+  if (allow_null && is.null(x)) return(invisible(x))
+  if (!is.function(x)) check_fail("a function", x, arg, call)
+  invisible(x)
+}
+
+# Numeric columns used as coordinates: characters and factors are refused, not coerced
+# (a character column would otherwise become a factor with one coefficient per value).
+check_numeric_columns <- function(data, cols, arg = deparse(substitute(data)), call = caller_call()) {
+  bad <- cols[!vapply(data[cols], function(v) is.numeric(v) && !is.factor(v), TRUE)]
+  if (length(bad)) {
+    types <- vapply(data[bad], function(v) class(v)[1L], "")
+    nce_abort(sprintf("`%s` column(s) %s must be numeric, not %s: convert with as.numeric() first.",
+                      arg, paste(bad, collapse = ", "), paste(unique(types), collapse = "/")),
+              "input", call = call)
+  }
+  invisible(data)
+}
+
+# Memory the machine can give: MemAvailable from /proc/meminfo where there is one, else
+# 8 GiB; `options(nce.max_memory = bytes)` overrides it.
+available_memory <- function() {
+  opt <- getOption("nce.max_memory")
+  if (!is.null(opt)) return(as.double(opt))
+  avail <- tryCatch({
+    l <- grep("^MemAvailable:", readLines("/proc/meminfo", warn = FALSE), value = TRUE)
+    as.double(sub("^MemAvailable:\\s+([0-9]+) kB.*$", "\\1", l)) * 1024
+  }, error = function(e) NA_real_, warning = function(e) NA_real_)
+  if (length(avail) != 1L || is.na(avail)) 8 * 2^30 else avail
+}
+
+# Refuse, before allocating, a request whose size comes from user input: `bytes` is the
+# estimated peak the call needs; `arg` names the argument that sets it.
+check_size <- function(bytes, arg, what = "this call", call = caller_call()) {
+  avail <- available_memory()
+  if (!is.finite(bytes) || bytes > avail) {
+    nce_abort(sprintf(paste("%s would need about %s of memory (set by `%s`), more than the %s available;",
+                            "lower `%s`"), what, format_bytes(bytes), arg, format_bytes(avail), arg),
+              "size", call = call)
+  }
+  invisible(bytes)
+}
+
+format_bytes <- function(b) {
+  if (!is.finite(b)) return("an unbounded amount")
+  u <- c("B", "KB", "MB", "GB", "TB", "PB", "EB")
+  i <- max(1L, min(length(u), floor(log(max(b, 1), 1024)) + 1L))
+  sprintf("%.3g %s", b / 1024^(i - 1L), u[i])
+}
+
+# A method that cannot make sense for a class: a classed error saying why (never NULL or
+# numeric(0)). `why` completes "...: <why>".
+nce_unsupported <- function(method, object, why, call = caller_call()) {
+  nce_abort(sprintf("%s() is not available for a %s: %s", method, class(object)[1L], why),
+            "unsupported", call = call)
+}

@@ -1,0 +1,222 @@
+# The model-object contract: every fit class answers every method of `contract_methods`, or
+# gives a classed `nce_error_unsupported` that the case declares in `unsupported` (never
+# NULL, numeric(0) or another error). Cases come from functions named `contract_cases_*`
+# defined in helper-contract-<area>.R files; test-contract.R runs them all.
+#
+# A case is a list:
+#   name         label in test output
+#   fit          function() returning the fit (small: the whole table runs in CI)
+#   nested       optional function() returning a fit nested in `fit` (for anova, logLik order)
+#   newdata      optional data frame of raw data rows as the user would pass them
+#   newdata_index  optional: positions in predict(fit) that predict(fit, newdata) reproduces
+#   unsupported  methods the class refuses with nce_error_unsupported
+#   response_is_exp_link  TRUE (default) when type = "response" is exp(type = "link")
+#   loglik_ordered  TRUE when the nested fit's logLik must not exceed the fit's
+
+contract_methods <- c("print", "summary", "coef", "vcov", "confint", "predict", "predict_newdata",
+                      "predict_se", "predict_link", "predict_response", "predict_lpmatrix",
+                      "fitted", "residuals", "logLik", "AIC", "BIC", "anova", "update",
+                      "model.frame", "model.matrix", "nobs", "formula", "terms", "plot",
+                      "simulate", "tidy", "glance", "augment")
+
+expect_contract <- function(case) {
+  info <- function(what) paste(case$name, what)
+  if (is.null(case$response_is_exp_link)) case$response_is_exp_link <- TRUE
+  fit <- case$fit()
+  cf <- NULL
+  n <- NULL
+  call_m <- function(method, fun) {
+    if (method %in% case$unsupported) {
+      expect_error(fun(), class = "nce_error_unsupported", info = info(method))
+      return(NULL)
+    }
+    # Report every failing method, not just the first: an error becomes a failure.
+    v <- tryCatch(suppressWarnings(fun()), error = function(e) {
+      fail(sprintf("%s: %s failed: %s", case$name, method, conditionMessage(e)))
+      NULL
+    })
+    if (is.null(v)) return(NULL)
+    expect_false(is.null(v), info = info(paste(method, "returned NULL")))
+    expect_false(is.numeric(v) && length(v) == 0L, info = info(paste(method, "returned numeric(0)")))
+    v
+  }
+
+  call_m("print", function() {
+    out <- utils::capture.output(v <- print(fit))
+    expect_true(length(out) > 0L, info = info("print prints"))
+    expect_identical(v, fit, info = info("print returns its argument"))
+    TRUE
+  })
+  call_m("summary", function() {
+    s <- summary(fit)
+    out <- utils::capture.output(print(s))
+    expect_true(length(out) > 0L, info = info("summary prints"))
+    s
+  })
+  n <- call_m("nobs", function() {
+    v <- stats::nobs(fit)
+    expect_true(is.numeric(v) && length(v) == 1L && v >= 1 && v == round(v), info = info("nobs"))
+    v
+  })
+  cf <- call_m("coef", function() {
+    v <- stats::coef(fit)
+    expect_true(is.numeric(v) && !is.null(names(v)), info = info("coef is named numeric"))
+    v
+  })
+  call_m("vcov", function() {
+    v <- stats::vcov(fit)
+    expect_true(is.matrix(v) && nrow(v) == ncol(v), info = info("vcov square"))
+    if (!is.null(cf) && is.null(dim(cf))) expect_equal(rownames(v), names(cf), info = info("vcov names"))
+    expect_true(all(diag(v)[!is.na(diag(v))] >= 0), info = info("vcov diagonal >= 0"))
+    v
+  })
+  call_m("confint", function() {
+    v <- stats::confint(fit)
+    expect_true(is.matrix(v) && ncol(v) == 2L, info = info("confint two columns"))
+    expect_true(all(v[, 1] <= v[, 2], na.rm = TRUE), info = info("confint ordered"))
+    v
+  })
+  p0 <- call_m("predict", function() {
+    v <- stats::predict(fit)
+    expect_true(is.numeric(v) && length(v) >= 1L, info = info("predict numeric"))
+    v
+  })
+  if (!is.null(case$newdata)) {
+    call_m("predict_newdata", function() {
+      v <- stats::predict(fit, newdata = case$newdata)
+      expect_equal(length(v), nrow(case$newdata), info = info("predict(newdata) length"))
+      if (!is.null(case$newdata_index) && !is.null(p0)) {
+        expect_equal(unname(v), unname(p0[case$newdata_index]), tolerance = 1e-8,
+                     info = info("predict(newdata) equals predict on the training rows"))
+      }
+      v
+    })
+  }
+  nd <- if (is.null(case$newdata)) list() else list(newdata = case$newdata)
+  call_m("predict_se", function() {
+    v <- do.call(stats::predict, c(list(fit), nd, list(se.fit = TRUE)))
+    expect_true(is.list(v) && all(c("fit", "se.fit") %in% names(v)), info = info("se.fit list"))
+    expect_equal(length(v$fit), length(v$se.fit), info = info("se.fit length"))
+    expect_true(all(v$se.fit[!is.na(v$se.fit)] >= 0), info = info("se.fit >= 0"))
+    v
+  })
+  link <- call_m("predict_link", function() do.call(stats::predict, c(list(fit), nd, list(type = "link"))))
+  call_m("predict_response", function() {
+    v <- do.call(stats::predict, c(list(fit), nd, list(type = "response")))
+    if (isTRUE(case$response_is_exp_link) && !is.null(link)) {
+      expect_equal(unname(v), unname(exp(link)), tolerance = 1e-8, info = info("response = exp(link)"))
+    }
+    v
+  })
+  call_m("predict_lpmatrix", function() {
+    x <- do.call(stats::predict, c(list(fit), nd, list(type = "lpmatrix")))
+    expect_true(is.matrix(x), info = info("lpmatrix is a matrix"))
+    if (!is.null(link) && !is.null(cf)) {
+      b <- cf
+      b[is.na(b)] <- 0
+      expect_equal(unname(drop(x %*% b)), unname(link), tolerance = 1e-8, info = info("lpmatrix %*% coef = link"))
+    }
+    x
+  })
+  call_m("fitted", function() {
+    v <- stats::fitted(fit)
+    if (!is.null(n)) expect_equal(NROW(v), n, info = info("fitted has nobs values"))
+    v
+  })
+  call_m("residuals", function() {
+    v <- stats::residuals(fit)
+    expect_true(is.numeric(v), info = info("residuals numeric"))
+    v
+  })
+  ll <- call_m("logLik", function() {
+    v <- stats::logLik(fit)
+    expect_s3_class(v, "logLik")
+    expect_true(is.finite(as.numeric(v)), info = info("logLik finite"))
+    expect_true(attr(v, "df") > 0, info = info("logLik df > 0"))
+    if (!is.null(n)) expect_equal(attr(v, "nobs"), n, info = info("logLik nobs"))
+    v
+  })
+  call_m("AIC", function() {
+    v <- stats::AIC(fit)
+    if (!is.null(ll)) expect_equal(v, -2 * as.numeric(ll) + 2 * attr(ll, "df"), info = info("AIC = -2 logLik + 2 df"))
+    v
+  })
+  call_m("BIC", function() {
+    v <- stats::BIC(fit)
+    if (!is.null(ll)) {
+      expect_equal(v, -2 * as.numeric(ll) + log(attr(ll, "nobs")) * attr(ll, "df"), info = info("BIC"))
+    }
+    v
+  })
+  if (!is.null(case$nested)) {
+    small <- case$nested()
+    call_m("anova", function() {
+      a <- stats::anova(small, fit)
+      expect_true(is.data.frame(a) && nrow(a) == 2L, info = info("anova two rows"))
+      p <- a[[grep("^Pr|p.value|P\\(", names(a))[1L]]][2L]
+      expect_true(is.numeric(p) && p >= 0 && p <= 1, info = info("anova p-value in [0, 1]"))
+      a
+    })
+    if (isTRUE(case$loglik_ordered) && !is.null(ll)) {
+      expect_lte(as.numeric(stats::logLik(small)), as.numeric(ll) + 1e-8)
+    }
+  } else if ("anova" %in% case$unsupported) {
+    expect_error(stats::anova(fit, fit), class = "nce_error_unsupported", info = info("anova"))
+  }
+  call_m("update", function() {
+    v <- stats::update(fit)
+    expect_identical(class(v), class(fit), info = info("update keeps the class"))
+    v
+  })
+  call_m("model.frame", function() {
+    v <- stats::model.frame(fit)
+    expect_true(is.data.frame(v) && nrow(v) >= 1L, info = info("model.frame is a data frame"))
+    v
+  })
+  call_m("model.matrix", function() {
+    v <- stats::model.matrix(fit)
+    expect_true(is.matrix(v), info = info("model.matrix is a matrix"))
+    if (!is.null(cf) && is.null(dim(cf))) expect_equal(ncol(v), length(cf), info = info("model.matrix columns"))
+    v
+  })
+  call_m("formula", function() {
+    v <- stats::formula(fit)
+    expect_s3_class(v, "formula")
+    v
+  })
+  call_m("terms", function() {
+    v <- stats::terms(fit)
+    expect_s3_class(v, "terms")
+    v
+  })
+  call_m("plot", function() {
+    grDevices::pdf(NULL)
+    on.exit(grDevices::dev.off())
+    plot(fit)
+    TRUE
+  })
+  call_m("simulate", function() {
+    v <- stats::simulate(fit, nsim = 1, seed = 1)
+    expect_true(is.data.frame(v) || is.list(v), info = info("simulate returns data"))
+    v
+  })
+  if (requireNamespace("broom", quietly = TRUE)) {
+    call_m("tidy", function() {
+      v <- broom::tidy(fit)
+      expect_true(is.data.frame(v) && all(c("term", "estimate") %in% names(v)), info = info("tidy columns"))
+      v
+    })
+    call_m("glance", function() {
+      v <- broom::glance(fit)
+      expect_true(is.data.frame(v) && nrow(v) == 1L, info = info("glance one row"))
+      v
+    })
+    call_m("augment", function() {
+      v <- broom::augment(fit)
+      expect_true(is.data.frame(v) && nrow(v) >= 1L, info = info("augment rows"))
+      expect_true(".fitted" %in% names(v), info = info("augment .fitted"))
+      v
+    })
+  }
+  invisible(fit)
+}
