@@ -128,4 +128,35 @@ nce_ghk_impute <- function(x, k, n_draws, seed, threads) .Call(wrap__nce_ghk_imp
 #' @noRd
 nce_bilinear <- function(maps, which, x, y, window) .Call(wrap__nce_bilinear, maps, which, x, y, window)
 
+#' `n` draws (0/1) from independent Bernoulli columns; a column-major n x d matrix.
+#' @keywords internal
+#' @noRd
+nce_ref_bernoulli_sample <- function(prob, n, seed, threads) .Call(wrap__nce_ref_bernoulli_sample, prob, n, seed, threads)
+
+#' log q of independent Bernoulli columns at the rows of a matrix.
+#' @keywords internal
+#' @noRd
+nce_ref_bernoulli_log_density <- function(prob, x, threads) .Call(wrap__nce_ref_bernoulli_log_density, prob, x, threads)
+
+#' `n` draws of 1-based level codes from independent categorical columns (`prob`: a list
+#' of probability vectors); a column-major n x d matrix.
+#' @keywords internal
+#' @noRd
+nce_ref_categorical_sample <- function(prob, n, seed, threads) .Call(wrap__nce_ref_categorical_sample, prob, n, seed, threads)
+
+#' log q of independent categorical columns at rows of 1-based codes.
+#' @keywords internal
+#' @noRd
+nce_ref_categorical_log_density <- function(prob, x, threads) .Call(wrap__nce_ref_categorical_log_density, prob, x, threads)
+
+#' `n` draws per previous state (rows of `prev`: x, y and, with turning angles, heading).
+#' @keywords internal
+#' @noRd
+nce_ref_steps_sample <- function(par, prev, n, seed, threads) .Call(wrap__nce_ref_steps_sample, par, prev, n, seed, threads)
+
+#' log q(x | prev) of the step kernel, row by row.
+#' @keywords internal
+#' @noRd
+nce_ref_steps_log_density <- function(par, x, prev, threads) .Call(wrap__nce_ref_steps_log_density, par, x, prev, threads)
+
 

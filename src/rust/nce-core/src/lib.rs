@@ -17,6 +17,8 @@ pub mod mog;
 pub mod optim;
 pub mod penalty;
 pub mod pirls;
+pub mod ref_discrete;
+pub mod ref_steps;
 pub mod reference;
 pub mod reml;
 pub mod rng;
