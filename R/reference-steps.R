@@ -76,8 +76,13 @@ track_columns <- function(data, x, y, group, call = caller_call()) {
 #' state is `(x, y, heading)`: add the column with [step_headings()] and fit
 #' [snce()] with `order = 2`. Formula terms then use `x_prev`, `y_prev`,
 #' `heading_prev` (e.g. `cos(heading - heading_prev)`, the turning angle's
-#' cosine). Including log step length, step length and the cosine in the
-#' formula corrects the movement parameters for selection (integrated SSA).
+#' cosine). As everywhere in this package the formula models the whole log
+#' density (the offset removes log q), so with log step length, step length
+#' and that cosine in the formula the movement parameters come out of the
+#' coefficients whatever the reference (integrated SSA): in the plane
+#' \eqn{\log p = (\mathrm{shape} - 2)\log r - r/\mathrm{scale} +
+#' \kappa\cos\phi + \dots}; the reference only needs to resemble them for
+#' efficiency.
 #'
 #' @param data Data frame of fixes in time order, to fit the parameters.
 #' @param x,y Names of the coordinate columns.
