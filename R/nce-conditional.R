@@ -6,7 +6,10 @@
 
 nce_conditional <- function(formula, data, reference, ratio, method, knots, sp, control, given, call,
                             env = parent.frame(2L)) {
-  method <- match.arg(method, c("logistic", "poisson"))
+  if (identical(method, c("logistic", "poisson"))) method <- "logistic"
+  if (!is.character(method) || length(method) != 1L || !method %in% c("logistic", "poisson")) {
+    check_fail("\"logistic\" or \"poisson\"", method, "method", call)
+  }
   if (method != "logistic") {
     nce_abort("`given` needs method = \"logistic\": the Poisson transform is not implemented for conditional models",
               "input", call = call)
@@ -107,6 +110,11 @@ given_spec <- function(given, data, vars, call) {
   if (length(absent)) {
     nce_abort(sprintf("`given` names column(s) %s that `data` does not have", paste(absent, collapse = ", ")),
               "input", call = call)
+  }
+  odd <- gv[make.names(gv) != gv]
+  if (length(odd)) {
+    nce_abort(sprintf("`given` column name(s) %s are not syntactic R names: rename them (e.g. with make.names())",
+                      paste(sprintf("\"%s\"", odd), collapse = ", ")), "input", call = call)
   }
   clash <- intersect(gv, vars)
   if (length(clash)) {
@@ -438,7 +446,7 @@ normaliser_words <- function(x) {
   edf <- vapply(sm, function(s) sum(x$edf[s$first.para:s$last.para]), 0)
   parts <- c(if (length(sm)) sprintf("%s (edf %.2f)", vapply(sm, `[[`, "", "label"), edf),
              if (x$intercept$type %in% c("levels", "mixed")) {
-               sprintf("%s (one per level)", x$given[x$intercept$kinds[x$given] == "levels"])
+               sprintf("one per level of %s", x$given[x$intercept$kinds[x$given] == "levels"])
              })
   if (x$intercept$type == "formula") parts <- deparse1(x$intercept$intercept)
   paste(parts, collapse = " + ")

@@ -107,7 +107,10 @@ track_columns <- function(data, x, y, group, call = caller_call()) {
 #' @export
 ref_steps <- function(data = NULL, x = "x", y = "y", group = NULL, angle = c("vonmises", "uniform"),
                       heading = "heading", shape = NULL, scale = NULL, kappa = NULL) {
-  angle <- match.arg(angle)
+  if (identical(angle, c("vonmises", "uniform"))) angle <- "vonmises"
+  if (!is.character(angle) || length(angle) != 1L || !angle %in% c("vonmises", "uniform")) {
+    check_fail("\"vonmises\" or \"uniform\"", angle, "angle", caller_call(0L))
+  }
   check_string(x, "x")
   check_string(y, "y")
   check_string(heading, "heading")
