@@ -229,7 +229,7 @@ mod tests {
         let gamma = 5.0f64.ln() - 5.0 / 50.0 - 2.0 * 50.0f64.ln();
         assert!((l[0] - (gamma - 5.0f64.ln() + 2.0 - LN_2PI_I0_2)).abs() < 1e-12);
         let u = StepKernel::new(2.0, 50.0, None).unwrap();
-        let l = u.log_density(&[3.0, 4.0, 3.0, 3.0], &[0.0, 3.0, 0.0, 3.0], 2).unwrap();
+        let l = u.log_density(&[3.0, 3.0, 4.0, 3.0], &[0.0, 3.0, 0.0, 3.0], 2).unwrap();
         assert!((l[0] - (gamma - 5.0f64.ln() - (2.0 * PI).ln())).abs() < 1e-12);
         assert_eq!(l[1], f64::NEG_INFINITY);
         assert!(k.log_density(&x, &[0.0, 0.0, 7.0], 1).is_err());
