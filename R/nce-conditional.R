@@ -40,7 +40,8 @@ nce_conditional <- function(formula, data, reference, ratio, method, knots, sp, 
   check_given_terms(formula, vars, gv, call)
   missing <- setdiff(vars, names(data))
   if (length(missing)) {
-    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
+    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(missing, collapse = ", ")), "input",
+              call = call)
   }
   d <- data[c(vars, gv)]
   for (v in gv) d[[v]] <- spec$convert[[v]](d[[v]])
@@ -63,7 +64,9 @@ nce_conditional <- function(formula, data, reference, ratio, method, knots, sp, 
   }
   u <- ref_draw(reference, m)
   lq_ref <- ref_logq(reference, u)
-  if (any(lq_ref == -Inf)) nce_abort("the reference's log density is -Inf at some of its own draws", "reference", call = call)
+  if (any(lq_ref == -Inf)) {
+    nce_abort("the reference's log density is -Inf at some of its own draws", "reference", call = call)
+  }
   groups <- d[gv]
   rownames(groups) <- NULL
   of <- rep(seq_len(n), each = ratio)
@@ -283,7 +286,9 @@ confint.nce_conditional <- function(object, parm, level = 0.95, type = c("sandwi
   se <- sqrt(diag(stats::vcov(object, type = match.arg(type))))
   if (missing(parm)) parm <- names(cf) else if (is.numeric(parm)) parm <- names(cf)[parm]
   unknown <- setdiff(parm, names(cf))
-  if (length(unknown)) nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  if (length(unknown)) {
+    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  }
   a <- (1 - level) / 2
   z <- stats::qnorm(1 - a)
   ci <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
@@ -299,7 +304,8 @@ formula.nce_conditional <- function(x, ...) x$nce_formula
 
 #' @export
 terms.nce_conditional <- function(x, ...) {
-  labels <- c(attr(stats::terms(x$nce_formula), "term.labels"), attr(stats::terms(x$intercept$intercept), "term.labels"))
+  labels <- c(attr(stats::terms(x$nce_formula), "term.labels"),
+              attr(stats::terms(x$intercept$intercept), "term.labels"))
   stats::terms(stats::reformulate(labels, env = environment(x$nce_formula)))
 }
 
@@ -367,10 +373,12 @@ anova.nce_conditional <- function(object, ...) {
   df <- length(extra)
   lls <- vapply(list(small, big), function(f) as.numeric(stats::logLik(f)), 0)
   out <- data.frame(logLik = lls, Df = vapply(list(small, big), function(f) sum(f$edf), 0),
-                    Wald = c(NA, w), `Df test` = c(NA, df), `Pr(>Chi)` = c(NA, stats::pchisq(w, df, lower.tail = FALSE)),
+                    Wald = c(NA, w), `Df test` = c(NA, df),
+                    `Pr(>Chi)` = c(NA, stats::pchisq(w, df, lower.tail = FALSE)),
                     check.names = FALSE, row.names = c("Model 1", "Model 2"))
   structure(out, heading = c("Wald test of nested conditional NCE fits (sandwich covariance)\n",
-                             paste0("Model ", 1:2, ": ", vapply(list(small, big), function(f) deparse1(f$nce_formula), ""),
+                             paste0("Model ", 1:2, ": ",
+                                    vapply(list(small, big), function(f) deparse1(f$nce_formula), ""),
                                     collapse = "\n")),
             class = c("anova", "data.frame"))
 }
@@ -495,7 +503,8 @@ normaliser_grid <- function(object) {
   z <- object$groups
   cols <- lapply(object$given, function(v) {
     x <- z[[v]]
-    if (is.factor(x)) factor(levels(x), levels = levels(x)) else unname(stats::quantile(x, c(0, 0.25, 0.5, 0.75, 1), type = 1))
+    if (is.factor(x)) return(factor(levels(x), levels = levels(x)))
+    unname(stats::quantile(x, c(0, 0.25, 0.5, 0.75, 1), type = 1))
   })
   names(cols) <- object$given
   if (length(cols) == 1L) return(as.data.frame(cols))
@@ -544,7 +553,11 @@ plot.nce_conditional <- function(x, level = 0.95, n_grid = 100, ...) {
   z <- x$groups
   for (v in x$given) {
     base <- lapply(z, function(c) if (is.factor(c)) c[1L] else stats::median(c))
-    g <- if (is.factor(z[[v]])) factor(levels(z[[v]]), levels = levels(z[[v]])) else seq(min(z[[v]]), max(z[[v]]), length.out = n_grid)
+    g <- if (is.factor(z[[v]])) {
+      factor(levels(z[[v]]), levels = levels(z[[v]]))
+    } else {
+      seq(min(z[[v]]), max(z[[v]]), length.out = n_grid)
+    }
     nd <- as.data.frame(base)[rep(1L, length(g)), , drop = FALSE]
     nd[[v]] <- g
     p <- stats::predict(x, nd, type = "log_normaliser", se.fit = TRUE)

@@ -30,7 +30,8 @@ ref_bernoulli <- function(prob = NULL, data = NULL, vars = NULL) {
   if (is.null(prob) == is.null(data)) {
     nce_abort("give exactly one of `prob` (the probabilities) or `data` (to fit them to)", "input")
   }
-  if (!is.null(vars) && (!is.character(vars) || !length(vars) || anyNA(vars) || any(!nzchar(vars)) || anyDuplicated(vars))) {
+  if (!is.null(vars) &&
+      (!is.character(vars) || !length(vars) || anyNA(vars) || any(!nzchar(vars)) || anyDuplicated(vars))) {
     check_fail("distinct column names", vars, "vars", caller_call(0L))
   }
   if (!is.null(data)) {

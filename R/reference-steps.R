@@ -55,7 +55,8 @@ track_columns <- function(data, x, y, group, call = caller_call()) {
   }
   g <- if (is.null(group)) rep(1L, nrow(data)) else data[[group]]
   if (anyNA(g)) nce_abort(sprintf("`group` column %s has NA", group), "data", call = call)
-  list(x = as.double(data[[x]]), y = as.double(data[[y]]), idx = split(seq_len(nrow(data)), factor(g, levels = unique(g))))
+  list(x = as.double(data[[x]]), y = as.double(data[[y]]),
+       idx = split(seq_len(nrow(data)), factor(g, levels = unique(g))))
 }
 
 #' Step-selection reference kernel: gamma step lengths and von Mises turning angles
@@ -168,7 +169,9 @@ observed_steps <- function(data, x, y, group, call = caller_call()) {
     nce_warn(sprintf("%d step(s) of length 0 left out of the step-length fit (no gamma density at 0)", zero),
              "zero_length", call = call)
   }
-  if (length(sl) < 2L) nce_abort("`data` needs at least two steps of positive length to fit the kernel", "data", call = call)
+  if (length(sl) < 2L) {
+    nce_abort("`data` needs at least two steps of positive length to fit the kernel", "data", call = call)
+  }
   list(sl = sl, ta = ta)
 }
 
@@ -177,12 +180,15 @@ observed_steps <- function(data, x, y, group, call = caller_call()) {
 fit_gamma <- function(sl) {
   n <- length(sl)
   s <- log(mean(sl)) - mean(log(sl))
-  if (!(s > 1e-12)) nce_abort("all observed step lengths are equal: no gamma distribution fits them", "data", call = NULL)
+  if (!(s > 1e-12)) {
+    nce_abort("all observed step lengths are equal: no gamma distribution fits them", "data", call = NULL)
+  }
   f <- function(k) log(k) - digamma(k) - s
   shape <- stats::uniroot(f, c(1e-8, 1e8), tol = 1e-14)$root
   scale <- mean(sl) / shape
   info <- n * matrix(c(trigamma(shape), 1 / scale, 1 / scale, shape / scale^2), 2L)
-  list(shape = shape, scale = scale, vcov = structure(solve(info), dimnames = list(c("shape", "scale"), c("shape", "scale"))))
+  nm <- c("shape", "scale")
+  list(shape = shape, scale = scale, vcov = structure(solve(info), dimnames = list(nm, nm)))
 }
 
 # Von Mises concentration by maximum likelihood with free mean direction: A(kappa) = Rbar,
@@ -192,7 +198,9 @@ fit_von_mises <- function(ta) {
   rbar <- sqrt(mean(cos(ta))^2 + mean(sin(ta))^2)
   a <- function(k) besselI(k, 1, expon.scaled = TRUE) / besselI(k, 0, expon.scaled = TRUE)
   if (rbar < 1e-10) return(list(kappa = 0, var = 2 / n))
-  if (rbar > 1 - 1e-10) nce_abort("all turning angles are equal: no von Mises distribution fits them", "data", call = NULL)
+  if (rbar > 1 - 1e-10) {
+    nce_abort("all turning angles are equal: no von Mises distribution fits them", "data", call = NULL)
+  }
   kappa <- stats::uniroot(function(k) a(k) - rbar, c(1e-10, 1e5), tol = 1e-13)$root
   ak <- a(kappa)
   list(kappa = kappa, var = 1 / (n * (1 - ak / kappa - ak^2)))

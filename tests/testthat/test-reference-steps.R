@@ -49,7 +49,8 @@ test_that("ref_steps() recovers the gamma and von Mises parameters of a movement
   expect_equal(k$n_steps, 2000L)
   # The same maximum likelihood by direct optimisation (as amt's fitdistrplus / circular do).
   sl <- unlist(lapply(split(d, d$burst), function(b) sqrt(diff(b$x)^2 + diff(b$y)^2)))
-  o <- stats::optim(c(0, log(stats::median(sl))), function(p) -sum(stats::dgamma(sl, exp(p[1]), scale = exp(p[2]), log = TRUE)),
+  o <- stats::optim(c(0, log(stats::median(sl))),
+                    function(p) -sum(stats::dgamma(sl, exp(p[1]), scale = exp(p[2]), log = TRUE)),
                     control = list(reltol = 1e-14))
   expect_equal(c(k$shape, k$scale), exp(o$par), tolerance = 1e-4)
   ta <- unlist(lapply(split(d, d$burst), function(b) {
@@ -120,7 +121,8 @@ test_that("deer: ref_steps() fitted as amt does, and snce() with it lands on clo
   d$heading <- step_headings(d, group = "burst")
   k <- ref_steps(d, group = "burst")
   sl <- unlist(lapply(split(d, d$burst), function(b) sqrt(diff(b$x)^2 + diff(b$y)^2)))
-  o <- stats::optim(c(0, log(stats::median(sl))), function(p) -sum(stats::dgamma(sl, exp(p[1]), scale = exp(p[2]), log = TRUE)),
+  o <- stats::optim(c(0, log(stats::median(sl))),
+                    function(p) -sum(stats::dgamma(sl, exp(p[1]), scale = exp(p[2]), log = TRUE)),
                     control = list(reltol = 1e-14))
   expect_equal(c(k$shape, k$scale), exp(o$par), tolerance = 1e-4)
   set.seed(44)
