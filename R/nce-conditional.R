@@ -216,6 +216,9 @@ cond_blocks <- function(object, newdata, call = caller_call()) {
 #' @param type `"link"`: \eqn{\log p(y \mid z) = f(y, z) + \nu(z)}, the log of
 #'   the normalised conditional density; `"response"`: its exponential;
 #'   `"lpmatrix"`: the matrix that maps the coefficients to `"link"`;
+#'   `"terms"`: each term's contribution to \eqn{f(y, z)} (a matrix, one
+#'   column per parametric term or smooth, and `"(normaliser)"` for
+#'   \eqn{\nu(z)});
 #'   `"log_kernel"`: \eqn{f(y, z)} without the normaliser;
 #'   `"log_normaliser"`: \eqn{\log Z(z) = -\nu(z)}.
 #' @param se.fit Also return standard errors (delta method for `"response"`).
@@ -232,7 +235,7 @@ cond_blocks <- function(object, newdata, call = caller_call()) {
 #' dnorm(c(0, 1), 1, 0.5)   # truth
 #' @export
 predict.nce_conditional <- function(object, newdata,
-                                    type = c("link", "response", "lpmatrix", "log_kernel", "log_normaliser"),
+                                    type = c("link", "response", "lpmatrix", "terms", "log_kernel", "log_normaliser"),
                                     se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   v <- stats::vcov(object, type = match.arg(se_type))
@@ -250,6 +253,7 @@ predict.nce_conditional <- function(object, newdata,
     x <- cbind(bl$a, bl$b)
     colnames(x) <- names(beta)
     if (type == "lpmatrix") return(x)
+    if (type == "terms") return(cond_terms(object, x, v, se.fit, rownames(newdata)))
     if (type == "log_kernel") x[, c(1L, seq_along(beta)[-seq_len(pa)])] <- 0
     fit <- drop(x %*% beta)
     se <- sqrt(rowSums((x %*% v) * x))
@@ -260,6 +264,26 @@ predict.nce_conditional <- function(object, newdata,
   }
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# predict(type = "terms"): the model block's terms (parametric columns grouped by term, each
+# smooth), then the whole normaliser nu(z) (intercept and its terms in z) as one column.
+cond_terms <- function(object, x, v, se.fit, rn) {
+  pa <- object$row_setup$ncol
+  lab <- rep("(normaliser)", ncol(x))
+  asgn <- attr(stats::model.matrix(stats::delete.response(object$row_setup$pterms),
+                                   cond_data_rows(object)[1L, , drop = FALSE]), "assign")
+  tl <- attr(object$row_setup$pterms, "term.labels")
+  lab[seq_along(asgn)] <- ifelse(asgn == 0L, "(normaliser)", tl[pmax(asgn, 1L)])
+  for (sm in object$smooth) if (sm$first.para <= pa) lab[sm$first.para:sm$last.para] <- sm$label
+  cols <- split(seq_along(lab), factor(lab, levels = unique(c(setdiff(lab, "(normaliser)"), "(normaliser)"))))
+  beta <- object$coefficients
+  fit <- vapply(cols, function(j) drop(x[, j, drop = FALSE] %*% beta[j]), numeric(nrow(x)))
+  fit <- matrix(fit, nrow(x), dimnames = list(rn, names(cols)))
+  if (!se.fit) return(fit)
+  se <- vapply(cols, function(j) sqrt(rowSums((x[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * x[, j, drop = FALSE])),
+               numeric(nrow(x)))
+  list(fit = fit, se.fit = matrix(se, nrow(x), dimnames = dimnames(fit)))
 }
 
 # The data rows (reference and given columns) of a conditional fit.

@@ -139,3 +139,17 @@ test_that("snapshots: print and summary of a conditional fit", {
   fit2 <- nce(~ y + I(y^2) + I(y * z), gauss_cond_data(200), ref_normal(c(y = 1), 4), ratio = 5, given = "z")
   expect_snapshot(print(fit2, digits = 3))
 })
+
+test_that("predict(type = \"terms\") adds up to the link", {
+  set.seed(16)
+  d <- texp_groups(200)
+  d$x <- stats::runif(200)
+  fit <- nce(~ I(y * x) + I(y * (g == "b")) + s(y, k = 5), d, ref_uniform(y = c(0, 1)), ratio = 5,
+             given = ~ g + s(x, k = 5))
+  tt <- predict(fit, d[1:6, ], type = "terms", se.fit = TRUE)
+  expect_equal(colnames(tt$fit), c("I(y * x)", "I(y * (g == \"b\"))", "s(y)", "(normaliser)"))
+  expect_equal(unname(rowSums(tt$fit)), unname(predict(fit, d[1:6, ])), tolerance = 1e-10)
+  expect_true(all(tt$se.fit >= 0))
+  expect_equal(unname(tt$fit[, "(normaliser)"]), unname(-predict(fit, d[1:6, ], type = "log_normaliser")),
+               tolerance = 1e-10)
+})
