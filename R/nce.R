@@ -34,15 +34,56 @@
 #' @param knots Knots for smooth terms, as for [mgcv::gam()].
 #' @param sp Fixed smoothing parameters (one per penalty, in mgcv's order);
 #'   `NULL` estimates them by REML.
-#' @param control Settings of the Newton iteration, see [nce_control()].
+#' @param weights Optional non-negative weights of the data points, evaluated
+#'   in `data` (a column name or an expression, as in [stats::glm()]): each
+#'   point's term in the objective and in the log-likelihood is multiplied by
+#'   its weight, and the reference is scaled to the total weight (offset
+#'   \eqn{\log(W/m)}, \eqn{W = \sum w_i}). Standard errors treat the rows as
+#'   independent draws carrying their weights (a survey-weights sandwich), so
+#'   integer weights are not frequency counts for the standard errors.
+#' @param subset Optional expression evaluated in `data` selecting the rows to
+#'   use (logical or row indices), as in [stats::glm()].
+#' @param na.action What to do with rows that have NA or non-finite values in
+#'   the reference's columns (or the weights): `NULL` or `na.fail` (default)
+#'   stops with an error naming the rows; `na.omit` or `na.exclude` (functions
+#'   or their names) drops them with a warning of class `nce_warning_na`
+#'   saying how many and which, and stores the dropped rows in
+#'   `fit$na.action`.
+#' @param control Settings of the Newton iteration: [nce_control()] or a list
+#'   of some of its arguments (`list(maxit = 5)`), merged into its defaults.
+#' @details
+#' **What the statistics mean.** The log-likelihood of a fit ([logLik.nce_fit()])
+#' is the data's log density under the fitted *normalised* model,
+#' \eqn{\sum_i w_i \{f_{\hat\theta}(y_i) + \hat\nu\}}, with minus the intercept
+#' \eqn{\hat\nu} as the log normaliser; its `df` is the number of estimated
+#' coefficients including the intercept (the total effective degrees of freedom
+#' for smooth fits), so `AIC()` and `BIC()` are \eqn{-2 \log L + k\,df}.
+#' Because NCE does not maximise this likelihood, a likelihood-ratio statistic
+#' between nested fits has no chi-squared law; [anova.nce_fit()] tests nested
+#' fits by a Wald test on the extra coefficients with the NCE sandwich
+#' covariance instead. `fitted()` gives the fitted density at the data points;
+#' `residuals()` the residuals of the data-versus-reference classification at
+#' the data and reference points (what `mgcv::gam.check()` plots).
+#'
+#' **What nce() refuses** (classed errors `nce_error_*`): character or factor
+#' columns where the reference generates numbers (convert them with
+#' `as.numeric()`), NA or non-finite values unless `na.action` says to drop
+#' them, data outside the reference's support, and a `ratio` whose reference
+#' sample would not fit in memory (`nce_error_size`, checked before
+#' allocating; `options(nce.max_memory = bytes)` sets the limit).
+#' Columns whose names are not syntactic (spaces, `%`) are used in the formula
+#' with backticks: `` ~ `log dose` ``.
 #' @return An object of class `nce_fit` with methods `print`, `summary`,
-#'   `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs`, `model.frame`,
-#'   `simulate` and `update`. With smooth terms it is also of class `nce_gam`
+#'   `coef`, `vcov`, `confint`, `predict`, `fitted`, `residuals`, `logLik`,
+#'   `AIC`/`BIC`, `anova`, `plot`, `nobs`, `model.frame`, `model.matrix`,
+#'   `formula`, `terms`, `simulate`, `update` and broom's `tidy`, `glance` and
+#'   `augment`. With smooth terms it is also of class `nce_gam`
 #'   and `gam`, with mgcv's fields (`coefficients`, `Vp`, `Ve`, `edf`, `sp`,
-#'   `smooth`, ...), so mgcv's `summary.gam`, `plot.gam` and `predict.gam`
-#'   work on it. Its `Vp` is the NCE-corrected Bayesian covariance
+#'   `smooth`, ...), so mgcv's `plot.gam`, `predict.gam`, `gam.check` and
+#'   `concurvity` work on it. Its `Vp` is the NCE-corrected Bayesian covariance
 #'   (the sandwich plus mgcv's smoothing-bias term \eqn{H^{-1} S H^{-1}});
-#'   `Vp_naive` is mgcv's \eqn{(X'WX + S)^{-1}}.
+#'   `Vp_naive` is mgcv's \eqn{(X'WX + S)^{-1}}. It has no response: `y` is
+#'   `NULL` (the classifier's labels are `model.frame(fit)$.label`).
 #' @references Barthelme, S. and Chopin, N. (2015). The Poisson transform for
 #'   unnormalised statistical models. Statistics and Computing 25(4).
 #'   Gutmann, M. U. and Hyvarinen, A. (2012). Noise-contrastive estimation of
@@ -55,23 +96,43 @@
 #' summary(fit)
 #' confint(fit)
 #' log((exp(2) - 1) / 2)   # true log normaliser; compare with summary()
+#' logLik(fit)             # log density of the data under the fitted model
+#' fit2 <- update(fit, . ~ . + I(y^2))
+#' anova(fit, fit2)        # Wald test (sandwich) of the extra coefficient
 #' @export
 nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "poisson"),
-                knots = NULL, sp = NULL, control = nce_control()) {
+                knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,
+                control = nce_control()) {
   cl <- match.call()
   method <- match.arg(method)
+  control <- as_nce_control(control)
   check_nce_args(formula, data, reference, ratio)
   vars <- reference$vars
-  d <- data[vars]
-  bad <- which(!rows_finite(d))
-  if (length(bad)) {
-    nce_abort(sprintf(paste("`data` has NA or non-finite values in %d row(s) (%s);",
-                            "nce() drops nothing silently: remove or impute them first"),
-                      length(bad), format_positions(bad)), "data")
+  check_reference_columns(data, reference)
+  env <- parent.frame()
+  w <- eval(substitute(weights), data, env)
+  if (!is.null(w)) {
+    if (!is.numeric(w) || length(w) != nrow(data)) {
+      nce_abort(sprintf("`weights` must be %d numbers (one per row of `data`), not %s.", nrow(data),
+                        describe_value(w)), "input")
+    }
+    if (any(w < 0 | is.infinite(w), na.rm = TRUE)) nce_abort("`weights` must be finite and >= 0.", "input")
+  }
+  rows <- subset_rows(eval(substitute(subset), data, env), nrow(data))
+  d <- data[rows, vars, drop = FALSE]
+  if (!is.null(w)) w <- as.double(w[rows])
+  drop <- handle_na(d, w, rows, na.action)
+  if (length(drop$omit)) {
+    d <- d[-drop$rows, , drop = FALSE]
+    if (!is.null(w)) w <- w[-drop$rows]
   }
   n <- nrow(d)
+  if (n == 0L) nce_abort("no rows of `data` left to fit (after `subset` and `na.action`)", "input")
+  check_ratio_size(n, ratio, length(vars))
   m <- as.integer(round(ratio * n))
   if (m < 1L) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input")
+  w_total <- if (is.null(w)) n else sum(w)
+  if (!(w_total > 0)) nce_abort("`weights` must not all be 0", "input")
 
   lq_data <- ref_logq(reference, d)
   outside <- which(lq_data == -Inf)
@@ -85,19 +146,22 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   if (any(lq_ref == -Inf)) {
     nce_abort("the reference's log density is -Inf at some of its own draws", "reference")
   }
+  rownames(d) <- NULL
   frame <- rbind(d, u)
   label <- rep(c(1, 0), c(n, m))
-  offset <- log(n / m) - c(lq_data, lq_ref)
+  offset <- log(w_total / m) - c(lq_data, lq_ref)
   # The Poisson transform's data term is f(y) + nu, without the reference's offset.
   if (method == "poisson") offset[seq_len(n)] <- 0
+  prior_w <- c(if (is.null(w)) rep(1, n) else w, rep(1, m))
 
   frame$.label <- label
   frame$.offset <- offset
   nce_fields <- list(n = n, m = m, ratio = m / n, method = method, reference = reference,
-                     nce_formula = formula, nce_frame = frame, control = control, call = cl)
+                     nce_formula = formula, nce_frame = frame, control = control, call = cl,
+                     data_weights = w, na.action = drop$omit)
   if (has_smooths(formula)) {
     if (method != "logistic") nce_abort("smooth terms need method = \"logistic\"", "input")
-    return(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields))
+    return(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w))
   }
   if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input")
 
@@ -105,8 +169,11 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   mf <- stats::model.frame(tt, frame, na.action = stats::na.fail)
   x <- stats::model.matrix(tt, mf)
   storage.mode(x) <- "double"
+  # Offsets written in the formula (offset(2 * y)) are part of f: add them to NCE's own.
+  f_offset <- stats::model.offset(mf)
+  if (!is.null(f_offset)) offset <- offset + f_offset
   family <- if (method == "logistic") "binomial" else "poisson_transform"
-  res <- rs(nce_fit_glm(x, label, rep(1, n + m), offset, family, as.integer(label),
+  res <- rs(nce_fit_glm(x, label, prior_w, offset, family, as.integer(label),
                         control, nce_threads()))
 
   cn <- colnames(x)
@@ -115,7 +182,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   name_cov <- function(v) {
     v[is.nan(v)] <- NA_real_
     dimnames(v) <- list(cn, cn)
-    v
+    clamp_cov(v)
   }
   warn_fit(res, cn, n)
   structure(c(list(
@@ -133,11 +200,98 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   ), nce_fields), class = "nce_fit")
 }
 
+# Rows kept by `subset` (already evaluated in the data): logical, positive or negative indices.
+subset_rows <- function(r, n, call = caller_call()) {
+  if (is.null(r)) return(seq_len(n))
+  if (is.logical(r) && length(r) == n) return(which(r & !is.na(r)))
+  if (is.numeric(r) && all(is.finite(r)) && all(r == round(r)) && all(abs(r) <= n) &&
+      (all(r > 0) || all(r < 0))) {
+    return(seq_len(n)[r])
+  }
+  nce_abort(sprintf("`subset` must be a logical vector with one value per row of `data` (%d) or row indices, not %s.",
+                    n, describe_value(r)), "input", call = call)
+}
+
+# Rows with NA or non-finite values (or NA weights): the error of old, or dropped with a warning.
+handle_na <- function(d, w, rows, na.action, call = caller_call()) {
+  bad <- which(!rows_finite(d) | (if (is.null(w)) FALSE else is.na(w)))
+  action <- na_action_name(na.action, call)
+  if (!length(bad)) return(list(rows = integer(), omit = NULL))
+  if (action == "na.fail") {
+    nce_abort(sprintf(paste("`data` has NA or non-finite values in %d row(s) (%s);",
+                            "nce() drops nothing silently: remove or impute them first,",
+                            "or use na.action = na.omit"),
+                      length(bad), format_positions(rows[bad])), "data", call = call)
+  }
+  omit <- stats::setNames(rows[bad], rownames(d)[bad])
+  class(omit) <- if (action == "na.exclude") "exclude" else "omit"
+  nce_warn(sprintf("dropped %d row(s) of `data` with NA or non-finite values (rows %s), as `na.action` asks",
+                   length(bad), format_positions(rows[bad])), "na", call = call)
+  list(rows = bad, omit = omit)
+}
+
+na_action_name <- function(na.action, call) {
+  if (is.null(na.action)) return("na.fail")
+  if (is.character(na.action) && length(na.action) == 1L && na.action %in% c("na.fail", "na.omit", "na.exclude")) {
+    return(na.action)
+  }
+  if (is.function(na.action)) {
+    for (f in c("na.fail", "na.omit", "na.exclude")) {
+      if (identical(na.action, get(f, envir = asNamespace("stats")))) return(f)
+    }
+  }
+  nce_abort(sprintf(paste("`na.action` must be NULL, na.fail, na.omit or na.exclude (a function or its name),",
+                          "not %s: NCE cannot fit rows with missing values (na.pass)."),
+                    describe_value(na.action)), "input", call = call)
+}
+
+# Characters and factors where the reference generates numbers are refused, not coerced.
+check_reference_columns <- function(data, reference, arg = "data", call = caller_call()) {
+  vars <- intersect(reference$vars, names(data))
+  if (inherits(reference, "nce_ref_builtin") && reference$kind %in% c("uniform", "normal")) {
+    check_numeric_columns(data, vars, arg = arg, call = call)
+  } else {
+    chr <- vars[vapply(data[vars], is.character, TRUE)]
+    if (length(chr)) {
+      nce_abort(sprintf("`%s` column(s) %s are character: convert them with as.numeric() (or factor()) first.",
+                        arg, paste(chr, collapse = ", ")), "input", call = call)
+    }
+  }
+  invisible(data)
+}
+
+# n * ratio reference points: refuse before allocating when they cannot fit.
+check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
+  m <- ratio * n
+  if (m + n > .Machine$integer.max) {
+    nce_abort(sprintf(paste("`ratio` = %g asks for %.3g reference points for n = %d, more than R's",
+                            "limit of %d rows; lower `ratio`"), ratio, m, n, .Machine$integer.max),
+              "size", call = call)
+  }
+  # The frame (columns, label, offset, log q), the model matrix and the fit's working vectors.
+  check_size((n + m) * 8 * (3 * n_vars + 12), "ratio", "the reference sample", call = call)
+}
+
+# A covariance whose diagonal came out negative only by rounding (e.g. -5.6e-18 for an
+# intercept-only fit, whose variance is 0): set such entries to 0.
+clamp_cov <- function(v) {
+  if (!length(v)) return(v)
+  d <- diag(v)
+  scale <- max(c(1e-300, abs(v[is.finite(v)])))
+  tiny <- !is.na(d) & d < 0 & d > -sqrt(.Machine$double.eps) * scale
+  if (any(tiny)) {
+    v[tiny, ] <- 0
+    v[, tiny] <- 0
+  }
+  v
+}
+
 # nce() with smooth terms: penalised fit with REML smoothing parameters.
-nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields) {
+nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields, weights = NULL) {
   rhs <- formula[[2L]]
   f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
-  obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control)
+  obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control,
+                       weights = weights)
   warn_fit(obj, names(obj$coefficients), nce_fields$n, aliased_value = "0 (as mgcv does)")
   if (any(obj$at_bound)) {
     # Not a problem in itself (a smooth shrunk to its null space), but worth knowing.
@@ -145,40 +299,43 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
                                                  sum(obj$at_bound))), collapse = "; ")
   }
   obj$Vp_naive <- obj$Vp
-  obj$Vp <- nce_bayes_cov(obj)
+  obj$Vp <- clamp_cov(nce_bayes_cov(obj))
   obj$vcov <- obj$Vp
   obj$vcov_naive <- obj$Vp_naive
   obj$log_normaliser <- -unname(obj$coefficients[1L])
   obj$objective <- obj$loglik
   obj$iterations <- obj$iter
   obj$call <- NULL
+  # mgcv's gam.check() reads these: the outer (REML) iteration, and no response (see ?nce).
+  obj$outer.info <- list(conv = if (obj$converged) "full convergence" else obj$message,
+                         iter = obj$outer_iterations, inner_iter = obj$iter, score = obj$gcv.ubre)
+  obj$y <- NULL
+  obj$na.action <- NULL
   obj <- c(obj, nce_fields)
   class(obj) <- c("nce_gam", "nce_fit", "gam", "glm", "lm")
   obj
 }
 
-check_nce_args <- function(formula, data, reference, ratio) {
+check_nce_args <- function(formula, data, reference, ratio, call = caller_call()) {
   if (!inherits(formula, "formula") || length(formula) != 2L) {
-    nce_abort("`formula` must be one-sided, e.g. ~ y: the response is the data/reference label nce() builds", "input")
+    nce_abort("`formula` must be one-sided, e.g. ~ y: the response is the data/reference label nce() builds", "input", call = call)
   }
   if (attr(stats::terms(formula), "intercept") == 0L) {
-    nce_abort("`formula` must keep its intercept: it estimates minus the log normalising constant", "input")
+    nce_abort("`formula` must keep its intercept: it estimates minus the log normalising constant", "input", call = call)
   }
-  if (!is.data.frame(data) || nrow(data) == 0L) nce_abort("`data` must be a data frame with at least one row", "input")
+  check_data_frame(data, "data", call = call)
   if (!inherits(reference, "nce_reference")) {
-    nce_abort("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit() or ref_custom()", "input")
+    nce_abort("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit() or ref_custom()", "input", call = call)
   }
-  if (!is.numeric(ratio) || length(ratio) != 1L || !is.finite(ratio) || ratio <= 0) {
-    nce_abort("`ratio` must be one positive number (reference points per data point)", "input")
-  }
+  check_number(ratio, "ratio", min = 0, exclusive_min = TRUE, call = call)
   not_ref <- setdiff(all.vars(formula), reference$vars)
   if (length(not_ref)) {
     nce_abort(sprintf("`formula` uses %s, which the reference does not generate (it has %s)",
-                      paste(not_ref, collapse = ", "), paste(reference$vars, collapse = ", ")), "input")
+                      paste(not_ref, collapse = ", "), paste(reference$vars, collapse = ", ")), "input", call = call)
   }
   not_data <- setdiff(reference$vars, names(data))
   if (length(not_data)) {
-    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(not_data, collapse = ", ")), "input")
+    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(not_data, collapse = ", ")), "input", call = call)
   }
   invisible(TRUE)
 }
