@@ -61,6 +61,7 @@ anova.nce_gam <- function(object, ..., test = "Wald") {
 }
 
 anova_nested <- function(fits, labels, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   n <- vapply(fits, function(f) f$n, 1)
   if (length(unique(n)) > 1L) {
     nce_abort(sprintf("the fits have different numbers of data points (%s): compare fits of the same data",
@@ -85,12 +86,25 @@ anova_nested <- function(fits, labels, call = caller_call()) {
 }
 
 # Wald test that `big`'s log density lies in the span of `small`'s: returns (df, chisq, p).
+# When the smaller fit's terms are terms of the larger one, the test is of the extra terms'
+# coefficients (smooths are rebuilt on each fit's own reference draws, so their bases differ
+# slightly between fits); otherwise of the contrasts outside the smaller model's span.
 nce_wald <- function(small, big, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  cs <- term_columns(small)
+  cb <- term_columns(big)
+  beta <- stats::coef(big)
+  keep <- !is.na(beta)
+  if (all(names(cs) %in% names(cb))) {
+    extra <- setdiff(unlist(cb[setdiff(names(cb), names(cs))]), which(!keep))
+    if (!length(extra)) nce_abort("the two fits have the same terms: there is nothing to test", "input", call = call)
+    cmat <- matrix(0, length(extra), sum(keep))
+    cmat[cbind(seq_along(extra), match(extra, which(keep)))] <- 1
+    return(wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE]))
+  }
   rows <- wald_rows(big)
   xb <- stats::predict(big, rows, type = "lpmatrix")
   xs <- stats::predict(small, rows, type = "lpmatrix")
-  beta <- stats::coef(big)
-  keep <- !is.na(beta)
   xb <- xb[, keep, drop = FALSE]
   scale <- max(1, abs(xb), abs(xs))
   # Nested: the smaller model's columns lie in the larger's span.
@@ -105,13 +119,31 @@ nce_wald <- function(small, big, call = caller_call()) {
     nce_abort("the two fits span the same model: there is nothing to test", "input", call = call)
   }
   cmat <- t(sv$v[, seq_len(rank), drop = FALSE])
-  v <- stats::vcov(big)[keep, keep, drop = FALSE]
-  cb <- cmat %*% beta[keep]
+  wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE])
+}
+
+# (C b)' (C V C')^+ (C b) on chi-squared with rank(C V C') df: returns (df, chisq, p).
+wald_stat <- function(cmat, beta, v) {
+  cb <- cmat %*% beta
   cv <- cmat %*% v %*% t(cmat)
   e <- eigen((cv + t(cv)) / 2, symmetric = TRUE)
   ok <- e$values > max(e$values) * 1e-10
   stat <- sum((crossprod(e$vectors[, ok, drop = FALSE], cb))^2 / e$values[ok])
   c(sum(ok), stat, stats::pchisq(stat, sum(ok), lower.tail = FALSE))
+}
+
+# Coefficient positions of each term, named by label (mgcv's labels for smooths), intercept
+# included as "(Intercept)".
+term_columns <- function(fit) {
+  if (inherits(fit, "nce_gam")) {
+    labels <- c("(Intercept)", attr(fit$pterms, "term.labels"))
+    out <- split(seq_along(fit$assign), factor(labels[fit$assign + 1L], levels = labels))
+    for (sm in fit$smooth) out[[sm$label]] <- sm$first.para:sm$last.para
+    return(out)
+  }
+  x <- nce_model_matrix(fit, data_rows(fit)[1L, , drop = FALSE])$x
+  labels <- c("(Intercept)", attr(fit$terms, "term.labels"))
+  split(seq_len(ncol(x)), factor(labels[attr(x, "assign") + 1L], levels = labels))
 }
 
 # Points at which to compare two models' spans: the data and up to 5000 reference points.

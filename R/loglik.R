@@ -133,18 +133,20 @@ df.residual.nce_fit <- function(object, ...) object$n - nce_df(object)
 
 #' Model matrix of an nce fit
 #'
-#' The columns of the model's terms at the data points, the same as
-#' `predict(object, type = "lpmatrix")`: `model.matrix(object) %*% coef(object)`
-#' is the log density at the data (plus offsets written in the formula). The
-#' reference points' rows are in `predict(object, model.frame(object),
-#' type = "lpmatrix")`.
+#' The design of the fit: the columns of the model's terms at the data and
+#' the reference points, the rows of [model.frame.nce_fit()] (data first), as
+#' for glm and gam. `predict(object, type = "lpmatrix")` gives the rows of
+#' the data points alone (and at `newdata`); `lpmatrix %*% coef(object)` is
+#' the log density (plus offsets written in the formula).
 #'
 #' @param object An `nce_fit` (or `nce_gam`).
 #' @param ... Passed to [predict.nce_fit()] (e.g. `newdata`).
-#' @return A matrix with one row per data point and one column per
-#'   coefficient.
+#' @return A matrix with one row per data and reference point and one column
+#'   per coefficient.
 #' @export
-model.matrix.nce_fit <- function(object, ...) stats::predict(object, type = "lpmatrix", ...)
+model.matrix.nce_fit <- function(object, ...) {
+  stats::predict(object, object$nce_frame[object$reference$vars], type = "lpmatrix", ...)
+}
 
 #' Update and re-fit an nce fit
 #'
@@ -186,6 +188,7 @@ update.nce_fit <- function(object, formula., ..., evaluate = TRUE) {
 }
 
 update_nce_formula <- function(old, new, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (is.character(new)) new <- stats::as.formula(new, env = environment(old))
   if (!inherits(new, "formula")) {
     nce_abort(sprintf("`formula.` must be a formula such as ~ . + x, not %s.", describe_value(new)), "input",

@@ -187,6 +187,7 @@ predict.nce_fit <- function(object, newdata, type = c("log_density", "link", "re
 # The data rows by default; otherwise a data frame with the model's columns, numeric where
 # the reference generates numbers.
 predict_newdata <- function(object, newdata, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (missing(newdata) || is.null(newdata)) return(data_rows(object))
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
   missing <- setdiff(all.vars(object$nce_formula), names(newdata))

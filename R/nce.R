@@ -202,6 +202,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
 
 # Rows kept by `subset` (already evaluated in the data): logical, positive or negative indices.
 subset_rows <- function(r, n, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (is.null(r)) return(seq_len(n))
   if (is.logical(r) && length(r) == n) return(which(r & !is.na(r)))
   if (is.numeric(r) && all(is.finite(r)) && all(r == round(r)) && all(abs(r) <= n) &&
@@ -214,6 +215,7 @@ subset_rows <- function(r, n, call = caller_call()) {
 
 # Rows with NA or non-finite values (or NA weights): the error of old, or dropped with a warning.
 handle_na <- function(d, w, rows, na.action, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   bad <- which(!rows_finite(d) | (if (is.null(w)) FALSE else is.na(w)))
   action <- na_action_name(na.action, call)
   if (!length(bad)) return(list(rows = integer(), omit = NULL))
@@ -247,6 +249,7 @@ na_action_name <- function(na.action, call) {
 
 # Characters and factors where the reference generates numbers are refused, not coerced.
 check_reference_columns <- function(data, reference, arg = "data", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   vars <- intersect(reference$vars, names(data))
   if (inherits(reference, "nce_ref_builtin") && reference$kind %in% c("uniform", "normal")) {
     check_numeric_columns(data, vars, arg = arg, call = call)
@@ -262,6 +265,7 @@ check_reference_columns <- function(data, reference, arg = "data", call = caller
 
 # n * ratio reference points: refuse before allocating when they cannot fit.
 check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   m <- ratio * n
   if (m + n > .Machine$integer.max) {
     nce_abort(sprintf(paste("`ratio` = %g asks for %.3g reference points for n = %d, more than R's",
@@ -317,6 +321,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
 }
 
 check_nce_args <- function(formula, data, reference, ratio, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     nce_abort("`formula` must be one-sided, e.g. ~ y: the response is the data/reference label nce() builds", "input", call = call)
   }

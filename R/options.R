@@ -3,6 +3,7 @@
 # Threads for the Rust pools: option `nce.threads` (default 2), a whole number from 1 to a
 # bound set by the machine (4 per core, at least 8), so a typo cannot ask for a million.
 nce_threads <- function(call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   n <- getOption("nce.threads", 2L)
   limit <- max_threads()
   if (!is.numeric(n) || length(n) != 1L || !is.finite(n) || n < 1 || n != round(n) || n > limit) {
@@ -45,6 +46,7 @@ nce_control <- function(epsilon = 1e-10, maxit = 100L) {
 
 # `control =` as nce_control() or a list of some of its settings, merged into the defaults.
 as_nce_control <- function(control, arg = "control", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (is.null(control)) return(nce_control())
   if (!is.list(control) || is.data.frame(control)) {
     nce_abort(sprintf("`%s` must be nce_control(...) or a list such as list(maxit = 5), not %s.",
