@@ -137,10 +137,12 @@ predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "re
   check_bool(se.fit, "se.fit")
   newdata <- predict_newdata(object, newdata)
   g <- as_gam(object, se_type)
+  nd <- newdata
+  if (length(object$nce_var_map)) names(nd) <- rename_columns(names(nd), object$nce_var_map)
   if (type == "terms") {
-    return(mgcv::predict.gam(g, newdata, type = "terms", se.fit = se.fit, na.action = stats::na.pass))
+    return(mgcv::predict.gam(g, nd, type = "terms", se.fit = se.fit, na.action = stats::na.pass))
   }
-  x <- mgcv::predict.gam(g, newdata, type = "lpmatrix", na.action = stats::na.pass)
+  x <- mgcv::predict.gam(g, nd, type = "lpmatrix", na.action = stats::na.pass)
   if (type == "lpmatrix") {
     rownames(x) <- rownames(newdata)
     return(x)

@@ -200,6 +200,51 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   ), nce_fields), class = "nce_fit")
 }
 
+# Aliases for non-syntactic names: c(`my var` = ".nce_v1"), empty when all are syntactic.
+syntactic_map <- function(vars) {
+  odd <- vars[make.names(vars) != vars]
+  stats::setNames(sprintf(".nce_v%d", seq_along(odd)), odd)
+}
+
+# Coefficient names and smooth labels of a fit made on aliases, with the users' names back.
+unalias_labels <- function(obj, var_map) {
+  back <- function(x) {
+    if (is.null(x)) return(x)
+    for (k in rev(seq_along(var_map))) x <- gsub(var_map[[k]], paste0("`", names(var_map)[k], "`"), x, fixed = TRUE)
+    x
+  }
+  names(obj$coefficients) <- back(names(obj$coefficients))
+  for (f in c("Vp", "Ve", "Vs", "Vp_naive", "vcov", "vcov_naive")) {
+    if (!is.null(obj[[f]])) dimnames(obj[[f]]) <- lapply(dimnames(obj[[f]]), back)
+  }
+  for (f in c("edf", "edf1", "sp")) if (!is.null(obj[[f]])) names(obj[[f]]) <- back(names(obj[[f]]))
+  for (i in seq_along(obj$smooth)) obj$smooth[[i]]$label <- back(obj$smooth[[i]]$label)
+  obj
+}
+
+rename_columns <- function(nm, var_map) {
+  i <- match(nm, names(var_map))
+  nm[!is.na(i)] <- var_map[i[!is.na(i)]]
+  nm
+}
+
+# The formula with each mapped variable's symbol replaced by its alias.
+rename_vars <- function(formula, var_map) {
+  swap <- function(e) {
+    if (is.name(e)) {
+      k <- match(as.character(e), names(var_map))
+      return(if (is.na(k)) e else as.name(var_map[[k]]))
+    }
+    if (is.call(e)) {
+      for (i in seq_along(e)[-1L]) if (!is.null(e[[i]])) e[[i]] <- swap(e[[i]])
+    }
+    e
+  }
+  out <- formula
+  out[[length(out)]] <- swap(formula[[length(formula)]])
+  out
+}
+
 # Rows kept by `subset` (already evaluated in the data): logical, positive or negative indices.
 subset_rows <- function(r, n, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
@@ -281,7 +326,7 @@ check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
 clamp_cov <- function(v) {
   if (!length(v)) return(v)
   d <- diag(v)
-  scale <- max(c(1e-300, abs(v[is.finite(v)])))
+  scale <- max(c(1, abs(v[is.finite(v)])))
   tiny <- !is.na(d) & d < 0 & d > -sqrt(.Machine$double.eps) * scale
   if (any(tiny)) {
     v[tiny, ] <- 0
@@ -292,6 +337,13 @@ clamp_cov <- function(v) {
 
 # nce() with smooth terms: penalised fit with REML smoothing parameters.
 nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields, weights = NULL) {
+  # mgcv cannot parse non-syntactic column names (spaces, %): fit on syntactic aliases.
+  var_map <- syntactic_map(nce_fields$reference$vars)
+  if (length(var_map)) {
+    formula <- rename_vars(formula, var_map)
+    names(frame) <- rename_columns(names(frame), var_map)
+    if (!is.null(knots)) names(knots) <- rename_columns(names(knots), var_map)
+  }
   rhs <- formula[[2L]]
   f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
   obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control,
@@ -315,6 +367,8 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
                          iter = obj$outer_iterations, inner_iter = obj$iter, score = obj$gcv.ubre)
   obj$y <- NULL
   obj$na.action <- NULL
+  obj$nce_var_map <- var_map
+  if (length(var_map)) obj <- unalias_labels(obj, var_map)
   obj <- c(obj, nce_fields)
   class(obj) <- c("nce_gam", "nce_fit", "gam", "glm", "lm")
   obj

@@ -2,7 +2,15 @@
 # core fits with smoothing parameters by REML, and the result is a gam-compatible
 # object so mgcv's predict.gam, plot.gam and summary.gam work on it.
 
-has_smooths <- function(formula) length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
+has_smooths <- function(formula) {
+  # Look for the smooth constructors first: mgcv's parser cannot read non-syntactic names.
+  uses <- all.names(formula)
+  if (!any(c("s", "te", "ti", "t2") %in% uses)) return(FALSE)
+  if (any(make.names(all.vars(formula)) != all.vars(formula))) {
+    formula <- rename_vars(formula, syntactic_map(all.vars(formula)))
+  }
+  length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
+}
 
 # mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
 gam_setup <- function(formula, data, family, offset, knots) {
