@@ -15,10 +15,15 @@ nce_threads <- function(call = caller_call()) {
 }
 
 max_threads <- function() {
-  cores <- tryCatch(parallel::detectCores(logical = TRUE), error = function(e) NA_integer_)
-  if (length(cores) != 1L || is.na(cores) || cores < 1L) cores <- 1L
-  as.integer(max(8L, 4L * cores))
+  # detectCores() asks the system each time: once per session is enough.
+  if (is.null(thread_cache$limit)) {
+    cores <- tryCatch(parallel::detectCores(logical = TRUE), error = function(e) NA_integer_)
+    if (length(cores) != 1L || is.na(cores) || cores < 1L) cores <- 1L
+    thread_cache$limit <- as.integer(max(8L, 4L * cores))
+  }
+  thread_cache$limit
 }
+thread_cache <- new.env(parent = emptyenv())
 
 # A seed for the Rust generator drawn from R's RNG, so set.seed() makes fits
 # reproducible. 52 bits: exact as a double.
