@@ -66,7 +66,7 @@ print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
                                   signif.stars = getOption("show.signif.stars"), ...) {
   cat("\nNoise-contrastive estimation with smooth terms (REML)\n\n")
   cat("Formula:\n")
-  print(x$nce$formula)
+  cat(deparse(x$nce$formula, width.cutoff = 100L), sep = "\n")
   if (length(x$p.coeff) > 0L) {
     cat(sprintf("\nParametric coefficients (%s standard errors):\n", x$nce$se_type))
     stats::printCoefmat(x$p.table, digits = digits, signif.stars = signif.stars, na.print = "NA", ...)

@@ -321,13 +321,15 @@ check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
   check_size((n + m) * 8 * (3 * n_vars + 12), "ratio", "the reference sample", call = call)
 }
 
-# A covariance whose diagonal came out negative only by rounding (e.g. -5.6e-18 for an
-# intercept-only fit, whose variance is 0): set such entries to 0.
+# A covariance whose diagonal is 0 up to rounding (e.g. -5.6e-18 for an intercept-only fit,
+# whose variance is 0): set such rows and columns to exactly 0.
 clamp_cov <- function(v) {
   if (!length(v)) return(v)
   d <- diag(v)
   scale <- max(c(1, abs(v[is.finite(v)])))
-  tiny <- !is.na(d) & d < 0 & d > -sqrt(.Machine$double.eps) * scale
+  # Rounding leaves |variance| ~ 1e-17 where it is 0; a true variance below 1e-12 would need
+  # ~1e12 data points.
+  tiny <- !is.na(d) & abs(d) < 1e-12 * scale
   if (any(tiny)) {
     v[tiny, ] <- 0
     v[, tiny] <- 0
