@@ -46,8 +46,8 @@ anova.nce_fit <- function(object, ..., test = "Wald") {
   fits <- c(list(object), list(...))
   is_fit <- vapply(fits, inherits, TRUE, "nce_fit")
   if (!all(is_fit)) nce_abort("all arguments of anova() must be nce fits", "input")
-  if (length(fits) == 1L) return(anova_terms(object))
-  anova_nested(fits, vapply(as.list(substitute(list(object, ...)))[-1L], function(e) deparse(e)[1L], ""))
+  if (length(fits) == 1L) return(nce_anova_terms(object))
+  nce_anova_nested(fits, vapply(as.list(substitute(list(object, ...)))[-1L], function(e) deparse(e)[1L], ""))
 }
 
 #' @rdname anova.nce_fit
@@ -60,7 +60,7 @@ anova.nce_gam <- function(object, ..., test = "Wald") {
   anova.nce_fit(object, ..., test = test)
 }
 
-anova_nested <- function(fits, labels, call = caller_call()) {
+nce_anova_nested <- function(fits, labels, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   n <- vapply(fits, function(f) f$n, 1)
   if (length(unique(n)) > 1L) {
@@ -91,8 +91,8 @@ anova_nested <- function(fits, labels, call = caller_call()) {
 # slightly between fits); otherwise of the contrasts outside the smaller model's span.
 nce_wald <- function(small, big, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
-  cs <- term_columns(small)
-  cb <- term_columns(big)
+  cs <- nce_term_columns(small)
+  cb <- nce_term_columns(big)
   beta <- stats::coef(big)
   keep <- !is.na(beta)
   if (all(names(cs) %in% names(cb))) {
@@ -100,9 +100,9 @@ nce_wald <- function(small, big, call = caller_call()) {
     if (!length(extra)) nce_abort("the two fits have the same terms: there is nothing to test", "input", call = call)
     cmat <- matrix(0, length(extra), sum(keep))
     cmat[cbind(seq_along(extra), match(extra, which(keep)))] <- 1
-    return(wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE]))
+    return(nce_wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE]))
   }
-  rows <- wald_rows(big)
+  rows <- nce_wald_rows(big)
   xb <- stats::predict(big, rows, type = "lpmatrix")
   xs <- stats::predict(small, rows, type = "lpmatrix")
   xb <- xb[, keep, drop = FALSE]
@@ -119,11 +119,11 @@ nce_wald <- function(small, big, call = caller_call()) {
     nce_abort("the two fits span the same model: there is nothing to test", "input", call = call)
   }
   cmat <- t(sv$v[, seq_len(rank), drop = FALSE])
-  wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE])
+  nce_wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE])
 }
 
 # (C b)' (C V C')^+ (C b) on chi-squared with rank(C V C') df: returns (df, chisq, p).
-wald_stat <- function(cmat, beta, v) {
+nce_wald_stat <- function(cmat, beta, v) {
   cb <- cmat %*% beta
   cv <- cmat %*% v %*% t(cmat)
   e <- eigen((cv + t(cv)) / 2, symmetric = TRUE)
@@ -134,7 +134,7 @@ wald_stat <- function(cmat, beta, v) {
 
 # Coefficient positions of each term, named by label (mgcv's labels for smooths), intercept
 # included as "(Intercept)".
-term_columns <- function(fit) {
+nce_term_columns <- function(fit) {
   if (inherits(fit, "nce_gam")) {
     labels <- c("(Intercept)", attr(fit$pterms, "term.labels"))
     out <- split(seq_along(fit$assign), factor(labels[fit$assign + 1L], levels = labels))
@@ -147,7 +147,7 @@ term_columns <- function(fit) {
 }
 
 # Points at which to compare two models' spans: the data and up to 5000 reference points.
-wald_rows <- function(fit) {
+nce_wald_rows <- function(fit) {
   fr <- fit$nce_frame
   ref <- which(fr$.label == 0)
   if (length(ref) > 5000L) ref <- ref[round(seq(1, length(ref), length.out = 5000L))]
@@ -155,7 +155,7 @@ wald_rows <- function(fit) {
 }
 
 # One fit: each term against the others, Wald with the sandwich covariance.
-anova_terms <- function(object) {
+nce_anova_terms <- function(object) {
   tt <- object$terms
   labels <- attr(tt, "term.labels")
   x <- stats::predict(object, type = "lpmatrix")

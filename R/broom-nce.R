@@ -48,7 +48,7 @@ tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
     out$conf.low <- unname(ci[, 1L])
     out$conf.high <- unname(ci[, 2L])
   }
-  as_tibble_maybe(out)
+  nce_as_tibble(out)
 }
 
 #' @rdname nce_broom
@@ -71,7 +71,7 @@ tidy.nce_gam <- function(x, parametric = TRUE, conf.int = FALSE, conf.level = 0.
     out <- data.frame(term = rownames(tab), edf = tab[, 1L], ref.df = tab[, 2L], statistic = tab[, 3L],
                       p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
   }
-  as_tibble_maybe(out)
+  nce_as_tibble(out)
 }
 
 #' @rdname nce_broom
@@ -84,7 +84,7 @@ glance.nce_fit <- function(x, ...) {
                     nobs = x$n, n_reference = x$m, ratio = x$ratio, method = x$method,
                     reference = x$reference$kind, converged = isTRUE(x$converged),
                     stringsAsFactors = FALSE)
-  as_tibble_maybe(out)
+  nce_as_tibble(out)
 }
 
 #' @rdname nce_broom
@@ -98,10 +98,10 @@ augment.nce_fit <- function(x, newdata = NULL, type.predict = c("link", "respons
   out$.fitted <- unname(p$fit)
   if (se_fit) out$.se.fit <- unname(p$se.fit)
   rownames(out) <- NULL
-  as_tibble_maybe(out)
+  nce_as_tibble(out)
 }
 
 # broom returns tibbles; give one when tibble is installed, else a data frame.
-as_tibble_maybe <- function(df) {
+nce_as_tibble <- function(df) {
   if (requireNamespace("tibble", quietly = TRUE)) tibble::as_tibble(df) else df
 }

@@ -135,10 +135,10 @@ predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "re
   type <- match.arg(type)
   se_type <- match.arg(se_type)
   check_bool(se.fit, "se.fit")
-  newdata <- predict_newdata(object, newdata)
+  newdata <- nce_predict_newdata(object, newdata)
   g <- as_gam(object, se_type)
   nd <- newdata
-  if (length(object$nce_var_map)) names(nd) <- rename_columns(names(nd), object$nce_var_map)
+  if (length(object$nce_var_map)) names(nd) <- nce_rename_columns(names(nd), object$nce_var_map)
   if (type == "terms") {
     return(mgcv::predict.gam(g, nd, type = "terms", se.fit = se.fit, na.action = stats::na.pass))
   }
@@ -151,5 +151,5 @@ predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "re
   if (type == "log_unnormalised") x[, 1L] <- 0
   fit <- drop(x %*% object$coefficients) + if (is.null(off) || !length(off)) 0 else off
   se <- sqrt(pmax(rowSums((x %*% g$Vp) * x), 0))
-  finish_prediction(object, newdata, fit, se, type, se.fit)
+  nce_finish_prediction(object, newdata, fit, se, type, se.fit)
 }

@@ -165,7 +165,7 @@ predict.nce_fit <- function(object, newdata, type = c("log_density", "link", "re
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   check_bool(se.fit, "se.fit")
-  newdata <- predict_newdata(object, newdata)
+  newdata <- nce_predict_newdata(object, newdata)
   mm <- nce_model_matrix(object, newdata)
   x <- mm$x
   if (type == "lpmatrix") {
@@ -175,18 +175,18 @@ predict.nce_fit <- function(object, newdata, type = c("log_density", "link", "re
   }
   beta <- stats::coef(object)
   v <- stats::vcov(object, type = match.arg(se_type))
-  if (type == "terms") return(predict_terms(x, beta, v, attr(x, "assign"), object$terms, newdata, se.fit))
+  if (type == "terms") return(nce_predict_terms(x, beta, v, attr(x, "assign"), object$terms, newdata, se.fit))
   keep <- !is.na(beta)
   if (type == "log_unnormalised") keep[1L] <- FALSE
   x <- x[, keep, drop = FALSE]
   fit <- drop(x %*% beta[keep]) + if (is.null(mm$offset)) 0 else mm$offset
   se <- sqrt(pmax(rowSums((x %*% v[keep, keep, drop = FALSE]) * x), 0))
-  finish_prediction(object, newdata, fit, se, type, se.fit)
+  nce_finish_prediction(object, newdata, fit, se, type, se.fit)
 }
 
 # The data rows by default; otherwise a data frame with the model's columns, numeric where
 # the reference generates numbers.
-predict_newdata <- function(object, newdata, call = caller_call()) {
+nce_predict_newdata <- function(object, newdata, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (missing(newdata) || is.null(newdata)) return(data_rows(object))
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
@@ -199,8 +199,8 @@ predict_newdata <- function(object, newdata, call = caller_call()) {
 }
 
 # Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
-finish_prediction <- function(object, newdata, fit, se, type, se.fit) {
-  out <- outside_support(object$reference, newdata)
+nce_finish_prediction <- function(object, newdata, fit, se, type, se.fit) {
+  out <- nce_outside_support(object$reference, newdata)
   fit[out] <- -Inf
   se[out] <- NA_real_
   if (type %in% c("density", "response")) {
@@ -213,7 +213,7 @@ finish_prediction <- function(object, newdata, fit, se, type, se.fit) {
 }
 
 # TRUE at complete rows where the reference's density is 0.
-outside_support <- function(ref, newdata) {
+nce_outside_support <- function(ref, newdata) {
   out <- rep(FALSE, nrow(newdata))
   if (!all(ref$vars %in% names(newdata)) || !nrow(newdata)) return(out)
   d <- newdata[ref$vars]
@@ -223,7 +223,7 @@ outside_support <- function(ref, newdata) {
 }
 
 # Each term's contribution (uncentred, as mgcv), with the intercept as attribute "constant".
-predict_terms <- function(x, beta, v, assign, tt, newdata, se.fit) {
+nce_predict_terms <- function(x, beta, v, assign, tt, newdata, se.fit) {
   labels <- attr(tt, "term.labels")
   b <- beta
   b[is.na(b)] <- 0

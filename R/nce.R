@@ -118,17 +118,17 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     }
     if (any(w < 0 | is.infinite(w), na.rm = TRUE)) nce_abort("`weights` must be finite and >= 0.", "input")
   }
-  rows <- subset_rows(eval(substitute(subset), data, env), nrow(data))
+  rows <- nce_subset_rows(eval(substitute(subset), data, env), nrow(data))
   d <- data[rows, vars, drop = FALSE]
   if (!is.null(w)) w <- as.double(w[rows])
-  drop <- handle_na(d, w, rows, na.action)
+  drop <- nce_handle_na(d, w, rows, na.action)
   if (length(drop$omit)) {
     d <- d[-drop$rows, , drop = FALSE]
     if (!is.null(w)) w <- w[-drop$rows]
   }
   n <- nrow(d)
   if (n == 0L) nce_abort("no rows of `data` left to fit (after `subset` and `na.action`)", "input")
-  check_ratio_size(n, ratio, length(vars))
+  nce_check_ratio_size(n, ratio, length(vars))
   m <- as.integer(round(ratio * n))
   if (m < 1L) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input")
   w_total <- if (is.null(w)) n else sum(w)
@@ -182,7 +182,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   name_cov <- function(v) {
     v[is.nan(v)] <- NA_real_
     dimnames(v) <- list(cn, cn)
-    clamp_cov(v)
+    nce_clamp_cov(v)
   }
   warn_fit(res, cn, n)
   structure(c(list(
@@ -201,13 +201,13 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
 }
 
 # Aliases for non-syntactic names: c(`my var` = ".nce_v1"), empty when all are syntactic.
-syntactic_map <- function(vars) {
+nce_syntactic_map <- function(vars) {
   odd <- vars[make.names(vars) != vars]
   stats::setNames(sprintf(".nce_v%d", seq_along(odd)), odd)
 }
 
 # Coefficient names and smooth labels of a fit made on aliases, with the users' names back.
-unalias_labels <- function(obj, var_map) {
+nce_unalias_labels <- function(obj, var_map) {
   back <- function(x) {
     if (is.null(x)) return(x)
     for (k in rev(seq_along(var_map))) x <- gsub(var_map[[k]], paste0("`", names(var_map)[k], "`"), x, fixed = TRUE)
@@ -222,14 +222,14 @@ unalias_labels <- function(obj, var_map) {
   obj
 }
 
-rename_columns <- function(nm, var_map) {
+nce_rename_columns <- function(nm, var_map) {
   i <- match(nm, names(var_map))
   nm[!is.na(i)] <- var_map[i[!is.na(i)]]
   nm
 }
 
 # The formula with each mapped variable's symbol replaced by its alias.
-rename_vars <- function(formula, var_map) {
+nce_rename_vars <- function(formula, var_map) {
   swap <- function(e) {
     if (is.name(e)) {
       k <- match(as.character(e), names(var_map))
@@ -246,7 +246,7 @@ rename_vars <- function(formula, var_map) {
 }
 
 # Rows kept by `subset` (already evaluated in the data): logical, positive or negative indices.
-subset_rows <- function(r, n, call = caller_call()) {
+nce_subset_rows <- function(r, n, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (is.null(r)) return(seq_len(n))
   if (is.logical(r) && length(r) == n) return(which(r & !is.na(r)))
@@ -259,10 +259,10 @@ subset_rows <- function(r, n, call = caller_call()) {
 }
 
 # Rows with NA or non-finite values (or NA weights): the error of old, or dropped with a warning.
-handle_na <- function(d, w, rows, na.action, call = caller_call()) {
+nce_handle_na <- function(d, w, rows, na.action, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   bad <- which(!rows_finite(d) | (if (is.null(w)) FALSE else is.na(w)))
-  action <- na_action_name(na.action, call)
+  action <- nce_na_action(na.action, call)
   if (!length(bad)) return(list(rows = integer(), omit = NULL))
   if (action == "na.fail") {
     nce_abort(sprintf(paste("`data` has NA or non-finite values in %d row(s) (%s);",
@@ -277,7 +277,7 @@ handle_na <- function(d, w, rows, na.action, call = caller_call()) {
   list(rows = bad, omit = omit)
 }
 
-na_action_name <- function(na.action, call) {
+nce_na_action <- function(na.action, call) {
   if (is.null(na.action)) return("na.fail")
   if (is.character(na.action) && length(na.action) == 1L && na.action %in% c("na.fail", "na.omit", "na.exclude")) {
     return(na.action)
@@ -309,7 +309,7 @@ check_reference_columns <- function(data, reference, arg = "data", call = caller
 }
 
 # n * ratio reference points: refuse before allocating when they cannot fit.
-check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
+nce_check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   m <- ratio * n
   if (m + n > .Machine$integer.max) {
@@ -323,7 +323,7 @@ check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
 
 # A covariance whose diagonal is 0 up to rounding (e.g. -5.6e-18 for an intercept-only fit,
 # whose variance is 0): set such rows and columns to exactly 0.
-clamp_cov <- function(v) {
+nce_clamp_cov <- function(v) {
   if (!length(v)) return(v)
   d <- diag(v)
   scale <- max(c(1, abs(v[is.finite(v)])))
@@ -340,11 +340,11 @@ clamp_cov <- function(v) {
 # nce() with smooth terms: penalised fit with REML smoothing parameters.
 nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields, weights = NULL) {
   # mgcv cannot parse non-syntactic column names (spaces, %): fit on syntactic aliases.
-  var_map <- syntactic_map(nce_fields$reference$vars)
+  var_map <- nce_syntactic_map(nce_fields$reference$vars)
   if (length(var_map)) {
-    formula <- rename_vars(formula, var_map)
-    names(frame) <- rename_columns(names(frame), var_map)
-    if (!is.null(knots)) names(knots) <- rename_columns(names(knots), var_map)
+    formula <- nce_rename_vars(formula, var_map)
+    names(frame) <- nce_rename_columns(names(frame), var_map)
+    if (!is.null(knots)) names(knots) <- nce_rename_columns(names(knots), var_map)
   }
   rhs <- formula[[2L]]
   f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
@@ -357,7 +357,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
                                                  sum(obj$at_bound))), collapse = "; ")
   }
   obj$Vp_naive <- obj$Vp
-  obj$Vp <- clamp_cov(nce_bayes_cov(obj))
+  obj$Vp <- nce_clamp_cov(nce_bayes_cov(obj))
   obj$vcov <- obj$Vp
   obj$vcov_naive <- obj$Vp_naive
   obj$log_normaliser <- -unname(obj$coefficients[1L])
@@ -370,7 +370,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
   obj$y <- NULL
   obj$na.action <- NULL
   obj$nce_var_map <- var_map
-  if (length(var_map)) obj <- unalias_labels(obj, var_map)
+  if (length(var_map)) obj <- nce_unalias_labels(obj, var_map)
   obj <- c(obj, nce_fields)
   class(obj) <- c("nce_gam", "nce_fit", "gam", "glm", "lm")
   obj

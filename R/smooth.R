@@ -7,7 +7,7 @@ has_smooths <- function(formula) {
   uses <- all.names(formula)
   if (!any(c("s", "te", "ti", "t2") %in% uses)) return(FALSE)
   if (any(make.names(all.vars(formula)) != all.vars(formula))) {
-    formula <- rename_vars(formula, syntactic_map(all.vars(formula)))
+    formula <- nce_rename_vars(formula, nce_syntactic_map(all.vars(formula)))
   }
   length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
 }
