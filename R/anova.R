@@ -13,11 +13,13 @@
 #' chi-squared distribution with `rank(C)` degrees of freedom. A
 #' likelihood-ratio test is not used: NCE does not maximise the likelihood, and
 #' twice its log-likelihood difference has no chi-squared law. The size of the
-#' test was checked by simulation (parametric fits under the null, see the
-#' package tests: rejection rate at 5% within binomial error of 0.05). For fits
-#' with smooth terms `V` is the NCE-corrected Bayesian covariance `Vp`, and the
-#' test uses the smooth's full rank, which is conservative when the smooth is
-#' shrunk towards the smaller model.
+#' test was checked by simulation under the null (`bench/anova-size.R`, 300 fits
+#' of 100 points at ratio 5): a linear against a quadratic log density rejected
+#' at 5% in 4.7% of the fits. For fits with smooth terms `V` is the
+#' NCE-corrected Bayesian covariance `Vp` and the test uses all of the extra
+#' terms' columns: it is conservative (valid, with less power) when the smooth
+#' is shrunk towards the smaller model: a linear fit against `s(y, k = 6)`
+#' rejected in 0.7% of the same fits.
 #'
 #' With one fit, each term is tested (Wald, sandwich covariance) with the
 #' other terms in the model; for fits with smooth terms this is mgcv's

@@ -50,7 +50,9 @@ confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "na
     nce_abort(sprintf("`parm` must be coefficient names or indices, not %s.", describe_value(parm)), "input")
   }
   unknown <- setdiff(parm, pnames)
-  if (length(unknown)) nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  if (length(unknown)) {
+    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  }
   a <- (1 - level) / 2
   pct <- paste(format(100 * c(a, 1 - a), trim = TRUE, scientific = FALSE, digits = 3), "%")
   z <- stats::qnorm(1 - a)
@@ -124,7 +126,8 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$n, x$m, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
   if (!is.null(x$loglik)) {
-    cat(sprintf("log-likelihood (normalised model): %s (df %s), AIC %s\n", format(as.numeric(x$loglik), digits = digits),
+    cat(sprintf("log-likelihood (normalised model): %s (df %s), AIC %s\n",
+                format(as.numeric(x$loglik), digits = digits),
                 format(attr(x$loglik, "df"), digits = digits),
                 format(-2 * as.numeric(x$loglik) + 2 * attr(x$loglik, "df"), digits = digits)))
   }

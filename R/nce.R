@@ -379,14 +379,17 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
 check_nce_args <- function(formula, data, reference, ratio, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (!inherits(formula, "formula") || length(formula) != 2L) {
-    nce_abort("`formula` must be one-sided, e.g. ~ y: the response is the data/reference label nce() builds", "input", call = call)
+    nce_abort("`formula` must be one-sided, e.g. ~ y: the response is the data/reference label nce() builds",
+              "input", call = call)
   }
   if (attr(stats::terms(formula), "intercept") == 0L) {
-    nce_abort("`formula` must keep its intercept: it estimates minus the log normalising constant", "input", call = call)
+    nce_abort("`formula` must keep its intercept: it estimates minus the log normalising constant",
+              "input", call = call)
   }
   check_data_frame(data, "data", call = call)
   if (!inherits(reference, "nce_reference")) {
-    nce_abort("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit() or ref_custom()", "input", call = call)
+    nce_abort(paste("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit()",
+                    "or ref_custom()"), "input", call = call)
   }
   check_number(ratio, "ratio", min = 0, exclusive_min = TRUE, call = call)
   not_ref <- setdiff(all.vars(formula), reference$vars)
@@ -396,7 +399,8 @@ check_nce_args <- function(formula, data, reference, ratio, call = caller_call()
   }
   not_data <- setdiff(reference$vars, names(data))
   if (length(not_data)) {
-    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(not_data, collapse = ", ")), "input", call = call)
+    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(not_data, collapse = ", ")),
+              "input", call = call)
   }
   invisible(TRUE)
 }

@@ -55,7 +55,8 @@ ref_normal <- function(..., cov = NULL) {
   args <- list(...)
   nm <- names(args)
   if (is.null(nm)) nm <- rep("", length(args))
-  old <- "mean" %in% nm || (length(args) >= 1L && nm[1L] == "")
+  # The old form: `mean =`, or a named mean vector as first, unnamed, argument.
+  old <- "mean" %in% nm || (length(args) >= 1L && nm[1L] == "" && !is.null(names(args[[1L]])))
   if (old) {
     first <- if ("mean" %in% nm) match("mean", nm) else 1L
     mean <- args[[first]]
@@ -73,7 +74,8 @@ ref_normal <- function(..., cov = NULL) {
     len <- if (is.null(cov)) 2L else 1L
     if (!is.numeric(a) || length(a) != len || any(!is.finite(a))) {
       nce_abort(sprintf("`%s` must be %s, not %s.", v,
-                        if (len == 2L) "c(mean, sd): two finite numbers" else "its mean (one finite number) when `cov` is given",
+                        if (len == 2L) "c(mean, sd): two finite numbers"
+                        else "its mean (one finite number) when `cov` is given",
                         describe_value(a)), "input")
     }
     if (len == 2L && a[2L] <= 0) nce_abort(sprintf("the sd of `%s` must be > 0, not %g.", v, a[2L]), "input")
@@ -200,7 +202,8 @@ ref_draw.nce_ref_custom <- function(ref, n) {
   if (!is.data.frame(x)) nce_abort("the reference's `sample(n)` must return a data frame or matrix", "reference")
   missing <- setdiff(ref$vars, names(x))
   if (length(missing)) {
-    nce_abort(sprintf("the reference's `sample(n)` did not return column(s) %s", paste(missing, collapse = ", ")), "reference")
+    nce_abort(sprintf("the reference's `sample(n)` did not return column(s) %s", paste(missing, collapse = ", ")),
+              "reference")
   }
   if (nrow(x) != n) {
     nce_abort(sprintf("the reference's `sample(n)` returned %d rows for n = %d", nrow(x), n), "reference")
