@@ -97,8 +97,8 @@ extractAIC.nce_fit <- function(fit, scale = 0, k = 2, ...) {
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
 #' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
 #' head(fitted(fit))
-#' r <- residuals(fit)
-#' tapply(r, cut(model.frame(fit)$y, 5), mean)   # no trend: the log density is linear
+#' r <- residuals(fit, type = "response")
+#' round(tapply(r, cut(model.frame(fit)$y, 5), mean), 4)   # about 0: no misfit along y
 #' @export
 fitted.nce_fit <- function(object, ...) {
   stats::napredict(object$na.action, stats::predict(object, type = "response"))
