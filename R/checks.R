@@ -28,6 +28,7 @@ check_fail <- function(what, x, arg, call, kind = "input") {
 check_number <- function(x, arg = deparse(substitute(x)), min = -Inf, max = Inf,
                          allow_null = FALSE, allow_infinite = FALSE, exclusive_min = FALSE,
                          call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (allow_null && is.null(x)) return(invisible(x))
   what <- number_what("one number", min, max, exclusive_min)
   if (!is.numeric(x) || is.factor(x) || length(x) != 1L || is.na(x) ||
@@ -41,6 +42,7 @@ check_number <- function(x, arg = deparse(substitute(x)), min = -Inf, max = Inf,
 #' @noRd
 check_whole <- function(x, arg = deparse(substitute(x)), min = -Inf, max = Inf,
                         allow_null = FALSE, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (allow_null && is.null(x)) return(invisible(x))
   what <- number_what("one whole number", min, max, FALSE)
   if (!is.numeric(x) || is.factor(x) || length(x) != 1L || !is.finite(x) || x != round(x) ||
@@ -53,6 +55,7 @@ check_whole <- function(x, arg = deparse(substitute(x)), min = -Inf, max = Inf,
 # A count: a whole number >= min (1 by default), below R's integer limit unless `max` says.
 check_count <- function(x, arg = deparse(substitute(x)), min = 1, max = .Machine$integer.max,
                         allow_null = FALSE, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   check_whole(x, arg, min = min, max = max, allow_null = allow_null, call = call)
 }
 
@@ -64,6 +67,7 @@ number_what <- function(what, min, max, exclusive_min) {
 }
 
 check_probability <- function(x, arg = deparse(substitute(x)), call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (!is.numeric(x) || length(x) != 1L || !is.finite(x) || x <= 0 || x >= 1) {
     check_fail("one number strictly between 0 and 1", x, arg, call)
   }
@@ -71,17 +75,20 @@ check_probability <- function(x, arg = deparse(substitute(x)), call = caller_cal
 }
 
 check_bool <- function(x, arg = deparse(substitute(x)), call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (!is.logical(x) || length(x) != 1L || is.na(x)) check_fail("TRUE or FALSE", x, arg, call)
   invisible(x)
 }
 
 check_string <- function(x, arg = deparse(substitute(x)), allow_null = FALSE, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (allow_null && is.null(x)) return(invisible(x))
   if (!is.character(x) || length(x) != 1L || is.na(x)) check_fail("one string", x, arg, call)
   invisible(x)
 }
 
 check_data_frame <- function(x, arg = deparse(substitute(x)), min_rows = 1L, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (!is.data.frame(x)) check_fail("a data frame", x, arg, call)
   if (nrow(x) < min_rows) {
     nce_abort(sprintf("`%s` must have at least %d row(s), not %d.", arg, min_rows, nrow(x)), "input", call = call)
@@ -90,6 +97,7 @@ check_data_frame <- function(x, arg = deparse(substitute(x)), min_rows = 1L, cal
 }
 
 check_function <- function(x, arg = deparse(substitute(x)), allow_null = FALSE, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (allow_null && is.null(x)) return(invisible(x))
   if (!is.function(x)) check_fail("a function", x, arg, call)
   invisible(x)
@@ -98,6 +106,7 @@ check_function <- function(x, arg = deparse(substitute(x)), allow_null = FALSE, 
 # Numeric columns used as coordinates: characters and factors are refused, not coerced
 # (a character column would otherwise become a factor with one coefficient per value).
 check_numeric_columns <- function(data, cols, arg = deparse(substitute(data)), call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   bad <- cols[!vapply(data[cols], function(v) is.numeric(v) && !is.factor(v), TRUE)]
   if (length(bad)) {
     types <- vapply(data[bad], function(v) class(v)[1L], "")
@@ -123,6 +132,7 @@ available_memory <- function() {
 # Refuse, before allocating, a request whose size comes from user input: `bytes` is the
 # estimated peak the call needs; `arg` names the argument that sets it.
 check_size <- function(bytes, arg, what = "this call", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   avail <- available_memory()
   if (!is.finite(bytes) || bytes > avail) {
     nce_abort(sprintf(paste("%s would need about %s of memory (set by `%s`), more than the %s available;",
@@ -142,6 +152,7 @@ format_bytes <- function(b) {
 # A method that cannot make sense for a class: a classed error saying why (never NULL or
 # numeric(0)). `why` completes "...: <why>".
 nce_unsupported <- function(method, object, why, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   nce_abort(sprintf("%s() is not available for a %s: %s", method, class(object)[1L], why),
             "unsupported", call = call)
 }

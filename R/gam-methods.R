@@ -3,6 +3,9 @@
 # The object as a plain gam, so mgcv's methods see only what they know.
 as_gam <- function(object, se_type = "sandwich") {
   if (se_type == "naive") object$Vp <- object$Vp_naive
+  # The classifier's labels, for mgcv code that reads `y` (the fit itself has no response).
+  if (is.null(object$y)) object$y <- object$nce_frame$.label
+  object$na.action <- NULL
   class(object) <- c("gam", "glm", "lm")
   object
 }
@@ -27,7 +30,11 @@ print.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #'
 #' mgcv's [mgcv::summary.gam()] on the fit (parametric coefficients, smooth
 #' terms' effective degrees of freedom and approximate significance), using
-#' the NCE-corrected covariance by default, plus the estimated log normaliser.
+#' the NCE-corrected covariance by default, plus what matters for NCE: the
+#' estimated log normaliser and its standard error, the log-likelihood of the
+#' normalised model ([logLik.nce_fit()]), the ratio and the reference. The
+#' R-squared and deviance explained of mgcv's summary are not printed: they
+#' describe the data-versus-reference classification, not the density.
 #'
 #' @param object An `nce_gam` fit.
 #' @param se_type `"sandwich"` (NCE-corrected Bayesian covariance) or
@@ -46,22 +53,40 @@ summary.nce_gam <- function(object, se_type = c("sandwich", "naive"), ...) {
   s <- mgcv::summary.gam(as_gam(object, se_type), ...)
   v <- if (se_type == "sandwich") object$Vp else object$Vp_naive
   s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(v[1L, 1L]))
+  s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(max(v[1L, 1L], 0)))
   s$nce <- list(n = object$n, m = object$m, ratio = object$ratio, reference = object$reference,
-                se_type = se_type)
+                se_type = se_type, formula = object$nce_formula, loglik = stats::logLik(object),
+                converged = object$converged)
   class(s) <- c("summary.nce_gam", class(s))
   s
 }
 
 #' @export
-print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
-  cat("\nNoise-contrastive estimation with smooth terms\n")
-  mgcv::print.summary.gam(x, digits = digits, ...)
-  cat(sprintf("log normalising constant: %s (s.e. %s); %s standard errors\n",
+print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
+                                  signif.stars = getOption("show.signif.stars"), ...) {
+  cat("\nNoise-contrastive estimation with smooth terms (REML)\n\n")
+  cat("Formula:\n")
+  cat(deparse(x$nce$formula, width.cutoff = 100L), sep = "\n")
+  if (length(x$p.coeff) > 0L) {
+    cat(sprintf("\nParametric coefficients (%s standard errors):\n", x$nce$se_type))
+    stats::printCoefmat(x$p.table, digits = digits, signif.stars = signif.stars, na.print = "NA", ...)
+  }
+  if (x$m > 0L) {
+    cat("\nApproximate significance of smooth terms:\n")
+    stats::printCoefmat(x$s.table, digits = digits, signif.stars = signif.stars, has.Pvalue = TRUE,
+                        na.print = "NA", cs.ind = 1, ...)
+  }
+  cat(sprintf("\nlog normalising constant: %s (s.e. %s)\n",
               format(x$log_normaliser[["estimate"]], digits = digits),
-              format(x$log_normaliser[["se"]], digits = digits), x$nce$se_type))
+              format(x$log_normaliser[["se"]], digits = digits)))
+  cat(sprintf("log-likelihood (normalised model): %s, total edf %s, AIC %s\n",
+              format(as.numeric(x$nce$loglik), digits = digits), format(attr(x$nce$loglik, "df"), digits = digits),
+              format(-2 * as.numeric(x$nce$loglik) + 2 * attr(x$nce$loglik, "df"), digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$nce$n, x$nce$m, x$nce$ratio, x$nce$reference$kind,
               paste(x$nce$reference$vars, collapse = ", ")))
+  cat(sprintf("REML score: %s%s\n", format(x$sp.criterion, digits = digits + 2L),
+              if (isTRUE(x$nce$converged)) "" else " (NOT CONVERGED)"))
   invisible(x)
 }
 
@@ -83,16 +108,20 @@ plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
 #'
 #' @param object An `nce_gam` fit.
 #' @param newdata Data frame with the model's columns; the data by default.
-#'   Rows with NA give NA.
-#' @param type `"log_density"`, `"density"`, `"log_unnormalised"` as for
-#'   [predict.nce_fit()]; `"link"` (mgcv's linear predictor, the same as
-#'   `"log_density"`: the offset is not part of predictions) or `"terms"`
-#'   (each term's contribution, from [mgcv::predict.gam()]).
+#'   Rows with NA give NA; character or factor columns where the model needs
+#'   numbers are refused.
+#' @param type `"link"` or `"log_density"` (the log of the normalised
+#'   density, \eqn{f_\theta(y) + \nu}: mgcv's linear predictor without NCE's
+#'   offset), `"response"` or `"density"` (its exponential),
+#'   `"log_unnormalised"` (\eqn{f_\theta(y)} alone), `"lpmatrix"` (mgcv's
+#'   linear predictor matrix: `lpmatrix %*% coef` is the link) or `"terms"`
+#'   (each term's contribution, from [mgcv::predict.gam()]). Outside the
+#'   reference's support the density is 0 and the log density `-Inf`.
 #' @param se.fit Also return standard errors.
 #' @param se_type `"sandwich"` or `"naive"`, see [summary.nce_gam()].
 #' @param ... Unused.
-#' @return A vector (a matrix for `"terms"`), or with `se.fit = TRUE` a list
-#'   with `fit` and `se.fit`.
+#' @return A vector (a matrix for `"lpmatrix"` and `"terms"`), or with
+#'   `se.fit = TRUE` a list with `fit` and `se.fit`.
 #' @examples
 #' set.seed(1)
 #' df <- data.frame(y = rbeta(500, 2, 5))
@@ -100,26 +129,27 @@ plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
 #' predict(fit, data.frame(y = c(0.1, 0.3)), type = "density", se.fit = TRUE)
 #' dbeta(c(0.1, 0.3), 2, 5)
 #' @export
-predict.nce_gam <- function(object, newdata, type = c("log_density", "density", "log_unnormalised", "link", "terms"),
+predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "response", "density",
+                                                      "log_unnormalised", "lpmatrix", "terms"),
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   se_type <- match.arg(se_type)
-  if (missing(newdata)) newdata <- data_rows(object)
-  if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
-  missing <- setdiff(all.vars(object$nce_formula), names(newdata))
-  if (length(missing)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input")
+  check_bool(se.fit, "se.fit")
+  newdata <- nce_predict_newdata(object, newdata)
   g <- as_gam(object, se_type)
+  nd <- newdata
+  if (length(object$nce_var_map)) names(nd) <- nce_rename_columns(names(nd), object$nce_var_map)
   if (type == "terms") {
-    return(mgcv::predict.gam(g, newdata, type = "terms", se.fit = se.fit, na.action = stats::na.pass))
+    return(mgcv::predict.gam(g, nd, type = "terms", se.fit = se.fit, na.action = stats::na.pass))
   }
-  x <- mgcv::predict.gam(g, newdata, type = "lpmatrix", na.action = stats::na.pass)
+  x <- mgcv::predict.gam(g, nd, type = "lpmatrix", na.action = stats::na.pass)
+  if (type == "lpmatrix") {
+    rownames(x) <- rownames(newdata)
+    return(x)
+  }
+  off <- attr(x, "model.offset")
   if (type == "log_unnormalised") x[, 1L] <- 0
-  fit <- drop(x %*% object$coefficients)
-  se <- sqrt(rowSums((x %*% g$Vp) * x))
-  if (type == "density") {
-    fit <- exp(fit)
-    se <- fit * se
-  }
-  names(fit) <- names(se) <- rownames(newdata)
-  if (se.fit) list(fit = fit, se.fit = se) else fit
+  fit <- drop(x %*% object$coefficients) + if (is.null(off) || !length(off)) 0 else off
+  se <- sqrt(pmax(rowSums((x %*% g$Vp) * x), 0))
+  nce_finish_prediction(object, newdata, fit, se, type, se.fit)
 }

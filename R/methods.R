@@ -35,15 +35,24 @@ vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 #' confint(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
 confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  if (!is.numeric(level) || length(level) != 1L || !(level > 0 && level < 1)) {
-    nce_abort("`level` must be one number in (0, 1)", "input")
-  }
+  check_probability(level, "level")
   cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = match.arg(type))))
+  se <- sqrt(pmax(diag(stats::vcov(object, type = match.arg(type))), 0))
   pnames <- names(cf)
-  if (missing(parm)) parm <- pnames else if (is.numeric(parm)) parm <- pnames[parm]
+  if (missing(parm)) {
+    parm <- pnames
+  } else if (is.numeric(parm)) {
+    if (anyNA(parm) || any(parm < 1 | parm > length(pnames) | parm != round(parm))) {
+      nce_abort(sprintf("`parm` must be coefficient names or indices from 1 to %d", length(pnames)), "input")
+    }
+    parm <- pnames[parm]
+  } else if (!is.character(parm)) {
+    nce_abort(sprintf("`parm` must be coefficient names or indices, not %s.", describe_value(parm)), "input")
+  }
   unknown <- setdiff(parm, pnames)
-  if (length(unknown)) nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  if (length(unknown)) {
+    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+  }
   a <- (1 - level) / 2
   pct <- paste(format(100 * c(a, 1 - a), trim = TRUE, scientific = FALSE, digits = 3), "%")
   z <- stats::qnorm(1 - a)
@@ -93,14 +102,15 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = type)))
-  z <- cf / se
+  se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
+  # A standard error of 0 (the intercept of an intercept-only fit is known exactly): no test.
+  z <- ifelse(!is.na(se) & se > 0, cf / se, NA_real_)
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   structure(list(call = object$call, coefficients = tab, se_type = type,
                  log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
                  n = object$n, m = object$m, ratio = object$ratio, method = object$method,
                  converged = object$converged, iterations = object$iterations,
-                 reference = object$reference),
+                 reference = object$reference, loglik = stats::logLik(object)),
             class = "summary.nce_fit")
 }
 
@@ -115,6 +125,12 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
               format(x$log_normaliser[["se"]], digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$n, x$m, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
+  if (!is.null(x$loglik)) {
+    cat(sprintf("log-likelihood (normalised model): %s (df %s), AIC %s\n",
+                format(as.numeric(x$loglik), digits = digits),
+                format(attr(x$loglik, "df"), digits = digits),
+                format(-2 * as.numeric(x$loglik) + 2 * attr(x$loglik, "df"), digits = digits)))
+  }
   cat(sprintf("Newton iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
   invisible(x)
 }
@@ -123,58 +139,122 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
 #'
 #' @param object An `nce_fit`.
 #' @param newdata Data frame with the reference's columns; the data by default.
-#'   Rows with NA give NA.
-#' @param type `"log_density"` (\eqn{f_\theta(y) + \nu}: the log of the
-#'   normalised density, with the intercept's estimate of \eqn{-\log Z}),
-#'   `"density"` (its exponential) or `"log_unnormalised"`
-#'   (\eqn{f_\theta(y)} alone).
+#'   Rows with NA give NA. Character or factor columns where the model needs
+#'   numbers are refused (`nce_error_input`).
+#' @param type `"link"` or `"log_density"` (the same: \eqn{f_\theta(y) + \nu},
+#'   the log of the normalised density, with the intercept's estimate of
+#'   \eqn{-\log Z}), `"response"` or `"density"` (its exponential),
+#'   `"log_unnormalised"` (\eqn{f_\theta(y)} alone), `"lpmatrix"` (the model
+#'   matrix at `newdata`, so that `lpmatrix %*% coef(object)` is the link, plus
+#'   attribute `"model.offset"` for offsets in the formula) or `"terms"` (each
+#'   term's contribution, a matrix; the intercept is attribute `"constant"`).
+#'   The fitted model lives on the reference's support: outside it the density
+#'   is 0 and the log density `-Inf`.
 #' @param se.fit Also return standard errors (delta method for `"density"`).
 #' @param se_type Covariance used, see [vcov.nce_fit()].
 #' @param ... Unused.
-#' @return A vector, or with `se.fit = TRUE` a list with `fit` and `se.fit`.
+#' @return A vector (a matrix for `"lpmatrix"` and `"terms"`), or with
+#'   `se.fit = TRUE` a list with `fit` and `se.fit`.
 #' @examples
 #' set.seed(1)
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
 #' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
 #' predict(fit, data.frame(y = c(0, 0.5, 1)), type = "density", se.fit = TRUE)
 #' 2 * exp(2 * c(0, 0.5, 1)) / (exp(2) - 1)   # truth
+#' predict(fit, data.frame(y = 2), type = "density")   # outside [0, 1]: 0
 #' @export
-predict.nce_fit <- function(object, newdata, type = c("log_density", "density", "log_unnormalised"),
+predict.nce_fit <- function(object, newdata, type = c("log_density", "link", "response", "density",
+                                                      "log_unnormalised", "lpmatrix", "terms"),
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
-  if (missing(newdata)) {
-    newdata <- data_rows(object)
+  check_bool(se.fit, "se.fit")
+  newdata <- nce_predict_newdata(object, newdata)
+  mm <- nce_model_matrix(object, newdata)
+  x <- mm$x
+  if (type == "lpmatrix") {
+    if (!is.null(mm$offset)) attr(x, "model.offset") <- mm$offset
+    rownames(x) <- rownames(newdata)
+    return(x)
   }
-  if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
-  x <- nce_model_matrix(object, newdata)
   beta <- stats::coef(object)
   v <- stats::vcov(object, type = match.arg(se_type))
+  if (type == "terms") return(nce_predict_terms(x, beta, v, attr(x, "assign"), object$terms, newdata, se.fit))
   keep <- !is.na(beta)
   if (type == "log_unnormalised") keep[1L] <- FALSE
   x <- x[, keep, drop = FALSE]
-  fit <- drop(x %*% beta[keep])
-  se <- sqrt(rowSums((x %*% v[keep, keep, drop = FALSE]) * x))
-  if (type == "density") {
+  fit <- drop(x %*% beta[keep]) + if (is.null(mm$offset)) 0 else mm$offset
+  se <- sqrt(pmax(rowSums((x %*% v[keep, keep, drop = FALSE]) * x), 0))
+  nce_finish_prediction(object, newdata, fit, se, type, se.fit)
+}
+
+# The data rows by default; otherwise a data frame with the model's columns, numeric where
+# the reference generates numbers.
+nce_predict_newdata <- function(object, newdata, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (missing(newdata) || is.null(newdata)) return(data_rows(object))
+  check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
+  missing <- setdiff(all.vars(object$nce_formula), names(newdata))
+  if (length(missing)) {
+    nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
+  }
+  check_reference_columns(newdata, object$reference, arg = "newdata", call = call)
+  newdata
+}
+
+# Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
+nce_finish_prediction <- function(object, newdata, fit, se, type, se.fit) {
+  out <- nce_outside_support(object$reference, newdata)
+  fit[out] <- -Inf
+  se[out] <- NA_real_
+  if (type %in% c("density", "response")) {
     fit <- exp(fit)
     se <- fit * se
+    se[out] <- 0
   }
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit
 }
 
-# Model matrix of the fit's terms at new points (NA rows kept as NA).
+# TRUE at complete rows where the reference's density is 0.
+nce_outside_support <- function(ref, newdata) {
+  out <- rep(FALSE, nrow(newdata))
+  if (!all(ref$vars %in% names(newdata)) || !nrow(newdata)) return(out)
+  d <- newdata[ref$vars]
+  ok <- which(rows_finite(d))
+  if (length(ok)) out[ok] <- ref_logq(ref, d[ok, , drop = FALSE]) == -Inf
+  out
+}
+
+# Each term's contribution (uncentred, as mgcv), with the intercept as attribute "constant".
+nce_predict_terms <- function(x, beta, v, assign, tt, newdata, se.fit) {
+  labels <- attr(tt, "term.labels")
+  b <- beta
+  b[is.na(b)] <- 0
+  v[is.na(v)] <- 0
+  fit <- se <- matrix(0, nrow(x), length(labels), dimnames = list(rownames(newdata), labels))
+  for (j in seq_along(labels)) {
+    cols <- which(assign == j)
+    xj <- x[, cols, drop = FALSE]
+    fit[, j] <- xj %*% b[cols]
+    se[, j] <- sqrt(pmax(rowSums((xj %*% v[cols, cols, drop = FALSE]) * xj), 0))
+  }
+  const <- if (attr(tt, "intercept") == 1L) unname(b[1L]) else 0
+  attr(fit, "constant") <- const
+  if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# Model matrix of the fit's terms at new points (NA rows kept as NA), and the formula's offset.
 nce_model_matrix <- function(object, newdata) {
-  missing <- setdiff(all.vars(object$nce_formula), names(newdata))
-  if (length(missing)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input")
   tt <- stats::delete.response(object$terms)
   mf <- stats::model.frame(tt, newdata, na.action = stats::na.pass, xlev = object$xlevels)
   x <- stats::model.matrix(tt, mf, contrasts.arg = object$contrasts)
   if (nrow(x) != nrow(newdata)) {
     out <- matrix(NA_real_, nrow(newdata), ncol(x), dimnames = list(NULL, colnames(x)))
     out[as.integer(rownames(x)), ] <- x
+    attr(out, "assign") <- attr(x, "assign")
     x <- out
   }
-  x
+  list(x = x, offset = stats::model.offset(mf))
 }
 
 #' Simulate from an nce fit
@@ -186,9 +266,10 @@ nce_model_matrix <- function(object, newdata) {
 #' size of the weights is returned as attribute `"ess"`.
 #'
 #' @param object An `nce_fit`.
-#' @param nsim Number of data sets.
+#' @param nsim Number of data sets, a whole number >= 1.
 #' @param seed As for [stats::simulate()]: `NULL` or an integer for `set.seed()`.
-#' @param candidates Reference draws per simulated point.
+#' @param candidates Reference draws per simulated point (>= 1); a request
+#'   that would not fit in memory is refused with `nce_error_size`.
 #' @param ... Unused.
 #' @return Data frame with the reference's columns and `.sim` (data set index).
 #' @examples
@@ -199,14 +280,18 @@ nce_model_matrix <- function(object, newdata) {
 #' tapply(s$y, s$.sim, mean)
 #' @export
 simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
+  check_count(nsim, "nsim")
+  check_number(candidates, "candidates", min = 1)
+  n <- object$n
+  k <- candidates * n
+  if (k > .Machine$integer.max) {
+    nce_abort(sprintf("`candidates` = %g asks for %.3g draws per data set, more than R's limit; lower it",
+                      candidates, k), "size")
+  }
+  check_size(k * 8 * (3 * length(object$reference$vars) + 8), "candidates", "simulate()")
+  k <- as.integer(round(k))
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))
-  if (!is.numeric(nsim) || length(nsim) != 1L || nsim < 1) nce_abort("`nsim` must be a positive whole number", "input")
-  if (!is.numeric(candidates) || length(candidates) != 1L || candidates < 1) {
-    nce_abort("`candidates` must be a positive whole number", "input")
-  }
-  n <- object$n
-  k <- as.integer(round(candidates * n))
   ess <- numeric(nsim)
   sims <- lapply(seq_len(nsim), function(s) {
     u <- ref_draw(object$reference, k)

@@ -1,12 +1,29 @@
 # Threads and seeds shared by every Rust call.
 
-nce_threads <- function() {
+# Threads for the Rust pools: option `nce.threads` (default 2), a whole number from 1 to a
+# bound set by the machine (4 per core, at least 8), so a typo cannot ask for a million.
+nce_threads <- function(call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   n <- getOption("nce.threads", 2L)
-  if (!is.numeric(n) || length(n) != 1L || is.na(n) || n < 1 || n != round(n)) {
-    nce_abort("option `nce.threads` must be one positive whole number", "input")
+  limit <- max_threads()
+  if (!is.numeric(n) || length(n) != 1L || !is.finite(n) || n < 1 || n != round(n) || n > limit) {
+    nce_abort(sprintf(paste("option `nce.threads` must be one whole number from 1 to %d (4 per core of this",
+                            "machine), not %s: set options(nce.threads = 2), say."), limit, describe_value(n)),
+              "input", call = call)
   }
   as.integer(n)
 }
+
+max_threads <- function() {
+  # detectCores() asks the system each time: once per session is enough.
+  if (is.null(thread_cache$limit)) {
+    cores <- tryCatch(parallel::detectCores(logical = TRUE), error = function(e) NA_integer_)
+    if (length(cores) != 1L || is.na(cores) || cores < 1L) cores <- 1L
+    thread_cache$limit <- as.integer(max(8L, 4L * cores))
+  }
+  thread_cache$limit
+}
+thread_cache <- new.env(parent = emptyenv())
 
 # A seed for the Rust generator drawn from R's RNG, so set.seed() makes fits
 # reproducible. 52 bits: exact as a double.
@@ -20,16 +37,34 @@ draw_seed <- function() {
 #'
 #' @param epsilon Convergence tolerance on the relative change of the deviance.
 #' @param maxit Maximum number of Newton iterations.
-#' @return A list for the `control` argument of [nce()].
+#' @return A list for the `control` argument of [nce()]. `nce(control =)` also
+#'   takes a plain list of some of these settings, e.g. `list(maxit = 5)`,
+#'   merged into these defaults.
 #' @examples
 #' nce_control(epsilon = 1e-12)
 #' @export
 nce_control <- function(epsilon = 1e-10, maxit = 100L) {
-  if (!is.numeric(epsilon) || length(epsilon) != 1L || !is.finite(epsilon) || epsilon <= 0) {
-    nce_abort("`epsilon` must be one positive number", "input")
-  }
-  if (!is.numeric(maxit) || length(maxit) != 1L || !is.finite(maxit) || maxit < 1) {
-    nce_abort("`maxit` must be one positive whole number", "input")
-  }
+  check_number(epsilon, "epsilon", min = 0, exclusive_min = TRUE)
+  check_whole(maxit, "maxit", min = 1)
   list(epsilon = as.double(epsilon), maxit = as.double(round(maxit)))
+}
+
+# `control =` as nce_control() or a list of some of its settings, merged into the defaults.
+as_nce_control <- function(control, arg = "control", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (is.null(control)) return(nce_control())
+  if (!is.list(control) || is.data.frame(control)) {
+    nce_abort(sprintf("`%s` must be nce_control(...) or a list such as list(maxit = 5), not %s.",
+                      arg, describe_value(control)), "input", call = call)
+  }
+  known <- names(formals(nce_control))
+  nm <- names(control)
+  if (length(control) && (is.null(nm) || any(nm == "") || any(!nm %in% known))) {
+    bad <- if (is.null(nm)) "unnamed entries" else paste(setdiff(nm, known), collapse = ", ")
+    nce_abort(sprintf("`%s` has unknown setting(s) %s; nce_control() knows %s.", arg, bad,
+                      paste(known, collapse = ", ")), "input", call = call)
+  }
+  tryCatch(do.call(nce_control, control), nce_error = function(e) {
+    nce_abort(sprintf("in `%s`: %s", arg, conditionMessage(e)), "input", call = call)
+  })
 }

@@ -16,6 +16,8 @@
 #' plot(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
 plot.nce_fit <- function(x, n_grid = 200, level = 0.95, ...) {
+  check_count(n_grid, "n_grid", min = 2, max = 1e6)
+  check_probability(level, "level")
   data <- data_rows(x)
   vars <- names(data)[vapply(data, is.numeric, TRUE)]
   if (!length(vars)) nce_abort("plot() needs at least one numeric variable in the model", "input")

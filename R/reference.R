@@ -31,28 +31,77 @@ ref_uniform <- function(...) {
                 upper = vapply(r, `[`, 1, 2L, USE.NAMES = FALSE))
 }
 
-#' Multivariate normal reference
+#' Normal reference
 #'
-#' @param mean Named numeric vector: the columns and their means.
-#' @param cov Covariance matrix (a variance for one column).
+#' Reference points from a normal distribution over the named columns, in the
+#' same style as [ref_uniform()]: one named argument per column.
+#'
+#' @param ... One named argument per column: `y = c(0, 2)` gives the mean and
+#'   the standard deviation of independent columns; with `cov`, each argument
+#'   is the column's mean alone (`a = 0, b = 1, cov = S`).
+#' @param cov Optional covariance matrix over the columns in the order given
+#'   (a variance for one column); `NULL` for independent columns with the
+#'   standard deviations given in `...`.
+#' @details The older form `ref_normal(mean = c(y = 0), cov = 4)` (a named
+#'   mean vector, also positionally `ref_normal(c(y = 0), 4)`) still works
+#'   and gives a warning of class `nce_warning_deprecated`.
 #' @return A reference distribution (class `nce_reference`) for [nce()].
 #' @examples
-#' ref_normal(c(y = 0), 4)
-#' ref_normal(c(a = 0, b = 1), diag(2))
+#' ref_normal(y = c(0, 2))                      # mean 0, sd 2
+#' ref_normal(a = 0, b = 1, cov = diag(2))      # bivariate, with a covariance
+#' ref_normal(a = c(0, 1), b = c(1, 3))         # independent columns
 #' @export
-ref_normal <- function(mean, cov) {
+ref_normal <- function(..., cov = NULL) {
+  args <- list(...)
+  nm <- names(args)
+  if (is.null(nm)) nm <- rep("", length(args))
+  # The old form: `mean =`, or a named mean vector as first, unnamed, argument.
+  old <- "mean" %in% nm || (length(args) >= 1L && nm[1L] == "" && !is.null(names(args[[1L]])))
+  if (old) {
+    first <- if ("mean" %in% nm) match("mean", nm) else 1L
+    mean <- args[[first]]
+    rest <- args[-first]
+    if (is.null(cov) && length(rest) >= 1L) cov <- rest[[1L]]
+    nce_warn(paste("ref_normal(mean = c(y = 0), cov = v) is deprecated: name the columns as ref_uniform() does,",
+                   "ref_normal(y = c(0, sqrt(v))) or ref_normal(y = 0, cov = v)"), "deprecated")
+    return(ref_normal_build(mean, cov, call = sys.call()))
+  }
+  if (!length(args) || any(nm == "")) {
+    nce_abort("`...` must be named columns, e.g. ref_normal(y = c(0, 1)) (mean 0, sd 1)", "input")
+  }
+  for (v in nm) {
+    a <- args[[v]]
+    len <- if (is.null(cov)) 2L else 1L
+    if (!is.numeric(a) || length(a) != len || any(!is.finite(a))) {
+      nce_abort(sprintf("`%s` must be %s, not %s.", v,
+                        if (len == 2L) "c(mean, sd): two finite numbers"
+                        else "its mean (one finite number) when `cov` is given",
+                        describe_value(a)), "input")
+    }
+    if (len == 2L && a[2L] <= 0) nce_abort(sprintf("the sd of `%s` must be > 0, not %g.", v, a[2L]), "input")
+  }
+  mean <- stats::setNames(vapply(args, `[`, 1, 1L), nm)
+  if (is.null(cov)) {
+    sds <- vapply(args, `[`, 1, 2L)
+    cov <- diag(sds^2, length(sds))
+  }
+  ref_normal_build(mean, cov, call = sys.call())
+}
+
+ref_normal_build <- function(mean, cov, call) {
   if (!is.numeric(mean) || is.null(names(mean)) || any(names(mean) == "") || any(!is.finite(mean))) {
-    nce_abort("`mean` must be a named vector of finite numbers, e.g. c(y = 0)", "input")
+    nce_abort("`mean` must be a named vector of finite numbers, e.g. c(y = 0)", "input", call = call)
   }
   d <- length(mean)
+  if (is.null(cov)) nce_abort(sprintf("`cov` must be a finite %d x %d matrix", d, d), "input", call = call)
   cov <- as.matrix(cov)
   if (!is.numeric(cov) || !all(dim(cov) == d) || any(!is.finite(cov))) {
-    nce_abort(sprintf("`cov` must be a finite %d x %d matrix", d, d), "input")
+    nce_abort(sprintf("`cov` must be a finite %d x %d matrix", d, d), "input", call = call)
   }
   ref <- new_reference("normal", names(mean), mean = unname(as.double(mean)),
                        sigma = matrix(as.double(cov), d, d))
   # Let Rust check symmetry and positive definiteness once, here.
-  rs(nce_ref_log_density(ref_spec(ref), matrix(ref$mean, 1L), 1L))
+  rs(nce_ref_log_density(ref_spec(ref), matrix(ref$mean, 1L), 1L), call = call)
   ref
 }
 
@@ -76,20 +125,21 @@ ref_normal <- function(mean, cov) {
 ref_fit <- function(data, family = c("normal", "uniform"), vars = NULL,
                     inflate = 1, expand = 0.1) {
   family <- match.arg(family)
-  if (!is.data.frame(data)) nce_abort("`data` must be a data frame", "input")
+  check_data_frame(data, "data", min_rows = 0L)
+  check_number(expand, "expand", min = 0)
   if (is.null(vars)) vars <- names(data)[vapply(data, is.numeric, TRUE)]
   missing <- setdiff(vars, names(data))
   if (length(missing)) nce_abort(sprintf("`vars` not in `data`: %s", paste(missing, collapse = ", ")), "input")
+  if (!length(vars)) nce_abort("`data` has no numeric columns for `ref_fit()` to cover: give `vars`", "input")
+  check_numeric_columns(data, vars, "data")
   x <- as.matrix(data[vars])
   if (!is.numeric(x) || any(!is.finite(x))) {
     nce_abort("`data` columns used by `ref_fit()` must be numeric and finite", "input")
   }
   if (nrow(x) < 2L) nce_abort("`data` needs at least two rows to fit a reference", "input")
   if (family == "normal") {
-    if (!is.numeric(inflate) || length(inflate) != 1L || !(inflate > 0)) {
-      nce_abort("`inflate` must be one positive number", "input")
-    }
-    ref_normal(stats::setNames(colMeans(x), vars), inflate * stats::cov(x))
+    check_number(inflate, "inflate", min = 0, exclusive_min = TRUE)
+    ref_normal_build(stats::setNames(colMeans(x), vars), inflate * stats::cov(x), call = sys.call())
   } else {
     rng <- apply(x, 2L, range)
     w <- rng[2L, ] - rng[1L, ]
@@ -113,9 +163,11 @@ ref_fit <- function(data, family = c("normal", "uniform"), vars = NULL,
 #'                 function(d) dexp(d$y, log = TRUE), vars = "y")
 #' @export
 ref_custom <- function(sample, log_density, vars) {
-  if (!is.function(sample)) nce_abort("`sample` must be a function of n", "input")
-  if (!is.function(log_density)) nce_abort("`log_density` must be a function of a data frame", "input")
-  if (!is.character(vars) || length(vars) == 0L) nce_abort("`vars` must name the columns the reference generates", "input")
+  check_function(sample, "sample")
+  check_function(log_density, "log_density")
+  if (!is.character(vars) || length(vars) == 0L || anyNA(vars) || any(vars == "")) {
+    nce_abort(sprintf("`vars` must name the columns the reference generates, not %s.", describe_value(vars)), "input")
+  }
   structure(list(kind = "custom", vars = vars, sample = sample, log_density = log_density),
             class = c("nce_ref_custom", "nce_reference"))
 }
@@ -150,7 +202,8 @@ ref_draw.nce_ref_custom <- function(ref, n) {
   if (!is.data.frame(x)) nce_abort("the reference's `sample(n)` must return a data frame or matrix", "reference")
   missing <- setdiff(ref$vars, names(x))
   if (length(missing)) {
-    nce_abort(sprintf("the reference's `sample(n)` did not return column(s) %s", paste(missing, collapse = ", ")), "reference")
+    nce_abort(sprintf("the reference's `sample(n)` did not return column(s) %s", paste(missing, collapse = ", ")),
+              "reference")
   }
   if (nrow(x) != n) {
     nce_abort(sprintf("the reference's `sample(n)` returned %d rows for n = %d", nrow(x), n), "reference")

@@ -2,7 +2,15 @@
 # core fits with smoothing parameters by REML, and the result is a gam-compatible
 # object so mgcv's predict.gam, plot.gam and summary.gam work on it.
 
-has_smooths <- function(formula) length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
+has_smooths <- function(formula) {
+  # Look for the smooth constructors first: mgcv's parser cannot read non-syntactic names.
+  uses <- all.names(formula)
+  if (!any(c("s", "te", "ti", "t2") %in% uses)) return(FALSE)
+  if (any(make.names(all.vars(formula)) != all.vars(formula))) {
+    formula <- nce_rename_vars(formula, nce_syntactic_map(all.vars(formula)))
+  }
+  length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
+}
 
 # mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
 gam_setup <- function(formula, data, family, offset, knots) {
@@ -15,11 +23,12 @@ gam_setup <- function(formula, data, family, offset, knots) {
 # Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE
 # sandwich. Returns a gam-like list (no class).
 fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offset = NULL,
-                          knots = NULL, sp = NULL, sample = NULL, control = nce_control()) {
+                          knots = NULL, sp = NULL, sample = NULL, control = nce_control(), weights = NULL) {
   family <- match.arg(family)
   fam <- switch(family, binomial = stats::binomial(), poisson = stats::poisson())
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)
+  if (is.null(weights)) weights <- rep(1, n)
   G <- gam_setup(formula, data, fam, offset, knots)
   m <- length(G$S)
   if (!is.null(G$L)) {
@@ -42,7 +51,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   x <- G$X
   storage.mode(x) <- "double"
   rfam <- if (family == "binomial") "binomial" else "poisson"
-  res <- rs(nce_fit_reml(x, y, rep(1, n), as.double(G$offset), rfam,
+  res <- rs(nce_fit_reml(x, y, as.double(weights), as.double(G$offset), rfam,
                          if (is.null(sample)) NULL else as.integer(sample),
                          penalties, if (is.null(sp)) NULL else as.double(sp),
                          control, nce_threads()))
@@ -84,7 +93,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     family = fam, sig2 = 1, scale = 1, scale.estimated = FALSE,
     method = "REML", gcv.ubre = c(REML = res$reml), optimizer = c("newton", "rust"),
     linear.predictors = res$eta, fitted.values = mu, y = y,
-    prior.weights = rep(1, n), weights = w, residuals = (y - mu) / w,
+    prior.weights = weights, weights = w, residuals = (y - mu) / w,
     deviance = res$deviance, null.deviance = nulldev, df.null = n - 1,
     df.residual = n - sum(res$edf), rank = p,
     iter = res$inner_iterations, outer_iterations = res$outer_iterations,

@@ -19,7 +19,7 @@ test_that("columns, formula and ratio are checked", {
   expect_error(nce(~ y, df, ref01, ratio = NA), "`ratio`", class = "nce_error_input")
   expect_error(nce(~ y, df, reference = list()), "`reference`", class = "nce_error_input")
   expect_error(ref_uniform(y = c(1, 0)), "lower < upper", class = "nce_error_input")
-  expect_error(ref_normal(c(a = 0, b = 0), matrix(c(1, 2, 2, 1), 2)), "not positive definite", class = "nce_error_input")
+  expect_error(ref_normal(a = 0, b = 0, cov = matrix(c(1, 2, 2, 1), 2)), "not positive definite", class = "nce_error_input")
   expect_error(ref_normal(c(0, 0), diag(2)), "named", class = "nce_error_input")
 })
 
@@ -49,7 +49,7 @@ test_that("separation (estimates running off) is a classed warning", {
   # The reference puts almost no mass where the data are.
   set.seed(3)
   df <- data.frame(y = runif(100, 9, 10))
-  expect_warning(nce(~ y, df, ref_normal(c(y = 0), 1)), class = "nce_warning_separation")
+  expect_warning(nce(~ y, df, ref_normal(y = c(0, 1))), class = "nce_warning_separation")
 })
 
 test_that("an aliased term is reported and its coefficient is NA", {

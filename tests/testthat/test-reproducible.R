@@ -24,7 +24,7 @@ test_that("reference draws are identical across thread counts (several streams)"
     old <- options(nce.threads = threads)
     on.exit(options(old))
     set.seed(3)
-    nce:::ref_draw(ref_normal(c(a = 0, b = 1), matrix(c(1, 0.5, 0.5, 2), 2)), 10000)
+    nce:::ref_draw(ref_normal(a = 0, b = 1, cov = matrix(c(1, 0.5, 0.5, 2), 2)), 10000)
   }
   expect_identical(draw(1), draw(2))
 })

@@ -1,0 +1,148 @@
+# Hostile inputs for nce(), its methods, the references, nce_control() and options: each gives
+# a classed condition (never a crash, a bare base-R error or a silent wrong answer).
+
+fuzz_data <- function() {
+  set.seed(41)
+  data.frame(y = rtexp(50, 2))
+}
+
+test_that("hostile inputs give classed errors", {
+  d <- fuzz_data()
+  u <- ref_uniform(y = c(0, 1))
+  set.seed(42)
+  fit <- nce(~ y, d, u, ratio = 3)
+  gfit <- nce(~ s(y, k = 4), d, u, ratio = 3)
+  d_chr <- data.frame(y = as.character(d$y))
+  cases <- list(
+    # nce(): formula, data, reference, ratio
+    list("formula not a formula", function() nce("y", d, u), "nce_error_input"),
+    list("two-sided formula", function() nce(y ~ y, d, u), "nce_error_input"),
+    list("no intercept", function() nce(~ y - 1, d, u), "nce_error_input"),
+    list("formula var not in reference", function() nce(~ z, d, u), "nce_error_input"),
+    list("data a matrix", function() nce(~ y, as.matrix(d), u), "nce_error_input"),
+    list("data 0 rows", function() nce(~ y, d[0, , drop = FALSE], u), "nce_error_input"),
+    list("data lacks column", function() nce(~ y, data.frame(z = 1), u), "nce_error_input"),
+    list("character column", function() nce(~ y, d_chr, u), "nce_error_input"),
+    list("factor column", function() nce(~ y, data.frame(y = factor(d$y)), u), "nce_error_input"),
+    list("NA in data", function() nce(~ y, data.frame(y = c(d$y, NA)), u), "nce_error_data"),
+    list("Inf in data", function() nce(~ y, data.frame(y = c(d$y, Inf)), u), "nce_error_data"),
+    list("NaN in data", function() nce(~ y, data.frame(y = c(d$y, NaN)), u), "nce_error_data"),
+    list("data outside support", function() nce(~ y, data.frame(y = c(d$y, 2)), u), "nce_error_support"),
+    list("reference not a reference", function() nce(~ y, d, list(vars = "y")), "nce_error_input"),
+    list("ratio NA", function() nce(~ y, d, u, ratio = NA), "nce_error_input"),
+    list("ratio NaN", function() nce(~ y, d, u, ratio = NaN), "nce_error_input"),
+    list("ratio Inf", function() nce(~ y, d, u, ratio = Inf), "nce_error_input"),
+    list("ratio negative", function() nce(~ y, d, u, ratio = -1), "nce_error_input"),
+    list("ratio 0", function() nce(~ y, d, u, ratio = 0), "nce_error_input"),
+    list("ratio string", function() nce(~ y, d, u, ratio = "20"), "nce_error_input"),
+    list("ratio two numbers", function() nce(~ y, d, u, ratio = c(1, 2)), "nce_error_input"),
+    list("ratio tiny", function() nce(~ y, d, u, ratio = 1e-9), "nce_error_input"),
+    list("ratio huge (memory)", function() nce(~ y, d, u, ratio = 1e7), "nce_error_size"),
+    list("ratio overflow (rows)", function() nce(~ y, d, u, ratio = 1e12), "nce_error_size"),
+    list("sp without smooths", function() nce(~ y, d, u, sp = 1), "nce_error_input"),
+    list("sp wrong length", function() nce(~ s(y, k = 4), d, u, sp = c(1, 2)), "nce_error_input"),
+    list("sp negative", function() nce(~ s(y, k = 4), d, u, sp = -1), "nce_error_input"),
+    list("smooth with poisson", function() nce(~ s(y, k = 4), d, u, method = "poisson"), "nce_error_input"),
+    list("weights NA-free but wrong length", function() nce(~ y, d, u, weights = 1:2), "nce_error_input"),
+    list("weights Inf", function() nce(~ y, d, u, weights = rep(Inf, 50)), "nce_error_input"),
+    list("weights all 0", function() nce(~ y, d, u, weights = rep(0, 50)), "nce_error_input"),
+    list("weights character", function() nce(~ y, d, u, weights = rep("a", 50)), "nce_error_input"),
+    list("subset wrong length", function() nce(~ y, d, u, subset = c(TRUE, FALSE)), "nce_error_input"),
+    list("subset selects nothing", function() nce(~ y, d, u, subset = y > 2), "nce_error_input"),
+    list("subset NA index", function() nce(~ y, d, u, subset = c(1, NA)), "nce_error_input"),
+    list("na.action na.pass", function() nce(~ y, d, u, na.action = na.pass), "nce_error_input"),
+    list("na.action nonsense", function() nce(~ y, d, u, na.action = "drop"), "nce_error_input"),
+    list("control unknown", function() nce(~ y, d, u, control = list(tol = 1)), "nce_error_input"),
+    list("control NA maxit", function() nce(~ y, d, u, control = list(maxit = NA)), "nce_error_input"),
+    list("control a number", function() nce(~ y, d, u, control = 3), "nce_error_input"),
+    # nce_control()
+    list("epsilon NA", function() nce_control(epsilon = NA), "nce_error_input"),
+    list("epsilon 0", function() nce_control(epsilon = 0), "nce_error_input"),
+    list("epsilon Inf", function() nce_control(epsilon = Inf), "nce_error_input"),
+    list("maxit 2.5", function() nce_control(maxit = 2.5), "nce_error_input"),
+    list("maxit 0", function() nce_control(maxit = 0), "nce_error_input"),
+    list("maxit string", function() nce_control(maxit = "5"), "nce_error_input"),
+    # references
+    list("ref_uniform unnamed", function() ref_uniform(c(0, 1)), "nce_error_input"),
+    list("ref_uniform reversed", function() ref_uniform(y = c(1, 0)), "nce_error_input"),
+    list("ref_uniform NA", function() ref_uniform(y = c(0, NA)), "nce_error_input"),
+    list("ref_uniform Inf", function() ref_uniform(y = c(0, Inf)), "nce_error_input"),
+    list("ref_uniform character", function() ref_uniform(y = c("0", "1")), "nce_error_input"),
+    list("ref_normal NaN mean", function() ref_normal(y = c(NaN, 1)), "nce_error_input"),
+    list("ref_normal sd 0", function() ref_normal(y = c(0, 0)), "nce_error_input"),
+    list("ref_normal cov wrong size", function() ref_normal(a = 0, b = 0, cov = diag(3)), "nce_error_input"),
+    list("ref_normal cov Inf", function() ref_normal(a = 0, cov = Inf), "nce_error_input"),
+    list("ref_normal nothing", function() ref_normal(), "nce_error_input"),
+    list("ref_fit inflate NA", function() ref_fit(d, inflate = NA), "nce_error_input"),
+    list("ref_fit inflate 0", function() ref_fit(d, inflate = 0), "nce_error_input"),
+    list("ref_fit expand NA", function() ref_fit(d, "uniform", expand = NA), "nce_error_input"),
+    list("ref_fit one row", function() ref_fit(d[1, , drop = FALSE]), "nce_error_input"),
+    list("ref_fit character column", function() ref_fit(d_chr, vars = "y"), "nce_error_input"),
+    list("ref_fit not a data frame", function() ref_fit(1:10), "nce_error_input"),
+    list("ref_custom sample not function", function() ref_custom(1, function(d) 0, "y"), "nce_error_input"),
+    list("ref_custom vars NA", function() ref_custom(function(n) 0, function(d) 0, NA_character_), "nce_error_input"),
+    list("ref_custom returns NA log q", function() {
+      r <- ref_custom(function(n) data.frame(y = runif(n)), function(d) rep(NA_real_, nrow(d)), "y")
+      nce(~ y, d, r)
+    }, "nce_error_reference"),
+    list("ref_custom returns wrong rows", function() {
+      r <- ref_custom(function(n) data.frame(y = runif(2)), function(d) rep(0, nrow(d)), "y")
+      nce(~ y, d, r)
+    }, "nce_error_reference"),
+    # predict
+    list("predict newdata character", function() predict(fit, data.frame(y = c("0.2", "0.7"))), "nce_error_input"),
+    list("predict newdata factor", function() predict(gfit, data.frame(y = factor(0.2))), "nce_error_input"),
+    list("predict newdata lacks column", function() predict(fit, data.frame(z = 1)), "nce_error_input"),
+    list("predict newdata a list", function() predict(fit, list(y = 1)), "nce_error_input"),
+    list("predict se.fit NA", function() predict(fit, se.fit = NA), "nce_error_input"),
+    list("predict gam se.fit string", function() predict(gfit, se.fit = "yes"), "nce_error_input"),
+    # simulate, confint, vcov, update, anova, logLik
+    list("simulate nsim NA", function() simulate(fit, nsim = NA), "nce_error_input"),
+    list("simulate nsim 2.7", function() simulate(fit, nsim = 2.7), "nce_error_input"),
+    list("simulate nsim 0", function() simulate(fit, nsim = 0), "nce_error_input"),
+    list("simulate nsim Inf", function() simulate(fit, nsim = Inf), "nce_error_input"),
+    list("simulate candidates NaN", function() simulate(fit, candidates = NaN), "nce_error_input"),
+    list("simulate candidates huge", function() simulate(fit, candidates = 1e8), "nce_error_size"),
+    list("confint level NA", function() confint(fit, level = NA), "nce_error_input"),
+    list("confint level 1", function() confint(fit, level = 1), "nce_error_input"),
+    list("confint level 95", function() confint(fit, level = 95), "nce_error_input"),
+    list("confint parm unknown", function() confint(fit, parm = "z"), "nce_error_input"),
+    list("confint parm out of range", function() confint(fit, parm = 7), "nce_error_input"),
+    list("update formula with response", function() update(fit, y ~ .), "nce_error_input"),
+    list("update formula a number", function() update(fit, 3), "nce_error_input"),
+    list("update bad ratio", function() update(fit, ratio = -2), "nce_error_input"),
+    list("anova with a non-fit", function() anova(fit, lm(y ~ 1, d)), "nce_error_input"),
+    list("anova LRT", function() anova(fit, test = "LRT"), "nce_error_input"),
+    list("anova different data", function() anova(fit, nce(~ y + I(y^2), d[1:20, , drop = FALSE], u)),
+         "nce_error_input"),
+    list("logLik newdata with NA", function() logLik(fit, newdata = data.frame(y = NA_real_)), "nce_error_input"),
+    list("drop1 unknown scope", function() drop1(fit, scope = "z"), "nce_error_input")
+  )
+  for (case in cases) {
+    expect_error(suppressWarnings(case[[2]]()), class = case[[3]], info = case[[1]])
+  }
+  expect_gte(length(cases), 40L)
+})
+
+test_that("vcov type and options are checked", {
+  d <- fuzz_data()
+  fit <- nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3)
+  expect_error(vcov(fit, type = "robust"), "should be one of")
+  for (bad in list(1e6, 1e10, 0, -1, NA, 2.5, "2", c(1, 2), Inf)) {
+    withr_threads <- options(nce.threads = bad)
+    expect_error(nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3), "nce.threads",
+                 class = "nce_error_input", info = format(bad))
+    options(withr_threads)
+  }
+  old <- options(nce.max_memory = 1e4)
+  on.exit(options(old))
+  expect_error(nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 20), "ratio", class = "nce_error_size")
+})
+
+test_that("no silent coercion: character data is not fitted as a factor", {
+  d <- fuzz_data()
+  fit <- nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3)
+  e <- tryCatch(predict(fit, data.frame(y = c("0.2", "0.7"))), error = identity)
+  expect_match(conditionMessage(e), "`newdata` column\\(s\\) y must be numeric")
+  expect_identical(conditionCall(e)[[1L]], quote(predict.nce_fit))
+})
