@@ -63,9 +63,17 @@ tgm_vcov <- function(object) {
     params$mu <- unname(object$variational$mu)
     params$prec <- unname(object$variational$prec)
   }
-  res <- rs(nce_vnce_tgm_vcov(object$data, object$noise$y, object$noise$lpx, object$noise$lpy,
-                              as.integer(object$n_latent), object$seed, params, object$variational$family,
-                              nce_threads()), call = caller_call(2L))
+  res <- nce_vnce_tgm_vcov(object$data, object$noise$y, object$noise$lpx, object$noise$lpy,
+                           as.integer(object$n_latent), object$seed, params, object$variational$family, nce_threads())
+  dg <- diag(object$precision)
+  if (inherits(res, "nce_rust_error") && identical(res$code, "numerical") && min(dg) < 1e-3 * max(abs(dg))) {
+    j <- which.min(dg)
+    nce_abort(sprintf(paste("no standard errors: the estimate lies on the boundary of the parameter space",
+                            "(K[%s,%s] = %.3g, next to 0, where the missing values' posterior ceases to exist);",
+                            "the sandwich needs an interior maximum (%s)"),
+                      names(dg)[j], names(dg)[j], dg[j], res$message), "numerical", call = caller_call(2L))
+  }
+  res <- rs(res, call = caller_call(2L))
   V <- res$vcov[seq_len(nt), seq_len(nt), drop = FALSE]
   # Rust packs K's upper triangle row by row; coef() holds it column by column.
   up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)

@@ -80,6 +80,8 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
                       method = "BFGS", control = octl)
     theta <- o$par[seq_len(p)]
     w <- o$par[-seq_len(p)]
+    names(w) <- sprintf("w[%d,%d]", rep(seq_len(ncol(fx)), length(model$latent) - 1L),
+                        rep(seq_len(length(model$latent) - 1L) + 1L, each = ncol(fx)))
     objective <- -o$value
   } else if (method == "em") {
     theta <- model$theta

@@ -105,10 +105,11 @@ vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce
 vnce_check_size <- function(x, model, nu, n_latent, call) {
   n <- NROW(x)
   d <- NCOL(x)
-  if (!is.numeric(n) || !is.numeric(d)) return(invisible())
+  if (!is.numeric(n) || !is.numeric(d) || n < 1L || d < 1L) return(invisible())
   rows <- (1 + nu) * n
   bytes <- if (model$type == "tgm") {
     frac <- if (is.numeric(x) || is.data.frame(x)) mean(rowSums(is.na(as.matrix(x))) > 0) else 1
+    if (is.na(frac)) frac <- 1
     rows * d * 8 * 4 + frac * rows * n_latent * d * 8 * 2
   } else {
     rows * max(d, 1) * 8 * 6

@@ -48,11 +48,11 @@ contract_cases_vnce <- function() {
          },
          newdata = data.frame(x = c(-1, 0.5, 2)),
          unsupported = c(no_model, "predict_lpmatrix", "model.matrix")),
-    list(name = "vnce_custom (hand-written mixture)",
+    list(name = "vnce_custom (hand-written mixture, NCE on the marginal: fast in R)",
          fit = function() {
            set.seed(46)
            vnce(rmog(300, theta = 4), custom_model(mog_lp, mog_gr, theta = c(log_theta = log(3), c = 2.5),
-                                                   latent = c(1, 0)))
+                                                   latent = c(1, 0)), method = "nce")
          },
          newdata = data.frame(x = c(-1, 0.5, 2)),
          unsupported = c(no_model, "predict_lpmatrix", "model.matrix", "logLik", "AIC", "BIC", "simulate")),

@@ -96,7 +96,7 @@ fuzz_cases <- list(
   list("tgm_edges: not a matrix", quote(tgm_edges(1:3)), "nce_error_input"),
   list("tgm_edges: threshold NA", quote(tgm_edges(K4, NA)), "nce_error_input"),
   list("tgm_edges: abs NA", quote(tgm_edges(K4, abs = NA)), "nce_error_input"),
-  list("edge_roc: NA in the estimate", quote(edge_roc(replace(K4, 2, NA), K4)), "nce_error_data"),
+  list("edge_roc: NA in the estimate", quote(edge_roc(replace(K4, 5, NA), K4)), "nce_error_data"),
   list("edge_roc: truth of another size", quote(edge_roc(K4, diag(3))), "nce_error_input"),
   list("edge_roc: truth all edges", quote(edge_roc(K4, matrix(1, 4, 4))), "nce_error_input"),
   list("edge_roc: truth with NA", quote(edge_roc(K4, replace(K4 != 0, 2, NA))), "nce_error_input"),

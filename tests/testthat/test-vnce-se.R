@@ -65,29 +65,31 @@ test_that("mixture of Gaussians: VNCE, EM and NCE give the same estimate and the
   expect_equal(se(a), se(b), tolerance = 1e-3)
   expect_equal(se(e), se(b), tolerance = 1e-3)
   expect_true(all(se(a) > 0))
-  # the same model written by hand as a custom model (computed in R): VNCE and NCE agree too
+  # the same model written by hand as a custom model (its sandwich computed in R), with the
+  # mixture's noise and the same noise draws: the same standard errors (log theta by the delta method)
   lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
   gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
-  mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0))
-  set.seed(6); cu <- vnce(y(), mod, control = vnce_control(ftol = 1e-14))
-  set.seed(6); cn <- vnce(y(), mod, method = "nce", control = vnce_control(ftol = 1e-14))
-  expect_equal(sqrt(diag(vcov(cu))), sqrt(diag(vcov(cn))), tolerance = 1e-3)
-  # and its SE of log theta is the mixture's SE of theta over theta (delta method), up to the
-  # different noise samples: same order
-  expect_equal(sqrt(vcov(cn)[1, 1]), se(b)[["theta"]] / coef(b)[["theta"]], tolerance = 0.3)
+  s <- b$noise$sd
+  mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0),
+                      noise = list(sample = function(n) rnorm(n, 0, s), log_density = function(x) dnorm(x, 0, s, log = TRUE)))
+  set.seed(6); cn <- vnce(y(), mod, method = "nce", control = vnce_control(ftol = 1e-15))
+  expect_equal(unname(exp(coef(cn)[1])), coef(b)[["theta"]], tolerance = 1e-4)
+  expect_equal(sqrt(vcov(cn)[1, 1]), se(b)[["theta"]] / coef(b)[["theta"]], tolerance = 1e-3)
+  expect_equal(sqrt(vcov(cn)[2, 2]), se(b)[["c"]], tolerance = 1e-3)
 })
 
 test_that("95% intervals cover at about the nominal rate (light simulation)", {
   set.seed(81)
-  K <- ring_graph(3)
+  K <- ring_graph(4)
   truth <- K[upper.tri(K, diag = TRUE)]
   hits <- unlist(lapply(1:25, function(r) {
     x <- rtgm(200, K)
-    x[sample(length(x), 0.1 * length(x))] <- NA
+    x[sample(nrow(x), 40), 1] <- NA
     ci <- suppressWarnings(confint(vnce(x, tgm_model(), n_latent = 5)))[seq_along(truth), ]
     ci[, 1] <= truth & truth <= ci[, 2]
   }))
-  # 150 intervals: binomial s.e. of the coverage 0.018 at 0.95
-  expect_gt(mean(hits), 0.87)
+  # 250 intervals (not independent within a fit): binomial s.e. of the coverage 0.014 at 0.95;
+  # measured 0.956 here
+  expect_gt(mean(hits), 0.88)
   expect_lt(mean(hits), 0.995)
 })
