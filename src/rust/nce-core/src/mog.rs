@@ -34,6 +34,7 @@ fn sigmoid(r: f64) -> f64 {
 }
 
 /// Sum over i in 0..len of f(i) = (value, gradient), by fixed chunks in parallel.
+#[allow(clippy::needless_range_loop)] // K-length gradient arrays, indexed in step
 fn chunked_sum<const K: usize>(len: usize, f: impl Fn(usize) -> (f64, [f64; K]) + Sync) -> (f64, [f64; K]) {
     let parts: Vec<(f64, [f64; K])> = (0..len.div_ceil(CHUNK))
         .into_par_iter()
@@ -339,7 +340,7 @@ impl Mog {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Result<MogFit> {
         Self::check_start(theta, c, &[0.0; 3])?;
-        if !(em.em_tol >= 0.0) {
+        if em.em_tol.is_nan() || em.em_tol < 0.0 {
             return Err(NceError::invalid("em_tol", "must be non-negative"));
         }
         let mut p = [theta.ln(), c];

@@ -58,7 +58,9 @@ impl Model {
         if require_pd && DMatrix::from_column_slice(d, d, k).cholesky().is_none() {
             return Err(NceError::invalid("K", "is not positive definite"));
         }
-        if !require_pd && ((0..d).any(|j| !(k[j * d + j] > 0.0)) || mean.iter().any(|&v| v != 0.0)) {
+        if !require_pd
+            && ((0..d).any(|j| k[j * d + j].is_nan() || k[j * d + j] <= 0.0) || mean.iter().any(|&v| v != 0.0))
+        {
             return Err(NceError::invalid(
                 "K",
                 "must have a positive diagonal (and the mean must be zero) without the positive-definite check",

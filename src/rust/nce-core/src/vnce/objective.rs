@@ -191,7 +191,7 @@ pub(super) fn cholesky(a: &mut [f64], p: usize) -> bool {
         for k in 0..j {
             s -= a[j * p + k] * a[j * p + k];
         }
-        if !(s > 0.0) {
+        if s.is_nan() || s <= 0.0 {
             return false;
         }
         let l = s.sqrt();
@@ -316,6 +316,7 @@ impl TgmVnce {
         Ok(self.finish(&f, tot))
     }
 
+    #[allow(clippy::needless_range_loop)] // i indexes the missing set and its scratch rows together
     fn row_terms(&self, f: &Flat, row: &Row, acc: &mut Acc, sc: &mut Scratch) {
         let d = self.d;
         let off = self.log_nu + row.lp;
