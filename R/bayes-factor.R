@@ -45,7 +45,12 @@
 #'   \eqn{\log \bar{e^{r}}} over the draws of model 2 and
 #'   \eqn{-\log \bar{e^{-r}}} over those of model 1, with
 #'   \eqn{r = l_1 - l_2}; their expectations bound \eqn{\log K} from below
-#'   and above), `separated`, `converged`, `iterations`.
+#'   and above), `separated`, `converged`, `iterations`. Methods: `coef()`,
+#'   `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
+#'   [estimate_methods]). Refused: non-finite log-likelihoods, NA draws,
+#'   `ess` that is not two positive finite numbers, and log-likelihood ratios
+#'   beyond 1e12 in absolute value (`nce_error_data`: double precision cannot
+#'   resolve the differences between draws that estimate log K there).
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.
@@ -305,7 +310,14 @@ check_finite_values <- function(v, fname, xname) {
 # The Rust solve of the two-sample logistic problem for c = log(Z1 / Z2).
 bridge_solve <- function(r1, r2, ess = NULL) {
   if (is.null(ess)) ess <- c(NA_real_, NA_real_)
-  fit <- rs(nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads()))
+  fit <- nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads())
+  if (inherits(fit, "nce_rust_error") && grepl("effective sample size", fit$message) && anyNA(ess)) {
+    nce_abort(paste("the effective sample sizes could not be estimated: the classification scores are the same at",
+                    "every draw (the log ratios are constant, e.g. identical log-likelihoods or log densities, or",
+                    "the classifier saturates). Check the log-likelihoods, or pass `ess` (for independent draws,",
+                    "the numbers of draws)."), "data", call = caller_call(2L))
+  }
+  fit <- rs(fit, call = caller_call(2L))
   if (!fit$separated && (!is.finite(fit$log_ratio) || !is.finite(fit$se))) {
     nce_abort(sprintf(paste("the estimate is not finite (log ratio %s, s.e. %s): the draws' log ratios are",
                             "degenerate; check the log densities."), format(fit$log_ratio), format(fit$se)),

@@ -106,7 +106,8 @@ vcov.nce_edge_roc <- function(object, ...) {
 #' @rdname estimate_methods
 #' @export
 confint.nce_edge_roc <- function(object, parm, level = 0.95, ...) {
-  nce_unsupported("confint", object, "the AUC compares one estimate with a known graph; it carries no sampling model here")
+  nce_unsupported("confint", object,
+                  "the AUC compares one estimate with a known graph; it carries no sampling model here")
 }
 
 #' @export

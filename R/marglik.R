@@ -47,7 +47,11 @@
 #'   `n_ref`, `bounds` (importance sampling estimates from the reference and
 #'   reciprocal importance sampling from the draws, lower and upper bounds in
 #'   expectation), `reference` (family, mean and covariance on the
-#'   unconstrained scale), `separated`, `converged`, `iterations`.
+#'   unconstrained scale), `separated`, `converged`, `iterations`. Methods:
+#'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
+#'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
+#'   in memory (`nce_error_size`, before allocating), `ess` that is not one
+#'   positive finite number, log ratios beyond 1e12 (`nce_error_data`).
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.

@@ -84,7 +84,9 @@ finish_graph <- function(U, diag, margin) {
 #' @param thin Keep one sweep in `thin`.
 #' @param chains Number of independent chains; the `n` draws are split between them.
 #' @param start Starting point (positive vector), or `NULL` for 1 / sqrt(diag(K)).
-#' @return An n x d matrix.
+#' @return An n x d matrix. Refused (before allocating): `n` whose draws would not fit in memory
+#'   (`nce_error_size`); a `K` that is not symmetric positive definite; non-whole `n`, `burnin`,
+#'   `thin`, `chains`.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(5)
@@ -108,7 +110,8 @@ rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NU
   # the draws in Rust, their copy into R, and R's own copy when the column names are set
   check_size(8 * 3 * n * d, "n", "rtgm()", call = call)
   x <- rs(nce_rtgm(as.double(n), K, as.double(rep_len(mean, d)), as.integer(burnin), as.integer(thin),
-                   as.integer(chains), if (is.null(start)) NULL else as.double(start), draw_seed(), nce_threads(), TRUE))
+                   as.integer(chains), if (is.null(start)) NULL else as.double(start), draw_seed(), nce_threads(),
+                   TRUE))
   colnames(x) <- colnames(K)
   x
 }
@@ -119,7 +122,8 @@ check_precision <- function(K, arg, call = caller_call()) {
     nce_abort(sprintf("`%s` must be a square numeric matrix, not %s.", arg, describe_value(K)), call = call)
   }
   if (any(!is.finite(K))) {
-    nce_abort(sprintf("`%s` has missing or infinite entries (%d of them): give finite values.", arg, sum(!is.finite(K))),
+    nce_abort(sprintf("`%s` has missing or infinite entries (%d of them): give finite values.", arg,
+                      sum(!is.finite(K))),
               call = call)
   }
   if (max(abs(K - t(K))) > 1e-8 * max(1, max(abs(K)))) {

@@ -10,8 +10,11 @@
 #' the estimate is \eqn{H^{-1} V H^{-1}}, with \eqn{H} the Hessian of the summed objective (central
 #' differences of its exact gradient, in Rust) and \eqn{V} the sum, over the two samples, of the
 #' centred outer products of the per-row scores (Gutmann and Hyvärinen's NCE covariance; with
-#' nothing missing it is exactly the NCE sandwich). The Monte Carlo error of the draws is part of
-#' each row's term and is counted. Variational parameters (the lognormal family, the mixture's
+#' nothing missing it is exactly the NCE sandwich). With missing values a noise row copies the
+#' missingness pattern of the data row it pairs with, so the two samples are not independent:
+#' \eqn{V} then sums the centred outer products of clusters, each a data row with its `nu` noise
+#' rows (the clusters are i.i.d.). The Monte Carlo error of the draws is part of each row's term
+#' and is counted. Variational parameters (the lognormal family, the mixture's
 #' logistic q) are estimated jointly and their uncertainty propagates; `vcov()` reports the model
 #' parameters' block. For `impute = "mean"` the SEs treat the imputed values as data (they are
 #' too small). A parametric bootstrap is not needed: the objective is smooth in the parameters.
@@ -121,7 +124,8 @@ model.matrix.vnce_fit <- function(object, ...) {
 #' @rdname vnce_methods
 #' @export
 formula.vnce_fit <- function(x, ...) {
-  nce_unsupported("formula", x, "vnce() takes a data matrix and a model specification (tgm_model(), mog_model(), custom_model()), not a formula")
+  nce_unsupported("formula", x, paste("vnce() takes a data matrix and a model specification (tgm_model(),",
+                                      "mog_model(), custom_model()), not a formula"))
 }
 
 #' @rdname vnce_methods
@@ -133,7 +137,8 @@ terms.vnce_fit <- function(x, ...) {
 #' @rdname vnce_methods
 #' @export
 residuals.vnce_fit <- function(object, ...) {
-  nce_unsupported("residuals", object, "a density model has no response to take residuals of; see fitted() for the density at the data")
+  nce_unsupported("residuals", object, paste("a density model has no response to take residuals of;",
+                                             "see fitted() for the density at the data"))
 }
 
 #' @rdname vnce_methods

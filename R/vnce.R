@@ -42,8 +42,19 @@
 #' @return An object of class `vnce_fit` (and `vnce_tgm`, `vnce_mog` or `vnce_custom`) with the
 #'   estimates (`coefficients`; for the graphical model also `precision`, the estimated K, and `c`),
 #'   the variational parameters, the maximised objective, the optimiser's convergence report, the
-#'   noise and the call. Methods: `print()`, `summary()`, `coef()`, `plot()`, `predict()`
-#'   (imputation of missing values), [edges()], [edge_roc()].
+#'   noise and the call. For the graphical model, `normalisable` records whether the fitted
+#'   exp(-x'Kx/2) is integrable on the orthant (K strictly copositive: checked exactly for d <= 12
+#'   through its principal submatrices, by sufficient conditions above); an improper fit gives a
+#'   warning of class `nce_warning_improper` (`nce_warning_normalisability_unknown` when it cannot
+#'   be decided). The fit is not constrained to be proper. Methods: `print()`, `summary()`, `coef()`,
+#'   `vcov()` and `confint()` (sandwich standard errors, see [vnce_methods]), `predict()`
+#'   (imputation, log density with standard errors), `logLik()`, `simulate()`, `update()`, `nobs()`,
+#'   `model.frame()`, broom's `tidy()`/`glance()`/`augment()`, `plot()`, [tgm_edges()], [edge_roc()].
+#'
+#'   Refused before any work: `nu`, `n_latent` that are not positive (whole) numbers, and fits whose
+#'   noise and latent draws would not fit in memory (class `nce_error_size`, naming the argument that
+#'   sets the size); data with non-numeric, infinite or (graphical model) non-positive values, rows
+#'   with every value missing, columns with fewer than two observed values.
 #' @references Rhodes, B. and Gutmann, M. U. (2019). Variational noise-contrastive estimation.
 #'   AISTATS, PMLR 89.
 #' @examples

@@ -397,7 +397,7 @@ impl TgmVnce {
         };
         let h = super::se::hessian_by_differences(&x, 1e-5, &grad)?;
         let scores = self.ghk_row_scores(k, c)?;
-        let v = super::se::two_sample_meat(&scores, self.rows.len(), self.n, n_theta(d))?;
+        let v = self.meat(&scores, n_theta(d))?;
         super::se::sandwich(&h, &v)
     }
 

@@ -514,7 +514,7 @@ impl TgmVnce {
         };
         let h = super::se::hessian_by_differences(&x, 1e-5, &grad)?;
         let scores = self.row_scores(params)?;
-        let v = super::se::two_sample_meat(&scores, self.rows.len(), self.n, n_params(d))?;
+        let v = self.meat(&scores, n_params(d))?;
         super::se::sandwich(&h, &v)
     }
 

@@ -10,7 +10,9 @@
 //!     + sum over noise rows (s_r - mean_noise s)(s_r - mean_noise s)',
 //!
 //! the per-row scores centred within each sample (the NCE sandwich of engine.md section 4; with
-//! nothing missing it is exactly that). The Monte Carlo error of the fixed draws is part of each
+//! nothing missing it is exactly that). With missing values each noise row copies the missingness
+//! pattern of the data row it pairs with, so the samples are dependent through the patterns; V
+//! then sums over clusters (a data row and its noise rows), which are i.i.d. (`paired_meat`). The Monte Carlo error of the fixed draws is part of each
 //! row's term and so is counted. H is obtained by central differences of the exact gradient.
 
 use crate::error::{NceError, Result};
@@ -89,6 +91,52 @@ pub fn two_sample_meat(scores: &[f64], rows: usize, n_data: usize, p: usize) -> 
     Ok(v)
 }
 
+/// Centred outer products of cluster sums: cluster i is data row i with the noise rows k that
+/// pair with it (k mod n_data = i). With missing values a noise row copies the missingness
+/// pattern of its data row, so the two samples are not independent; the clusters (a data row,
+/// its pattern and its noise rows) are.
+pub fn paired_meat(scores: &[f64], rows: usize, n_data: usize, p: usize) -> Result<DMatrix<f64>> {
+    if scores.len() != rows * p || n_data == 0 || rows <= n_data || (rows - n_data) % n_data != 0 {
+        return Err(NceError::invalid(
+            "scores",
+            "must hold n data rows then a multiple of n noise rows",
+        ));
+    }
+    let mut sums = scores[..n_data * p].to_vec();
+    for k in 0..rows - n_data {
+        let i = k % n_data;
+        for j in 0..p {
+            sums[i * p + j] += scores[(n_data + k) * p + j];
+        }
+    }
+    let mut mean = vec![0.0; p];
+    for i in 0..n_data {
+        for j in 0..p {
+            mean[j] += sums[i * p + j] / n_data as f64;
+        }
+    }
+    let mut v: DMatrix<f64> = DMatrix::zeros(p, p);
+    for i in 0..n_data {
+        for a in 0..p {
+            let ea = sums[i * p + a] - mean[a];
+            for b in a..p {
+                v[(a, b)] += ea * (sums[i * p + b] - mean[b]);
+            }
+        }
+    }
+    for a in 0..p {
+        for b in 0..a {
+            v[(a, b)] = v[(b, a)];
+        }
+    }
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(NceError::Numerical(
+            "the per-row scores are not finite at the estimate".to_string(),
+        ));
+    }
+    Ok(v)
+}
+
 /// H^{-1} V H^{-1} for the Hessian `h` of the summed objective (negative definite at a maximum).
 pub fn sandwich(h: &DMatrix<f64>, v: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let neg = -h.clone();
@@ -127,5 +175,14 @@ mod tests {
         let h = DMatrix::from_element(1, 1, -2.0);
         let s = sandwich(&h, &v).unwrap();
         assert!((s[(0, 0)] - 10.0 / 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn paired_meat_sums_each_data_row_with_its_noise_rows() {
+        // n = 2 data rows (scores 1, 3), 4 noise rows pairing 0, 1, 0, 1 (10, 14, 20, 30):
+        // cluster sums 1 + 10 + 20 = 31 and 3 + 14 + 30 = 47, mean 39
+        let v = paired_meat(&[1.0, 3.0, 10.0, 14.0, 20.0, 30.0], 6, 2, 1).unwrap();
+        assert!((v[(0, 0)] - 128.0).abs() < 1e-12);
+        assert!(paired_meat(&[1.0, 3.0, 10.0], 3, 2, 1).is_err());
     }
 }
