@@ -29,18 +29,24 @@ run("tgm complete, n = 300, nu = 2", function() {
   x <- rtgm(300, K)
   cover(suppressWarnings(vnce(x, tgm_model(), nu = 2)), truth_k, seq_len(nk))
 })
-# With missing values the objective's noise term is the log of an importance-sampling average
-# over n_latent draws, biased by O(1 / n_latent); the sandwich counts the draws' variance, not
-# that bias, so coverage approaches 0.95 as n_latent grows.
-for (s_lat in c(10, 40)) {
-  run(sprintf("tgm 20%% missing, n_latent = %d", s_lat), function() {
-    x <- rtgm(300, K)
-    m <- matrix(runif(length(x)) < 0.2, nrow(x))
-    m[rowSums(m) == ncol(x), 1] <- FALSE                 # keep one observed value per row
-    x[m] <- NA
-    cover(suppressWarnings(vnce(x, tgm_model(), nu = 2, n_latent = s_lat)), truth_k, seq_len(nk))
-  })
-}
+# With at most one missing value per row the GHK family is the exact posterior and the VNCE
+# bound is tight: VNCE is NCE on the marginal model. With two or more missing values in a row
+# GHK is an importance sampler, the data term's bound is not tight, and the estimate is biased
+# (measured at n = 300, 20% of cells missing: diagonal +0.2, edges -0.12, about 0.8 s.e.; the
+# same with n_latent = 40), which the sandwich does not count.
+run("tgm one missing value in 60% of rows", function() {
+  x <- rtgm(300, K)
+  rows <- which(runif(300) < 0.6)
+  x[cbind(rows, sample(4, length(rows), TRUE))] <- NA
+  cover(suppressWarnings(vnce(x, tgm_model(), nu = 2, n_latent = 10)), truth_k, seq_len(nk))
+})
+run("tgm 20% of cells missing", function() {
+  x <- rtgm(300, K)
+  m <- matrix(runif(length(x)) < 0.2, nrow(x))
+  m[rowSums(m) == ncol(x), 1] <- FALSE                 # keep one observed value per row
+  x[m] <- NA
+  cover(suppressWarnings(vnce(x, tgm_model(), nu = 2, n_latent = 10)), truth_k, seq_len(nk))
+})
 run("mog VNCE, n = 500, theta = 4", function() {
   y <- rmog(500, theta = 4)
   cover(suppressWarnings(vnce(y, mog_model())), c(4, log(sqrt(2 * pi) * 5)), 1:2)
