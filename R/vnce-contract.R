@@ -59,15 +59,18 @@ tgm_vcov <- function(object) {
   d <- object$d
   nt <- d * (d + 1) / 2 + 1
   rows <- nrow(object$data) + nrow(object$noise$y)
-  p <- if (object$variational$family == "ghk") nt else nt + 2 * d + d * (d - 1) / 2
+  # with nothing missing q plays no part (and the lognormal family's parameters are not identified):
+  # the objective is NCE's in (K, c) for either family
+  family <- if (anyNA(object$data)) object$variational$family else "ghk"
+  p <- if (family == "ghk") nt else nt + 2 * d + d * (d - 1) / 2
   check_size(8 * (rows * p + 4 * p^2), "x", "the sandwich covariance", call = caller_call(2L))
   params <- list(K = unname(object$precision), c = object$c)
-  if (object$variational$family == "lognormal") {
+  if (family == "lognormal") {
     params$mu <- unname(object$variational$mu)
     params$prec <- unname(object$variational$prec)
   }
   res <- nce_vnce_tgm_vcov(object$data, object$noise$y, object$noise$lpx, object$noise$lpy,
-                           as.integer(object$n_latent), object$seed, params, object$variational$family, nce_threads())
+                           as.integer(object$n_latent), object$seed, params, family, nce_threads())
   dg <- diag(object$precision)
   if (inherits(res, "nce_rust_error") && identical(res$code, "numerical") && min(dg) < 1e-3 * max(abs(dg))) {
     j <- which.min(dg)

@@ -47,6 +47,10 @@ test_that("with nothing missing, the tgm VNCE sandwich is the NCE sandwich of gl
   L <- tgm_features_se(x[1:4, ])
   expect_equal(unname(p$se.fit), sqrt(rowSums((L %*% V) * L)), tolerance = 1e-10)
   expect_error(predict(fit, se.fit = TRUE), class = "nce_error_unsupported")
+  # with nothing missing the lognormal family's q plays no part: the same fit and standard errors
+  set.seed(21); a <- vnce(x, tgm_model("lognormal"))
+  set.seed(21); v <- vnce(x, tgm_model())
+  expect_equal(sqrt(diag(vcov(a))), sqrt(diag(vcov(v))), tolerance = 1e-6)
 })
 
 test_that("mixture of Gaussians: VNCE, EM and NCE give the same estimate and the same standard errors", {
