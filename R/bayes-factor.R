@@ -45,14 +45,19 @@
 #'   \eqn{\log \bar{e^{r}}} over the draws of model 2 and
 #'   \eqn{-\log \bar{e^{-r}}} over those of model 1, with
 #'   \eqn{r = l_1 - l_2}; their expectations bound \eqn{\log K} from below
-#'   and above), `separated`, `converged`, `iterations`.
+#'   and above), `separated`, `converged`, `iterations`. Methods: `coef()`,
+#'   `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
+#'   [estimate_methods]). Refused: non-finite log-likelihoods, NA draws,
+#'   `ess` that is not two positive finite numbers, and log-likelihood ratios
+#'   beyond 1e12 in absolute value (`nce_error_data`: double precision cannot
+#'   resolve the differences between draws that estimate log K there).
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.
 #'
 #'   Meng, X.-L. and Wong, W. H. (1996). Simulating ratios of normalizing
 #'   constants via a simple identity. Statistica Sinica 6, 831-860.
-#' @seealso [marglik_nce()] and [bf()] when the priors differ.
+#' @seealso [marglik_nce()] and [bayes_factor_marglik()] when the priors differ.
 #' @examples
 #' # x0 = -1.0136; M1: x ~ N(-theta^2, 1), M2: x ~ N(theta^2, 1), theta ~ U(-30, 30)
 #' x0 <- -1.0136
@@ -71,7 +76,9 @@
 #' @export
 bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior_odds = 1) {
   call <- match.call()
+  ucall <- sys.call()
   check_prior_odds(prior_odds)
+  check_ess(ess, 2L, ucall)
   precomputed <- is.list(loglik1) && !is.function(loglik1)
   if (precomputed != (is.list(loglik2) && !is.function(loglik2))) {
     nce_abort("`loglik1` and `loglik2` must both be functions or both be lists of two vectors", "input")
@@ -114,6 +121,7 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
   check_finite_values(l12, "loglik1", "draws2")
   check_finite_values(l21, "loglik2", "draws1")
   check_finite_values(l22, "loglik2", "draws2")
+  check_resolvable(l11 - l21, l12 - l22, "loglik1 - loglik2", ucall)
   fit <- bridge_solve(l11 - l21, l12 - l22, ess)
   out <- bf_result(fit$log_ratio, fit$se, prior_odds, call, "logistic regression between posterior samples")
   out$se_iid <- fit$se_iid
@@ -136,10 +144,15 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' Combines two [marglik_nce()] results (models with any priors and parameter
 #' spaces) into \eqn{\log K = \log p_1(x) - \log p_2(x)}, with the standard
 #' errors added in quadrature (the estimates use independent draws).
+#' `bf()` is the old name, deprecated because `bridgesampling::bf()` masks it
+#' (or it masks bridgesampling's); it still works with a warning of class
+#' `nce_warning_deprecated`.
 #'
 #' @param x1,x2 Results of [marglik_nce()] for model 1 and model 2.
 #' @param prior_odds Prior odds of model 1 against model 2.
-#' @return An object of class `nce_bf` (see [bayes_factor_nce()]).
+#' @return An object of class `nce_bf` (see [bayes_factor_nce()]). Refused:
+#'   inputs that are not [marglik_nce()] results, a separated (unidentified)
+#'   estimate, `prior_odds` that is not one positive number.
 #' @examples
 #' set.seed(1)
 #' # Model 1: y ~ N(mu, 1), mu ~ N(0, 1); model 2: mu = 0. Data y = 1.5.
@@ -147,21 +160,61 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' lp1 <- function(m) dnorm(y, m[, 1], 1, log = TRUE) + dnorm(m[, 1], 0, 1, log = TRUE)
 #' ml1 <- marglik_nce(rnorm(4000, y / 2, sqrt(0.5)), lp1)
 #' ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = "nce_marglik")
-#' bf(ml1, ml2)
+#' bayes_factor_marglik(ml1, ml2)
 #' # exact: dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE)
 #' @export
-bf <- function(x1, x2, prior_odds = 1) {
+bayes_factor_marglik <- function(x1, x2, prior_odds = 1) {
+  call <- sys.call()
   if (!inherits(x1, "nce_marglik") || !inherits(x2, "nce_marglik")) {
-    nce_abort("`x1` and `x2` must be results of marglik_nce()", "input")
+    nce_abort(sprintf("`x1` and `x2` must be results of marglik_nce(), not %s and %s.", describe_value(x1),
+                      describe_value(x2)), "input", call = call)
   }
   check_prior_odds(prior_odds)
   if (is.na(x1$logml) || is.na(x2$logml)) {
-    nce_abort("a marginal likelihood is not identified (separated samples): no Bayes factor", "input")
+    nce_abort("a marginal likelihood is not identified (separated samples): no Bayes factor; draw more or bridge.",
+              "input", call = call)
   }
   out <- bf_result(x1$logml - x2$logml, sqrt(x1$se^2 + x2$se^2), prior_odds, match.call(),
                    "difference of two marginal likelihoods (marglik_nce)")
   out$logml <- c(model1 = x1$logml, model2 = x2$logml)
+  out$n <- c(model1 = x1$n %||% NA_integer_, model2 = x2$n %||% NA_integer_)
+  out$combined <- TRUE
   out
+}
+
+#' @rdname bayes_factor_marglik
+#' @export
+bf <- function(x1, x2, prior_odds = 1) {
+  nce_warn("`bf()` is deprecated (bridgesampling::bf() masks it): use `bayes_factor_marglik()`.", "deprecated")
+  out <- bayes_factor_marglik(x1, x2, prior_odds)
+  out$call <- match.call()
+  out
+}
+
+`%||%` <- function(a, b) if (is.null(a)) b else a
+
+# `ess`: NULL or k positive finite numbers (Inf would make the standard error meaningless).
+check_ess <- function(ess, k, call) {
+  if (is.null(ess)) return(invisible())
+  if (!is.numeric(ess) || length(ess) != k || anyNA(ess) || any(!is.finite(ess)) || any(ess <= 0)) {
+    nce_abort(sprintf(paste("`ess` must be NULL (to estimate it) or %s positive finite number%s (effective sample",
+                            "size%s of the draws), not %s: use the numbers of draws for independent draws."),
+                      if (k == 1L) "one" else "two", if (k == 1L) "" else "s", if (k == 1L) "" else "s of each sample",
+                      if (is.numeric(ess)) paste(format(ess), collapse = ", ") else describe_value(ess)),
+              "input", call = call)
+  }
+}
+
+# Log-likelihood ratios so large that double precision cannot resolve the O(1) differences that
+# the logistic regression compares (the spacing of doubles near 1e15 is 0.125): refuse.
+check_resolvable <- function(r1, r2, what, call) {
+  big <- max(abs(c(r1, r2)))
+  if (big > 1e12) {
+    nce_abort(sprintf(paste("`%s` reaches %s in absolute value: at that size double precision cannot resolve the",
+                            "differences between draws that estimate the constant (limit 1e12). Check that the",
+                            "functions return log densities (not densities, not -log), and centre them if they",
+                            "carry a huge constant."), what, format(big, digits = 3)), "data", call = call)
+  }
 }
 
 bf_result <- function(log_bf, se, prior_odds, call, method) {
@@ -191,10 +244,8 @@ separated_result <- function(out, fit, what, why) {
   out
 }
 
-check_prior_odds <- function(prior_odds) {
-  if (!is.numeric(prior_odds) || length(prior_odds) != 1L || !is.finite(prior_odds) || prior_odds <= 0) {
-    nce_abort("`prior_odds` must be one positive number", "input")
-  }
+check_prior_odds <- function(prior_odds, call = caller_call()) {
+  check_number(prior_odds, "prior_odds", min = 0, exclusive_min = TRUE, call = call)
 }
 
 # Draws as a numeric matrix with at least one row and no NA.
@@ -224,7 +275,8 @@ as_draws <- function(x, arg) {
 check_same_dim <- function(d1, d2) {
   if (ncol(d1) != ncol(d2)) {
     nce_abort(sprintf(paste0("`draws1` has %d columns and `draws2` %d: a shared-prior Bayes factor needs draws of the same ",
-                             "parameter; for different parameter spaces use marglik_nce() on each model and bf()"),
+                             "parameter; for different parameter spaces use marglik_nce() on each model and ",
+                             "bayes_factor_marglik()"),
                       ncol(d1), ncol(d2)), "input")
   }
 }
@@ -257,12 +309,21 @@ check_finite_values <- function(v, fname, xname) {
 
 # The Rust solve of the two-sample logistic problem for c = log(Z1 / Z2).
 bridge_solve <- function(r1, r2, ess = NULL) {
-  if (is.null(ess)) {
-    ess <- c(NA_real_, NA_real_)
-  } else if (!is.numeric(ess) || length(ess) != 2L || anyNA(ess) || any(ess <= 0)) {
-    nce_abort("`ess` must be NULL or two positive numbers", "input")
+  if (is.null(ess)) ess <- c(NA_real_, NA_real_)
+  fit <- nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads())
+  if (inherits(fit, "nce_rust_error") && grepl("effective sample size", fit$message) && anyNA(ess)) {
+    nce_abort(paste("the effective sample sizes could not be estimated: the classification scores are the same at",
+                    "every draw (the log ratios are constant, e.g. identical log-likelihoods or log densities, or",
+                    "the classifier saturates). Check the log-likelihoods, or pass `ess` (for independent draws,",
+                    "the numbers of draws)."), "data", call = caller_call(2L))
   }
-  rs(nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads()))
+  fit <- rs(fit, call = caller_call(2L))
+  if (!fit$separated && (!is.finite(fit$log_ratio) || !is.finite(fit$se))) {
+    nce_abort(sprintf(paste("the estimate is not finite (log ratio %s, s.e. %s): the draws' log ratios are",
+                            "degenerate; check the log densities."), format(fit$log_ratio), format(fit$se)),
+              "numerical", call = caller_call(2L))
+  }
+  fit
 }
 
 #' @export
@@ -281,7 +342,7 @@ print.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' Summarise a Bayes factor estimate
 #'
-#' @param object An `nce_bf` from [bayes_factor_nce()] or [bf()].
+#' @param object An `nce_bf` from [bayes_factor_nce()] or [bayes_factor_marglik()].
 #' @param ... Unused.
 #' @return An object of class `summary.nce_bf`: a table of \eqn{\log K} with
 #'   its standard error and a 95% interval, \eqn{K}, the posterior model
@@ -300,7 +361,9 @@ print.summary.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), 
   if (!is.null(x$logml)) {
     cat(sprintf("log marginal likelihoods: %s\n", paste(format(x$logml, digits = digits), collapse = ", ")))
   }
-  if (!is.null(x$n)) {
+  if (isTRUE(x$combined)) {
+    cat(sprintf("draws in the two estimates: %s and %s\n", x$n[[1L]], x$n[[2L]]))
+  } else if (!is.null(x$n)) {
     cat(sprintf("draws: %d and %d; effective sample sizes (of the score): %s and %s\n", x$n[[1L]], x$n[[2L]],
                 format(x$ess[[1L]], digits = 3), format(x$ess[[2L]], digits = 3)))
     print_bridge_diagnostics(x, "log K", digits)

@@ -86,15 +86,22 @@ nce_truncnorm_sample <- function(n, mean, sd, lower, seed, threads) .Call(wrap__
 #' @noRd
 nce_truncnorm_log_density <- function(x, mean, sd, lower) .Call(wrap__nce_truncnorm_log_density, x, mean, sd, lower)
 
-#' n x d draws from the truncated Gaussian graphical model by Gibbs sampling.
+#' n x d draws from the truncated Gaussian graphical model by Gibbs sampling; `require_pd = FALSE`
+#' accepts a K the caller found strictly copositive (positive diagonal, mean zero).
 #' @keywords internal
 #' @noRd
-nce_rtgm <- function(n, k, mean, burnin, thin, chains, start, seed, threads) .Call(wrap__nce_rtgm, n, k, mean, burnin, thin, chains, start, seed, threads)
+nce_rtgm <- function(n, k, mean, burnin, thin, chains, start, seed, threads, require_pd) .Call(wrap__nce_rtgm, n, k, mean, burnin, thin, chains, start, seed, threads, require_pd)
 
 #' Fit the unnormalised mixture of Gaussians by joint VNCE, NCE or the VNCE EM algorithm.
 #' @keywords internal
 #' @noRd
 nce_vnce_mog <- function(x, y, sigma1, noise_mean, noise_sd, method, start, control, threads) .Call(wrap__nce_vnce_mog, x, y, sigma1, noise_mean, noise_sd, method, start, control, threads)
+
+#' Sandwich covariance of a mixture-of-Gaussians estimate: `method = "vnce"` over
+#' p = (log theta, c, w0, w1, w2), `"nce"` over (log theta, c) (nce_core::vnce::se).
+#' @keywords internal
+#' @noRd
+nce_vnce_mog_vcov <- function(x, y, sigma1, noise_mean, noise_sd, p, method, threads) .Call(wrap__nce_vnce_mog_vcov, x, y, sigma1, noise_mean, noise_sd, p, method, threads)
 
 #' Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
 #' missing values (NA) as latent variables. `family`: "ghk" (q = the model's truncated-normal
@@ -121,6 +128,14 @@ nce_vnce_tgm_ghk_objective <- function(x, y, lpx, lpy, n_latent, seed, params, t
 #' @keywords internal
 #' @noRd
 nce_ghk_impute <- function(x, k, n_draws, seed, threads) .Call(wrap__nce_ghk_impute, x, k, n_draws, seed, threads)
+
+#' Sandwich covariance of a fitted VNCE estimate (nce_core::vnce::se): for `family = "ghk"` over
+#' theta = (K upper triangle row by row, c) at `params` = list(K, c); for "lognormal" over all
+#' packed parameters at list(K, c, mu, prec). The same x, y, lpx, lpy, n_latent and seed as the
+#' fit give the same fixed draws. Returns list(vcov, names).
+#' @keywords internal
+#' @noRd
+nce_vnce_tgm_vcov <- function(x, y, lpx, lpy, n_latent, seed, params, family, threads) .Call(wrap__nce_vnce_tgm_vcov, x, y, lpx, lpy, n_latent, seed, params, family, threads)
 
 #' Values of `maps` (a list of double matrices) at the points (x, y): point k reads map
 #' which[k] (1-based). `window` is c(xmin, xmax, ymin, ymax).

@@ -47,7 +47,11 @@
 #'   `n_ref`, `bounds` (importance sampling estimates from the reference and
 #'   reciprocal importance sampling from the draws, lower and upper bounds in
 #'   expectation), `reference` (family, mean and covariance on the
-#'   unconstrained scale), `separated`, `converged`, `iterations`.
+#'   unconstrained scale), `separated`, `converged`, `iterations`. Methods:
+#'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
+#'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
+#'   in memory (`nce_error_size`, before allocating), `ess` that is not one
+#'   positive finite number, log ratios beyond 1e12 (`nce_error_data`).
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.
@@ -57,7 +61,7 @@
 #'
 #'   Gronau, Q. F. et al. (2017). A tutorial on bridge sampling. Journal of
 #'   Mathematical Psychology 81, 80-97.
-#' @seealso [bf()] for a Bayes factor from two estimates; [bayes_factor_nce()].
+#' @seealso [bayes_factor_marglik()] for a Bayes factor from two estimates; [bayes_factor_nce()].
 #' @examples
 #' set.seed(1)
 #' # 2-D standard normal kernel exp(-s's/2): log Z = log(2 pi)
@@ -74,6 +78,7 @@
 marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL) {
   call <- match.call()
+  ucall <- sys.call()
   reference <- match.arg(reference)
   x <- as_draws(draws, "draws")
   if (!is.function(log_posterior)) nce_abort("`log_posterior` must be a vectorised function of a draws matrix", "input")
@@ -89,8 +94,8 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
                         length(out), j, lb[j], ub[j], format_positions(out)), "support")
     }
   }
-  if (!is.numeric(df) || length(df) != 1L || !is.finite(df) || df <= 0) nce_abort("`df` must be one positive number", "input")
-  if (!is.logical(split) || length(split) != 1L || is.na(split)) nce_abort("`split` must be TRUE or FALSE", "input")
+  check_number(df, "df", min = 0, exclusive_min = TRUE, call = ucall)
+  check_bool(split, "split", call = ucall)
   n <- nrow(x)
   if (split) {
     if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input")
@@ -105,12 +110,10 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
                       if (split) " in the first half (split = TRUE)" else ""), "input")
   }
   if (is.null(n_ref)) n_ref <- nrow(xe)
-  if (!is.numeric(n_ref) || length(n_ref) != 1L || !is.finite(n_ref) || n_ref < 2 || n_ref != round(n_ref)) {
-    nce_abort("`n_ref` must be one whole number of at least 2", "input")
-  }
-  if (!is.null(ess) && (!is.numeric(ess) || length(ess) != 1L || !is.finite(ess) || ess <= 0)) {
-    nce_abort("`ess` must be NULL or one positive number", "input")
-  }
+  check_count(n_ref, "n_ref", min = 2, max = 2^52, call = ucall)
+  check_ess(ess, 1L, ucall)
+  # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
+  check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
   ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(), nce_threads()))
   xr <- ref$ref_draws
   colnames(xr) <- colnames(x)
@@ -124,6 +127,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   }
   r1 <- lp_e + ref$est_logjac - ref$est_logref
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
+  check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
   fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref))
   out <- structure(list(
     logml = fit$log_ratio, se = fit$se, se_iid = fit$se_iid,

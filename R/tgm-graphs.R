@@ -47,15 +47,13 @@ hub_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
   finish_graph(K, diag, margin)
 }
 
-check_graph_args <- function(d, low, high, diag, margin) {
-  if (!is_count(d) || d < 3) nce_abort("`d` must be a whole number of at least 3", call = sys.call(-1L))
-  if (!is_number(low) || !is_number(high) || low <= 0 || high < low) {
-    nce_abort("`low` and `high` must be numbers with 0 < low <= high", call = sys.call(-1L))
-  }
-  if (!is.null(diag) && (!is_number(diag) || diag <= 0)) {
-    nce_abort("`diag` must be NULL or one positive number", call = sys.call(-1L))
-  }
-  if (!is_number(margin) || margin <= 0) nce_abort("`margin` must be one positive number", call = sys.call(-1L))
+check_graph_args <- function(d, low, high, diag, margin, call = caller_call()) {
+  check_count(d, "d", min = 3, max = 46340, call = call)
+  check_number(low, "low", min = 0, exclusive_min = TRUE, call = call)
+  check_number(high, "high", min = low, call = call)
+  check_number(diag, "diag", min = 0, exclusive_min = TRUE, allow_null = TRUE, call = call)
+  check_number(margin, "margin", min = 0, exclusive_min = TRUE, call = call)
+  check_size(8 * 4 * d^2, "d", "the precision matrix", call = call)
 }
 
 # Symmetrise an upper-triangular weight matrix and set a common diagonal.
@@ -71,8 +69,6 @@ finish_graph <- function(U, diag, margin) {
   K
 }
 
-is_count <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x) && x == round(x) && x >= 0
-is_number <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x)
 
 #' Simulate from a truncated Gaussian graphical model
 #'
@@ -88,7 +84,9 @@ is_number <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x)
 #' @param thin Keep one sweep in `thin`.
 #' @param chains Number of independent chains; the `n` draws are split between them.
 #' @param start Starting point (positive vector), or `NULL` for 1 / sqrt(diag(K)).
-#' @return An n x d matrix.
+#' @return An n x d matrix. Refused (before allocating): `n` whose draws would not fit in memory
+#'   (`nce_error_size`); a `K` that is not symmetric positive definite; non-whole `n`, `burnin`,
+#'   `thin`, `chains`.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(5)
@@ -96,36 +94,46 @@ is_number <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x)
 #' colMeans(x)
 #' @export
 rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NULL) {
-  if (!is_count(n) || n < 1) nce_abort("`n` must be a positive whole number")
-  K <- check_precision(K, "K")
+  call <- sys.call()
+  check_count(n, "n", max = 2^52, call = call)
+  K <- check_precision(K, "K", call = call)
   d <- ncol(K)
   if (!is.numeric(mean) || !(length(mean) %in% c(1L, d)) || any(!is.finite(mean))) {
-    nce_abort(sprintf("`mean` must be one number or %d finite numbers", d))
+    nce_abort(sprintf("`mean` must be one number or %d finite numbers, not %s.", d, describe_value(mean)), call = call)
   }
-  if (!is_count(burnin)) nce_abort("`burnin` must be a non-negative whole number")
-  if (!is_count(thin) || thin < 1) nce_abort("`thin` must be a positive whole number")
-  if (!is_count(chains) || chains < 1 || chains > n) nce_abort("`chains` must be a whole number between 1 and `n`")
+  check_count(burnin, "burnin", min = 0, call = call)
+  check_count(thin, "thin", call = call)
+  check_count(chains, "chains", max = n, call = call)
   if (!is.null(start) && (!is.numeric(start) || length(start) != d || any(!is.finite(start)) || any(start <= 0))) {
-    nce_abort(sprintf("`start` must be NULL or %d positive numbers", d))
+    nce_abort(sprintf("`start` must be NULL or %d positive numbers, not %s.", d, describe_value(start)), call = call)
   }
+  # the draws in Rust, their copy into R, and R's own copy when the column names are set
+  check_size(8 * 3 * n * d, "n", "rtgm()", call = call)
   x <- rs(nce_rtgm(as.double(n), K, as.double(rep_len(mean, d)), as.integer(burnin), as.integer(thin),
-                   as.integer(chains), if (is.null(start)) NULL else as.double(start), draw_seed(), nce_threads()))
+                   as.integer(chains), if (is.null(start)) NULL else as.double(start), draw_seed(), nce_threads(),
+                   TRUE))
   colnames(x) <- colnames(K)
   x
 }
 
 # A symmetric positive definite numeric matrix, or a classed error naming `arg`.
-check_precision <- function(K, arg, call = sys.call(-1L)) {
+check_precision <- function(K, arg, call = caller_call()) {
   if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K) || nrow(K) < 1L) {
-    nce_abort(sprintf("`%s` must be a square numeric matrix", arg), call = call)
+    nce_abort(sprintf("`%s` must be a square numeric matrix, not %s.", arg, describe_value(K)), call = call)
   }
-  if (any(!is.finite(K))) nce_abort(sprintf("`%s` has missing or infinite entries", arg), call = call)
-  if (max(abs(K - t(K))) > 1e-8 * max(1, max(abs(K)))) nce_abort(sprintf("`%s` must be symmetric", arg), call = call)
+  if (any(!is.finite(K))) {
+    nce_abort(sprintf("`%s` has missing or infinite entries (%d of them): give finite values.", arg,
+                      sum(!is.finite(K))),
+              call = call)
+  }
+  if (max(abs(K - t(K))) > 1e-8 * max(1, max(abs(K)))) {
+    nce_abort(sprintf("`%s` must be symmetric (largest asymmetry %.3g).", arg, max(abs(K - t(K)))), call = call)
+  }
   K <- (K + t(K)) / 2
   ok <- tryCatch({ chol(K); TRUE }, error = function(e) FALSE)
   if (!ok) {
     ev <- min(eigen(K, symmetric = TRUE, only.values = TRUE)$values)
-    nce_abort(sprintf("`%s` is not positive definite (smallest eigenvalue %.3g)", arg, ev), call = call)
+    nce_abort(sprintf("`%s` is not positive definite (smallest eigenvalue %.3g).", arg, ev), call = call)
   }
   storage.mode(K) <- "double"
   attr(K, "graph") <- NULL
@@ -136,37 +144,47 @@ check_precision <- function(K, arg, call = sys.call(-1L)) {
 #'
 #' The pairs (i, j), i < j, whose off-diagonal precision entry exceeds `threshold`. Following Rhodes
 #' and Gutmann (2019) the signed entry is compared by default (their graphs have positive weights);
-#' `abs = TRUE` compares absolute values.
+#' `abs = TRUE` compares absolute values. `edges()` is the old name, deprecated because
+#' `igraph::edges()` masks it (or it masks igraph's); it still works with a warning of class
+#' `nce_warning_deprecated`.
 #'
 #' @param x A [vnce()] fit of a truncated Gaussian graphical model, or a precision matrix.
 #' @param threshold Entries above it are edges.
 #' @param abs Compare absolute values.
 #' @param ... Unused.
 #' @return A data frame with columns `from`, `to` and `weight`, ordered by decreasing weight.
+#'   Refused: a non-square or non-numeric `x`, a `threshold` that is not one number.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(6)
-#' edges(K, 0.1)
+#' tgm_edges(K, 0.1)
 #' @export
-edges <- function(x, threshold = 0, abs = FALSE, ...) UseMethod("edges")
-
-#' @export
-edges.default <- function(x, threshold = 0, abs = FALSE, ...) {
-  K <- precision_of(x)
-  if (!is_number(threshold)) nce_abort("`threshold` must be one number")
+tgm_edges <- function(x, threshold = 0, abs = FALSE, ...) {
+  call <- sys.call()
+  K <- precision_of(x, call)
+  check_number(threshold, "threshold", allow_infinite = TRUE, call = call)
+  check_bool(abs, "abs", call = call)
   ij <- which(upper.tri(K), arr.ind = TRUE)
   w <- K[ij]
-  keep <- (if (abs) base::abs(w) else w) > threshold
+  keep <- !is.na(w) & (if (abs) base::abs(w) else w) > threshold
   out <- data.frame(from = ij[keep, 1L], to = ij[keep, 2L], weight = w[keep])
   out <- out[order(-(if (abs) base::abs(out$weight) else out$weight)), , drop = FALSE]
   rownames(out) <- NULL
   out
 }
 
-precision_of <- function(x, call = sys.call(-1L)) {
+#' @rdname tgm_edges
+#' @export
+edges <- function(x, threshold = 0, abs = FALSE, ...) {
+  nce_warn("`edges()` is deprecated (igraph::edges() masks it): use `tgm_edges()`.", "deprecated")
+  tgm_edges(x, threshold = threshold, abs = abs, ...)
+}
+
+precision_of <- function(x, call = caller_call()) {
   K <- if (inherits(x, "vnce_tgm")) x$precision else x
-  if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K)) {
-    nce_abort("`x` must be a vnce() fit of a truncated Gaussian graphical model or a square numeric matrix", call = call)
+  if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K) || nrow(K) < 2L) {
+    nce_abort(sprintf(paste("`x` must be a vnce() fit of a truncated Gaussian graphical model or a square numeric",
+                            "matrix with at least two rows, not %s."), describe_value(K)), call = call)
   }
   K
 }
@@ -190,14 +208,26 @@ precision_of <- function(x, call = sys.call(-1L)) {
 #' edge_roc(estimate, K)$auc
 #' @export
 edge_roc <- function(x, truth, abs = FALSE) {
-  K <- precision_of(x)
+  call <- sys.call()
+  K <- precision_of(x, call)
+  check_bool(abs, "abs", call = call)
   G <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth
-  if (!is.matrix(G) || !identical(dim(G), dim(K))) nce_abort("`truth` must be a matrix of the same size as the estimate")
+  if (!is.matrix(G) || !identical(dim(G), dim(K))) {
+    nce_abort(sprintf("`truth` must be a matrix of the same size as the estimate (%d x %d), not %s.",
+                      nrow(K), ncol(K), describe_value(G)), call = call)
+  }
+  if (anyNA(G)) nce_abort("`truth` has missing entries: every pair must be an edge or not.", call = call)
   G <- if (is.logical(G)) G else G != 0
   up <- upper.tri(K)
   score <- if (abs) base::abs(K[up]) else K[up]
   edge <- G[up]
-  if (!any(edge) || all(edge)) nce_abort("`truth` must have both edges and non-edges")
+  if (anyNA(score)) {
+    # a missing score would be ranked as if it were information; refuse rather than guess
+    nce_abort(sprintf(paste("the estimate has %d missing (NA or NaN) off-diagonal entries of %d: an AUC needs a",
+                            "score for every pair; replace them (e.g. by 0) or drop those nodes."),
+                      sum(is.na(score)), length(score)), "data", call = call)
+  }
+  if (!any(edge) || all(edge)) nce_abort("`truth` must have both edges and non-edges.", call = call)
   r <- rank(score)
   n1 <- sum(edge)
   n0 <- sum(!edge)
@@ -206,7 +236,7 @@ edge_roc <- function(x, truth, abs = FALSE) {
   roc <- data.frame(threshold = c(Inf, th),
                     fpr = c(0, vapply(th, function(t) sum(score >= t & !edge) / n0, 0)),
                     tpr = c(0, vapply(th, function(t) sum(score >= t & edge) / n1, 0)))
-  structure(list(auc = auc, roc = roc), class = "nce_edge_roc")
+  structure(list(auc = auc, roc = roc, n_edges = n1, n_pairs = length(score)), class = "nce_edge_roc")
 }
 
 #' @export

@@ -32,12 +32,16 @@
 #' @export
 custom_model <- function(log_phi, grad, theta, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
                          noise = NULL) {
-  if (!is.function(log_phi)) nce_abort("`log_phi` must be a function(x, z, theta)")
-  if (!is.function(grad)) nce_abort("`grad` must be a function(x, z, theta)")
-  if (!is.numeric(theta) || length(theta) < 1L || any(!is.finite(theta))) nce_abort("`theta` must be finite numbers")
+  check_function(log_phi, "log_phi")
+  check_function(grad, "grad")
+  if (!is.numeric(theta) || length(theta) < 1L || any(!is.finite(theta))) {
+    nce_abort(sprintf("`theta` must be finite numbers (the starting values), not %s.", describe_value(theta)))
+  }
   if (is.null(names(theta))) names(theta) <- paste0("theta", seq_along(theta))
-  if (length(latent) < 2L || anyDuplicated(latent)) nce_abort("`latent` must hold at least two distinct values")
-  if (!is.function(q_features)) nce_abort("`q_features` must be a function(x)")
+  if (length(latent) < 2L || anyDuplicated(latent) || anyNA(latent)) {
+    nce_abort(sprintf("`latent` must hold at least two distinct values, not %s.", describe_value(latent)))
+  }
+  check_function(q_features, "q_features")
   if (!is.null(noise) && !(is.list(noise) && is.function(noise$sample) && is.function(noise$log_density))) {
     nce_abort("`noise` must be NULL or a list with functions `sample(n)` and `log_density(x)`")
   }
@@ -49,12 +53,16 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
   x <- latent_free_data(x, call)
   n <- NROW(x)
   m <- round(nu * n)
-  if (m < 1L) nce_abort("`nu` times the number of points must give at least one noise point", call = call)
+  if (m < 1L) {
+    nce_abort(sprintf("`nu` = %s times the %d points must give at least one noise point: raise `nu`.", format(nu), n),
+              call = call)
+  }
   noise <- model$noise
   if (is.null(noise)) noise <- normal_noise(x)
   y <- noise$sample(m)
   if (NROW(y) != m || NCOL(y) != NCOL(x)) nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)
   parts <- custom_parts(model, x, y, log(nu), noise, call)
+  custom_check_start(parts, model, call)
   p <- length(model$theta)
   fx <- parts$fx
   n_w <- ncol(fx) * (length(model$latent) - 1L)
@@ -72,6 +80,8 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
                       method = "BFGS", control = octl)
     theta <- o$par[seq_len(p)]
     w <- o$par[-seq_len(p)]
+    names(w) <- sprintf("w[%d,%d]", rep(seq_len(ncol(fx)), length(model$latent) - 1L),
+                        rep(seq_len(length(model$latent) - 1L) + 1L, each = ncol(fx)))
     objective <- -o$value
   } else if (method == "em") {
     theta <- model$theta
@@ -99,7 +109,7 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
     nce_objective = custom_nce(parts, theta)$value, trace = trace,
     converged = o$convergence == 0L, iterations = o$counts[[2L]], evaluations = o$counts[[1L]],
     message = if (o$convergence == 0L) "converged" else sprintf("optim() code %d", o$convergence),
-    n = n, noise = noise, x = x, model = model
+    n = n, noise = noise, x = x, model = model, parts = parts
   ), class = c("vnce_custom", "vnce_fit"))
 }
 
@@ -207,4 +217,107 @@ custom_nce <- function(parts, theta) {
   g <- Reduce(`+`, lapply(seq_len(parts$L), function(l) colSums(gx[[l]] * (up * sm[, l]))))
   nz <- custom_noise_term(parts, theta)
   list(value = (sum(stats::plogis(a, log.p = TRUE)) + nz$value) / parts$n, grad = (g + nz$grad) / parts$n)
+}
+
+# The user's functions must give finite values at the starting theta: say which and where
+# (optim() would only say "initial value in 'vmmin' is not finite").
+custom_check_start <- function(parts, model, call) {
+  th <- model$theta
+  lab <- paste(sprintf("%s = %s", names(th), format(th, digits = 4)), collapse = ", ")
+  for (what in c("x", "y")) {
+    lp <- if (what == "x") parts$lphi_x(th) else parts$lphi_y(th)
+    bad <- which(!is.finite(lp), arr.ind = TRUE)
+    if (length(bad)) {
+      r <- if (is.matrix(bad)) bad[, 1L] else bad
+      nce_abort(sprintf(paste0("`log_phi` returned %s at %d %s point(s) (rows %s) for the starting `theta` (%s): ",
+                               "it must give finite log values there; fix log_phi or choose another `theta`."),
+                        format(lp[bad][1L]), length(unique(r)), if (what == "x") "data" else "noise",
+                        format_positions(unique(r)), lab), call = call)
+    }
+    g <- if (what == "x") parts$grad_x(th) else parts$grad_y(th)
+    if (any(vapply(g, function(m) any(!is.finite(m)), TRUE))) {
+      nce_abort(sprintf("`grad` returned non-finite values at %s points for the starting `theta` (%s): fix grad.",
+                        if (what == "x") "data" else "noise", lab), call = call)
+    }
+  }
+}
+
+# Per-row scores of the summed objective (data rows, then noise rows): VNCE over (theta, W), or
+# NCE on the marginal over theta.
+custom_row_scores <- function(parts, theta, w, method) {
+  L <- parts$L
+  ly <- parts$lphi_y(theta)
+  by <- row_lse(ly) - parts$log_nu - parts$lpy
+  smy <- exp(ly - row_lse(ly))
+  gy <- parts$grad_y(theta)
+  noise <- Reduce(`+`, lapply(seq_len(L), function(l) gy[[l]] * (-stats::plogis(by) * smy[, l])))
+  lx <- parts$lphi_x(theta)
+  gx <- parts$grad_x(theta)
+  if (method != "vnce") {
+    a <- row_lse(lx) - parts$log_nu - parts$lpx
+    sm <- exp(lx - row_lse(lx))
+    data <- Reduce(`+`, lapply(seq_len(L), function(l) gx[[l]] * ((1 - stats::plogis(a)) * sm[, l])))
+    return(rbind(data, noise))
+  }
+  W <- matrix(w, ncol(parts$fx), L - 1L)
+  eta <- cbind(0, parts$fx %*% W)
+  logq <- eta - row_lse(eta)
+  q <- exp(logq)
+  a <- lx - logq - parts$log_nu - parts$lpx
+  f <- stats::plogis(a, log.p = TRUE)
+  s <- stats::plogis(a)
+  data <- Reduce(`+`, lapply(seq_len(L), function(l) gx[[l]] * (q[, l] * (1 - s[, l]))))
+  gam <- q * (f - (1 - s))
+  d_eta <- (gam - q * rowSums(gam))[, -1L, drop = FALSE]
+  # column-major vec of fx' d_eta, row by row: feature index fastest, then latent value
+  gw <- do.call(cbind, lapply(seq_len(L - 1L), function(l) parts$fx * d_eta[, l]))
+  rbind(cbind(data, gw), cbind(noise, matrix(0, nrow(noise), length(w))))
+}
+
+# Sandwich covariance of a custom-model fit (two independent samples, data and noise rows; the
+# Hessian by central differences of the exact gradient of the summed objective).
+custom_vcov <- function(object) {
+  parts <- object$parts
+  theta <- object$coefficients
+  p <- length(theta)
+  vn <- object$method == "vnce"
+  par <- if (vn) c(theta, object$variational$w) else theta
+  grad <- function(v) {
+    g <- if (vn) custom_objective(parts, v[seq_len(p)], v[-seq_len(p)])$grad else custom_nce(parts, v)$grad
+    g * parts$n
+  }
+  H <- numeric_hessian(par, grad)
+  S <- custom_row_scores(parts, theta, if (vn) object$variational$w else NULL, if (vn) "vnce" else "nce")
+  V <- two_sample_sandwich(H, S, parts$n)
+  V <- V[seq_len(p), seq_len(p), drop = FALSE]
+  dimnames(V) <- list(names(theta), names(theta))
+  V
+}
+
+numeric_hessian <- function(x, grad, rel = 1e-5) {
+  p <- length(x)
+  H <- matrix(0, p, p)
+  for (j in seq_len(p)) {
+    h <- rel * max(1, abs(x[j]))
+    xp <- x
+    xm <- x
+    xp[j] <- x[j] + h
+    xm[j] <- x[j] - h
+    H[, j] <- (grad(xp) - grad(xm)) / (2 * h)
+  }
+  (H + t(H)) / 2
+}
+
+# H^{-1} V H^{-1} with V the scores' centred outer products summed within the data rows (the
+# first n) and within the noise rows.
+two_sample_sandwich <- function(H, S, n) {
+  cen <- function(A) sweep(A, 2L, colMeans(A))
+  A <- rbind(cen(S[seq_len(n), , drop = FALSE]), cen(S[-seq_len(n), , drop = FALSE]))
+  Hi <- tryCatch(solve(-H), error = function(e) NULL)
+  if (is.null(Hi) || any(!is.finite(H))) {
+    nce_abort("the Hessian of the objective is singular at the estimate: the parameters are not identified",
+              "numerical", call = NULL)
+  }
+  V <- Hi %*% crossprod(A) %*% Hi
+  (V + t(V)) / 2
 }

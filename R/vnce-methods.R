@@ -6,7 +6,7 @@ print.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(vnce_description(x), "\n")
   if (inherits(x, "vnce_tgm")) {
     cat(sprintf("Precision matrix K (%d x %d), c = %s; %d off-diagonal entries above 0.1 in absolute value\n",
-                x$d, x$d, format(x$c, digits = digits), nrow(edges(x, 0.1, abs = TRUE))))
+                x$d, x$d, format(x$c, digits = digits), nrow(tgm_edges(x, 0.1, abs = TRUE))))
   } else {
     cat("Coefficients:\n")
     print.default(format(coef(x), digits = digits), print.gap = 2L, quote = FALSE)
@@ -47,12 +47,25 @@ summary.vnce_fit <- function(object, threshold = 0.1, ...) {
   out <- list(description = vnce_description(object), objective = object$objective,
               nce_objective = object$nce_objective, converged = object$converged,
               iterations = object$iterations, message = object$message)
+  V <- tryCatch(stats::vcov(object), nce_error = function(e) e)
+  se <- if (inherits(V, "error")) {
+    out$se_note <- conditionMessage(V)
+    stats::setNames(rep(NA_real_, length(object$coefficients)), names(object$coefficients))
+  } else {
+    sqrt(diag(V))
+  }
   if (inherits(object, "vnce_tgm")) {
-    out$edges <- edges(object, threshold)
-    out$c <- object$c
+    ed <- tgm_edges(object, threshold)
+    vars <- colnames(object$precision)
+    ed$se <- unname(se[sprintf("K[%s,%s]", vars[ed$from], vars[ed$to])])
+    out$edges <- ed
+    out$c <- c(estimate = object$c, se = unname(se[["c"]]))
+    out$normalisable <- object$normalisable
     out$noise <- data.frame(mean = object$noise$mean, sd = object$noise$sd, row.names = colnames(object$precision))
   } else {
-    out$coefficients <- coef(object)
+    z <- stats::qnorm(0.975)
+    cf <- object$coefficients
+    out$coefficients <- cbind(Estimate = cf, `Std. Error` = se, lower95 = cf - z * se, upper95 = cf + z * se)
     out$variational <- object$variational$w
   }
   structure(out, class = "summary.vnce_fit")
@@ -62,17 +75,20 @@ summary.vnce_fit <- function(object, threshold = 0.1, ...) {
 print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(x$description, "\n\n")
   if (!is.null(x$edges)) {
-    cat(sprintf("Edges with K[i, j] above the threshold: %d\n", nrow(x$edges)))
+    cat(sprintf("Edges with K[i, j] above the threshold: %d (se: sandwich standard error)\n", nrow(x$edges)))
     if (nrow(x$edges)) print(utils::head(x$edges, 15L), digits = digits, row.names = FALSE)
-    cat(sprintf("c (log normaliser) = %s\n", format(x$c, digits = digits)))
+    cat(sprintf("c (log normaliser) = %s (s.e. %s)\n", format(x$c[["estimate"]], digits = digits),
+                format(x$c[["se"]], digits = digits)))
+    if (!is.null(x$normalisable)) cat(sprintf("Normalisable: %s (%s)\n", x$normalisable$status, x$normalisable$why))
   } else {
-    cat("Coefficients:\n")
+    cat("Coefficients (sandwich standard errors, 95% Wald intervals):\n")
     print(x$coefficients, digits = digits)
     if (length(x$variational)) {
       cat("Variational parameters:\n")
       print(x$variational, digits = digits)
     }
   }
+  if (!is.null(x$se_note)) cat("Standard errors unavailable:", x$se_note, "\n")
   cat(sprintf("\nVNCE objective %s", format(x$objective, digits = digits + 3L)))
   if (!is.null(x$nce_objective)) cat(sprintf(", NCE objective at the estimate %s", format(x$nce_objective, digits = digits + 3L)))
   cat(sprintf("\nOptimiser: %s after %d iterations (%s)\n", if (isTRUE(x$converged)) "converged" else "not converged",
@@ -86,15 +102,27 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' missing value by its posterior mean given the row's observed values: under the fitted model
 #' (a normal truncated to the positive orthant, by self-normalised GHK importance sampling with
 #' `n_draws` draws per row) for `family = "ghk"`, under the fitted lognormal conditional for
-#' `family = "lognormal"`; `type = "log_phi"` returns the fitted log phi(x) = -x'Kx/2 - c of
-#' complete rows (NA for rows with missing values).
+#' `family = "lognormal"`. `type = "link"` returns the fitted log density log phi(x) = -x'Kx/2 - c
+#' of complete rows (c as the log normaliser; NA for rows with missing values), `"response"` its
+#' exponential, `"lpmatrix"` the matrix X with `X %*% coef(object)` the link (the model is linear
+#' in (K, c)); `"log_phi"` is the old name of `"link"`. For the mixture and custom models, `"link"`
+#' is the log of phi(x) summed over the latent variable and `"response"` its exponential.
 #'
-#' @param object A [vnce()] fit of [tgm_model()].
-#' @param newdata A matrix with the fit's columns; default the data of the fit.
-#' @param type `"impute"` or `"log_phi"`.
+#' `se.fit = TRUE` gives standard errors of the link from the sandwich covariance ([vcov()]) by
+#' the delta method (`"response"`: times the density). It is refused (`nce_error_unsupported`)
+#' for `type = "impute"`: an imputation is a posterior mean given K, whose spread is the
+#' posterior's, not an estimation error.
+#'
+#' @param object A [vnce()] fit.
+#' @param newdata A matrix with the fit's columns (graphical model) or a vector of points
+#'   (mixture, custom); default the data of the fit.
+#' @param type `"impute"` (graphical model; the default there), `"link"` (the default otherwise),
+#'   `"response"`, `"lpmatrix"` (graphical model) or `"log_phi"`.
+#' @param se.fit Return standard errors too (a list with `fit` and `se.fit`).
 #' @param n_draws Importance-sampling draws per row for `family = "ghk"` imputation.
 #' @param ... Unused.
-#' @return The completed matrix, or a vector of log phi values.
+#' @return The completed matrix, a vector, a matrix (`"lpmatrix"`), or with `se.fit = TRUE` a list
+#'   with `fit` and `se.fit`.
 #' @examples
 #' set.seed(2)
 #' x <- rtgm(200, ring_graph(5))
@@ -102,20 +130,33 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' fit <- vnce(x, tgm_model(), n_latent = 5)
 #' head(predict(fit))
 #' @export
-predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "log_phi"), n_draws = 1000, ...) {
+predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "link", "response", "lpmatrix", "log_phi"),
+                             se.fit = FALSE, n_draws = 1000, ...) {
   type <- match.arg(type)
-  if (!is_count(n_draws) || n_draws < 1) nce_abort("`n_draws` must be a positive whole number")
+  if (type == "log_phi") type <- "link"
+  check_bool(se.fit, "se.fit")
+  check_count(n_draws, "n_draws", max = 1e8)
   x <- if (is.null(newdata)) object$x else newdata
-  if (is.data.frame(x)) x <- as.matrix(x)
+  if (is.data.frame(x)) {
+    check_numeric_columns(x, names(x), "newdata")
+    x <- as.matrix(x)
+  }
   if (!is.matrix(x) || !is.numeric(x) || ncol(x) != object$d) {
-    nce_abort(sprintf("`newdata` must be a numeric matrix with %d columns", object$d))
+    nce_abort(sprintf("`newdata` must be a numeric matrix with %d columns, not %s.", object$d, describe_value(x)))
   }
-  if (type == "log_phi") {
-    K <- object$precision
-    return(-0.5 * rowSums((x %*% K) * x) - object$c)
-  }
-  if (any(x <= 0, na.rm = TRUE)) nce_abort("`newdata` must be positive")
   storage.mode(x) <- "double"
+  if (type != "impute") {
+    X <- tgm_lpmatrix(object, x)
+    if (type == "lpmatrix") return(X)
+    return(linear_prediction(object, X, type, se.fit))
+  }
+  if (se.fit) {
+    nce_unsupported("predict(se.fit = TRUE, type = \"impute\")", object, paste(
+      "an imputation is the posterior mean of a missing value given K: its spread is the posterior's, not an",
+      "estimation error; use type = \"link\" or \"response\" for standard errors"))
+  }
+  if (any(x <= 0, na.rm = TRUE)) nce_abort("`newdata` must be positive (the model lives on the positive orthant).")
+  check_size(8 * 4 * nrow(x) * object$d + 8 * n_draws * object$d * 4, "n_draws", "imputation")
   if (identical(object$variational$family, "ghk")) {
     K <- unname(object$precision)
     out <- rs(nce_ghk_impute(unname(x), K, as.integer(n_draws), draw_seed(), nce_threads()))
@@ -134,6 +175,66 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "log_phi
     x[i, m] <- exp(as.vector(mc) + diag(Ai) / 2)
   }
   x
+}
+
+# link / response from a linear predictor X %*% coef, with delta-method SEs from vcov().
+linear_prediction <- function(object, X, type, se.fit) {
+  eta <- drop(X %*% object$coefficients)
+  names(eta) <- rownames(X)
+  fit <- if (type == "response") exp(eta) else eta
+  if (!se.fit) return(fit)
+  V <- stats::vcov(object)
+  se <- sqrt(pmax(rowSums((X %*% V) * X), 0))
+  if (type == "response") se <- se * fit
+  list(fit = fit, se.fit = se)
+}
+
+#' @rdname predict.vnce_tgm
+#' @export
+predict.vnce_fit <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix", "log_phi"),
+                             se.fit = FALSE, ...) {
+  type <- match.arg(type)
+  if (type == "log_phi") type <- "link"
+  check_bool(se.fit, "se.fit")
+  if (type == "lpmatrix") {
+    nce_unsupported("predict(type = \"lpmatrix\")", object,
+                    "the log density is not linear in the parameters (a log-sum over the latent variable)")
+  }
+  x <- if (is.null(newdata)) object$x else newdata
+  if (is.data.frame(x)) {
+    check_numeric_columns(x, names(x), "newdata")
+    x <- as.matrix(x)
+  }
+  if (!is.numeric(x)) nce_abort(sprintf("`newdata` must be numeric, not %s.", describe_value(x)))
+  if (NCOL(x) != NCOL(object$x)) {
+    nce_abort(sprintf("`newdata` must have %d column(s) like the data, not %d.", NCOL(object$x), NCOL(x)))
+  }
+  if (inherits(object, "vnce_mog")) x <- as.vector(x)
+  eta <- vnce_log_phi(object, x)
+  fit <- if (type == "response") exp(eta) else eta
+  if (!se.fit) return(fit)
+  G <- vnce_log_phi_grad(object, x)
+  V <- stats::vcov(object)
+  se <- sqrt(pmax(rowSums((G %*% V) * G), 0))
+  if (type == "response") se <- se * fit
+  list(fit = fit, se.fit = se)
+}
+
+# Gradient of the fitted log phi(x) (summed over the latent variable) in coef(): one row per point.
+vnce_log_phi_grad <- function(fit, g) {
+  if (inherits(fit, "vnce_mog")) {
+    th <- fit$coefficients[["theta"]]
+    s1 <- fit$model$sigma1
+    a0 <- -g^2 / (2 * th^2)
+    a1 <- -g^2 / (2 * s1^2)
+    pi0 <- 1 / (1 + exp(a1 - a0))
+    return(cbind(theta = pi0 * g^2 / th^3, c = -1))
+  }
+  m <- fit$model
+  lp <- vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(NROW(g)))
+  lp <- matrix(lp, NROW(g))
+  w <- exp(lp - row_lse(lp))
+  Reduce(`+`, lapply(seq_along(m$latent), function(l) as.matrix(m$grad(g, m$latent[[l]], fit$coefficients)) * w[, l]))
 }
 
 #' Plot a vnce() fit
@@ -192,5 +293,5 @@ vnce_log_phi <- function(fit, g) {
     return(-fit$coefficients[["c"]] + log(exp(-g^2 / (2 * s1^2)) + exp(-g^2 / (2 * th^2))))
   }
   m <- fit$model
-  row_lse(vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(length(g))))
+  row_lse(matrix(vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(NROW(g))), NROW(g)))
 }

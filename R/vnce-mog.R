@@ -12,13 +12,13 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
   y <- stats::rnorm(m, noise$mean, noise$sd)
   s1 <- model$sigma1
   theta0 <- if (is.null(model$start$theta)) max(noise$sd, 1.5 * s1) else model$start$theta
-  if (!is_number(theta0) || theta0 <= 0) nce_abort("`start$theta` must be one positive number", call = call)
+  check_number(theta0, "start$theta", min = 0, exclusive_min = TRUE, call = call)
   start <- list(
     theta = theta0,
     c = if (is.null(model$start$c)) log(sqrt(2 * pi) * (s1 + theta0)) else model$start$c,
     w = if (is.null(model$start$w)) c(0, 0, 1 / (2 * theta0^2) - 1 / (2 * s1^2)) else model$start$w
   )
-  if (!is_number(start$c)) nce_abort("`start$c` must be one finite number", call = call)
+  check_number(start$c, "start$c", call = call)
   if (!is.numeric(start$w) || length(start$w) != 3L || any(!is.finite(start$w))) {
     nce_abort("`start$w` must be three finite numbers", call = call)
   }
@@ -28,14 +28,16 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
     variational = list(w = stats::setNames(res$w, c("w0", "w1", "w2"))),
     objective = res$objective, nce_objective = res$nce_objective, trace = res$trace,
     converged = res$converged, iterations = res$iterations, evaluations = res$evaluations,
-    message = res$message, n = n, noise = noise, x = x, model = model
+    message = res$message, n = n, noise = c(noise, list(y = y)), x = x, model = model
   ), class = c("vnce_mog", "vnce_fit"))
 }
 
 # Finite numeric data without missing values, as a vector or matrix.
 latent_free_data <- function(x, call) {
   if (is.data.frame(x)) x <- as.matrix(x)
-  if (!is.numeric(x) || length(x) < 2L) nce_abort("`x` must be numeric with at least two values", call = call)
+  if (!is.numeric(x) || length(x) < 2L) {
+    nce_abort(sprintf("`x` must be numeric with at least two values, not %s.", describe_value(x)), call = call)
+  }
   bad <- !is.finite(x)
   if (any(bad)) {
     nce_abort(sprintf("`x` has missing or infinite values at %s (this model has no missing data)",

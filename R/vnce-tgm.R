@@ -7,7 +7,10 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
                      else "its marginal over missing values is not tractable; use impute = \"mean\" or \"complete\" for NCE baselines"),
               call = call)
   }
-  if (nu != round(nu)) nce_abort("`nu` must be a whole number for tgm_model(): noise rows pair with data rows", call = call)
+  if (nu != round(nu)) {
+    nce_abort(sprintf("`nu` must be a whole number for tgm_model() (noise rows pair with data rows), not %s.",
+                      format(nu)), call = call)
+  }
   x <- tgm_data(x, call)
   n_all <- nrow(x)
   miss <- is.na(x)
@@ -38,7 +41,8 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
   lpy <- rs(nce_truncnorm_log_density(y, noise$mean, noise$sd, 0), call)
   start <- tgm_start(data, model$start, call)
   ctrl <- unclass(control)[c("maxit", "gtol", "ftol", "memory")]
-  res <- rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), draw_seed(), start, ctrl, nce_threads(),
+  seed <- draw_seed()
+  res <- rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), seed, start, ctrl, nce_threads(),
                          model$family), call)
   vars <- colnames(x)
   if (is.null(vars)) vars <- paste0("x", seq_len(d))
@@ -58,7 +62,7 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
     variational = variational,
     objective = res$objective, converged = res$converged, iterations = res$iterations,
     evaluations = res$evaluations, message = res$message, grad_norm = res$grad_norm,
-    impute = impute, n_latent = n_latent, n = n, n_total = n_all, d = d,
+    impute = impute, n_latent = n_latent, seed = seed, n = n, n_total = n_all, d = d,
     missing = mean(miss), noise = c(noise, list(y = y, lpx = lpx, lpy = lpy)), data = data, x = x, model = model
   ), class = c("vnce_tgm", "vnce_fit"))
 }
@@ -70,9 +74,12 @@ tgm_data <- function(x, call) {
     if (!all(ok)) nce_abort(sprintf("`x` has non-numeric columns: %s", paste(names(x)[!ok], collapse = ", ")), call = call)
     x <- as.matrix(x)
   }
-  if (!is.matrix(x) || !is.numeric(x)) nce_abort("`x` must be a numeric matrix or data frame", call = call)
+  if (!is.matrix(x) || !is.numeric(x)) {
+    nce_abort(sprintf("`x` must be a numeric matrix or data frame, not %s.", describe_value(x)), call = call)
+  }
+  if (nrow(x) < 2L) nce_abort(sprintf("`x` must have at least two rows, not %d.", nrow(x)), call = call)
   storage.mode(x) <- "double"
-  if (ncol(x) < 2L) nce_abort("`x` must have at least two columns", call = call)
+  if (ncol(x) < 2L) nce_abort(sprintf("`x` must have at least two columns, not %d.", ncol(x)), call = call)
   if (any(is.infinite(x))) {
     r <- which(is.infinite(x), arr.ind = TRUE)[1L, ]
     nce_abort(sprintf("`x` has infinite values (first at row %d, column %d)", r[1], r[2]), call = call)
@@ -119,7 +126,7 @@ tgm_start <- function(x, user, call) {
     start$c <- if (is.null(user$c)) tgm_log_normaliser_bound(start$K) else start$c
   }
   if (!is.null(user$c)) {
-    if (!is_number(user$c)) nce_abort("`start$c` must be one finite number", call = call)
+    check_number(user$c, "start$c", call = call)
     start$c <- user$c
   }
   if (!is.null(user$mu)) {

@@ -42,8 +42,19 @@
 #' @return An object of class `vnce_fit` (and `vnce_tgm`, `vnce_mog` or `vnce_custom`) with the
 #'   estimates (`coefficients`; for the graphical model also `precision`, the estimated K, and `c`),
 #'   the variational parameters, the maximised objective, the optimiser's convergence report, the
-#'   noise and the call. Methods: `print()`, `summary()`, `coef()`, `plot()`, `predict()`
-#'   (imputation of missing values), [edges()], [edge_roc()].
+#'   noise and the call. For the graphical model, `normalisable` records whether the fitted
+#'   exp(-x'Kx/2) is integrable on the orthant (K strictly copositive: checked exactly for d <= 12
+#'   through its principal submatrices, by sufficient conditions above); an improper fit gives a
+#'   warning of class `nce_warning_improper` (`nce_warning_normalisability_unknown` when it cannot
+#'   be decided). The fit is not constrained to be proper. Methods: `print()`, `summary()`, `coef()`,
+#'   `vcov()` and `confint()` (sandwich standard errors, see [vnce_methods]), `predict()`
+#'   (imputation, log density with standard errors), `logLik()`, `simulate()`, `update()`, `nobs()`,
+#'   `model.frame()`, broom's `tidy()`/`glance()`/`augment()`, `plot()`, [tgm_edges()], [edge_roc()].
+#'
+#'   Refused before any work: `nu`, `n_latent` that are not positive (whole) numbers, and fits whose
+#'   noise and latent draws would not fit in memory (class `nce_error_size`, naming the argument that
+#'   sets the size); data with non-numeric, infinite or (graphical model) non-positive values, rows
+#'   with every value missing, columns with fewer than two observed values.
 #' @references Rhodes, B. and Gutmann, M. U. (2019). Variational noise-contrastive estimation.
 #'   AISTATS, PMLR 89.
 #' @examples
@@ -62,29 +73,111 @@
 vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce", "em", "nce"),
                  impute = c("latent", "mean", "complete"), control = vnce_control()) {
   cl <- match.call()
+  call <- sys.call()
   method <- match.arg(method)
   impute <- match.arg(impute)
   if (!inherits(model, "vnce_model")) {
-    nce_abort("`model` must be a model specification from tgm_model(), mog_model() or custom_model()")
+    nce_abort(sprintf("`model` must be a model specification from tgm_model(), mog_model() or custom_model(), not %s.",
+                      describe_value(model)), call = call)
   }
-  if (!is_number(nu) || nu <= 0) nce_abort("`nu` must be one positive number")
-  if (!is_count(n_latent) || n_latent < 1) nce_abort("`n_latent` must be a positive whole number")
-  if (!inherits(control, "vnce_control")) nce_abort("`control` must come from vnce_control()")
+  check_number(nu, "nu", min = 0, exclusive_min = TRUE, call = call)
+  check_count(n_latent, "n_latent", max = 1e9, call = call)
+  if (!inherits(control, "vnce_control")) {
+    nce_abort(sprintf("`control` must come from vnce_control(), not %s.", describe_value(control)), call = call)
+  }
   if (model$type != "tgm" && impute != "latent") {
-    nce_abort(sprintf("`impute` applies to tgm_model() only (this model has no missing data)"))
+    nce_abort("`impute` applies to tgm_model() only (this model has no missing data): leave it at \"latent\".",
+              call = call)
   }
+  vnce_check_size(x, model, nu, n_latent, call)
   fit <- switch(model$type,
-    tgm = fit_vnce_tgm(x, model, nu, as.integer(n_latent), method, impute, control),
-    mog = fit_vnce_mog(x, model, nu, method, control),
-    custom = fit_vnce_custom(x, model, nu, method, control)
+    tgm = fit_vnce_tgm(x, model, nu, as.integer(n_latent), method, impute, control, call = call),
+    mog = fit_vnce_mog(x, model, nu, method, control, call = call),
+    custom = fit_vnce_custom(x, model, nu, method, control, call = call)
   )
   fit$call <- cl
   fit$nu <- nu
   fit$method <- method
+  fit$args <- list(x = x, model = model, nu = nu, n_latent = n_latent, method = method, impute = impute,
+                   control = control)
   if (!isTRUE(fit$converged)) {
-    nce_warn(sprintf("the optimiser did not converge: %s", fit$message), "convergence")
+    nce_warn(sprintf("the optimiser did not converge: %s", fit$message), "convergence", call = call)
+  }
+  if (inherits(fit, "vnce_tgm")) {
+    fit$normalisable <- tgm_normalisable(fit$precision)
+    warn_improper(fit$normalisable, call)
   }
   fit
+}
+
+# Refuse, before allocating, a fit whose noise and latent draws would not fit in memory: the
+# noise matrix, its log densities, and per row with missing values n_latent draws of every
+# coordinate (and their log uniforms), for data and noise rows (plus R's copies).
+vnce_check_size <- function(x, model, nu, n_latent, call) {
+  n <- NROW(x)
+  d <- NCOL(x)
+  if (!is.numeric(n) || !is.numeric(d) || n < 1L || d < 1L) return(invisible())
+  rows <- (1 + nu) * n
+  bytes <- if (model$type == "tgm") {
+    frac <- if (is.numeric(x) || is.data.frame(x)) mean(rowSums(is.na(as.matrix(x))) > 0) else 1
+    if (is.na(frac)) frac <- 1
+    rows * d * 8 * 4 + frac * rows * n_latent * d * 8 * 2
+  } else {
+    rows * max(d, 1) * 8 * 6
+  }
+  arg <- if (model$type == "tgm" && n_latent * d > 4 * (1 + nu) * d) "n_latent" else "nu"
+  check_size(bytes, arg, "this vnce() fit", call = call)
+}
+
+# Is exp(-x'Kx/2) integrable on the positive orthant? Exactly when K is strictly copositive
+# (x'Kx > 0 for x >= 0, x != 0). Checked: a diagonal entry <= 0 is a direction of no decay;
+# positive definite, or a positive diagonal with non-negative off-diagonal entries, suffice;
+# otherwise, for d <= 12, Kaplan's (2000) criterion: K is strictly copositive iff no principal
+# submatrix has an eigenvector with positive entries and a non-positive eigenvalue.
+tgm_normalisable <- function(K, max_exact = 12L) {
+  K <- unname((K + t(K)) / 2)
+  d <- ncol(K)
+  dg <- diag(K)
+  if (any(!is.finite(K))) return(list(status = "unknown", why = "K has non-finite entries"))
+  if (any(dg <= 0)) {
+    j <- which(dg <= 0)
+    return(list(status = "improper", why = sprintf(
+      "K[%d,%d] = %.3g is not positive: phi does not decay along coordinate %d", j[1L], j[1L], dg[j[1L]], j[1L])))
+  }
+  if (!inherits(try(chol(K), silent = TRUE), "try-error")) return(list(status = "proper", why = "K is positive definite"))
+  off <- K
+  diag(off) <- 0
+  if (all(off >= 0)) return(list(status = "proper", why = "K has a positive diagonal and no negative entries"))
+  if (d > max_exact) {
+    return(list(status = "unknown", why = sprintf(
+      "K is not positive definite and has negative entries; exact copositivity is checked for d <= %d only", max_exact)))
+  }
+  for (size in 2:d) {
+    for (s in utils::combn(d, size, simplify = FALSE)) {
+      e <- eigen(K[s, s, drop = FALSE], symmetric = TRUE)
+      for (k in which(e$values <= 0)) {
+        v <- e$vectors[, k]
+        if (all(v > 0) || all(v < 0)) {
+          return(list(status = "improper", why = sprintf(
+            "x'Kx <= 0 at x >= 0 supported on variables %s: phi does not decay in that direction",
+            paste(s, collapse = ", "))))
+        }
+      }
+    }
+  }
+  list(status = "proper", why = "K is strictly copositive (checked on every principal submatrix)")
+}
+
+warn_improper <- function(nz, call) {
+  if (identical(nz$status, "improper")) {
+    nce_warn(paste0("the fitted model is improper: ", nz$why, ". exp(-x'Kx/2) is then not integrable on the ",
+                    "positive orthant, so c is no log normaliser and logLik() is refused. NCE does not enforce ",
+                    "normalisability: use more data, a larger `nu`, or fewer free parameters."),
+             "improper", call = call)
+  } else if (identical(nz$status, "unknown")) {
+    nce_warn(paste0("could not verify that the fitted model is normalisable: ", nz$why, "."),
+             "normalisability_unknown", call = call)
+  }
 }
 
 #' Optimiser settings for vnce()
@@ -100,14 +193,13 @@ vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce
 #' vnce_control(maxit = 500)
 #' @export
 vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, em_maxit = 200, em_tol = 1e-10) {
-  for (a in c("maxit", "memory", "em_maxit")) {
-    v <- get(a)
-    if (!is_count(v) || v < 1) nce_abort(sprintf("`%s` must be a positive whole number", a))
-  }
-  for (a in c("gtol", "ftol", "em_tol")) {
-    v <- get(a)
-    if (!is_number(v) || v < 0) nce_abort(sprintf("`%s` must be one non-negative number", a))
-  }
+  call <- sys.call()
+  check_count(maxit, "maxit", call = call)
+  check_count(memory, "memory", max = 1000, call = call)
+  check_count(em_maxit, "em_maxit", call = call)
+  check_number(gtol, "gtol", min = 0, call = call)
+  check_number(ftol, "ftol", min = 0, call = call)
+  check_number(em_tol, "em_tol", min = 0, call = call)
   structure(list(maxit = as.double(maxit), gtol = as.double(gtol), ftol = as.double(ftol),
                  memory = as.double(memory), em_maxit = as.double(em_maxit), em_tol = as.double(em_tol)),
             class = "vnce_control")
@@ -141,10 +233,13 @@ vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, e
 #' mog_model(sigma1 = 1)
 #' @export
 tgm_model <- function(family = c("ghk", "lognormal"), start = NULL) {
-  if (!is.character(family)) nce_abort("`family` must be \"ghk\" or \"lognormal\"")
+  if (!is.character(family) || length(family) < 1L || anyNA(family)) {
+    nce_abort(sprintf("`family` must be \"ghk\" or \"lognormal\", not %s.", describe_value(family)))
+  }
   family <- match.arg(family)
   if (!is.null(start) && (!is.list(start) || !all(names(start) %in% c("K", "c", "mu", "prec")))) {
-    nce_abort("`start` must be NULL or a list with elements among K, c, mu and prec")
+    nce_abort(sprintf("`start` must be NULL or a list with elements among K, c, mu and prec, not %s.",
+                      describe_value(start)))
   }
   structure(list(type = "tgm", family = family, start = start), class = "vnce_model")
 }
@@ -152,9 +247,10 @@ tgm_model <- function(family = c("ghk", "lognormal"), start = NULL) {
 #' @rdname tgm_model
 #' @export
 mog_model <- function(sigma1 = 1, start = NULL) {
-  if (!is_number(sigma1) || sigma1 <= 0) nce_abort("`sigma1` must be one positive number")
+  check_number(sigma1, "sigma1", min = 0, exclusive_min = TRUE)
   if (!is.null(start) && (!is.list(start) || !all(names(start) %in% c("theta", "c", "w")))) {
-    nce_abort("`start` must be NULL or a list with elements among theta, c and w")
+    nce_abort(sprintf("`start` must be NULL or a list with elements among theta, c and w, not %s.",
+                      describe_value(start)))
   }
   structure(list(type = "mog", sigma1 = sigma1, start = start), class = "vnce_model")
 }
@@ -186,10 +282,10 @@ print.vnce_model <- function(x, ...) {
 #' summary(rmog(1000, theta = 4))
 #' @export
 rmog <- function(n, theta = 4, sigma1 = 1) {
-  if (!is_count(n)) nce_abort("`n` must be a non-negative whole number")
-  if (!is_number(theta) || theta <= 0 || !is_number(sigma1) || sigma1 <= 0) {
-    nce_abort("`theta` and `sigma1` must be positive numbers")
-  }
+  check_count(n, "n", min = 0, max = 2^52)
+  check_number(theta, "theta", min = 0, exclusive_min = TRUE)
+  check_number(sigma1, "sigma1", min = 0, exclusive_min = TRUE)
+  check_size(n * 8 * 4, "n", "rmog()")
   first <- stats::runif(n) < sigma1 / (sigma1 + theta)
   stats::rnorm(n, 0, ifelse(first, sigma1, theta))
 }

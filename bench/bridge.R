@@ -55,7 +55,7 @@ for (nm in names(bf_scenarios)) {
     d1 <- cbind(rpost_reject(n, sc$l1))
     d2 <- cbind(rpost_reject(n, sc$l2))
     a <- timed(bayes_factor_nce(d1, d2, sc$l1, sc$l2))
-    m <- timed(bf(marglik_nce(d1, p1, lb = -30, ub = 30), marglik_nce(d2, p2, lb = -30, ub = 30)))
+    m <- timed(bayes_factor_marglik(marglik_nce(d1, p1, lb = -30, ub = 30), marglik_nce(d2, p2, lb = -30, ub = 30)))
     b1 <- timed(bs(d1, p1, -30, 30))
     b2 <- timed(bs(d2, p2, -30, 30))
     e$two <- c(e$two, a$value$log_bf - sc$exact); s$two <- c(s$two, a$value$se); tt$two <- c(tt$two, a$time)
@@ -64,7 +64,7 @@ for (nm in names(bf_scenarios)) {
     s$bs <- c(s$bs, sqrt(bridgesampling::error_measures(b1$value)$re2 + bridgesampling::error_measures(b2$value)$re2))
   }
   add(paste0("table3_", nm), "bayes_factor_nce", e$two, s$two, tt$two)
-  add(paste0("table3_", nm), "bf(marglik_nce)", e$ml, s$ml, tt$ml)
+  add(paste0("table3_", nm), "bayes_factor_marglik(marglik_nce)", e$ml, s$ml, tt$ml)
   add(paste0("table3_", nm), "bridgesampling", e$bs, s$bs, tt$bs)
 }
 

@@ -58,19 +58,21 @@ test_that("MCMC draws: the standard error grows with the autocorrelation", {
   expect_lt(abs(fit$logml - 0.5 * log(2 * pi)), 3 * fit$se)
 })
 
-test_that("bf() combines two marginal likelihoods", {
+test_that("bayes_factor_marglik() combines two marginal likelihoods; bf() is deprecated", {
   set.seed(15)
   y <- 1.5
   lp1 <- function(m) dnorm(y, m[, 1], 1, log = TRUE) + dnorm(m[, 1], 0, 1, log = TRUE)
   ml1 <- marglik_nce(rnorm(10000, y / 2, sqrt(0.5)), lp1)
   ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = "nce_marglik")
-  k <- bf(ml1, ml2)
+  k <- bayes_factor_marglik(ml1, ml2)
   expect_s3_class(k, "nce_bf")
+  expect_warning(k_old <- bf(ml1, ml2), "bayes_factor_marglik", class = "nce_warning_deprecated")
+  expect_equal(k_old$log_bf, k$log_bf)
   expect_equal(k$log_bf, ml1$logml - ml2$logml)
   expect_equal(k$se, ml1$se)
   expect_lt(abs(k$log_bf - (dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE))), 0.01)
   expect_output(print(summary(k)), "log marginal likelihoods")
-  expect_error(bf(ml1, list()), "results of marglik_nce", class = "nce_error_input")
+  expect_error(bayes_factor_marglik(ml1, list()), "results of marglik_nce", class = "nce_error_input")
 })
 
 test_that("bad input is refused with classed errors", {
@@ -130,7 +132,7 @@ test_that("accuracy at least as good as bridgesampling on the same draws (up to 
       d2 <- cbind(rpost_reject(10000, s$l2))
       p1 <- function(x) s$l1(x) - log(60)
       p2 <- function(x) s$l2(x) - log(60)
-      k <- bf(marglik_nce(d1, p1, lb = -30, ub = 30), marglik_nce(d2, p2, lb = -30, ub = 30))
+      k <- bayes_factor_marglik(marglik_nce(d1, p1, lb = -30, ub = 30), marglik_nce(d2, p2, lb = -30, ub = 30))
       err_nce[[nm]] <- c(err_nce[[nm]], k$log_bf - s$exact)
       err_bs[[nm]] <- c(err_bs[[nm]], bs(d1, p1, -30, 30) - bs(d2, p2, -30, 30) - s$exact)
     }

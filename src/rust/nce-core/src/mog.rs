@@ -8,6 +8,8 @@
 
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
+use crate::vnce::se;
+use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
@@ -32,6 +34,7 @@ fn sigmoid(r: f64) -> f64 {
 }
 
 /// Sum over i in 0..len of f(i) = (value, gradient), by fixed chunks in parallel.
+#[allow(clippy::needless_range_loop)] // K-length gradient arrays, indexed in step
 fn chunked_sum<const K: usize>(len: usize, f: impl Fn(usize) -> (f64, [f64; K]) + Sync) -> (f64, [f64; K]) {
     let parts: Vec<(f64, [f64; K])> = (0..len.div_ceil(CHUNK))
         .into_par_iter()
@@ -156,25 +159,83 @@ impl Mog {
         (-softplus(s), [-sg * pi0 * dl0, sg])
     }
 
+    /// Data point i's term of J_VNCE (times n) and its gradient in (log theta, c, w).
+    fn data_vnce_term(&self, i: usize, p: &[f64], inv_t2: f64) -> (f64, [f64; 5]) {
+        let c = p[1];
+        let x = self.x[i];
+        let (l0, l1, dl0) = self.log_phi(x, inv_t2, c);
+        let eta = p[2] + p[3] * x + p[4] * x * x;
+        let (lq0, lq1) = (-softplus(eta), -softplus(-eta));
+        let (q0, q1) = (lq0.exp(), lq1.exp());
+        let base = self.log_nu + self.lpy_x[i];
+        let (r0, r1) = (base + lq0 - l0, base + lq1 - l1);
+        let (sp0, sp1) = (softplus(r0), softplus(r1));
+        let (d0, d1) = (q0 * sigmoid(r0), q1 * sigmoid(r1));
+        let deta = -q0 * q1 * (sp1 - sp0 + sigmoid(r1) - sigmoid(r0));
+        (
+            -(q0 * sp0 + q1 * sp1),
+            [d0 * dl0, -(d0 + d1), deta, deta * x, deta * x * x],
+        )
+    }
+
+    /// Data point i's term of J_NCE (times n) and its gradient in (log theta, c).
+    fn data_nce_term(&self, i: usize, inv_t2: f64, c: f64) -> (f64, [f64; 2]) {
+        let (l0, l1, dl0) = self.log_phi(self.x[i], inv_t2, c);
+        let m = l0.max(l1);
+        let lphi = m + ((l0 - m).exp() + (l1 - m).exp()).ln();
+        let r = self.log_nu + self.lpy_x[i] - lphi;
+        let sg = sigmoid(r);
+        let pi0 = (l0 - lphi).exp();
+        (-softplus(r), [sg * pi0 * dl0, -sg])
+    }
+
+    /// Sandwich covariance (se.rs: two independent samples, data and noise) of the VNCE estimate
+    /// at p = (log theta, c, w0, w1, w2), in that order; the Hessian by differences of the exact
+    /// gradient.
+    pub fn vnce_vcov(&self, p: &[f64]) -> Result<DMatrix<f64>> {
+        if p.len() != 5 || p.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid("p", "must be 5 finite numbers"));
+        }
+        let n = self.x.len() as f64;
+        let grad = |q: &[f64]| -> Result<Vec<f64>> { Ok(self.vnce(q).1.iter().map(|v| v * n).collect()) };
+        let h = se::hessian_by_differences(p, 1e-5, &grad)?;
+        let inv_t2 = (-2.0 * p[0]).exp();
+        let mut scores = Vec::with_capacity((self.x.len() + self.y.len()) * 5);
+        for i in 0..self.x.len() {
+            scores.extend_from_slice(&self.data_vnce_term(i, p, inv_t2).1);
+        }
+        for k in 0..self.y.len() {
+            let g = self.noise_term(k, inv_t2, p[1]).1;
+            scores.extend_from_slice(&[g[0], g[1], 0.0, 0.0, 0.0]);
+        }
+        let v = se::two_sample_meat(&scores, self.x.len() + self.y.len(), self.x.len(), 5)?;
+        se::sandwich(&h, &v)
+    }
+
+    /// Sandwich covariance of the NCE estimate of the marginal model at p = (log theta, c).
+    pub fn nce_vcov(&self, p: &[f64]) -> Result<DMatrix<f64>> {
+        if p.len() != 2 || p.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid("p", "must be 2 finite numbers"));
+        }
+        let n = self.x.len() as f64;
+        let grad = |q: &[f64]| -> Result<Vec<f64>> { Ok(self.nce(q).1.iter().map(|v| v * n).collect()) };
+        let h = se::hessian_by_differences(p, 1e-5, &grad)?;
+        let inv_t2 = (-2.0 * p[0]).exp();
+        let mut scores = Vec::with_capacity((self.x.len() + self.y.len()) * 2);
+        for i in 0..self.x.len() {
+            scores.extend_from_slice(&self.data_nce_term(i, inv_t2, p[1]).1);
+        }
+        for k in 0..self.y.len() {
+            scores.extend_from_slice(&self.noise_term(k, inv_t2, p[1]).1);
+        }
+        let v = se::two_sample_meat(&scores, self.x.len() + self.y.len(), self.x.len(), 2)?;
+        se::sandwich(&h, &v)
+    }
+
     /// J_VNCE and its gradient at p = (log theta, c, w0, w1, w2).
     pub fn vnce(&self, p: &[f64]) -> (f64, [f64; 5]) {
         let (inv_t2, c) = ((-2.0 * p[0]).exp(), p[1]);
-        let (dv, dg) = chunked_sum::<5>(self.x.len(), |i| {
-            let x = self.x[i];
-            let (l0, l1, dl0) = self.log_phi(x, inv_t2, c);
-            let eta = p[2] + p[3] * x + p[4] * x * x;
-            let (lq0, lq1) = (-softplus(eta), -softplus(-eta));
-            let (q0, q1) = (lq0.exp(), lq1.exp());
-            let base = self.log_nu + self.lpy_x[i];
-            let (r0, r1) = (base + lq0 - l0, base + lq1 - l1);
-            let (sp0, sp1) = (softplus(r0), softplus(r1));
-            let (d0, d1) = (q0 * sigmoid(r0), q1 * sigmoid(r1));
-            let deta = -q0 * q1 * (sp1 - sp0 + sigmoid(r1) - sigmoid(r0));
-            (
-                -(q0 * sp0 + q1 * sp1),
-                [d0 * dl0, -(d0 + d1), deta, deta * x, deta * x * x],
-            )
-        });
+        let (dv, dg) = chunked_sum::<5>(self.x.len(), |i| self.data_vnce_term(i, p, inv_t2));
         let (nv, ng) = chunked_sum::<2>(self.y.len(), |k| self.noise_term(k, inv_t2, c));
         let n = self.x.len() as f64;
         (
@@ -192,15 +253,7 @@ impl Mog {
     /// J_NCE of the marginal phi(x) = sum_z phi(x, z) and its gradient at p = (log theta, c).
     pub fn nce(&self, p: &[f64]) -> (f64, [f64; 2]) {
         let (inv_t2, c) = ((-2.0 * p[0]).exp(), p[1]);
-        let (dv, dg) = chunked_sum::<2>(self.x.len(), |i| {
-            let (l0, l1, dl0) = self.log_phi(self.x[i], inv_t2, c);
-            let m = l0.max(l1);
-            let lphi = m + ((l0 - m).exp() + (l1 - m).exp()).ln();
-            let r = self.log_nu + self.lpy_x[i] - lphi;
-            let sg = sigmoid(r);
-            let pi0 = (l0 - lphi).exp();
-            (-softplus(r), [sg * pi0 * dl0, -sg])
-        });
+        let (dv, dg) = chunked_sum::<2>(self.x.len(), |i| self.data_nce_term(i, inv_t2, c));
         let (nv, ng) = chunked_sum::<2>(self.y.len(), |k| self.noise_term(k, inv_t2, c));
         let n = self.x.len() as f64;
         ((dv + nv) / n, [(dg[0] + ng[0]) / n, (dg[1] + ng[1]) / n])
@@ -287,7 +340,7 @@ impl Mog {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Result<MogFit> {
         Self::check_start(theta, c, &[0.0; 3])?;
-        if !(em.em_tol >= 0.0) {
+        if em.em_tol.is_nan() || em.em_tol < 0.0 {
             return Err(NceError::invalid("em_tol", "must be non-negative"));
         }
         let mut p = [theta.ln(), c];

@@ -19,7 +19,9 @@ struct Model {
 }
 
 impl Model {
-    fn new(k: &[f64], mean: &[f64]) -> Result<Self> {
+    /// `require_pd = false` accepts any K with a positive diagonal: the caller has checked that
+    /// exp(-x'Kx/2) is integrable on the orthant (K strictly copositive, mean zero).
+    fn new_with(k: &[f64], mean: &[f64], require_pd: bool) -> Result<Self> {
         let d = mean.len();
         if d == 0 {
             return Err(NceError::invalid("mean", "must have at least one entry"));
@@ -53,8 +55,16 @@ impl Model {
                 }
             }
         }
-        if DMatrix::from_column_slice(d, d, k).cholesky().is_none() {
+        if require_pd && DMatrix::from_column_slice(d, d, k).cholesky().is_none() {
             return Err(NceError::invalid("K", "is not positive definite"));
+        }
+        if !require_pd
+            && ((0..d).any(|j| k[j * d + j].is_nan() || k[j * d + j] <= 0.0) || mean.iter().any(|&v| v != 0.0))
+        {
+            return Err(NceError::invalid(
+                "K",
+                "must have a positive diagonal (and the mean must be zero) without the positive-definite check",
+            ));
         }
         Ok(Model {
             d,
@@ -112,7 +122,26 @@ pub fn simulate_until(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<Vec<f64>> {
-    let model = Model::new(k, mean)?;
+    simulate_checked(n, k, mean, burnin, thin, chains, start, seed, stop, true)
+}
+
+/// As `simulate_until`; with `require_pd = false` K need only have a positive diagonal and the
+/// mean must be zero: for a K the caller has found strictly copositive (a fitted model that is
+/// normalisable on the orthant without being positive definite).
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_checked(
+    n: usize,
+    k: &[f64],
+    mean: &[f64],
+    burnin: usize,
+    thin: usize,
+    chains: usize,
+    start: Option<&[f64]>,
+    seed: u64,
+    stop: &AtomicBool,
+    require_pd: bool,
+) -> Result<Vec<f64>> {
+    let model = Model::new_with(k, mean, require_pd)?;
     let d = model.d;
     if thin == 0 {
         return Err(NceError::invalid("thin", "must be at least 1"));
@@ -147,7 +176,9 @@ pub fn simulate_until(
         .map(|c| {
             let mut rng = stream_rng(seed, c as u64);
             let mut x = x0.clone();
-            let mut out = Vec::with_capacity(sizes[c] * d);
+            let mut out: Vec<f64> = Vec::new();
+            out.try_reserve_exact(sizes[c] * d)
+                .map_err(|_| NceError::invalid("n", "the draws do not fit in memory"))?;
             let mut sweeps = 0usize;
             let mut step = |x: &mut [f64]| -> Result<()> {
                 sweeps += 1;
@@ -172,8 +203,11 @@ pub fn simulate_until(
             Ok(out)
         })
         .collect();
-    // Row-major chain blocks to one column-major matrix.
-    let mut res = vec![0.0; n * d];
+    // Row-major chain blocks to one column-major matrix (a failed allocation is an error).
+    let mut res: Vec<f64> = Vec::new();
+    res.try_reserve_exact(n * d)
+        .map_err(|_| NceError::invalid("n", format!("{n} x {d} draws do not fit in memory")))?;
+    res.resize(n * d, 0.0);
     let mut row = 0;
     for r in runs {
         let block = r?;

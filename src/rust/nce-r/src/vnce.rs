@@ -245,10 +245,58 @@ fn nce_ghk_impute(x: Robj, k: Robj, n_draws: i32, seed: f64, threads: i32) -> Ro
     })
 }
 
+/// Sandwich covariance of a fitted VNCE estimate (nce_core::vnce::se): for `family = "ghk"` over
+/// theta = (K upper triangle row by row, c) at `params` = list(K, c); for "lognormal" over all
+/// packed parameters at list(K, c, mu, prec). The same x, y, lpx, lpy, n_latent and seed as the
+/// fit give the same fixed draws. Returns list(vcov, names).
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_vnce_tgm_vcov(
+    x: Robj,
+    y: Robj,
+    lpx: Robj,
+    lpy: Robj,
+    n_latent: i32,
+    seed: f64,
+    params: List,
+    family: &str,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let d = pr.dim();
+        let threads = threads_of(threads)?;
+        let (v, names) = match family {
+            "ghk" => {
+                let (k, c) = theta_of(&params, d, "params")?;
+                let v = run::run(threads, |_| pr.ghk_vcov(&k, c))?;
+                let names: Vec<String> = param_names(d).into_iter().take(vnce::n_params(d)).collect();
+                let nt = d * (d + 1) / 2 + 1;
+                (v, names.into_iter().take(nt).collect::<Vec<_>>())
+            }
+            "lognormal" => {
+                let p = params_of(&params, d, "params")?;
+                let v = run::run(threads, |_| pr.lognormal_vcov(&p))?;
+                (v, param_names(d))
+            }
+            other => {
+                return Err(NceError::invalid(
+                    "family",
+                    format!("must be \"ghk\" or \"lognormal\", got \"{other}\""),
+                ))
+            }
+        };
+        Ok(list!(vcov = to_r_matrix(&v), names = names).into_robj())
+    })
+}
+
 extendr_module! {
     mod vnce;
     fn nce_vnce_tgm;
     fn nce_vnce_tgm_objective;
     fn nce_vnce_tgm_ghk_objective;
     fn nce_ghk_impute;
+    fn nce_vnce_tgm_vcov;
 }

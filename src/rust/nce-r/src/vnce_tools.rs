@@ -80,7 +80,8 @@ fn nce_truncnorm_log_density(x: Robj, mean: Robj, sd: Robj, lower: f64) -> Robj 
     })
 }
 
-/// n x d draws from the truncated Gaussian graphical model by Gibbs sampling.
+/// n x d draws from the truncated Gaussian graphical model by Gibbs sampling; `require_pd = FALSE`
+/// accepts a K the caller found strictly copositive (positive diagonal, mean zero).
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -94,6 +95,7 @@ fn nce_rtgm(
     start: Robj,
     seed: f64,
     threads: i32,
+    require_pd: bool,
 ) -> Robj {
     guard(|| {
         let n = count_of(n, "n")?;
@@ -126,7 +128,7 @@ fn nce_rtgm(
         };
         let seed = seed_of(seed)?;
         let draws = run::run(threads_of(threads)?, |stop| {
-            tgm_sim::simulate_until(
+            tgm_sim::simulate_checked(
                 n,
                 kd,
                 m,
@@ -136,6 +138,7 @@ fn nce_rtgm(
                 start,
                 seed,
                 stop,
+                require_pd,
             )
         })?;
         Ok(col_major_matrix(draws, n, m.len()))
@@ -223,6 +226,38 @@ fn nce_vnce_mog(
     })
 }
 
+/// Sandwich covariance of a mixture-of-Gaussians estimate: `method = "vnce"` over
+/// p = (log theta, c, w0, w1, w2), `"nce"` over (log theta, c) (nce_core::vnce::se).
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_vnce_mog_vcov(
+    x: Robj,
+    y: Robj,
+    sigma1: f64,
+    noise_mean: f64,
+    noise_sd: f64,
+    p: Robj,
+    method: &str,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let mog = Mog::new(real_slice(&x, "x")?, real_slice(&y, "y")?, sigma1, noise_mean, noise_sd)?;
+        let p = real_slice(&p, "p")?.to_vec();
+        let method = method.to_string();
+        let v = run::run(threads_of(threads)?, |_| match method.as_str() {
+            "vnce" => mog.vnce_vcov(&p),
+            "nce" => mog.nce_vcov(&p),
+            other => Err(NceError::invalid(
+                "method",
+                format!("must be \"vnce\" or \"nce\", not \"{other}\""),
+            )),
+        })?;
+        Ok(crate::convert::to_r_matrix(&v))
+    })
+}
+
 extendr_module! {
     mod vnce_tools;
     fn nce_truncnorm_fit;
@@ -230,4 +265,5 @@ extendr_module! {
     fn nce_truncnorm_log_density;
     fn nce_rtgm;
     fn nce_vnce_mog;
+    fn nce_vnce_mog_vcov;
 }

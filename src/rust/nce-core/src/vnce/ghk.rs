@@ -341,6 +341,66 @@ impl TgmVnce {
         Ok((value * sc, g))
     }
 
+    /// Each row's term of the gradient of n J (not divided by n) wrt theta = (K upper triangle row
+    /// by row, c), row-major (n + m) x n_theta with the data rows first: the per-row scores of the
+    /// sandwich (se.rs).
+    pub fn ghk_row_scores(&self, k: &DMatrix<f64>, c: f64) -> Result<Vec<f64>> {
+        let d = self.d;
+        if k.nrows() != d || k.ncols() != d {
+            return Err(NceError::invalid("K", format!("must be {d} x {d}")));
+        }
+        let kf: Vec<f64> = (0..d * d).map(|i| k[(i / d, i % d)]).collect();
+        let nt = n_theta(d);
+        let parts: Vec<Vec<f64>> = self
+            .rows
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let mut out = Vec::with_capacity(chunk.len() * nt);
+                let mut sc = GhkScratch::new(d, self.s);
+                let mut h = vec![0.0; self.s];
+                for row in chunk {
+                    let mut acc = GhkAcc {
+                        value: 0.0,
+                        g: vec![0.0; d * d],
+                        gc: 0.0,
+                    };
+                    self.ghk_row_terms(&kf, c, row, &mut acc, &mut sc, &mut h);
+                    for j in 0..d {
+                        out.push(acc.g[j * d + j]);
+                        for l in j + 1..d {
+                            out.push(acc.g[j * d + l] + acc.g[l * d + j]);
+                        }
+                    }
+                    out.push(acc.gc);
+                }
+                out
+            })
+            .collect();
+        Ok(parts.concat())
+    }
+
+    /// Sandwich covariance of the GHK-family estimate (K, c) in the packing order of theta (se.rs).
+    pub fn ghk_vcov(&self, k: &DMatrix<f64>, c: f64) -> Result<DMatrix<f64>> {
+        let d = self.d;
+        let x = pack_theta(k, c);
+        let n = self.n as f64;
+        let grad = |th: &[f64]| -> Result<Vec<f64>> {
+            let (kk, cc) = unpack_theta(d, th);
+            let (v, g) = self.ghk_objective(&kk, cc)?;
+            if !v.is_finite() {
+                return Err(NceError::Numerical(
+                    "the objective is not finite next to the estimate (some row's K_mm is not positive definite)"
+                        .to_string(),
+                ));
+            }
+            Ok(g.into_iter().map(|v| v * n).collect())
+        };
+        let h = super::se::hessian_by_differences(&x, 1e-5, &grad)?;
+        let scores = self.ghk_row_scores(k, c)?;
+        let v = self.meat(&scores, n_theta(d))?;
+        super::se::sandwich(&h, &v)
+    }
+
     fn ghk_row_terms(&self, kf: &[f64], c: f64, row: &Row, acc: &mut GhkAcc, sc: &mut GhkScratch, h: &mut [f64]) {
         let d = self.d;
         let off = self.log_nu + row.lp;

@@ -8,6 +8,7 @@ mod ghk;
 mod objective;
 mod params;
 mod problem;
+pub mod se;
 
 pub use fit::{fit, FitReport, VnceFit};
 pub use ghk::{fit_ghk, ghk_impute, GhkFit};

@@ -191,7 +191,7 @@ pub(super) fn cholesky(a: &mut [f64], p: usize) -> bool {
         for k in 0..j {
             s -= a[j * p + k] * a[j * p + k];
         }
-        if !(s > 0.0) {
+        if s.is_nan() || s <= 0.0 {
             return false;
         }
         let l = s.sqrt();
@@ -316,6 +316,7 @@ impl TgmVnce {
         Ok(self.finish(&f, tot))
     }
 
+    #[allow(clippy::needless_range_loop)] // i indexes the missing set and its scratch rows together
     fn row_terms(&self, f: &Flat, row: &Row, acc: &mut Acc, sc: &mut Scratch) {
         let d = self.d;
         let off = self.log_nu + row.lp;
@@ -469,6 +470,52 @@ impl TgmVnce {
             let lrow = &f.lam[o * d..(o + 1) * d];
             acc.gmu[o] += (0..p).map(|i| lrow[mi[i]] * sc.vsum[i]).sum::<f64>();
         }
+    }
+
+    /// Each row's term of the gradient of n J (not divided by n) wrt the packed parameters,
+    /// row-major (n + m) x n_params with the data rows first (the sandwich's scores, se.rs).
+    pub fn row_scores(&self, params: &TgmParams) -> Result<Vec<f64>> {
+        let f = Flat::new(params);
+        let d = self.d;
+        let n = self.n as f64;
+        let parts: Vec<Vec<f64>> = self
+            .rows
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let mut out = Vec::with_capacity(chunk.len() * n_params(d));
+                let mut sc = Scratch::new(d, self.s);
+                for row in chunk {
+                    let mut acc = Acc::new(d);
+                    self.row_terms(&f, row, &mut acc, &mut sc);
+                    let (_, g) = self.finish(&f, acc);
+                    out.extend(g.into_iter().map(|v| v * n));
+                }
+                out
+            })
+            .collect();
+        Ok(parts.concat())
+    }
+
+    /// Sandwich covariance of the joint estimate (theta, alpha) of the lognormal family in the
+    /// packing order (se.rs); the theta block is that of (K, c).
+    pub fn lognormal_vcov(&self, params: &TgmParams) -> Result<nalgebra::DMatrix<f64>> {
+        let d = self.d;
+        let n = self.n as f64;
+        let x = params.pack();
+        let grad = |v: &[f64]| -> Result<Vec<f64>> {
+            let p = TgmParams::unpack(d, v)?;
+            let (j, g) = self.evaluate(&p, Terms::Both)?;
+            if !j.is_finite() {
+                return Err(crate::NceError::Numerical(
+                    "the objective is not finite next to the estimate".to_string(),
+                ));
+            }
+            Ok(g.into_iter().map(|v| v * n).collect())
+        };
+        let h = super::se::hessian_by_differences(&x, 1e-5, &grad)?;
+        let scores = self.row_scores(params)?;
+        let v = self.meat(&scores, n_params(d))?;
+        super::se::sandwich(&h, &v)
     }
 
     /// Scale by 1/n and map the accumulated sums to the packed parameters.

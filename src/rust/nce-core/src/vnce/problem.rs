@@ -170,6 +170,16 @@ impl TgmVnce {
         })
     }
 
+    /// The sandwich's middle (se.rs): two independent samples when nothing is missing; else
+    /// clusters of a data row with the noise rows that copy its missingness pattern.
+    pub(crate) fn meat(&self, scores: &[f64], p: usize) -> Result<nalgebra::DMatrix<f64>> {
+        if self.rows.iter().all(|r| r.mis.is_empty()) {
+            super::se::two_sample_meat(scores, self.rows.len(), self.n, p)
+        } else {
+            super::se::paired_meat(scores, self.rows.len(), self.n, p)
+        }
+    }
+
     pub fn dim(&self) -> usize {
         self.d
     }
