@@ -128,4 +128,23 @@ nce_ghk_impute <- function(x, k, n_draws, seed, threads) .Call(wrap__nce_ghk_imp
 #' @noRd
 nce_bilinear <- function(maps, which, x, y, window) .Call(wrap__nce_bilinear, maps, which, x, y, window)
 
+#' Nonlinear NCE with the model as an R callback. `starts` is a (p + 1) x S matrix (intercept
+#' first).
+#' @keywords internal
+#' @noRd
+nce_nonlinear_fit_r <- function(callback, n_par, label, offset, method, starts, control) .Call(wrap__nce_nonlinear_fit_r, callback, n_par, label, offset, method, starts, control)
+
+#' Nonlinear NCE with the built-in Laplace ICA model on the rows of `x` ((n + m) x d). `starts`
+#' is a (d^2 + 1) x S matrix of given starts (may have 0 columns); `n_random` more are drawn from
+#' ChaCha streams of `seed` around the whitening matrix of the data rows (label 1).
+#' @keywords internal
+#' @noRd
+nce_nonlinear_fit_ica <- function(x, label, offset, method, starts, n_random, seed, control) .Call(wrap__nce_nonlinear_fit_ica, x, label, offset, method, starts, n_random, seed, control)
+
+#' Maximum likelihood for the Laplace ICA model (normaliser known) on the rows of `x` (n x d),
+#' best of `n_starts` random whitened starts. Returns B by rows, c and the mean log-likelihood.
+#' @keywords internal
+#' @noRd
+nce_ica_mle <- function(x, n_starts, seed, control) .Call(wrap__nce_ica_mle, x, n_starts, seed, control)
+
 

@@ -3,6 +3,7 @@
 
 mod bridge;
 mod convert;
+mod nonlinear;
 mod run;
 mod spatial;
 mod vnce;
@@ -561,6 +562,7 @@ extendr_module! {
     use vnce_tools;
     use vnce;
     use spatial;
+    use nonlinear;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
