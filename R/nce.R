@@ -34,7 +34,25 @@
 #' @param knots Knots for smooth terms, as for [mgcv::gam()].
 #' @param sp Fixed smoothing parameters (one per penalty, in mgcv's order);
 #'   `NULL` estimates them by REML.
-#' @param control Settings of the Newton iteration, see [nce_control()].
+#' @param control Settings of the Newton iteration, see [nce_control()] (nonlinear fits: L-BFGS with
+#'   at most `max(2000, 20 * maxit)` iterations, then Fisher-scoring steps).
+#' @param start Nonlinear models: named starting values of the parameters \eqn{\theta} (not the
+#'   intercept, which nce() adds and starts at an importance-sampling estimate of \eqn{-\log Z}).
+#'   With `start`, `formula` is the log density \eqn{f(x; \theta)} itself, an R expression in the
+#'   reference's columns and the parameters, as in [stats::nls()]: e.g.
+#'   `~ -abs(y - mu) / s` with `start = c(mu = 0, s = 1)`. Its gradient comes from [stats::deriv()]
+#'   (`abs(u)` is differentiated as `sign(u) * du` by the chain rule), else from `gradient`, else
+#'   from finite differences (warning `nce_warning_finite_difference`). For [ica_model()], an
+#'   optional d x d start matrix B.
+#' @param model Nonlinear models written as R functions: an [nce_model()] (user `log_f` and
+#'   `gradient` functions, evaluated on all rows once per iterate) or the built-in [ica_model()]
+#'   (fitted entirely in Rust). Give `model` or `formula`, not both.
+#' @param gradient `function(theta, data)` returning the rows x parameters matrix of
+#'   \eqn{\partial f/\partial\theta}, for formulas that [stats::deriv()] cannot differentiate
+#'   (or to replace a model's gradient).
+#' @param n_starts Nonlinear models: number of starts. Start 1 is `start`; the others jitter it
+#'   (normal, sd `max(|start| / 2, 0.1)`, R's RNG), or for [ica_model()] are random whitened
+#'   matrices. The best objective is kept; `fit$start_table` and `fit$spread` report all of them.
 #' @return An object of class `nce_fit` with methods `print`, `summary`,
 #'   `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs`, `model.frame`,
 #'   `simulate` and `update`. With smooth terms it is also of class `nce_gam`
@@ -43,6 +61,11 @@
 #'   work on it. Its `Vp` is the NCE-corrected Bayesian covariance
 #'   (the sandwich plus mgcv's smoothing-bias term \eqn{H^{-1} S H^{-1}});
 #'   `Vp_naive` is mgcv's \eqn{(X'WX + S)^{-1}}.
+#'
+#'   With `start` or `model` (a model nonlinear in its parameters) the fit is of class `nce_nls`:
+#'   the NCE logistic (or Poisson-transform) objective in \eqn{(\nu, \theta)} is minimised in
+#'   Rust by L-BFGS with exact gradients, and the covariance is the two-sample sandwich on the
+#'   nonlinear scores (Gutmann and Hyvarinen, 2012, Theorem 3). See [nce_model()], [ica_model()].
 #' @references Barthelme, S. and Chopin, N. (2015). The Poisson transform for
 #'   unnormalised statistical models. Statistics and Computing 25(4).
 #'   Gutmann, M. U. and Hyvarinen, A. (2012). Noise-contrastive estimation of
@@ -57,8 +80,13 @@
 #' log((exp(2) - 1) / 2)   # true log normaliser; compare with summary()
 #' @export
 nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "poisson"),
-                knots = NULL, sp = NULL, control = nce_control()) {
+                knots = NULL, sp = NULL, control = nce_control(),
+                start = NULL, model = NULL, gradient = NULL, n_starts = 1L) {
   cl <- match.call()
+  if (!is.null(start) || !is.null(model)) {
+    return(nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts, control, cl,
+                         parent.frame()))
+  }
   method <- match.arg(method)
   check_nce_args(formula, data, reference, ratio)
   vars <- reference$vars

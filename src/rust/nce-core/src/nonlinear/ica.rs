@@ -9,6 +9,7 @@ use crate::rng::stream_rng;
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
+use std::sync::Mutex;
 
 const SQRT2: f64 = std::f64::consts::SQRT_2;
 
@@ -17,6 +18,8 @@ pub struct IcaModel<'a> {
     x: &'a [f64],
     n: usize,
     d: usize,
+    /// Sources of the last `value` call, keyed by theta: the gradient reuses them.
+    cache: Mutex<(Vec<f64>, Vec<f64>)>,
 }
 
 impl<'a> IcaModel<'a> {
@@ -30,7 +33,12 @@ impl<'a> IcaModel<'a> {
         if !x.iter().all(|v| v.is_finite()) {
             return Err(NceError::invalid("x", "has non-finite values"));
         }
-        Ok(IcaModel { x, n, d })
+        Ok(IcaModel {
+            x,
+            n,
+            d,
+            cache: Mutex::new((Vec::new(), Vec::new())),
+        })
     }
 
     /// s_ri = b_i' x_r, column-major n x d.
@@ -60,12 +68,14 @@ impl Model for IcaModel<'_> {
     }
     fn value(&self, theta: &[f64], f: &mut [f64]) -> Result<()> {
         let s = self.sources(theta);
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         f.iter_mut().for_each(|v| *v = 0.0);
         for si in s.chunks(self.n) {
             for (fr, v) in f.iter_mut().zip(si) {
                 *fr -= SQRT2 * v.abs();
             }
         }
+        *c = (theta.to_vec(), s);
         Ok(())
     }
     fn jacobian(&self, theta: &[f64], jac: &mut [f64]) -> Result<()> {
@@ -83,7 +93,14 @@ impl Model for IcaModel<'_> {
     }
     fn jacobian_t_vec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         let (n, d) = (self.n, self.d);
-        let s = self.sources(theta);
+        let c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh;
+        let s: &[f64] = if c.0.as_slice() == theta {
+            &c.1
+        } else {
+            fresh = self.sources(theta);
+            &fresh
+        };
         let mut w = vec![0.0; n];
         for i in 0..d {
             for r in 0..n {
@@ -319,6 +336,49 @@ mod tests {
         }
         // c close to its exact value for the estimated B
         assert!((par[0] - log_normaliser(&par[1..], d)).abs() < 0.1);
+    }
+
+    /// cargo test --release -p nce-core ica_timing -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn ica_timing() {
+        let d = 4;
+        let a = DMatrix::from_fn(4, 4, |i, j| if i == j { 1.0 } else { 0.3 * ((i + 2 * j) as f64).sin() });
+        let n = 1000;
+        let m = 10 * n;
+        let mut x = ica_data(n + m, &a, 4);
+        // reference rows: Gaussian with identity-ish scale (timing only)
+        let mut rng = stream_rng(8, 0);
+        for j in 0..d {
+            for r in n..n + m {
+                x[j * (n + m) + r] = rng.sample::<f64, _>(StandardNormal);
+            }
+        }
+        let label: Vec<f64> = (0..n + m).map(|r| if r < n { 1.0 } else { 0.0 }).collect();
+        let off: Vec<f64> = (0..n + m)
+            .map(|r| {
+                let q: f64 = (0..d).map(|j| x[j * (n + m) + r].powi(2)).sum();
+                (0.1f64).ln() + 0.5 * q + 2.0 * (2.0 * std::f64::consts::PI).ln()
+            })
+            .collect();
+        let model = IcaModel::new(&x, n + m, d).unwrap();
+        let prob = NceProblem::new(&model, &label, &off, Method::Logistic).unwrap();
+        let w = whitening(&x[..], n + m, d).unwrap();
+        for k in 0..3 {
+            let t = std::time::Instant::now();
+            let fit = fit_starts(&prob, &[random_start(&w, d, 1, k)], &FitControl::default(), &mut || {
+                false
+            })
+            .unwrap();
+            let r = &fit.starts[0];
+            eprintln!(
+                "start {k}: {:?}, {} iterations, {} evaluations, {}",
+                t.elapsed(),
+                r.iterations,
+                r.evaluations,
+                r.message
+            );
+        }
     }
 
     #[test]

@@ -279,8 +279,8 @@ impl Default for FitControl {
         FitControl {
             lbfgs: LbfgsControl {
                 maxit: 2000,
-                gtol: 1e-9,
-                ftol: 1e-14,
+                gtol: 1e-7,
+                ftol: 1e-10,
                 memory: 10,
             },
             polish: 20,
