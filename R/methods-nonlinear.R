@@ -254,8 +254,8 @@ print.summary.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L),
   s <- nrow(x$start_table)
   if (s > 1L) {
     cat(sprintf("Starts: %d, %d converged; objective spread %s, largest parameter distance to the best %s\n",
-                s, sum(x$start_table$converged), format(x$spread[["objective"]], digits = 3),
-                format(x$spread[["max_parameter_distance"]], digits = 3)))
+                s, sum(x$start_table$converged), nl_small(x$spread[["objective"]]),
+                nl_small(x$spread[["max_parameter_distance"]])))
   }
   if (!x$converged) cat("The best start did NOT converge.\n")
   invisible(x)
@@ -289,3 +289,6 @@ plot.nce_nls <- function(x, n_grid = 100, ...) {
   }
   invisible(x)
 }
+
+# Spreads below 1e-6 are round-off: print them as such, so output is stable across machines.
+nl_small <- function(v) if (v < 1e-6) "< 1e-6" else format(v, digits = 3)

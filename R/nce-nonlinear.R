@@ -46,10 +46,11 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
                       length(bad), format_positions(bad)), "data", call)
   }
   n <- nrow(d)
-  m <- as.integer(round(ratio * n))
-  if (m < 1L) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input", call)
+  m <- round(ratio * n)
+  if (m < 1) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input", call)
   p <- length(start)
   check_size(8 * (n + m) * (p + 4), "ratio", "the nonlinear NCE design", call = call)
+  m <- as.integer(m)
   # Same draws, in the same order, as the linear nce(): a linear model written as a formula gets
   # the same reference sample under the same seed.
   lq_data <- ref_logq(reference, d)
@@ -166,7 +167,8 @@ nl_f <- function(model, theta, data) as.double(model$log_f(theta, data))
 # f and its gradient on all rows; classed errors naming the cause.
 nl_evaluate <- function(model, theta, frame, call) {
   nr <- nrow(frame)
-  f <- tryCatch(model$log_f(theta, frame), error = function(e) {
+  # Non-finite values are reported below as a classed error; R's own "NaNs produced" adds nothing.
+  f <- tryCatch(suppressWarnings(model$log_f(theta, frame)), error = function(e) {
     nce_abort(sprintf("the model's log density fails at `start`: %s", conditionMessage(e)), "model", call)
   })
   if (!is.numeric(f) || length(f) != nr) {
