@@ -7,12 +7,10 @@
 #' @param data,newdata Data for `augment()` (default: the fit's data).
 #' @param se_fit Add `.se.fit` to `augment()`.
 #' @param ... Unused.
-#' @return A data frame (tibble when tibble is installed).
+#' @return A data frame.
 #' @name nce_nls-broom
 #' @keywords internal
 NULL
-
-nl_tibble <- function(df) if (requireNamespace("tibble", quietly = TRUE)) tibble::as_tibble(df) else df
 
 #' @rdname nce_nls-broom
 #' @exportS3Method generics::tidy
@@ -25,16 +23,16 @@ tidy.nce_nls <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
     out$conf.low <- ci[, 1L]
     out$conf.high <- ci[, 2L]
   }
-  nl_tibble(out)
+  out
 }
 
 #' @rdname nce_nls-broom
 #' @exportS3Method generics::glance
 glance.nce_nls <- function(x, ...) {
   ll <- stats::logLik(x)
-  nl_tibble(data.frame(logLik = as.numeric(ll), AIC = stats::AIC(x), BIC = stats::BIC(x), nobs = x$n,
+  data.frame(logLik = as.numeric(ll), AIC = stats::AIC(x), BIC = stats::BIC(x), nobs = x$n,
                        n_reference = x$m, df = attr(ll, "df"), log_normaliser = x$log_normaliser,
-                       converged = x$converged, n_starts = nrow(x$start_table)))
+                       converged = x$converged, n_starts = nrow(x$start_table))
 }
 
 #' @rdname nce_nls-broom
@@ -45,5 +43,5 @@ augment.nce_nls <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...)
   out <- nd
   out$.fitted <- unname(p$fit)
   if (isTRUE(se_fit)) out$.se.fit <- unname(p$se.fit)
-  nl_tibble(out)
+  out
 }

@@ -7,7 +7,8 @@
 # of its matched entry; squared error sum((B_aligned - B)^2). Error of c: (c_hat - c)^2 with
 # c = log|det B| - 2 log 2. Medians over the mixing matrices.
 #
-# Rscript bench/ica.R [reps] [out.csv]      (R_LIBS pointing at the installed package)
+# Rscript bench/ica.R [reps] [out.csv] [seed] [timing]   (R_LIBS pointing at the installed package);
+# several processes with different seeds can share the reps, then bench/ica-combine.R merges them.
 # Also times one fit at N = 1000, ratio 10 (Rust model) and the R-callback route.
 suppressMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
@@ -60,7 +61,7 @@ one <- function(N) {
 set.seed(seed)
 t0 <- proc.time()
 all <- NULL
-for (N in Ns) {
+for (N in if (reps > 0) Ns) {
   rows <- t(vapply(seq_len(reps), function(i) one(N), numeric(9)))
   all <- rbind(all, rows)
   tab <- aggregate(. ~ N, data = as.data.frame(all), FUN = median)
@@ -69,11 +70,12 @@ for (N in Ns) {
   write.csv(as.data.frame(all), sub("\\.csv$", "-raw.csv", out), row.names = FALSE)
   cat(sprintf("N = %d done (%.0f s)\n", N, (proc.time() - t0)[["elapsed"]]))
 }
-write.csv(as.data.frame(all), sub("\\.csv$", "-raw.csv", out), row.names = FALSE)
-print(tab, digits = 3)
-# slope of log median error on log N (1/N gives -1)
-for (v in c("B_nce1", "B_nce10", "B_mle", "c_nce1", "c_nce10", "c_mle")) {
-  cat(sprintf("slope %s: %.2f\n", v, coef(lm(log(tab[[v]]) ~ log(tab$N)))[[2]]))
+if (reps > 0) {
+  print(tab, digits = 3)
+  # slope of log median error on log N (1/N gives -1)
+  for (v in c("B_nce1", "B_nce10", "B_mle", "c_nce1", "c_nce10", "c_mle")) {
+    cat(sprintf("slope %s: %.2f\n", v, coef(lm(log(tab[[v]]) ~ log(tab$N)))[[2]]))
+  }
 }
 
 if (!timing) quit(save = "no")

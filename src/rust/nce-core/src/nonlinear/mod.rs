@@ -60,13 +60,10 @@ impl Method {
 fn row_terms(method: Method, y: f64, eta: f64) -> (f64, f64, f64) {
     match method {
         Method::Logistic => {
-            // log(1 + e^eta) without overflow
-            let sp = if eta > 0.0 {
-                eta + (-eta).exp().ln_1p()
-            } else {
-                eta.exp().ln_1p()
-            };
-            let mu = 1.0 / (1.0 + (-eta).exp());
+            // log(1 + e^eta) and the logistic mean from one exp(-|eta|), without overflow
+            let e = (-eta.abs()).exp();
+            let sp = eta.max(0.0) + e.ln_1p();
+            let mu = if eta > 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
             (y * eta - sp, y - mu, mu * (1.0 - mu))
         }
         Method::Poisson => {
