@@ -136,10 +136,11 @@ nce_nonlinear_fit_r <- function(callback, n_par, label, offset, method, starts, 
 
 #' Nonlinear NCE with the built-in Laplace ICA model on the rows of `x` ((n + m) x d). `starts`
 #' is a (d^2 + 1) x S matrix of given starts (may have 0 columns); `n_random` more are drawn from
-#' ChaCha streams of `seed` around the whitening matrix of the data rows (label 1).
+#' ChaCha streams of `seed` around the whitening matrix of the data rows (label 1). Row loops run
+#' in a pool of `threads` threads, in fixed chunks, so the result does not depend on `threads`.
 #' @keywords internal
 #' @noRd
-nce_nonlinear_fit_ica <- function(x, label, offset, method, starts, n_random, seed, control) .Call(wrap__nce_nonlinear_fit_ica, x, label, offset, method, starts, n_random, seed, control)
+nce_nonlinear_fit_ica <- function(x, label, offset, method, starts, n_random, seed, control, threads) .Call(wrap__nce_nonlinear_fit_ica, x, label, offset, method, starts, n_random, seed, control, threads)
 
 #' Maximum likelihood for the Laplace ICA model (normaliser known) on the rows of `x` (n x d),
 #' best of `n_starts` random whitened starts. Returns B by rows, c and the mean log-likelihood.

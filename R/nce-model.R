@@ -137,7 +137,9 @@ ica_mle <- function(x, n_starts = 5L) {
   storage.mode(x) <- "double"
   d <- ncol(x)
   res <- rs(nce_ica_mle(x, as.integer(n_starts), draw_seed(), nl_rust_control(nce_control())))
-  if (!res$converged) nce_warn(sprintf("the ICA maximum-likelihood fit did not converge: %s", res$message), "convergence")
+  if (!res$converged) {
+    nce_warn(sprintf("the ICA maximum-likelihood fit did not converge: %s", res$message), "convergence")
+  }
   list(B = matrix(res$B, d, d, byrow = TRUE), c = res$c, loglik = res$loglik_mean * nrow(x),
        converged = res$converged)
 }

@@ -5,8 +5,8 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
   method <- match.arg(method, c("logistic", "poisson"))
   check_data_frame(data, call = call)
   if (!inherits(reference, "nce_reference")) {
-    nce_abort("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit() or ref_custom()",
-              "input", call)
+    nce_abort(paste("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit()",
+                    "or ref_custom()"), "input", call)
   }
   check_number(ratio, min = 0, exclusive_min = TRUE, call = call)
   check_count(n_starts, call = call)
@@ -17,15 +17,21 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
     nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(not_data, collapse = ", ")), "input", call)
   }
   has_formula <- !missing(formula) && !is.null(formula)
-  if (!is.null(model) && has_formula) nce_abort("give either `formula` (with `start`) or `model`, not both", "input", call)
-  if (is.null(model) && !has_formula) nce_abort("nonlinear nce() needs `formula` and `start`, or `model`", "input", call)
+  if (!is.null(model) && has_formula) {
+    nce_abort("give either `formula` (with `start`) or `model`, not both", "input", call)
+  }
+  if (is.null(model) && !has_formula) {
+    nce_abort("nonlinear nce() needs `formula` and `start`, or `model`", "input", call)
+  }
   is_ica <- !is.null(model) && identical(model$rust, "ica")
   if (!is.null(model) && !inherits(model, "nce_model")) {
     nce_abort("`model` must be built by nce_model() or ica_model()", "input", call)
   }
   if (is_ica) {
     ica_vars <- if (is.null(model$vars)) vars else model$vars
-    if (!all(ica_vars %in% vars)) nce_abort("ica_model(vars =) must name columns the reference generates", "input", call)
+    if (!all(ica_vars %in% vars)) {
+      nce_abort("ica_model(vars =) must name columns the reference generates", "input", call)
+    }
     model$vars <- ica_vars
     start <- nl_ica_start(start, length(ica_vars), call)
   } else {
@@ -87,8 +93,8 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
     storage.mode(x) <- "double"
     given <- if (is.null(attr(start, "given"))) matrix(0, p + 1L, 0L) else matrix(c(nu0, start), ncol = 1L)
     n_random <- n_starts - ncol(given)
-    res <- rs(nce_nonlinear_fit_ica(x, label, offset, method, given, as.integer(n_random), draw_seed(), ctrl),
-              call = call)
+    res <- rs(nce_nonlinear_fit_ica(x, label, offset, method, given, as.integer(n_random), draw_seed(), ctrl,
+                                    nce_threads()), call = call)
   } else {
     starts <- nl_random_starts(start, n_starts)
     starts_full <- rbind(vapply(seq_len(ncol(starts)), function(k) {

@@ -84,7 +84,8 @@ set.seed(3)
 A <- matrix(rnorm(16), 4)
 x <- rica(1000, A)
 ref <- ref_normal(stats::setNames(rep(0, d), names(x)), A %*% t(A))
-tm <- replicate(if (reps < 5) 2 else 10, system.time(nce(model = ica_model(), data = x, reference = ref, ratio = 10))[["elapsed"]])
+fit_once <- function() system.time(nce(model = ica_model(), data = x, reference = ref, ratio = 10))
+tm <- replicate(if (reps < 5) 2 else 10, fit_once()[["elapsed"]])
 cat(sprintf("Rust ICA, one start, N = 1000, ratio 10: median %.0f ms (min %.0f) over 10 fits, nce_threads() = %d\n",
             1000 * median(tm), 1000 * min(tm), getOption("nce.threads", 2L)))
 im <- ica_model()
@@ -105,5 +106,5 @@ total <- system.time(fr <- nce(model = nce_model(timed(im$log_f), timed(im$gradi
 cat(sprintf("R-callback route: %.2f s in total, %.2f s in the user's R functions (%d calls): ratio %.2f\n",
             total, spent, calls, total / spent))
 # CPU time (user) of the same single fit, less sensitive to a loaded machine.
-tu <- replicate(if (reps < 5) 2 else 10, system.time(nce(model = ica_model(), data = x, reference = ref, ratio = 10))[["user.self"]])
+tu <- replicate(if (reps < 5) 2 else 10, fit_once()[["user.self"]])
 cat(sprintf("  CPU (user) time: median %.0f ms\n", 1000 * median(tu)))

@@ -3,11 +3,15 @@
 //! (Laplace ICA). No numerics here.
 
 use crate::convert::{guard, list_real, real_matrix, real_slice, to_r_matrix};
+use crate::run;
+use crate::threads_of;
 use extendr_api::prelude::*;
+use nalgebra::DMatrix;
 use nce_core::nonlinear::ica::{self, IcaModel};
 use nce_core::nonlinear::{covariances, fit_starts, FitControl, Method, Model, MultiFit, NceProblem};
 use nce_core::optim::LbfgsControl;
 use nce_core::NceError;
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 type Res<T> = std::result::Result<T, NceError>;
@@ -52,14 +56,37 @@ fn method_of(method: &str) -> Res<Method> {
     Method::from_name(method).ok_or_else(|| NceError::invalid("method", "must be \"logistic\" or \"poisson\""))
 }
 
+/// The fit's results at the best start (computed where the fit ran; no R objects).
+struct Parts {
+    fit: MultiFit,
+    sandwich: DMatrix<f64>,
+    naive: DMatrix<f64>,
+    f: Vec<f64>,
+    eta: Vec<f64>,
+    loglik: f64,
+    k: usize,
+}
+
+fn fit_parts<M: Model + ?Sized>(prob: &NceProblem<M>, fit: MultiFit) -> Res<Parts> {
+    let (state, sandwich, naive) = covariances(prob, &fit.starts[fit.best].par)?;
+    Ok(Parts {
+        fit,
+        sandwich,
+        naive,
+        f: state.f,
+        eta: state.eta,
+        loglik: state.loglik,
+        k: prob.dim(),
+    })
+}
+
 /// The fit as an R list: all starts (columns of `starts`), the best start's estimate, its
 /// covariances and the linear predictor.
-fn result_list<M: Model + ?Sized>(prob: &NceProblem<M>, fit: &MultiFit) -> Res<Robj> {
-    let k = prob.dim();
+fn result_list(p: Parts) -> Res<Robj> {
+    let fit = &p.fit;
     let s = fit.starts.len();
     let best = &fit.starts[fit.best];
-    let (state, sw, naive) = covariances(prob, &best.par)?;
-    let all = RMatrix::new_matrix(k, s, |i, j| fit.starts[j].par[i]).into_robj();
+    let all = RMatrix::new_matrix(p.k, s, |i, j| fit.starts[j].par[i]).into_robj();
     let values: Vec<f64> = fit.starts.iter().map(|r| r.value).collect();
     let conv: Vec<bool> = fit.starts.iter().map(|r| r.converged).collect();
     let iters: Vec<i32> = fit.starts.iter().map(|r| r.iterations as i32).collect();
@@ -67,11 +94,11 @@ fn result_list<M: Model + ?Sized>(prob: &NceProblem<M>, fit: &MultiFit) -> Res<R
     let msgs: Vec<String> = fit.starts.iter().map(|r| r.message.clone()).collect();
     Ok(list!(
         coefficients = best.par.clone(),
-        cov_sandwich = to_r_matrix(&sw),
-        cov = to_r_matrix(&naive),
-        f = state.f,
-        eta = state.eta,
-        loglik = state.loglik,
+        cov_sandwich = to_r_matrix(&p.sandwich),
+        cov = to_r_matrix(&p.naive),
+        f = p.f,
+        eta = p.eta,
+        loglik = p.loglik,
         best = (fit.best + 1) as i32,
         starts = all,
         values = values,
@@ -190,13 +217,14 @@ fn nce_nonlinear_fit_r(
         let starts = starts_of(&starts, prob.dim())?;
         let ctrl = control_of(&control)?;
         let fit = fit_starts(&prob, &starts, &ctrl, &mut interrupt_pending)?;
-        result_list(&prob, &fit)
+        result_list(fit_parts(&prob, fit)?)
     })
 }
 
 /// Nonlinear NCE with the built-in Laplace ICA model on the rows of `x` ((n + m) x d). `starts`
 /// is a (d^2 + 1) x S matrix of given starts (may have 0 columns); `n_random` more are drawn from
-/// ChaCha streams of `seed` around the whitening matrix of the data rows (label 1).
+/// ChaCha streams of `seed` around the whitening matrix of the data rows (label 1). Row loops run
+/// in a pool of `threads` threads, in fixed chunks, so the result does not depend on `threads`.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -210,34 +238,41 @@ fn nce_nonlinear_fit_ica(
     n_random: i32,
     seed: f64,
     control: List,
+    threads: i32,
 ) -> Robj {
     guard(|| {
         let (xd, nr, d) = real_matrix(&x, "x")?;
         let label = real_slice(&label, "label")?;
         let offset = real_slice(&offset, "offset")?;
-        let model = IcaModel::new(xd, nr, d)?;
-        let prob = NceProblem::new(&model, label, offset, method_of(method)?)?;
-        let mut all = starts_of(&starts, prob.dim())?;
-        if n_random > 0 {
-            let data: Vec<usize> = (0..nr).filter(|&r| label[r] == 1.0).collect();
-            let nd = data.len();
-            let mut xdat = vec![0.0; nd * d];
-            for j in 0..d {
-                for (i, &r) in data.iter().enumerate() {
-                    xdat[j * nd + i] = xd[j * nr + r];
+        let method = method_of(method)?;
+        let given = starts_of(&starts, d * d + 1)?;
+        let ctrl = control_of(&control)?;
+        let threads = threads_of(threads)?;
+        if !(seed.is_finite() && seed >= 0.0) {
+            return Err(NceError::invalid("seed", "must be a non-negative number"));
+        }
+        let parts = run::run(threads, |stop| {
+            let model = IcaModel::new(xd, nr, d)?.with_parallel(true);
+            let prob = NceProblem::new(&model, label, offset, method)?.with_parallel(true);
+            let mut all = given;
+            if n_random > 0 {
+                let data: Vec<usize> = (0..nr).filter(|&r| label[r] == 1.0).collect();
+                let nd = data.len();
+                let mut xdat = vec![0.0; nd * d];
+                for j in 0..d {
+                    for (i, &r) in data.iter().enumerate() {
+                        xdat[j * nd + i] = xd[j * nr + r];
+                    }
+                }
+                let w = ica::whitening(&xdat, nd, d)?;
+                for k in 0..n_random as u64 {
+                    all.push(ica::random_start(&w, d, seed as u64, k));
                 }
             }
-            let w = ica::whitening(&xdat, nd, d)?;
-            if !(seed.is_finite() && seed >= 0.0) {
-                return Err(NceError::invalid("seed", "must be a non-negative number"));
-            }
-            for k in 0..n_random as u64 {
-                all.push(ica::random_start(&w, d, seed as u64, k));
-            }
-        }
-        let ctrl = control_of(&control)?;
-        let fit = fit_starts(&prob, &all, &ctrl, &mut interrupt_pending)?;
-        result_list(&prob, &fit)
+            let fit = fit_starts(&prob, &all, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            fit_parts(&prob, fit)
+        })?;
+        result_list(parts)
     })
 }
 

@@ -2,13 +2,14 @@
 //! f(x; B) = -sqrt(2) sum_i |b_i' x|, b_i the rows of B (theta = B by rows), and the exact
 //! log normaliser c = log|det B| - (d/2) log 2, so the maximum-likelihood fit is computable.
 
-use super::Model;
+use super::{Model, CHUNK};
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective, OptimResult};
 use crate::rng::stream_rng;
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
+use rayon::prelude::*;
 use std::sync::Mutex;
 
 const SQRT2: f64 = std::f64::consts::SQRT_2;
@@ -20,6 +21,8 @@ pub struct IcaModel<'a> {
     d: usize,
     /// Sources of the last `value` call, keyed by theta: the gradient reuses them.
     cache: Mutex<(Vec<f64>, Vec<f64>)>,
+    /// Loop over row chunks on the current rayon pool.
+    parallel: bool,
 }
 
 impl<'a> IcaModel<'a> {
@@ -38,22 +41,33 @@ impl<'a> IcaModel<'a> {
             n,
             d,
             cache: Mutex::new((Vec::new(), Vec::new())),
+            parallel: false,
         })
     }
 
-    /// s_ri = b_i' x_r, column-major n x d.
+    /// Loop over row chunks on the current rayon pool (same result for any thread count).
+    pub fn with_parallel(mut self, parallel: bool) -> Self {
+        self.parallel = parallel;
+        self
+    }
+
+    /// s_ri = b_i' x_r, row-major n x d (row r at r * d).
     fn sources(&self, theta: &[f64]) -> Vec<f64> {
         let (n, d) = (self.n, self.d);
         let mut s = vec![0.0; n * d];
-        for i in 0..d {
-            let si = &mut s[i * n..(i + 1) * n];
-            for j in 0..d {
-                let b = theta[i * d + j];
-                let xj = &self.x[j * n..(j + 1) * n];
-                for (a, xv) in si.iter_mut().zip(xj) {
-                    *a += b * xv;
+        let body = |(c, sc): (usize, &mut [f64])| {
+            let lo = c * CHUNK;
+            for (i, row) in sc.chunks_mut(d).enumerate() {
+                let r = lo + i;
+                for (a, out) in row.iter_mut().enumerate() {
+                    *out = (0..d).map(|j| theta[a * d + j] * self.x[j * n + r]).sum();
                 }
             }
+        };
+        if self.parallel {
+            s.par_chunks_mut(CHUNK * d).enumerate().for_each(body);
+        } else {
+            s.chunks_mut(CHUNK * d).enumerate().for_each(body);
         }
         s
     }
@@ -69,11 +83,8 @@ impl Model for IcaModel<'_> {
     fn value(&self, theta: &[f64], f: &mut [f64]) -> Result<()> {
         let s = self.sources(theta);
         let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        f.iter_mut().for_each(|v| *v = 0.0);
-        for si in s.chunks(self.n) {
-            for (fr, v) in f.iter_mut().zip(si) {
-                *fr -= SQRT2 * v.abs();
-            }
+        for (fr, row) in f.iter_mut().zip(s.chunks(self.d)) {
+            *fr = -SQRT2 * row.iter().map(|v| v.abs()).sum::<f64>();
         }
         *c = (theta.to_vec(), s);
         Ok(())
@@ -85,7 +96,7 @@ impl Model for IcaModel<'_> {
             for j in 0..d {
                 let col = &mut jac[(i * d + j) * n..(i * d + j + 1) * n];
                 for r in 0..n {
-                    col[r] = -SQRT2 * sign(s[i * n + r]) * self.x[j * n + r];
+                    col[r] = -SQRT2 * sign(s[r * d + i]) * self.x[j * n + r];
                 }
             }
         }
@@ -101,13 +112,33 @@ impl Model for IcaModel<'_> {
             fresh = self.sources(theta);
             &fresh
         };
-        let mut w = vec![0.0; n];
-        for i in 0..d {
-            for r in 0..n {
-                w[r] = -SQRT2 * sign(s[i * n + r]) * v[r];
+        // Per chunk of rows a partial d x d sum, added in chunk order.
+        let body = |c: usize| -> Vec<f64> {
+            let lo = c * CHUNK;
+            let hi = (lo + CHUNK).min(n);
+            let mut part = vec![0.0; d * d];
+            for r in lo..hi {
+                for i in 0..d {
+                    let w = -SQRT2 * sign(s[r * d + i]) * v[r];
+                    if w != 0.0 {
+                        for j in 0..d {
+                            part[i * d + j] += w * self.x[j * n + r];
+                        }
+                    }
+                }
             }
-            for j in 0..d {
-                out[i * d + j] = w.iter().zip(&self.x[j * n..(j + 1) * n]).map(|(a, b)| a * b).sum();
+            part
+        };
+        let chunks = n.div_ceil(CHUNK).max(1);
+        let parts: Vec<Vec<f64>> = if self.parallel {
+            (0..chunks).into_par_iter().map(body).collect()
+        } else {
+            (0..chunks).map(body).collect()
+        };
+        out.iter_mut().for_each(|o| *o = 0.0);
+        for part in &parts {
+            for (o, p) in out.iter_mut().zip(part) {
+                *o += p;
             }
         }
         Ok(())

@@ -12,6 +12,11 @@ pub mod ica;
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+/// Rows per chunk of the parallel loops. Sums are formed per chunk and added in chunk order, so
+/// the result does not depend on the number of threads.
+pub const CHUNK: usize = 4096;
 
 /// An unnormalised log density f(x; theta) evaluated on a fixed set of rows.
 pub trait Model: Sync {
@@ -83,6 +88,8 @@ pub struct NceProblem<'a, M: Model + ?Sized> {
     pub label: &'a [f64],
     pub offset: &'a [f64],
     pub method: Method,
+    /// Run the row loops on the current rayon pool (never for models that call into R).
+    pub parallel: bool,
 }
 
 impl<'a, M: Model + ?Sized> NceProblem<'a, M> {
@@ -109,7 +116,14 @@ impl<'a, M: Model + ?Sized> NceProblem<'a, M> {
             label,
             offset,
             method,
+            parallel: false,
         })
+    }
+
+    /// Run the row loops in parallel on the current rayon pool (same result for any thread count).
+    pub fn with_parallel(mut self, parallel: bool) -> Self {
+        self.parallel = parallel;
+        self
     }
 
     /// Number of parameters including the intercept (first).
@@ -126,14 +140,26 @@ impl<'a, M: Model + ?Sized> NceProblem<'a, M> {
         if !f.iter().all(|v| v.is_finite()) {
             return Ok(f64::INFINITY);
         }
-        let mut ll = 0.0;
         let mut resid = vec![0.0; n];
-        for r in 0..n {
-            let (l, g, _) = row_terms(self.method, self.label[r], f[r] + nu + self.offset[r]);
-            ll += l;
-            resid[r] = g;
-        }
-        grad[0] = -resid.iter().sum::<f64>();
+        let body = |(c, rc): (usize, &mut [f64])| -> (f64, f64) {
+            let lo = c * CHUNK;
+            let (mut ll, mut sr) = (0.0, 0.0);
+            for (i, out) in rc.iter_mut().enumerate() {
+                let r = lo + i;
+                let (l, g, _) = row_terms(self.method, self.label[r], f[r] + nu + self.offset[r]);
+                ll += l;
+                sr += g;
+                *out = g;
+            }
+            (ll, sr)
+        };
+        let parts: Vec<(f64, f64)> = if self.parallel {
+            resid.par_chunks_mut(CHUNK).enumerate().map(body).collect()
+        } else {
+            resid.chunks_mut(CHUNK).enumerate().map(body).collect()
+        };
+        let ll: f64 = parts.iter().map(|p| p.0).sum();
+        grad[0] = -parts.iter().map(|p| p.1).sum::<f64>();
         self.model.jacobian_t_vec(theta, &resid, &mut grad[1..])?;
         for g in grad[1..].iter_mut() {
             *g = -*g;
