@@ -493,6 +493,7 @@ mod tests {
         (x, label, off)
     }
 
+    #[allow(clippy::type_complexity)]
     fn gauss_model(
         x: &[f64],
     ) -> FnModel<
