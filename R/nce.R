@@ -63,6 +63,23 @@
 #'   Terms of `formula` in z alone are refused (the normaliser absorbs them).
 #'   The fit is of class `nce_conditional`, see [predict.nce_conditional()];
 #'   its `logLik()` is \eqn{\sum_i \log p(y_i \mid z_i)}.
+#' @param start Nonlinear models: named starting values of the parameters \eqn{\theta} (not the
+#'   intercept, which nce() adds and starts at an importance-sampling estimate of \eqn{-\log Z}).
+#'   With `start`, `formula` is the log density \eqn{f(x; \theta)} itself, an R expression in the
+#'   reference's columns and the parameters, as in [stats::nls()]: e.g.
+#'   `~ -abs(y - mu) / s` with `start = c(mu = 0, s = 1)`. Its gradient comes from [stats::deriv()]
+#'   (`abs(u)` is differentiated as `sign(u) * du` by the chain rule), else from `gradient`, else
+#'   from finite differences (warning `nce_warning_finite_difference`). For [ica_model()], an
+#'   optional d x d start matrix B.
+#' @param model Nonlinear models written as R functions: an [nce_model()] (user `log_f` and
+#'   `gradient` functions, evaluated on all rows once per iterate) or the built-in [ica_model()]
+#'   (fitted entirely in Rust). Give `model` or `formula`, not both.
+#' @param gradient `function(theta, data)` returning the rows x parameters matrix of
+#'   \eqn{\partial f/\partial\theta}, for formulas that [stats::deriv()] cannot differentiate
+#'   (or to replace a model's gradient).
+#' @param n_starts Nonlinear models: number of starts. Start 1 is `start`; the others jitter it
+#'   (normal, sd `max(|start| / 2, 0.1)`, R's RNG), or for [ica_model()] are random whitened
+#'   matrices. The best objective is kept; `fit$start_table` and `fit$spread` report all of them.
 #' @details
 #' **What the statistics mean.** The log-likelihood of a fit ([logLik.nce_fit()])
 #' is the data's log density under the fitted *normalised* model,
@@ -96,6 +113,11 @@
 #'   (the sandwich plus mgcv's smoothing-bias term \eqn{H^{-1} S H^{-1}});
 #'   `Vp_naive` is mgcv's \eqn{(X'WX + S)^{-1}}. It has no response: `y` is
 #'   `NULL` (the classifier's labels are `model.frame(fit)$.label`).
+#'
+#'   With `start` or `model` (a model nonlinear in its parameters) the fit is of class `nce_nls`:
+#'   the NCE logistic (or Poisson-transform) objective in \eqn{(\nu, \theta)} is minimised in
+#'   Rust by L-BFGS with exact gradients, and the covariance is the two-sample sandwich on the
+#'   nonlinear scores (Gutmann and Hyvarinen, 2012, Theorem 3). See [nce_model()], [ica_model()].
 #' @references Barthelme, S. and Chopin, N. (2015). The Poisson transform for
 #'   unnormalised statistical models. Statistics and Computing 25(4).
 #'   Gutmann, M. U. and Hyvarinen, A. (2012). Noise-contrastive estimation of
@@ -114,15 +136,27 @@
 #' @export
 nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "poisson"),
                 knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,
-                control = nce_control(), given = NULL) {
-  if (!is.null(given)) {
+                control = nce_control(), given = NULL,
+                start = NULL, model = NULL, gradient = NULL, n_starts = 1L) {
+  nonlinear <- !is.null(start) || !is.null(model)
+  if (!is.null(given) || nonlinear) {
     if (!missing(weights) || !missing(subset) || !missing(na.action)) {
-      nce_abort("`weights`, `subset` and `na.action` are not available with `given` yet: select rows first", "input")
+      nce_abort(sprintf("`weights`, `subset` and `na.action` are not available with `%s` yet: select rows first",
+                        if (nonlinear) "start`/`model" else "given"), "input")
+    }
+    if (!is.null(given) && nonlinear) nce_abort("give `given` or `start`/`model`, not both", "input")
+    if (nonlinear) {
+      return(nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts,
+                           as_nce_control(control), match.call(), parent.frame()))
     }
     return(nce_conditional(formula, data, reference, ratio, method, knots, sp, as_nce_control(control), given,
                            match.call(), parent.frame()))
   }
   cl <- match.call()
+  if (!is.null(start) || !is.null(model)) {
+    return(nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts, control, cl,
+                         parent.frame()))
+  }
   method <- match.arg(method)
   control <- as_nce_control(control)
   check_nce_args(formula, data, reference, ratio)

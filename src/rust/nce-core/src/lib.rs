@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod latkes_sim;
 pub mod linalg;
 pub mod mog;
+pub mod nonlinear;
 pub mod optim;
 pub mod penalty;
 pub mod pirls;

@@ -3,6 +3,7 @@
 
 mod bridge;
 mod convert;
+mod nonlinear;
 mod references;
 mod run;
 mod spatial;
@@ -563,6 +564,7 @@ extendr_module! {
     use vnce;
     use spatial;
     use references;
+    use nonlinear;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;

@@ -1,0 +1,294 @@
+# Methods for nonlinear NCE fits (class nce_nls).
+
+#' Methods for nonlinear NCE fits
+#'
+#' Fits of [nce()] with `start =` or `model =` (class `nce_nls`). `vcov()` is the NCE sandwich
+#' (`type = "naive"`: the inverse Fisher information of the logistic regression); `confint()` Wald
+#' intervals; `predict()` the normalised log density (`type = "link"` or `"log_density"`), the
+#' density (`"response"`, `"density"`) or the unnormalised \eqn{f} (`"log_unnormalised"`), with
+#' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
+#' model (minus the intercept as log normaliser), with df the number of parameters including the
+#' intercept; `anova()` a Wald test (sandwich covariance) of the parameters of the larger fit that
+#' the smaller one lacks being 0, the smaller fit being the larger with those fixed at 0;
+#' `residuals()` the label minus the fitted class probability on all data and reference rows;
+#' `simulate()` sampling-importance-resampling from the reference; `plot()` the fitted log
+#' density of a model in one or two variables.
+#'
+#' @param object,x,formula A fit of class `nce_nls`.
+#' @param type See Details.
+#' @param newdata Data frame of points (default: the data).
+#' @param se.fit Return standard errors.
+#' @param parm,level For `confint()`.
+#' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
+#' @param n_grid Grid points per axis for `plot()`.
+#' @param ... Further fits (`anova()`), arguments to update (`update()`), unused otherwise.
+#' @name nce_nls-methods
+#' @examples
+#' set.seed(1)
+#' d <- data.frame(y = rnorm(300, 1, 0.5))
+#' fit <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(c(y = 1), 1), ratio = 5,
+#'            start = c(mu = 0, ls = 0))
+#' summary(fit)
+#' predict(fit, data.frame(y = c(0, 1, 2)), type = "density", se.fit = TRUE)
+NULL
+
+#' @rdname nce_nls-methods
+#' @export
+coef.nce_nls <- function(object, ...) object$coefficients
+
+#' @rdname nce_nls-methods
+#' @export
+vcov.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
+  if (match.arg(type) == "sandwich") object$vcov else object$vcov_naive
+}
+
+#' @rdname nce_nls-methods
+#' @export
+confint.nce_nls <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
+  check_probability(level)
+  cf <- stats::coef(object)
+  se <- sqrt(diag(stats::vcov(object, type = match.arg(type))))
+  if (missing(parm)) parm <- names(cf)
+  if (is.numeric(parm)) parm <- names(cf)[parm]
+  z <- stats::qnorm((1 + level) / 2)
+  out <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
+  pct <- paste(format(100 * c(1 - level, 1 + level) / 2, trim = TRUE, scientific = FALSE, digits = 3), "%")
+  dimnames(out) <- list(parm, pct)
+  out
+}
+
+#' @rdname nce_nls-methods
+#' @export
+nobs.nce_nls <- function(object, ...) object$n
+
+nl_data_rows <- function(object) {
+  fr <- object$nce_frame
+  fr[fr$.label == 1, object$reference$vars, drop = FALSE]
+}
+
+#' @rdname nce_nls-methods
+#' @export
+predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_density", "density",
+                                                      "log_unnormalised", "lpmatrix"),
+                            se.fit = FALSE, ...) {
+  type <- match.arg(type)
+  if (type == "lpmatrix") {
+    nce_unsupported("predict(type = \"lpmatrix\")", object,
+                    "the model is nonlinear in its parameters, so there is no linear predictor matrix")
+  }
+  check_bool(se.fit)
+  if (missing(newdata) || is.null(newdata)) newdata <- nl_data_rows(object)
+  check_data_frame(newdata)
+  vars <- object$reference$vars
+  miss <- setdiff(vars, names(newdata))
+  if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(miss, collapse = ", ")), "input")
+  nd <- newdata[vars]
+  cf <- stats::coef(object)
+  theta <- cf[-1L]
+  f <- nl_f(object$model, theta, nd)
+  unnorm <- type == "log_unnormalised"
+  fit <- if (unnorm) f else f + cf[[1L]]
+  names(fit) <- rownames(newdata)
+  if (!se.fit) return(if (type %in% c("response", "density")) exp(fit) else fit)
+  g <- nl_gradient(object$model, theta, nd, f)
+  g <- cbind(if (unnorm) 0 else 1, matrix(g, nrow(nd)))
+  se <- sqrt(pmax(rowSums((g %*% stats::vcov(object)) * g), 0))
+  if (type %in% c("response", "density")) {
+    fit <- exp(fit)
+    se <- fit * se
+  }
+  names(se) <- names(fit)
+  list(fit = fit, se.fit = se)
+}
+
+#' @rdname nce_nls-methods
+#' @export
+fitted.nce_nls <- function(object, ...) {
+  v <- exp(object$log_f[seq_len(object$n)] + object$coefficients[[1L]])
+  names(v) <- seq_len(object$n)
+  v
+}
+
+#' @rdname nce_nls-methods
+#' @export
+residuals.nce_nls <- function(object, ...) {
+  fr <- object$nce_frame
+  mu <- if (object$method == "logistic") stats::plogis(object$linear_predictors) else exp(object$linear_predictors)
+  fr$.label - mu
+}
+
+#' @rdname nce_nls-methods
+#' @export
+logLik.nce_nls <- function(object, ...) {
+  v <- sum(object$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
+  structure(v, df = length(object$coefficients), nobs = object$n, class = "logLik")
+}
+
+#' @rdname nce_nls-methods
+#' @export
+anova.nce_nls <- function(object, ...) {
+  fits <- c(list(object), list(...))
+  if (length(fits) != 2L || !all(vapply(fits, inherits, logical(1), "nce_nls"))) {
+    nce_unsupported("anova", object, "it compares exactly two nested nonlinear NCE fits (a Wald test)")
+  }
+  k <- vapply(fits, function(f) length(f$coefficients), 1L)
+  small <- fits[[which.min(k)]]
+  big <- fits[[3L - which.min(k)]]
+  extra <- setdiff(names(big$coefficients), names(small$coefficients))
+  if (!length(extra) || !all(names(small$coefficients) %in% names(big$coefficients))) {
+    nce_abort("the fits are not nested: the smaller fit's parameters must be a subset of the larger's", "input")
+  }
+  b <- big$coefficients[extra]
+  v <- big$vcov[extra, extra, drop = FALSE]
+  w <- tryCatch(drop(t(b) %*% solve(v, b)), error = function(e) NA_real_)
+  df <- length(extra)
+  out <- data.frame(Df = c(length(small$coefficients), length(big$coefficients)),
+                    `Wald Df` = c(NA, df), Wald = c(NA, w),
+                    `Pr(>Chi)` = c(NA, stats::pchisq(w, df, lower.tail = FALSE)), check.names = FALSE)
+  rownames(out) <- c("smaller", "larger")
+  structure(out, heading = sprintf("Wald test (NCE sandwich covariance) of %s = 0\n", paste(extra, collapse = ", ")),
+            class = c("anova", "data.frame"))
+}
+
+#' @rdname nce_nls-methods
+#' @export
+update.nce_nls <- function(object, ..., evaluate = TRUE) {
+  cl <- object$call
+  extras <- match.call(expand.dots = FALSE)$...
+  for (a in names(extras)) cl[[a]] <- extras[[a]]
+  if (evaluate) eval(cl, object$env) else cl
+}
+
+#' @rdname nce_nls-methods
+#' @export
+formula.nce_nls <- function(x, ...) {
+  if (is.null(x$nce_formula)) {
+    nce_unsupported("formula", x, "the model was given as R functions (model =), not as a formula")
+  }
+  x$nce_formula
+}
+
+#' @rdname nce_nls-methods
+#' @export
+terms.nce_nls <- function(x, ...) {
+  nce_unsupported("terms", x, "a nonlinear log density has no terms object; see formula()")
+}
+
+#' @rdname nce_nls-methods
+#' @export
+model.frame.nce_nls <- function(formula, ...) formula$nce_frame
+
+#' @rdname nce_nls-methods
+#' @export
+model.matrix.nce_nls <- function(object, ...) {
+  nce_unsupported("model.matrix", object,
+                  "the model is nonlinear in its parameters (predict(se.fit = TRUE) uses its gradient instead)")
+}
+
+#' @rdname nce_nls-methods
+#' @export
+simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
+  check_count(nsim)
+  check_count(candidates)
+  old <- set_sim_seed(seed)
+  on.exit(restore_seed(old))
+  n <- object$n
+  k <- as.integer(round(candidates * n))
+  check_size(8 * k * (length(object$reference$vars) + 2), "candidates", "the simulation")
+  ess <- numeric(nsim)
+  sims <- lapply(seq_len(nsim), function(s) {
+    u <- ref_draw(object$reference, k)
+    lw <- nl_f(object$model, object$coefficients[-1L], u[object$reference$vars]) - ref_logq(object$reference, u)
+    w <- exp(lw - max(lw))
+    ess[s] <<- sum(w)^2 / sum(w^2)
+    out <- u[sample.int(k, n, replace = TRUE, prob = w), , drop = FALSE]
+    out$.sim <- s
+    out
+  })
+  out <- do.call(rbind, sims)
+  rownames(out) <- NULL
+  attr(out, "ess") <- ess
+  out
+}
+
+#' @rdname nce_nls-methods
+#' @export
+print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("Nonlinear noise-contrastive estimation (", x$method, ")\n", sep = "")
+  cat("Model: ", x$model$name, "\n", sep = "")
+  cat(sprintf("Data: %d points; reference: %d points (ratio %g)\n", x$n, x$m, x$ratio))
+  cat("\nCoefficients:\n")
+  print(round(x$coefficients, digits))
+  cat(sprintf("\nlog normaliser: %s; %s after %d iterations (best of %d start(s))\n",
+              format(x$log_normaliser, digits = digits), if (x$converged) "converged" else "NOT converged",
+              x$iterations, nrow(x$start_table)))
+  invisible(x)
+}
+
+#' @rdname nce_nls-methods
+#' @export
+summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  cf <- stats::coef(object)
+  se <- sqrt(diag(stats::vcov(object, type = type)))
+  z <- cf / se
+  tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
+  structure(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
+                 n = object$n, m = object$m, log_normaliser = object$log_normaliser,
+                 gradient_source = object$model$gradient_source, converged = object$converged,
+                 start_table = object$start_table, spread = object$spread, logLik = stats::logLik(object)),
+            class = "summary.nce_nls")
+}
+
+#' @export
+print.summary.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("Nonlinear noise-contrastive estimation (", x$method, ")\n", sep = "")
+  cat("Model: ", x$model, "\nGradient: ", x$gradient_source, "\n", sep = "")
+  cat(sprintf("Data: %d points; reference: %d points\n\n", x$n, x$m))
+  stats::printCoefmat(x$coefficients, digits = digits)
+  cat(sprintf("\nStandard errors: %s. (Intercept) = -log normaliser; log normaliser %s\n",
+              if (x$type == "sandwich") "NCE sandwich (two independent samples)" else "naive (inverse information)",
+              format(x$log_normaliser, digits = digits)))
+  cat(sprintf("log-likelihood of the data under the normalised fit: %s (df = %d)\n",
+              format(as.numeric(x$logLik), digits = digits), attr(x$logLik, "df")))
+  s <- nrow(x$start_table)
+  if (s > 1L) {
+    cat(sprintf("Starts: %d, %d converged; objective spread %s, largest parameter distance to the best %s\n",
+                s, sum(x$start_table$converged), nl_small(x$spread[["objective"]]),
+                nl_small(x$spread[["max_parameter_distance"]])))
+  }
+  if (!x$converged) cat("The best start did NOT converge.\n")
+  invisible(x)
+}
+
+#' @rdname nce_nls-methods
+#' @export
+plot.nce_nls <- function(x, n_grid = 100, ...) {
+  vars <- x$reference$vars
+  check_count(n_grid, min = 2)
+  d <- nl_data_rows(x)
+  rng <- lapply(vars, function(v) range(d[[v]]))
+  if (length(vars) == 1L) {
+    g <- stats::setNames(data.frame(seq(rng[[1L]][1L], rng[[1L]][2L], length.out = n_grid)), vars)
+    p <- stats::predict(x, g, type = "link", se.fit = TRUE)
+    lo <- p$fit - 2 * p$se.fit
+    hi <- p$fit + 2 * p$se.fit
+    graphics::plot(g[[1L]], p$fit, type = "l", ylim = range(lo, hi), xlab = vars, ylab = "log density", ...)
+    graphics::lines(g[[1L]], lo, lty = 2)
+    graphics::lines(g[[1L]], hi, lty = 2)
+    graphics::rug(d[[1L]])
+  } else if (length(vars) == 2L) {
+    s1 <- seq(rng[[1L]][1L], rng[[1L]][2L], length.out = n_grid)
+    s2 <- seq(rng[[2L]][1L], rng[[2L]][2L], length.out = n_grid)
+    g <- stats::setNames(expand.grid(s1, s2), vars)
+    z <- matrix(stats::predict(x, g, type = "link"), n_grid, n_grid)
+    graphics::contour(s1, s2, z, xlab = vars[1L], ylab = vars[2L], main = "fitted log density", ...)
+    graphics::points(d[[1L]], d[[2L]], pch = ".", col = "grey40")
+  } else {
+    nce_unsupported("plot", x, sprintf("plot draws models in one or two variables; this one has %d", length(vars)))
+  }
+  invisible(x)
+}
+
+# Spreads below 1e-6 are round-off: print them as such, so output is stable across machines.
+nl_small <- function(v) if (v < 1e-6) "< 1e-6" else format(v, digits = 3)

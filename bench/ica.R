@@ -1,0 +1,110 @@
+# The ICA experiment of Gutmann and Hyvarinen (2010, Figure 1), section 3.1 of the NCL report:
+# x = A s in 4-D, Laplace sources of unit variance, Gaussian reference with covariance A A'.
+# For each N (log-spaced 100..1000) and each of `reps` random mixing matrices: NCE at ratio 1 and
+# 10 (built-in Rust ICA model, 5 starts, best kept) and the MLE (normaliser known, 5 starts).
+# Error of B: rows of B_hat matched to rows of B = A^{-1} greedily on |B_hat A| (largest entry
+# first, then the largest among the remaining rows and columns), each row's sign set by the sign
+# of its matched entry; squared error sum((B_aligned - B)^2). Error of c: (c_hat - c)^2 with
+# c = log|det B| - 2 log 2. Medians over the mixing matrices.
+#
+# Rscript bench/ica.R [reps] [out.csv] [seed] [timing]   (R_LIBS pointing at the installed package);
+# several processes with different seeds can share the reps, then bench/ica-combine.R merges them.
+# Also times one fit at N = 1000, ratio 10 (Rust model) and the R-callback route.
+suppressMessages(library(nce))
+args <- commandArgs(trailingOnly = TRUE)
+reps <- if (length(args) >= 1) as.integer(args[1]) else 100L
+out <- if (length(args) >= 2) args[2] else "inst/extdata/ica-bench.csv"
+seed <- if (length(args) >= 3) as.integer(args[3]) else 20101L
+timing <- if (length(args) >= 4) as.logical(args[4]) else TRUE
+Ns <- round(10^seq(2, 3, length.out = 5))
+d <- 4
+
+align_error <- function(B_hat, A) {
+  B <- solve(A)
+  P <- B_hat %*% A
+  al <- matrix(0, d, d)
+  rows <- seq_len(d)
+  cols <- seq_len(d)
+  for (k in seq_len(d)) {
+    sub <- abs(P[rows, cols, drop = FALSE])
+    w <- which(sub == max(sub), arr.ind = TRUE)[1, ]
+    i <- rows[w[1]]
+    j <- cols[w[2]]
+    al[j, ] <- sign(P[i, j]) * B_hat[i, ]
+    rows <- setdiff(rows, i)
+    cols <- setdiff(cols, j)
+  }
+  sum((al - B)^2)
+}
+c_true <- function(A) log(abs(det(solve(A)))) - d / 2 * log(2)
+
+one <- function(N) {
+  repeat {
+    A <- matrix(rnorm(d * d), d)
+    if (kappa(A) < 50) break  # G&H draw random well-conditioned mixing matrices
+  }
+  x <- rica(N, A)
+  ref <- ref_normal(stats::setNames(rep(0, d), names(x)), A %*% t(A))
+  res <- c(N = N)
+  for (r in c(1, 10)) {
+    fit <- suppressWarnings(nce(model = ica_model(), data = x, reference = ref, ratio = r, n_starts = 5))
+    res[paste0("B_nce", r)] <- align_error(ica_B(fit), A)
+    res[paste0("c_nce", r)] <- (coef(fit)[[1]] - c_true(A))^2
+    res[paste0("conv_nce", r)] <- fit$converged
+  }
+  m <- suppressWarnings(ica_mle(x, n_starts = 5))
+  res["B_mle"] <- align_error(m$B, A)
+  res["c_mle"] <- (m$c - c_true(A))^2
+  res
+}
+
+set.seed(seed)
+t0 <- proc.time()
+all <- NULL
+for (N in if (reps > 0) Ns) {
+  rows <- t(vapply(seq_len(reps), function(i) one(N), numeric(9)))
+  all <- rbind(all, rows)
+  tab <- aggregate(. ~ N, data = as.data.frame(all), FUN = median)
+  tab$reps <- as.vector(table(all[, "N"]))
+  write.csv(tab, out, row.names = FALSE)
+  write.csv(as.data.frame(all), sub("\\.csv$", "-raw.csv", out), row.names = FALSE)
+  cat(sprintf("N = %d done (%.0f s)\n", N, (proc.time() - t0)[["elapsed"]]))
+}
+if (reps > 0) {
+  print(tab, digits = 3)
+  # slope of log median error on log N (1/N gives -1)
+  for (v in c("B_nce1", "B_nce10", "B_mle", "c_nce1", "c_nce10", "c_mle")) {
+    cat(sprintf("slope %s: %.2f\n", v, coef(lm(log(tab[[v]]) ~ log(tab$N)))[[2]]))
+  }
+}
+
+if (!timing) quit(save = "no")
+# Speed: one fit (one start) at N = 1000, ratio 10 (11,000 rows, 17 parameters).
+set.seed(3)
+A <- matrix(rnorm(16), 4)
+x <- rica(1000, A)
+ref <- ref_normal(stats::setNames(rep(0, d), names(x)), A %*% t(A))
+fit_once <- function() system.time(nce(model = ica_model(), data = x, reference = ref, ratio = 10))
+tm <- replicate(if (reps < 5) 2 else 10, fit_once()[["elapsed"]])
+cat(sprintf("Rust ICA, one start, N = 1000, ratio 10: median %.0f ms (min %.0f) over 10 fits, nce_threads() = %d\n",
+            1000 * median(tm), 1000 * min(tm), getOption("nce.threads", 2L)))
+im <- ica_model()
+spent <- 0
+calls <- 0
+timed <- function(f) function(theta, data) {
+  t1 <- proc.time()[["elapsed"]]
+  on.exit({
+    spent <<- spent + proc.time()[["elapsed"]] - t1
+    calls <<- calls + 1
+  })
+  f(theta, data)
+}
+mle <- ica_mle(x)
+st <- stats::setNames(as.double(t(mle$B)), sprintf("B[%d,%d]", rep(1:4, each = 4), rep(1:4, 4)))
+total <- system.time(fr <- nce(model = nce_model(timed(im$log_f), timed(im$gradient)), data = x, reference = ref,
+                               ratio = 10, start = st))[["elapsed"]]
+cat(sprintf("R-callback route: %.2f s in total, %.2f s in the user's R functions (%d calls): ratio %.2f\n",
+            total, spent, calls, total / spent))
+# CPU time (user) of the same single fit, less sensitive to a loaded machine.
+tu <- replicate(if (reps < 5) 2 else 10, fit_once()[["user.self"]])
+cat(sprintf("  CPU (user) time: median %.0f ms\n", 1000 * median(tu)))
