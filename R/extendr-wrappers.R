@@ -174,4 +174,24 @@ nce_ref_steps_sample <- function(par, prev, n, seed, threads) .Call(wrap__nce_re
 #' @noRd
 nce_ref_steps_log_density <- function(par, x, prev, threads) .Call(wrap__nce_ref_steps_log_density, par, x, prev, threads)
 
+#' Nonlinear NCE with the model as an R callback. `starts` is a (p + 1) x S matrix (intercept
+#' first).
+#' @keywords internal
+#' @noRd
+nce_nonlinear_fit_r <- function(callback, n_par, label, offset, method, starts, control) .Call(wrap__nce_nonlinear_fit_r, callback, n_par, label, offset, method, starts, control)
+
+#' Nonlinear NCE with the built-in Laplace ICA model on the rows of `x` ((n + m) x d). `starts`
+#' is a (d^2 + 1) x S matrix of given starts (may have 0 columns); `n_random` more are drawn from
+#' ChaCha streams of `seed` around the whitening matrix of the data rows (label 1). Row loops run
+#' in a pool of `threads` threads, in fixed chunks, so the result does not depend on `threads`.
+#' @keywords internal
+#' @noRd
+nce_nonlinear_fit_ica <- function(x, label, offset, method, starts, n_random, seed, control, threads) .Call(wrap__nce_nonlinear_fit_ica, x, label, offset, method, starts, n_random, seed, control, threads)
+
+#' Maximum likelihood for the Laplace ICA model (normaliser known) on the rows of `x` (n x d),
+#' best of `n_starts` random whitened starts. Returns B by rows, c and the mean log-likelihood.
+#' @keywords internal
+#' @noRd
+nce_ica_mle <- function(x, n_starts, seed, control) .Call(wrap__nce_ica_mle, x, n_starts, seed, control)
+
 
