@@ -2,28 +2,22 @@
 //!
 //! The R package `nce` calls this crate through a thin extendr binding; everything here
 //! is plain Rust and is checked by `cargo test`.
+//!
+//! Layout: `engine` (the penalised engine), `sampling` (samplers and references),
+//! `estimators` (estimators built on them), and shared pieces at the top (errors, random
+//! streams, small dense linear algebra, L-BFGS, map interpolation).
 
-pub mod alias;
-pub mod bridge;
-pub mod design;
+pub mod engine;
 pub mod error;
-pub mod family;
-pub mod grouped;
-pub mod irls;
-pub mod kernel;
-pub mod latkes_sim;
+pub mod estimators;
 pub mod linalg;
-pub mod mog;
 pub mod optim;
-pub mod penalty;
-pub mod pirls;
-pub mod reference;
-pub mod reml;
 pub mod rng;
-pub mod sandwich;
+pub mod sampling;
 pub mod spatial;
-pub mod tgm_sim;
-pub mod truncnorm;
-pub mod vnce;
 
+// Flat paths (`nce_core::reml`, `crate::design`, ...) stay valid for callers.
+pub use engine::{alias, design, family, grouped, irls, penalty, pirls, reml, sandwich};
 pub use error::{NceError, Result};
+pub use estimators::{bridge, mog, vnce};
+pub use sampling::{kernel, latkes_sim, reference, tgm_sim, truncnorm};
