@@ -7,6 +7,7 @@
 //! `estimators` (estimators built on them), and shared pieces at the top (errors, random
 //! streams, small dense linear algebra, L-BFGS, map interpolation).
 
+pub mod alloc;
 pub mod engine;
 pub mod error;
 pub mod estimators;

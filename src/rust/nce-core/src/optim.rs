@@ -24,6 +24,24 @@ pub struct LbfgsControl {
     pub memory: usize,
 }
 
+impl LbfgsControl {
+    /// The one set of rules for these settings: at least one iteration and one correction
+    /// pair, non-negative tolerances.
+    pub fn check(&self) -> Result<()> {
+        if self.maxit < 1 || self.memory < 1 || !(self.gtol >= 0.0) || !(self.ftol >= 0.0) {
+            return Err(NceError::invalid(
+                "control",
+                format!(
+                    "maxit and memory must be at least 1, gtol and ftol non-negative; got maxit = {}, \
+                     memory = {}, gtol = {}, ftol = {}",
+                    self.maxit, self.memory, self.gtol, self.ftol
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for LbfgsControl {
     fn default() -> Self {
         LbfgsControl {
@@ -246,10 +264,8 @@ pub fn minimise_lbfgs(
     if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
         return Err(NceError::invalid("start", format!("entry {} is not finite", i + 1)));
     }
-    if !(ctrl.gtol >= 0.0 && ctrl.ftol >= 0.0) {
-        return Err(NceError::invalid("control", "gtol and ftol must be non-negative"));
-    }
-    let memory = ctrl.memory.max(1);
+    ctrl.check()?;
+    let memory = ctrl.memory;
     let mut ev = Eval { obj, count: 0 };
     let zero = vec![0.0; n];
     let mut cur = ev.at(x0, &zero, 0.0)?;

@@ -107,6 +107,21 @@ impl<'a> GroupedDesign<'a> {
         self.b.ncol()
     }
 
+    /// The row-level block A (nrow x pa).
+    pub fn a(&self) -> &DenseDesign<'a> {
+        &self.a
+    }
+
+    /// The group-level block B (ngroups x pb).
+    pub fn b(&self) -> &DenseDesign<'a> {
+        &self.b
+    }
+
+    /// The group (0-based) of each row.
+    pub fn group(&self) -> &'a [usize] {
+        self.group
+    }
+
     /// Per group and weight vector w_l: sum of w_l and sum of w_l a_r (ngroups x pa,
     /// column-major); `plain` vectors only get their group sums.
     fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>) {

@@ -9,41 +9,9 @@ use crate::error::{NceError, Result};
 use crate::family::Family;
 use crate::linalg::{aliased_columns, select, select_vec, spd_inverse, spd_solve};
 use crate::pirls;
+// Problem and Control live with the iteration they describe; kept here for callers.
+pub use crate::pirls::{Control, Problem};
 use nalgebra::DMatrix;
-
-#[derive(Debug, Clone)]
-pub struct Control {
-    /// Relative change in deviance at which the fit has converged.
-    pub epsilon: f64,
-    pub maxit: usize,
-    /// Tolerance of the rank test on the scaled cross-product (see `linalg::aliased_columns`).
-    pub alias_tol: f64,
-    /// Most step halvings per iteration.
-    pub max_halving: usize,
-}
-
-impl Default for Control {
-    fn default() -> Self {
-        Control {
-            epsilon: 1e-10,
-            maxit: 100,
-            alias_tol: 1e-9,
-            max_halving: 40,
-        }
-    }
-}
-
-/// Everything a fit needs besides the design.
-pub struct Problem<'a> {
-    pub y: &'a [f64],
-    pub prior_weights: &'a [f64],
-    pub offset: &'a [f64],
-    pub family: Family,
-    /// Total penalty matrix S (p x p), if any.
-    pub penalty: Option<&'a DMatrix<f64>>,
-    /// Starting coefficients; otherwise the family's usual start from the response.
-    pub start: Option<&'a [f64]>,
-}
 
 #[derive(Debug, Clone)]
 pub struct GlmFit {
@@ -73,6 +41,7 @@ pub struct GlmFit {
 /// Fit by Newton's method with step halving. `interrupted` is polled once per iteration
 /// (from the calling thread) and stops the fit with `NceError::Interrupted`.
 pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut dyn FnMut() -> bool) -> Result<GlmFit> {
+    ctrl.check()?;
     let (n, p) = (d.nrow(), d.ncol());
     pirls::validate(n, p, prob)?;
     let sat: f64 = prob

@@ -89,6 +89,18 @@ pub struct EmControl {
     pub em_tol: f64,
 }
 
+impl EmControl {
+    pub fn check(&self) -> Result<()> {
+        if self.em_maxit < 1 || !(self.em_tol >= 0.0) {
+            return Err(NceError::invalid(
+                "control",
+                "em_maxit must be at least 1 and em_tol non-negative",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for EmControl {
     fn default() -> Self {
         EmControl {
@@ -287,9 +299,7 @@ impl Mog {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Result<MogFit> {
         Self::check_start(theta, c, &[0.0; 3])?;
-        if !(em.em_tol >= 0.0) {
-            return Err(NceError::invalid("em_tol", "must be non-negative"));
-        }
+        em.check()?;
         let mut p = [theta.ln(), c];
         let mut j_prev = self.nce(&p).0;
         let (mut trace, mut evaluations, mut converged) = (Vec::new(), 0, false);

@@ -2,6 +2,7 @@
 //! the parent normal's mean and sd. Everything stays accurate when `lower` is many sd above the
 //! mean (the upper tail is taken in log space with a continued fraction for the Mills ratio).
 
+use crate::alloc::{checked_len, try_filled};
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use rand::Rng;
@@ -205,20 +206,16 @@ pub fn sample_columns(n: usize, mean: &[f64], sd: &[f64], lower: f64, seed: u64)
     for (&m, &s) in mean.iter().zip(sd) {
         check_params(m, s, lower)?;
     }
-    if n.checked_mul(mean.len()).is_none() {
-        return Err(NceError::invalid("n", "is too large"));
-    }
-    let cols: Vec<Vec<f64>> = (0..mean.len())
-        .into_par_iter()
-        .map(|j| {
-            let mut rng = crate::rng::stream_rng(seed, j as u64);
-            let a = (lower - mean[j]) / sd[j];
-            (0..n)
-                .map(|_| (mean[j] + sd[j] * sample_std(&mut rng, a)).max(lower))
-                .collect()
-        })
-        .collect();
-    Ok(cols.concat())
+    let len = checked_len(&[n, mean.len()], "the truncated normal draws")?;
+    let mut out = try_filled(len, 0.0, "the truncated normal draws")?;
+    out.par_chunks_mut(n.max(1)).enumerate().for_each(|(j, col)| {
+        let mut rng = crate::rng::stream_rng(seed, j as u64);
+        let a = (lower - mean[j]) / sd[j];
+        for o in col {
+            *o = (mean[j] + sd[j] * sample_std(&mut rng, a)).max(lower);
+        }
+    });
+    Ok(out)
 }
 
 /// Row sums of log densities over the non-NaN (NA) entries of an n x d column-major matrix,
