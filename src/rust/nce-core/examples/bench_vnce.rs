@@ -6,10 +6,12 @@
 mod tgm_gibbs;
 
 use nalgebra::DMatrix;
-use nce_core::design::with_threads;
+#[path = "../tests/support/threads.rs"]
+mod threads;
 use nce_core::optim::{LbfgsControl, Objective};
 use nce_core::vnce::{fit, fit_ghk, TgmParams, TgmVnce};
 use std::time::Instant;
+use threads::with_threads;
 
 fn main() {
     let (d, n, nu, s) = (20, 1000, 1, 10);

@@ -7,6 +7,11 @@
 //! `estimators` (estimators built on them), and shared pieces at the top (errors, random
 //! streams, small dense linear algebra, L-BFGS, map interpolation).
 
+// Project choices for `cargo clippy -- -D warnings` (make lint): `!(x >= 0.0)` rejects NaN
+// together with out-of-range values, on purpose; numeric kernels index several arrays with one
+// loop variable, which reads better there than zipped iterators.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
 pub mod alloc;
 pub mod engine;
 pub mod error;

@@ -5,7 +5,7 @@
 mod support;
 
 use nalgebra::DMatrix;
-use nce_core::design::{with_threads, DenseDesign};
+use nce_core::design::DenseDesign;
 use nce_core::family::{log1pexp, Family};
 use nce_core::irls;
 use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -14,6 +14,7 @@ use nce_core::vnce::{fit, Terms, TgmParams, TgmVnce};
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
 use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};
+use support::threads::with_threads;
 
 /// Arbitrary parameters: K and prec positive definite, everything else spread out.
 fn random_params(d: usize, seed: u64) -> TgmParams {

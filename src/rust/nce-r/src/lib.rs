@@ -2,6 +2,11 @@
 //! No numerics here: each module binds one part of the core, `convert` holds the conversions
 //! and the error protocol, `run` the per-call thread pool.
 
+// Project choices for `cargo clippy -- -D warnings` (make lint): `!(x >= 0.0)` rejects NaN
+// together with out-of-range values, on purpose; numeric kernels index several arrays with one
+// loop variable, which reads better there than zipped iterators.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
 mod bridge;
 mod convert;
 mod debug;

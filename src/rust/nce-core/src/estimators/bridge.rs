@@ -18,6 +18,7 @@
 //! bounded parameters to the real line used by `marglik` (as in bridge sampling).
 
 use crate::error::{NceError, Result};
+use crate::family::sigmoid;
 use crate::reference::Reference;
 use rayon::prelude::*;
 
@@ -82,16 +83,6 @@ pub struct BridgeFit {
     pub bound_upper: f64,
     /// Gradient of -ℓ at the returned value (0 at convergence).
     pub gradient: f64,
-}
-
-#[inline]
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
 }
 
 /// Chunked sums of (f(x), g(x)) over a slice, added in a fixed order.

@@ -7,6 +7,7 @@
 //! Parameters are (log theta, c, w0, w1, w2); everything is in log space.
 
 use crate::error::{NceError, Result};
+use crate::family::sigmoid;
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use rayon::prelude::*;
 
@@ -19,15 +20,6 @@ fn softplus(r: f64) -> f64 {
         r + (-r).exp().ln_1p()
     } else {
         r.exp().ln_1p()
-    }
-}
-
-fn sigmoid(r: f64) -> f64 {
-    if r >= 0.0 {
-        1.0 / (1.0 + (-r).exp())
-    } else {
-        let e = r.exp();
-        e / (1.0 + e)
     }
 }
 

@@ -12,11 +12,10 @@
 use super::params::{n_params, TgmParams};
 use super::problem::{Row, TgmVnce, CHUNK};
 use crate::error::Result;
-use crate::family::log1pexp;
+use crate::family::{log1pexp, sigmoid};
+use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::Objective;
 use rayon::prelude::*;
-
-pub(super) const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// Which rows enter the objective (tests check the data and noise terms separately).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,16 +28,6 @@ pub enum Terms {
 #[inline]
 fn log_sigmoid(a: f64) -> f64 {
     -log1pexp(-a)
-}
-
-#[inline]
-fn sigmoid(a: f64) -> f64 {
-    if a >= 0.0 {
-        1.0 / (1.0 + (-a).exp())
-    } else {
-        let e = a.exp();
-        e / (1.0 + e)
-    }
 }
 
 /// A row's contribution to J from the values h_s = l(x_s) - log q(z_s) of its S draws (data rows:
@@ -182,57 +171,6 @@ fn log_phi(f: &Flat, x: &[f64], kx: &mut [f64]) -> f64 {
         q += s * x[j];
     }
     -0.5 * q - f.c
-}
-
-/// In-place Cholesky of a p x p row-major SPD matrix (lower factor); false if not PD.
-pub(super) fn cholesky(a: &mut [f64], p: usize) -> bool {
-    for j in 0..p {
-        let mut s = a[j * p + j];
-        for k in 0..j {
-            s -= a[j * p + k] * a[j * p + k];
-        }
-        if !(s > 0.0) {
-            return false;
-        }
-        let l = s.sqrt();
-        a[j * p + j] = l;
-        for i in j + 1..p {
-            let mut s = a[i * p + j];
-            for k in 0..j {
-                s -= a[i * p + k] * a[j * p + k];
-            }
-            a[i * p + j] = s / l;
-        }
-    }
-    true
-}
-
-/// Inverse of L L' (L lower, row-major) into `inv`, using `w` (p * p) as scratch for L^{-1}.
-pub(super) fn chol_inverse(l: &[f64], p: usize, w: &mut [f64], inv: &mut [f64]) {
-    // w = L^{-1} (lower), by forward substitution column by column.
-    for v in w.iter_mut() {
-        *v = 0.0;
-    }
-    for c in 0..p {
-        for i in c..p {
-            let mut s = if i == c { 1.0 } else { 0.0 };
-            for k in c..i {
-                s -= l[i * p + k] * w[k * p + c];
-            }
-            w[i * p + c] = s / l[i * p + i];
-        }
-    }
-    // inv = W' W
-    for i in 0..p {
-        for j in i..p {
-            let mut s = 0.0;
-            for k in j..p {
-                s += w[k * p + i] * w[k * p + j];
-            }
-            inv[i * p + j] = s;
-            inv[j * p + i] = s;
-        }
-    }
 }
 
 /// Scratch space for one chunk.

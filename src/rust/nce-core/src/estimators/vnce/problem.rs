@@ -178,10 +178,6 @@ impl TgmVnce {
         self.d
     }
 
-    pub fn n_data(&self) -> usize {
-        self.n
-    }
-
     pub fn n_noise(&self) -> usize {
         self.n_noise
     }
