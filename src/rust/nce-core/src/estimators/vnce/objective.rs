@@ -269,6 +269,20 @@ impl TgmVnce {
             acc.add_theta(d, &row.x, w);
             return;
         }
+        if !self.forward(f, row, sc) {
+            acc.value = f64::NAN;
+            return;
+        }
+        // Upstream weights dJ/dh per draw, written into h's place.
+        acc.value += draw_weights(&mut sc.h[..self.s], row.noise, off);
+        self.backward(f, row, acc, sc);
+    }
+
+    /// Forward pass of a row with missing values: the conditional normal of log x_m given x_o
+    /// (A = Lambda_mm, its inverse, the mean m_c) and, per draw s, z_s = exp(u_s), the terms of
+    /// dJ/dz and h_s = l(x_s) - log q(z_s) in `sc.h`. False when A is not positive definite.
+    fn forward(&self, f: &Flat, row: &Row, sc: &mut Scratch) -> bool {
+        let d = self.d;
         let (mi, oi) = (&row.mis, &row.obs);
         let (p, s_n) = (mi.len(), self.s);
         // A = Lambda_mm, its factor, log|A| and inverse.
@@ -278,8 +292,7 @@ impl TgmVnce {
             }
         }
         if !cholesky(&mut sc.a[..p * p], p) {
-            acc.value = f64::NAN;
-            return;
+            return false;
         }
         let logdet_a: f64 = 2.0 * (0..p).map(|i| sc.a[i * p + i].ln()).sum::<f64>();
         chol_inverse(&sc.a[..p * p], p, &mut sc.w[..p * p], &mut sc.ainv[..p * p]);
@@ -337,8 +350,16 @@ impl TgmVnce {
             let l = -0.5 * xkx - f.c;
             sc.h[s] = l - (logq_const - 0.5 * quad) + usum;
         }
-        // Upstream weights dJ/dh per draw, written into h's place.
-        acc.value += draw_weights(&mut sc.h[..s_n], row.noise, off);
+        true
+    }
+
+    /// Backward pass: the draw weights in `sc.h` (dJ/dh_s) through the draws to the sums in
+    /// `acc` (theta's x x' terms, the gradients in mu and in the factor of Lambda).
+    fn backward(&self, f: &Flat, row: &Row, acc: &mut Acc, sc: &mut Scratch) {
+        let d = self.d;
+        let (mi, oi) = (&row.mis, &row.obs);
+        let (p, s_n) = (mi.len(), self.s);
+        let ainv = &sc.ainv[..p * p];
         // Accumulate the gradient.
         for v in sc.vsum[..p].iter_mut() {
             *v = 0.0;
