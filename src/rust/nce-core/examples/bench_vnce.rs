@@ -62,10 +62,10 @@ fn main() {
         println!(
             "full fit, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}, max |grad| {:.1e}",
             t0.elapsed().as_secs_f64(),
-            f.report.iterations,
+            f.report.convergence.iterations,
             f.report.evaluations,
-            f.report.converged,
-            f.report.message,
+            f.report.convergence.converged,
+            f.report.convergence.message,
             f.report.objective,
             f.report.grad_norm
         );
@@ -91,10 +91,10 @@ fn main() {
         println!(
             "GHK family, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}",
             t0.elapsed().as_secs_f64(),
-            f.report.iterations,
+            f.report.convergence.iterations,
             f.report.evaluations,
-            f.report.converged,
-            f.report.message,
+            f.report.convergence.converged,
+            f.report.convergence.message,
             f.report.objective
         );
         if threads == 2 {

@@ -13,6 +13,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 pub mod alloc;
+pub mod convergence;
 pub mod engine;
 pub mod error;
 pub mod estimators;
@@ -23,6 +24,7 @@ pub mod sampling;
 pub mod spatial;
 
 // Flat paths (`nce_core::reml`, `crate::design`, ...) stay valid for callers.
+pub use convergence::Convergence;
 pub use engine::{alias, design, family, grouped, irls, penalty, pirls, reml, sandwich};
 pub use error::{NceError, Result};
 pub use estimators::{bridge, mog, vnce};

@@ -135,10 +135,10 @@ fn nce_vnce_tgm(
             mu = mu,
             prec = prec,
             objective = r.objective,
-            iterations = r.iterations as i32,
+            iterations = r.convergence.iterations as i32,
             evaluations = r.evaluations as i32,
-            converged = r.converged,
-            message = r.message,
+            converged = r.convergence.converged,
+            message = r.convergence.message,
             grad_norm = r.grad_norm
         )
         .into_robj())

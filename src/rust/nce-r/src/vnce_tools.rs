@@ -153,10 +153,10 @@ fn nce_vnce_mog(
             w = fit.w.to_vec(),
             objective = fit.objective,
             nce_objective = fit.nce_objective,
-            iterations = fit.iterations as i32,
+            iterations = fit.convergence.iterations as i32,
             evaluations = fit.evaluations as i32,
-            converged = fit.converged,
-            message = fit.message,
+            converged = fit.convergence.converged,
+            message = fit.convergence.message,
             trace = trace
         )
         .into_robj())

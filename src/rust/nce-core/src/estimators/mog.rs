@@ -6,6 +6,7 @@
 //! VNCE, NCE on the marginal and the EM algorithm of their Corollary 1 can be compared exactly.
 //! Parameters are (log theta, c, w0, w1, w2); everything is in log space.
 
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 use crate::family::sigmoid;
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -67,10 +68,8 @@ pub struct MogFit {
     /// The maximised objective: J_VNCE for VNCE and EM, J_NCE for NCE.
     pub objective: f64,
     pub nce_objective: f64,
-    pub iterations: usize,
     pub evaluations: usize,
-    pub converged: bool,
-    pub message: String,
+    pub convergence: Convergence,
     /// J_NCE after each EM M-step (empty unless EM).
     pub trace: Vec<f64>,
 }
@@ -246,10 +245,8 @@ impl Mog {
             w: [r.x[2], r.x[3], r.x[4]],
             objective: -r.value,
             nce_objective: nce,
-            iterations: r.iterations,
             evaluations: r.evaluations,
-            converged: r.converged,
-            message: r.message,
+            convergence: r.convergence,
             trace: Vec::new(),
         })
     }
@@ -271,10 +268,8 @@ impl Mog {
             w: self.posterior_w(theta),
             objective: -r.value,
             nce_objective: -r.value,
-            iterations: r.iterations,
             evaluations: r.evaluations,
-            converged: r.converged,
-            message: r.message,
+            convergence: r.convergence,
             trace: Vec::new(),
         })
     }
@@ -325,10 +320,12 @@ impl Mog {
             w,
             objective,
             nce_objective: self.nce(&p).0,
-            iterations: trace.len(),
             evaluations,
-            converged,
-            message,
+            convergence: Convergence {
+                iterations: trace.len(),
+                converged,
+                message,
+            },
             trace,
         })
     }
@@ -489,9 +486,9 @@ mod tests {
             .unwrap();
         eprintln!(
             "em {} iterations, theta {}, converged {}",
-            em.iterations, em.theta, em.converged
+            em.convergence.iterations, em.theta, em.convergence.converged
         );
-        assert!(em.converged, "{}", em.message);
+        assert!(em.convergence.converged, "{}", em.convergence.message);
         let j0 = mog.nce(&[2.0f64.ln(), 1.0]).0;
         let mut prev = j0;
         for &j in &em.trace {
@@ -578,7 +575,7 @@ mod tests {
         let fit = mog
             .fit_vnce(2.0, 1.0, [0.0; 3], &LbfgsControl::default(), &mut || false)
             .unwrap();
-        assert!(fit.converged, "{}", fit.message);
+        assert!(fit.convergence.converged, "{}", fit.convergence.message);
         let c_true = ((2.0 * std::f64::consts::PI).sqrt() * (1.0 + theta)).ln();
         let se = nce_se(&mog, &[fit.theta.ln(), fit.c]);
         eprintln!(

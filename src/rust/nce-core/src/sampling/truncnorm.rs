@@ -345,7 +345,7 @@ pub fn fit(x: &[f64], lower: f64) -> Result<TruncnormFit> {
         mean: m0 + s0 * r.x[0],
         sd,
         loglik: -n * r.value - n * s0.ln(),
-        converged: r.converged,
+        converged: r.convergence.converged,
     })
 }
 
