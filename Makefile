@@ -69,8 +69,7 @@ lint-rust:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 lint-r:
-	Rscript -e 'l <- lintr::lint_package("."); print(l); d <- as.data.frame(l); \
-	  if (nrow(d) > 0) { print(table(d$$linter)); print(table(d$$filename)); quit(status = 1) }'
+	Rscript -e 'l <- lintr::lint_package("."); print(l); d <- as.data.frame(l); if (nrow(d) > 0) { print(table(d$$filename, d$$linter)); quit(status = 1) }'
 
 bench: install
 	R_LIBS=$(R_LIB) Rscript bench/run.R

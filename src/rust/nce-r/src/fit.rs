@@ -167,14 +167,12 @@ fn nce_fit_reml_grouped(
 fn problem<'a>(y: &'a Robj, weights: &'a Robj, offset: &'a Robj, family: &str) -> Res<Problem<'a>> {
     let family =
         Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
-    Ok(Problem {
-        y: real_slice(y, "y")?,
-        prior_weights: real_slice(weights, "weights")?,
-        offset: real_slice(offset, "offset")?,
+    Ok(Problem::new(
+        real_slice(y, "y")?,
+        real_slice(weights, "weights")?,
+        real_slice(offset, "offset")?,
         family,
-        penalty: None,
-        start: None,
-    })
+    ))
 }
 
 /// Penalties from list(list(start, S), ...), `start` 0-based.

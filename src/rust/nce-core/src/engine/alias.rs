@@ -188,14 +188,7 @@ mod tests {
             .map(|i| f64::from(u8::from((i * 7) % 5 < 2 + usize::from(t[i] > 0.0))))
             .collect();
         let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let prob = Problem::new(&y, &w, &o, Family::Binomial);
         let ridge = |start| Penalty {
             start,
             s: DMatrix::from_element(1, 1, 1.0),

@@ -19,6 +19,21 @@ pub struct Control {
     pub max_halving: usize,
 }
 
+impl<'a> Problem<'a> {
+    /// A problem without penalty matrix or start (the usual case: the penalty comes as a
+    /// `PenaltySet` to `fit_reml`, the start from the response).
+    pub fn new(y: &'a [f64], prior_weights: &'a [f64], offset: &'a [f64], family: Family) -> Self {
+        Problem {
+            y,
+            prior_weights,
+            offset,
+            family,
+            penalty: None,
+            start: None,
+        }
+    }
+}
+
 impl Control {
     /// The one set of rules for these settings.
     pub fn check(&self) -> Result<()> {
