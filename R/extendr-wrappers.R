@@ -47,16 +47,6 @@ nce_kernel_normal_log_density <- function(sd, lower, upper, x, prev, threads) .C
 #' @noRd
 nce_latkes_simulate <- function(state, offset, grid, window, start_x, start_y, steps, seed, threads) .Call(wrap__nce_latkes_simulate, state, offset, grid, window, start_x, start_y, steps, seed, threads)
 
-#' For tests of the error path: returns an error carrying `msg`.
-#' @keywords internal
-#' @noRd
-nce_debug_error <- function(msg) .Call(wrap__nce_debug_error, msg)
-
-#' For tests of the panic path: panics on the main thread or, with `worker`, inside the pool.
-#' @keywords internal
-#' @noRd
-nce_debug_panic <- function(msg, worker) .Call(wrap__nce_debug_panic, msg, worker)
-
 #' Solve the 1-D logistic problem for c = log(Z1 / Z2) from the log ratios r = log f1 - log f2
 #' at draws of p1 (`r1`) and of p2 (`r2`). `ess`: two effective sample sizes, NA to estimate.
 #' @keywords internal
@@ -127,5 +117,15 @@ nce_ghk_impute <- function(x, k, n_draws, seed, threads) .Call(wrap__nce_ghk_imp
 #' @keywords internal
 #' @noRd
 nce_bilinear <- function(maps, which, x, y, window) .Call(wrap__nce_bilinear, maps, which, x, y, window)
+
+#' For tests of the error path: returns an error carrying `msg`.
+#' @keywords internal
+#' @noRd
+nce_debug_error <- function(msg) .Call(wrap__nce_debug_error, msg)
+
+#' For tests of the panic path: panics on the main thread or, with `worker`, inside the pool.
+#' @keywords internal
+#' @noRd
+nce_debug_panic <- function(msg, worker) .Call(wrap__nce_debug_panic, msg, worker)
 
 
