@@ -57,7 +57,19 @@ check: tarball
 	@if grep -qE '^Status:.*(ERROR|WARNING)' $(PKG).Rcheck/00check.log || ! grep -q '^Status:' $(PKG).Rcheck/00check.log; then \
 	  grep -B2 -A20 -E '\.\.\. (ERROR|WARNING)' $(PKG).Rcheck/00check.log | head -80; exit 1; fi
 
-test: setup cargo-test check
+test: setup lint cargo-test check
+
+# Gates (run by `make test`): Rust formatting and clippy over the workspace, lintr over R/
+# (.lintr states the project's choices). `make lint-r` alone prints the lints and their counts.
+.PHONY: lint lint-rust lint-r
+lint: lint-rust lint-r
+
+lint-rust:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+lint-r:
+	Rscript -e 'l <- lintr::lint_package("."); print(l); d <- as.data.frame(l); if (nrow(d) > 0) { print(table(d$$filename, d$$linter)); quit(status = 1) }'
 
 bench: install
 	R_LIBS=$(R_LIB) Rscript bench/run.R

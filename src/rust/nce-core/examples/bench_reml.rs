@@ -10,7 +10,9 @@
 //! R script: max |eta - eta_mgcv| over rows and max |log sp - log sp_mgcv|.
 
 use nalgebra::DMatrix;
-use nce_core::design::{with_threads, DenseDesign, Design};
+use nce_core::design::{DenseDesign, Design};
+#[path = "../tests/support/threads.rs"]
+mod threads;
 use nce_core::family::Family;
 use nce_core::grouped::GroupedDesign;
 use nce_core::irls::Problem;
@@ -18,6 +20,7 @@ use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use threads::with_threads;
 
 fn read_f64(path: &Path) -> Vec<f64> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

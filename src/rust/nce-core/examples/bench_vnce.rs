@@ -6,10 +6,12 @@
 mod tgm_gibbs;
 
 use nalgebra::DMatrix;
-use nce_core::design::with_threads;
+#[path = "../tests/support/threads.rs"]
+mod threads;
 use nce_core::optim::{LbfgsControl, Objective};
 use nce_core::vnce::{fit, fit_ghk, TgmParams, TgmVnce};
 use std::time::Instant;
+use threads::with_threads;
 
 fn main() {
     let (d, n, nu, s) = (20, 1000, 1, 10);
@@ -60,10 +62,10 @@ fn main() {
         println!(
             "full fit, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}, max |grad| {:.1e}",
             t0.elapsed().as_secs_f64(),
-            f.report.iterations,
+            f.report.convergence.iterations,
             f.report.evaluations,
-            f.report.converged,
-            f.report.message,
+            f.report.convergence.converged,
+            f.report.convergence.message,
             f.report.objective,
             f.report.grad_norm
         );
@@ -89,10 +91,10 @@ fn main() {
         println!(
             "GHK family, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}",
             t0.elapsed().as_secs_f64(),
-            f.report.iterations,
+            f.report.convergence.iterations,
             f.report.evaluations,
-            f.report.converged,
-            f.report.message,
+            f.report.convergence.converged,
+            f.report.convergence.message,
             f.report.objective
         );
         if threads == 2 {

@@ -12,6 +12,8 @@ pub enum NceError {
     Numerical(String),
     /// A bug: a panic caught at the boundary to R.
     Internal(String),
+    /// More memory asked for than can be allocated (`bytes`, NaN when the size overflows).
+    TooLarge { what: String, bytes: f64 },
 }
 
 pub type Result<T> = std::result::Result<T, NceError>;
@@ -31,6 +33,7 @@ impl NceError {
             NceError::Interrupted => "interrupt",
             NceError::Numerical(_) => "numerical",
             NceError::Internal(_) => "internal",
+            NceError::TooLarge { .. } => "size",
         }
     }
 }
@@ -42,8 +45,32 @@ impl fmt::Display for NceError {
             NceError::Interrupted => write!(f, "interrupted by the user"),
             NceError::Numerical(m) => write!(f, "numerical failure: {m}"),
             NceError::Internal(m) => write!(f, "internal error in the Rust core (please report): {m}"),
+            NceError::TooLarge { what, bytes } => write!(
+                f,
+                "{what} would need {}, more than can be allocated; ask for fewer draws or rows",
+                human_bytes(*bytes)
+            ),
         }
     }
 }
 
 impl std::error::Error for NceError {}
+
+/// "12.3 GB"-style size for messages ("an overflowing size" when not finite).
+fn human_bytes(b: f64) -> String {
+    if !b.is_finite() {
+        return "an overflowing size".to_string();
+    }
+    let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = b;
+    let mut k = 0;
+    while v >= 1000.0 && k + 1 < units.len() {
+        v /= 1000.0;
+        k += 1;
+    }
+    if k == 0 {
+        format!("{v:.0} {}", units[k])
+    } else {
+        format!("{v:.1} {}", units[k])
+    }
+}

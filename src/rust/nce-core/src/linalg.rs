@@ -1,7 +1,11 @@
-//! Small dense linear algebra: pivoted Cholesky for rank detection, inverses of SPD matrices.
+//! Small dense linear algebra: pivoted Cholesky for rank detection, inverses of SPD matrices,
+//! and in-place Cholesky on row-major scratch buffers for the per-row work of VNCE.
 
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DVector};
+
+/// log(2 pi), for Gaussian log densities.
+pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// Columns that are (numerically) linear combinations of earlier ones.
 ///
@@ -71,6 +75,57 @@ pub fn spd_inverse(h: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let inv = c.inverse();
     // Symmetrise against rounding.
     Ok((&inv + inv.transpose()) * 0.5)
+}
+
+/// In-place Cholesky of a p x p row-major SPD matrix (lower factor); false if not PD.
+pub fn cholesky(a: &mut [f64], p: usize) -> bool {
+    for j in 0..p {
+        let mut s = a[j * p + j];
+        for k in 0..j {
+            s -= a[j * p + k] * a[j * p + k];
+        }
+        if !(s > 0.0) {
+            return false;
+        }
+        let l = s.sqrt();
+        a[j * p + j] = l;
+        for i in j + 1..p {
+            let mut s = a[i * p + j];
+            for k in 0..j {
+                s -= a[i * p + k] * a[j * p + k];
+            }
+            a[i * p + j] = s / l;
+        }
+    }
+    true
+}
+
+/// Inverse of L L' (L lower, row-major) into `inv`, using `w` (p * p) as scratch for L^{-1}.
+pub fn chol_inverse(l: &[f64], p: usize, w: &mut [f64], inv: &mut [f64]) {
+    // w = L^{-1} (lower), by forward substitution column by column.
+    for v in w.iter_mut() {
+        *v = 0.0;
+    }
+    for c in 0..p {
+        for i in c..p {
+            let mut s = if i == c { 1.0 } else { 0.0 };
+            for k in c..i {
+                s -= l[i * p + k] * w[k * p + c];
+            }
+            w[i * p + c] = s / l[i * p + i];
+        }
+    }
+    // inv = W' W
+    for i in 0..p {
+        for j in i..p {
+            let mut s = 0.0;
+            for k in j..p {
+                s += w[k * p + i] * w[k * p + j];
+            }
+            inv[i * p + j] = s;
+            inv[j * p + i] = s;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! Objectives may return a non-finite value to say "outside the domain": the line search then
 //! shrinks the step towards the last finite point instead of failing.
 
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 
 pub trait Objective: Sync {
@@ -24,6 +25,24 @@ pub struct LbfgsControl {
     pub memory: usize,
 }
 
+impl LbfgsControl {
+    /// The one set of rules for these settings: at least one iteration and one correction
+    /// pair, non-negative tolerances.
+    pub fn check(&self) -> Result<()> {
+        if self.maxit < 1 || self.memory < 1 || !(self.gtol >= 0.0) || !(self.ftol >= 0.0) {
+            return Err(NceError::invalid(
+                "control",
+                format!(
+                    "maxit and memory must be at least 1, gtol and ftol non-negative; got maxit = {}, \
+                     memory = {}, gtol = {}, ftol = {}",
+                    self.maxit, self.memory, self.gtol, self.ftol
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for LbfgsControl {
     fn default() -> Self {
         LbfgsControl {
@@ -40,10 +59,8 @@ pub struct OptimResult {
     pub x: Vec<f64>,
     pub value: f64,
     pub grad: Vec<f64>,
-    pub iterations: usize,
     pub evaluations: usize,
-    pub converged: bool,
-    pub message: String,
+    pub convergence: Convergence,
 }
 
 const C1: f64 = 1e-4;
@@ -246,10 +263,8 @@ pub fn minimise_lbfgs(
     if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
         return Err(NceError::invalid("start", format!("entry {} is not finite", i + 1)));
     }
-    if !(ctrl.gtol >= 0.0 && ctrl.ftol >= 0.0) {
-        return Err(NceError::invalid("control", "gtol and ftol must be non-negative"));
-    }
-    let memory = ctrl.memory.max(1);
+    ctrl.check()?;
+    let memory = ctrl.memory;
     let mut ev = Eval { obj, count: 0 };
     let zero = vec![0.0; n];
     let mut cur = ev.at(x0, &zero, 0.0)?;
@@ -263,10 +278,12 @@ pub fn minimise_lbfgs(
         x: cur.x,
         value: cur.f,
         grad: cur.g,
-        iterations: it,
         evaluations: ev.count,
-        converged,
-        message,
+        convergence: Convergence {
+            iterations: it,
+            converged,
+            message,
+        },
     };
     if max_abs(&cur.g) <= ctrl.gtol * cur.f.abs().max(1.0) {
         return Ok(finish(cur, 0, &ev, true, "gradient below gtol at the start".into()));
@@ -398,17 +415,17 @@ mod tests {
 
     fn rosen(d: usize, start: &[f64]) {
         let r = minimise_lbfgs(&Rosenbrock(d), start, &LbfgsControl::default(), &mut never()).unwrap();
-        assert!(r.converged, "{}", r.message);
+        assert!(r.convergence.converged, "{}", r.convergence.message);
         let err = r.x.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
         assert!(
             err < 1e-6,
             "d = {d}: max error {err}, {} iterations, {}",
-            r.iterations,
-            r.message
+            r.convergence.iterations,
+            r.convergence.message
         );
         eprintln!(
             "rosenbrock d = {d}: error {err:.1e}, {} iterations, {} evaluations, {}",
-            r.iterations, r.evaluations, r.message
+            r.convergence.iterations, r.evaluations, r.convergence.message
         );
     }
 
@@ -449,7 +466,7 @@ mod tests {
         let c: Vec<f64> = (0..50).map(|i| ((i as f64) * 0.7).sin() * 3.0).collect();
         let q = Quad { c: c.clone() };
         let r = minimise_lbfgs(&q, &vec![0.0; 50], &LbfgsControl::default(), &mut never()).unwrap();
-        assert!(r.converged, "{}", r.message);
+        assert!(r.convergence.converged, "{}", r.convergence.message);
         let err = r.x.iter().zip(&c).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         assert!(err < 1e-6, "max error {err}");
         assert!(r.value < 1e-10);
@@ -480,7 +497,7 @@ mod tests {
     fn infinite_outside_a_box_backs_off() {
         let b = Boxed(Default::default());
         let r = minimise_lbfgs(&b, &[0.0, -0.5, 0.5], &LbfgsControl::default(), &mut never()).unwrap();
-        assert!(r.converged, "{}", r.message);
+        assert!(r.convergence.converged, "{}", r.convergence.message);
         // The line search did step outside and came back.
         assert!(b.0.load(std::sync::atomic::Ordering::Relaxed) > 0);
         // Stationary point: 2 (v - 2) + 0.02 v / (1 - v^2) = 0 inside (0, 1); solve by bisection.
@@ -505,9 +522,9 @@ mod tests {
             ..Default::default()
         };
         let r = minimise_lbfgs(&Rosenbrock(2), &[-1.2, 1.0], &ctrl, &mut never()).unwrap();
-        assert!(!r.converged);
-        assert_eq!(r.iterations, 3);
-        assert!(r.message.contains("maxit"), "{}", r.message);
+        assert!(!r.convergence.converged);
+        assert_eq!(r.convergence.iterations, 3);
+        assert!(r.convergence.message.contains("maxit"), "{}", r.convergence.message);
         // The best point so far is kept: below the start's value.
         assert!(r.value < 24.2);
     }
@@ -542,8 +559,12 @@ mod tests {
     #[test]
     fn failed_line_search_keeps_the_point() {
         let r = minimise_lbfgs(&Tilted, &[0.0], &LbfgsControl::default(), &mut never()).unwrap();
-        assert!(!r.converged);
-        assert!(r.message.contains("line search"), "{}", r.message);
+        assert!(!r.convergence.converged);
+        assert!(
+            r.convergence.message.contains("line search"),
+            "{}",
+            r.convergence.message
+        );
         assert_eq!(r.x, vec![0.0]);
     }
 }

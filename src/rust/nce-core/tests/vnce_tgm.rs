@@ -5,7 +5,7 @@
 mod support;
 
 use nalgebra::DMatrix;
-use nce_core::design::{with_threads, DenseDesign};
+use nce_core::design::DenseDesign;
 use nce_core::family::{log1pexp, Family};
 use nce_core::irls;
 use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -14,6 +14,7 @@ use nce_core::vnce::{fit, Terms, TgmParams, TgmVnce};
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
 use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};
+use support::threads::with_threads;
 
 /// Arbitrary parameters: K and prec positive definite, everything else spread out.
 fn random_params(d: usize, seed: u64) -> TgmParams {
@@ -216,7 +217,7 @@ fn without_missing_values_vnce_is_the_nce_logistic_regression() {
         .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     println!(
         "no missing: max |theta_vnce - theta_irls| = {diff:.2e} ({} iterations, grad {:.1e})",
-        f.report.iterations, f.report.grad_norm
+        f.report.convergence.iterations, f.report.grad_norm
     );
     assert!(diff < 1e-5, "{diff}");
     // Same objective: J = loglik / n.
@@ -562,9 +563,9 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
     println!(
         "fits: theta exact NCE {:?}\n      theta VNCE S=50  {:?}\n      max abs diff {diff:.4} (max |theta| {scale:.3}); \
          J_NCE max {:.6}, J_NCE at VNCE theta {j_nce_at_vnce:.6}, J_VNCE {:.6}; VNCE {} iterations, converged {} ({}, grad {:.1e}), exact {}",
-        ex_fit.x, th_v, -ex_fit.value, vf.report.objective, vf.report.iterations, vf.report.converged, vf.report.message, vf.report.grad_norm, ex_fit.message
+        ex_fit.x, th_v, -ex_fit.value, vf.report.objective, vf.report.convergence.iterations, vf.report.convergence.converged, vf.report.convergence.message, vf.report.grad_norm, ex_fit.convergence.message
     );
-    assert!(ex_fit.converged && vf.report.converged);
+    assert!(ex_fit.convergence.converged && vf.report.convergence.converged);
     // With the fitted q (close to the posterior) the noise term's importance sampling is accurate.
     let th_vp = theta_of(&vf.params);
     let (mc_noise, nce_noise) = (

@@ -1,13 +1,13 @@
 //! Binding of nce_core::bridge: normalising constants and Bayes factors by logistic regression
 //! between two samples. No numerics here.
 
-use crate::convert::{col_major_matrix, guard, real_matrix, real_slice, to_r_matrix};
+use crate::convert::{
+    col_major_matrix, count_of, guard, int_count, real_matrix, real_slice, seed_of, threads_of, to_r_matrix,
+};
 use crate::run;
-use crate::threads_of;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
 use nce_core::bridge::{self, Bounds, SolveControl};
-use nce_core::reference::Reference;
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
@@ -25,16 +25,11 @@ fn nce_bridge_solve(r1: Robj, r2: Robj, ess: Robj, tol: f64, maxit: i32, threads
             return Err(NceError::invalid("ess", "must hold two values (NA to estimate)"));
         }
         let ess = [e[0], e[1]].map(|v| if v.is_nan() { None } else { Some(v) });
-        if !(tol.is_finite() && tol > 0.0) || maxit < 1 {
-            return Err(NceError::invalid(
-                "control",
-                "tol must be positive and maxit at least 1",
-            ));
-        }
         let ctrl = SolveControl {
             tol,
-            maxit: maxit as usize,
+            maxit: int_count(maxit, "maxit", 1)?,
         };
+        ctrl.check()?;
         let f = run::run(threads_of(threads)?, |stop| {
             bridge::solve(r1, r2, ess, &ctrl, &mut || stop.load(Ordering::Relaxed))
         })?;
@@ -66,6 +61,7 @@ fn nce_bridge_solve(r1: Robj, r2: Robj, ess: Robj, tol: f64, maxit: i32, threads
 /// @keywords internal
 /// @noRd
 #[extendr]
+#[allow(clippy::too_many_arguments)]
 fn nce_marglik_reference(
     fit: Robj,
     est: Robj,
@@ -88,57 +84,24 @@ fn nce_marglik_reference(
                 format!("draws, lb and ub must all have dimension {d}"),
             ));
         }
-        if !(n_ref.is_finite() && n_ref >= 1.0 && n_ref.fract() == 0.0) {
-            return Err(NceError::invalid(
-                "n_ref",
-                format!("must be a positive whole number, got {n_ref}"),
-            ));
-        }
-        if !(seed.is_finite() && seed >= 0.0) {
-            return Err(NceError::invalid("seed", "must be a non-negative number"));
-        }
+        let n_ref = count_of(n_ref, "n_ref", 1)?;
+        let seed = seed_of(seed)?;
         let bounds = lb
             .iter()
             .zip(ub)
             .map(|(&a, &b)| Bounds::new(a, b))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let n_ref = n_ref as usize;
-        let out = run::run(threads_of(threads)?, |_| {
-            let (uf, _) = bridge::to_unconstrained(xf, nf, &bounds)?;
-            let (ue, lje) = bridge::to_unconstrained(xe, ne, &bounds)?;
-            let (mean, cov) = bridge::mean_cov(&uf, nf, d)?;
-            let reference = match family {
-                "normal" => Reference::normal(mean.clone(), &cov),
-                "t" => {
-                    // Scale matching the fitted covariance when it exists (df > 2).
-                    let k = if df > 2.0 { (df - 2.0) / df } else { 1.0 };
-                    let scale: Vec<f64> = cov.iter().map(|v| v * k).collect();
-                    Reference::student_t(mean.clone(), &scale, df)
-                }
-                other => Err(NceError::invalid("reference", format!("must be \"normal\" or \"t\", got '{other}'"))),
-            }
-            .map_err(|e| match e {
-                NceError::InvalidInput { msg, .. } => NceError::invalid(
-                    "draws",
-                    format!("cannot fit a reference to the draws (on the unconstrained scale): {msg}; are some parameters constant or collinear?"),
-                ),
-                other => other,
-            })?;
-            let lge = reference.log_density(&ue, ne)?;
-            let ur = reference.sample(n_ref, seed as u64);
-            let lgr = reference.log_density(&ur, n_ref)?;
-            let (xr, ljr) = bridge::from_unconstrained(&ur, n_ref, &bounds);
-            Ok((mean, cov, lje, lge, xr, ljr, lgr))
+        let m = run::run(threads_of(threads)?, |_| {
+            bridge::marglik_reference(xf, nf, xe, ne, &bounds, family, df, n_ref, seed)
         })?;
-        let (mean, cov, lje, lge, xr, ljr, lgr) = out;
         Ok(list!(
-            mean = mean,
-            cov = to_r_matrix(&DMatrix::from_column_slice(d, d, &cov)),
-            est_logjac = lje,
-            est_logref = lge,
-            ref_draws = col_major_matrix(xr, n_ref, d),
-            ref_logjac = ljr,
-            ref_logref = lgr
+            mean = m.mean,
+            cov = to_r_matrix(&DMatrix::from_column_slice(d, d, &m.cov)),
+            est_logjac = m.est_logjac,
+            est_logref = m.est_logref,
+            ref_draws = col_major_matrix(m.ref_draws, n_ref, d),
+            ref_logjac = m.ref_logjac,
+            ref_logref = m.ref_logref
         )
         .into_robj())
     })

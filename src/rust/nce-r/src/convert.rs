@@ -5,20 +5,113 @@
 
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
+use nce_core::irls::Control;
+use nce_core::optim::LbfgsControl;
 use nce_core::NceError;
 
-pub fn real_slice<'a>(x: &'a Robj, arg: &str) -> std::result::Result<&'a [f64], NceError> {
+pub type Res<T> = std::result::Result<T, NceError>;
+
+/// The seed drawn in R (`draw_seed()`): a non-negative whole number.
+pub fn seed_of(seed: f64) -> Res<u64> {
+    if !(seed.is_finite() && seed >= 0.0) {
+        return Err(NceError::invalid("seed", "must be a non-negative number"));
+    }
+    Ok(seed as u64)
+}
+
+/// A count given as a double (R's numbers may exceed the integer range): a whole number of at
+/// least `min`, below 2^53.
+pub fn count_of(v: f64, arg: &str, min: usize) -> Res<usize> {
+    if !(v.is_finite() && v.fract() == 0.0 && v >= min as f64 && v < 9.007_199_254_740_992e15) {
+        return Err(NceError::invalid(
+            arg,
+            format!("must be a whole number of at least {min}, got {v}"),
+        ));
+    }
+    Ok(v as usize)
+}
+
+/// A count given as an R integer, at least `min`.
+pub fn int_count(v: i32, arg: &str, min: usize) -> Res<usize> {
+    if v < 0 || (v as usize) < min {
+        return Err(NceError::invalid(
+            arg,
+            format!("must be an integer of at least {min}, got {v}"),
+        ));
+    }
+    Ok(v as usize)
+}
+
+/// The number of threads of the per-call pool.
+pub fn threads_of(threads: i32) -> Res<usize> {
+    int_count(threads, "threads", 1)
+}
+
+/// Element `name` of a list; `arg` names the list in the error.
+pub fn list_get(l: &List, name: &str, arg: &str) -> Res<Robj> {
+    l.iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .ok_or_else(|| NceError::invalid(arg, format!("has no element `{name}`")))
+}
+
+/// A single number from a list element given as double or integer.
+pub fn list_number(l: &List, name: &str, arg: &str) -> Res<f64> {
+    let v = list_get(l, name, arg)?;
+    match (v.as_real(), v.as_integer()) {
+        (Some(x), _) => Ok(x),
+        (None, Some(i)) if !v.is_na() => Ok(f64::from(i)),
+        _ => Err(NceError::invalid(arg, format!("`{name}` must be a single number"))),
+    }
+}
+
+/// A count (whole number >= `min`) from a list element.
+pub fn list_count(l: &List, name: &str, arg: &str, min: usize) -> Res<usize> {
+    let v = list_number(l, name, arg)?;
+    count_of(v, &format!("{arg}${name}"), min)
+}
+
+/// A double vector from a list element.
+pub fn list_vec(l: &List, name: &str, arg: &str) -> Res<Vec<f64>> {
+    let r = list_get(l, name, arg)?;
+    Ok(real_slice(&r, &format!("{arg}${name}"))?.to_vec())
+}
+
+/// L-BFGS settings from `control` = list(maxit, gtol, ftol, memory), checked once by the core.
+pub fn lbfgs_control(control: &List) -> Res<LbfgsControl> {
+    let ctrl = LbfgsControl {
+        maxit: list_count(control, "maxit", "control", 0)?,
+        gtol: list_number(control, "gtol", "control")?,
+        ftol: list_number(control, "ftol", "control")?,
+        memory: list_count(control, "memory", "control", 0)?,
+    };
+    ctrl.check()?;
+    Ok(ctrl)
+}
+
+/// Newton/IRLS settings from `control` = list(epsilon, maxit) over `base`, checked by the core.
+pub fn irls_control(control: &List, base: Control) -> Res<Control> {
+    let ctrl = Control {
+        epsilon: list_number(control, "epsilon", "control")?,
+        maxit: list_count(control, "maxit", "control", 0)?,
+        ..base
+    };
+    ctrl.check()?;
+    Ok(ctrl)
+}
+
+pub fn real_slice<'a>(x: &'a Robj, arg: &str) -> Res<&'a [f64]> {
     x.as_real_slice()
         .ok_or_else(|| NceError::invalid(arg, format!("must be a double vector, got {:?}", x.rtype())))
 }
 
-pub fn int_slice<'a>(x: &'a Robj, arg: &str) -> std::result::Result<&'a [i32], NceError> {
+pub fn int_slice<'a>(x: &'a Robj, arg: &str) -> Res<&'a [i32]> {
     x.as_integer_slice()
         .ok_or_else(|| NceError::invalid(arg, format!("must be an integer vector, got {:?}", x.rtype())))
 }
 
 /// (data, nrow, ncol) of a double matrix.
-pub fn real_matrix<'a>(x: &'a Robj, arg: &str) -> std::result::Result<(&'a [f64], usize, usize), NceError> {
+pub fn real_matrix<'a>(x: &'a Robj, arg: &str) -> Res<(&'a [f64], usize, usize)> {
     let data = real_slice(x, arg)?;
     match x.dim() {
         Some(d) if d.len() == 2 => Ok((data, d[0].0 as usize, d[1].0 as usize)),
@@ -26,11 +119,34 @@ pub fn real_matrix<'a>(x: &'a Robj, arg: &str) -> std::result::Result<(&'a [f64]
     }
 }
 
-pub fn list_real<'a>(l: &'a List, name: &str) -> std::result::Result<Robj, NceError> {
-    l.iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v)
-        .ok_or_else(|| NceError::invalid(name, "is missing from the specification list"))
+/// A double vector or NULL.
+pub fn opt_real_slice<'a>(x: &'a Robj, arg: &str) -> Res<Option<&'a [f64]>> {
+    if x.is_null() {
+        Ok(None)
+    } else {
+        real_slice(x, arg).map(Some)
+    }
+}
+
+/// 1-based indices (R) to 0-based, each in 1..=`max`.
+pub fn zero_based(x: &Robj, arg: &str, max: usize) -> Res<Vec<usize>> {
+    let v = int_slice(x, arg)?;
+    if let Some(i) = v.iter().position(|&k| k < 1 || k as usize > max) {
+        return Err(NceError::invalid(
+            arg,
+            format!("entry {} is {}, outside 1..{max}", i + 1, v[i]),
+        ));
+    }
+    Ok(v.iter().map(|&k| k as usize - 1).collect())
+}
+
+/// A column-major d x d matrix from R.
+pub fn square_matrix(x: &Robj, arg: &str, d: usize) -> Res<DMatrix<f64>> {
+    let (v, nr, nc) = real_matrix(x, arg)?;
+    if nr != d || nc != d {
+        return Err(NceError::invalid(arg, format!("must be {d} x {d}, got {nr} x {nc}")));
+    }
+    Ok(DMatrix::from_column_slice(d, d, v))
 }
 
 pub fn to_r_matrix(m: &DMatrix<f64>) -> Robj {
@@ -50,7 +166,7 @@ pub fn error_robj(code: &str, msg: &str) -> Robj {
     l.into_robj()
 }
 
-pub fn respond(r: std::result::Result<Robj, NceError>) -> Robj {
+pub fn respond(r: Res<Robj>) -> Robj {
     match r {
         Ok(v) => v,
         Err(e) => error_robj(e.code(), &e.to_string()),
@@ -69,7 +185,7 @@ pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Run `f` on the main thread and turn a panic into the error marker.
-pub fn guard(f: impl FnOnce() -> std::result::Result<Robj, NceError>) -> Robj {
+pub fn guard(f: impl FnOnce() -> Res<Robj>) -> Robj {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => respond(r),
         Err(p) => respond(Err(NceError::Internal(panic_message(p.as_ref())))),

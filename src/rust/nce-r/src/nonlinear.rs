@@ -2,9 +2,9 @@
 //! given by an R callback (evaluated on the R main thread, one call per iterate) or built in
 //! (Laplace ICA). No numerics here.
 
-use crate::convert::{guard, list_real, real_matrix, real_slice, to_r_matrix};
+use crate::convert::threads_of;
+use crate::convert::{guard, list_get, list_number, real_matrix, real_slice, to_r_matrix};
 use crate::run;
-use crate::threads_of;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
 use nce_core::nonlinear::ica::{self, IcaModel};
@@ -27,12 +27,7 @@ fn interrupt_pending() -> bool {
 }
 
 fn control_of(control: &List) -> Res<FitControl> {
-    let num = |name: &str| -> Res<f64> {
-        let v = list_real(control, name)?;
-        v.as_real()
-            .or_else(|| v.as_integer().map(|i| i as f64))
-            .ok_or_else(|| NceError::invalid(name, "must be a number"))
-    };
+    let num = |name: &str| list_number(control, name, "control");
     let mut c = FitControl::default();
     c.lbfgs.maxit = num("maxit")? as usize;
     c.lbfgs.gtol = num("gtol")?;
@@ -137,8 +132,8 @@ impl RModel {
         let l: List = out
             .try_into()
             .map_err(|_| NceError::invalid("model", "the callback must return list(f, g)"))?;
-        let f = list_real(&l, "f")?;
-        let g = list_real(&l, "g")?;
+        let f = list_get(&l, "f", "model")?;
+        let g = list_get(&l, "g", "model")?;
         let f = real_slice(&f, "f")?;
         let g = real_slice(&g, "g")?;
         if f.len() != self.n || g.len() != self.n * self.p {
@@ -308,8 +303,8 @@ fn nce_ica_mle(x: Robj, n_starts: i32, seed: f64, control: List) -> Robj {
             B = b.x.clone(),
             c = ica::log_normaliser(&b.x, d),
             loglik_mean = -b.value,
-            converged = b.converged,
-            message = b.message,
+            converged = b.convergence.converged,
+            message = b.convergence.message,
             values = values
         )
         .into_robj())

@@ -1,25 +1,16 @@
 //! Binding of nce_core::vnce: variational NCE for the truncated Gaussian graphical model with
 //! missing values. No numerics here.
 
-use crate::convert::{col_major_matrix, guard, list_real, real_matrix, real_slice, to_r_matrix};
+use crate::convert::{
+    col_major_matrix, guard, int_count, lbfgs_control, list_get, list_number, real_matrix, real_slice, seed_of,
+    square_matrix, threads_of, to_r_matrix, Res,
+};
 use crate::run;
-use crate::threads_of;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::optim::LbfgsControl;
 use nce_core::vnce::{self, param_names, Terms, TgmParams, TgmVnce};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
-
-type Res<T> = std::result::Result<T, NceError>;
-
-/// A number from a list element given as double or integer.
-fn list_number(l: &List, name: &str, arg: &str) -> Res<f64> {
-    let v = list_real(l, name).map_err(|_| NceError::invalid(arg, format!("has no element `{name}`")))?;
-    v.as_real()
-        .or_else(|| v.as_integer().map(|i| i as f64))
-        .ok_or_else(|| NceError::invalid(arg, format!("`{name}` must be a single number")))
-}
 
 /// The VNCE problem from the R arguments (matrices column-major, NA for missing).
 fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64) -> Res<TgmVnce> {
@@ -33,37 +24,21 @@ fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64)
     }
     let lpx = real_slice(lpx, "lpx")?;
     let lpy = real_slice(lpy, "lpy")?;
-    if n_latent < 1 {
-        return Err(NceError::invalid(
-            "n_latent",
-            format!("must be a positive integer, got {n_latent}"),
-        ));
-    }
-    if !(seed.is_finite() && seed >= 0.0) {
-        return Err(NceError::invalid("seed", "must be a non-negative number"));
-    }
-    TgmVnce::new(xd, n, d, yd, m, lpx, lpy, n_latent as usize, seed as u64)
+    let n_latent = int_count(n_latent, "n_latent", 1)?;
+    TgmVnce::new(xd, n, d, yd, m, lpx, lpy, n_latent, seed_of(seed)?)
+}
+
+/// A d x d matrix element `name` of the list `arg`.
+fn list_matrix(l: &List, name: &str, d: usize, arg: &str) -> Res<DMatrix<f64>> {
+    square_matrix(&list_get(l, name, arg)?, &format!("{arg}${name}"), d)
 }
 
 /// Parameters from list(K, c, mu, prec); `arg` names the list in errors.
 fn params_of(l: &List, d: usize, arg: &str) -> Res<TgmParams> {
-    let matrix = |name: &str| -> Res<DMatrix<f64>> {
-        let r = list_real(l, name).map_err(|_| NceError::invalid(arg, format!("has no element `{name}`")))?;
-        let (v, nr, nc) =
-            real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, format!("`{name}` must be a double matrix")))?;
-        if nr != d || nc != d {
-            return Err(NceError::invalid(
-                arg,
-                format!("`{name}` must be {d} x {d}, got {nr} x {nc}"),
-            ));
-        }
-        Ok(DMatrix::from_column_slice(d, d, v))
-    };
-    let k = matrix("K")?;
-    let prec = matrix("prec")?;
-    let c = list_number(l, "c", arg)?;
-    let mu_r = list_real(l, "mu").map_err(|_| NceError::invalid(arg, "has no element `mu`"))?;
-    let mu = real_slice(&mu_r, arg).map_err(|_| NceError::invalid(arg, "`mu` must be a double vector"))?;
+    let (k, c) = theta_of(l, d, arg)?;
+    let prec = list_matrix(l, "prec", d, arg)?;
+    let mu_r = list_get(l, "mu", arg)?;
+    let mu = real_slice(&mu_r, &format!("{arg}$mu"))?;
     if mu.len() != d {
         return Err(NceError::invalid(
             arg,
@@ -73,27 +48,16 @@ fn params_of(l: &List, d: usize, arg: &str) -> Res<TgmParams> {
     TgmParams::from_precision(k, c, mu.to_vec(), &prec, arg)
 }
 
-fn control_of(control: &List) -> Res<LbfgsControl> {
-    let num = |name: &str| list_number(control, name, "control");
-    let ctrl = LbfgsControl {
-        maxit: num("maxit")? as usize,
-        gtol: num("gtol")?,
-        ftol: num("ftol")?,
-        memory: num("memory")? as usize,
-    };
-    if ctrl.maxit < 1 || ctrl.memory < 1 || !(ctrl.gtol >= 0.0) || !(ctrl.ftol >= 0.0) {
-        return Err(NceError::invalid(
-            "control",
-            "maxit and memory must be at least 1, gtol and ftol non-negative",
-        ));
-    }
-    Ok(ctrl)
+/// K and c from list(K, c); `arg` names the list in errors.
+fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
+    Ok((list_matrix(l, "K", d, arg)?, list_number(l, "c", arg)?))
 }
 
 /// The VNCE objective J (maximised) and its gradient in the packing order at `params`.
 /// @keywords internal
 /// @noRd
 #[extendr]
+#[allow(clippy::too_many_arguments)]
 fn nce_vnce_tgm_objective(
     x: Robj,
     y: Robj,
@@ -110,19 +74,6 @@ fn nce_vnce_tgm_objective(
         let (value, gradient) = run::run(threads_of(threads)?, |_| pr.evaluate(&p, Terms::Both))?;
         Ok(list!(value = value, gradient = gradient, packing = param_names(pr.dim())).into_robj())
     })
-}
-
-/// K and c from list(K, c); `arg` names the list in errors.
-fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
-    let r = list_real(l, "K").map_err(|_| NceError::invalid(arg, "has no element `K`"))?;
-    let (v, nr, nc) = real_matrix(&r, arg).map_err(|_| NceError::invalid(arg, "`K` must be a double matrix"))?;
-    if nr != d || nc != d {
-        return Err(NceError::invalid(
-            arg,
-            format!("`K` must be {d} x {d}, got {nr} x {nc}"),
-        ));
-    }
-    Ok((DMatrix::from_column_slice(d, d, v), list_number(l, "c", arg)?))
 }
 
 /// Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
@@ -149,7 +100,7 @@ fn nce_vnce_tgm(
 ) -> Robj {
     guard(|| {
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
-        let ctrl = control_of(&control)?;
+        let ctrl = lbfgs_control(&control)?;
         let threads = threads_of(threads)?;
         let (k, c, q, r) = match family {
             "ghk" => {
@@ -184,10 +135,10 @@ fn nce_vnce_tgm(
             mu = mu,
             prec = prec,
             objective = r.objective,
-            iterations = r.iterations as i32,
+            iterations = r.convergence.iterations as i32,
             evaluations = r.evaluations as i32,
-            converged = r.converged,
-            message = r.message,
+            converged = r.convergence.converged,
+            message = r.convergence.message,
             grad_norm = r.grad_norm
         )
         .into_robj())
@@ -198,6 +149,7 @@ fn nce_vnce_tgm(
 /// @keywords internal
 /// @noRd
 #[extendr]
+#[allow(clippy::too_many_arguments)]
 fn nce_vnce_tgm_ghk_objective(
     x: Robj,
     y: Robj,
@@ -224,23 +176,10 @@ fn nce_vnce_tgm_ghk_objective(
 fn nce_ghk_impute(x: Robj, k: Robj, n_draws: i32, seed: f64, threads: i32) -> Robj {
     guard(|| {
         let (xd, n, d) = real_matrix(&x, "x")?;
-        let (kd, kr, kc) = real_matrix(&k, "K")?;
-        if kr != d || kc != d {
-            return Err(NceError::invalid("K", format!("must be {d} x {d}, got {kr} x {kc}")));
-        }
-        if n_draws < 1 {
-            return Err(NceError::invalid(
-                "n_draws",
-                format!("must be a positive integer, got {n_draws}"),
-            ));
-        }
-        if !(seed.is_finite() && seed >= 0.0) {
-            return Err(NceError::invalid("seed", "must be a non-negative number"));
-        }
-        let km = DMatrix::from_column_slice(d, d, kd);
-        let out = run::run(threads_of(threads)?, |_| {
-            vnce::ghk_impute(xd, n, d, &km, n_draws as usize, seed as u64)
-        })?;
+        let km = square_matrix(&k, "K", d)?;
+        let n_draws = int_count(n_draws, "n_draws", 1)?;
+        let seed = seed_of(seed)?;
+        let out = run::run(threads_of(threads)?, |_| vnce::ghk_impute(xd, n, d, &km, n_draws, seed))?;
         Ok(col_major_matrix(out, n, d))
     })
 }

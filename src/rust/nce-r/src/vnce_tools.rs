@@ -2,38 +2,15 @@
 //! Gaussian graphical model's Gibbs sampler and the mixture-of-Gaussians VNCE / NCE / EM fits.
 //! No numerics here.
 
-use crate::convert::{col_major_matrix, guard, list_real, real_matrix, real_slice};
+use crate::convert::{
+    col_major_matrix, count_of, guard, int_count, lbfgs_control, list_count, list_number, list_vec, opt_real_slice,
+    real_matrix, real_slice, seed_of, threads_of,
+};
 use crate::run;
-use crate::threads_of;
 use extendr_api::prelude::*;
 use nce_core::mog::{EmControl, Mog};
-use nce_core::optim::LbfgsControl;
 use nce_core::{tgm_sim, truncnorm, NceError};
 use std::sync::atomic::Ordering;
-
-fn count_of(v: f64, arg: &str) -> std::result::Result<usize, NceError> {
-    if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1e15) {
-        return Err(NceError::invalid(
-            arg,
-            format!("must be a non-negative whole number, got {v}"),
-        ));
-    }
-    Ok(v as usize)
-}
-
-fn seed_of(seed: f64) -> std::result::Result<u64, NceError> {
-    if !(seed.is_finite() && seed >= 0.0) {
-        return Err(NceError::invalid("seed", "must be a non-negative number"));
-    }
-    Ok(seed as u64)
-}
-
-fn number(l: &List, name: &str) -> std::result::Result<f64, NceError> {
-    let v = list_real(l, name)?;
-    v.as_real()
-        .or_else(|| v.as_integer().map(f64::from))
-        .ok_or_else(|| NceError::invalid(name, "must be a single number"))
-}
 
 /// MLE of the parent normal of data truncated to (lower, inf): list(mean, sd, loglik, converged).
 /// @keywords internal
@@ -52,7 +29,7 @@ fn nce_truncnorm_fit(x: Robj, lower: f64) -> Robj {
 #[extendr]
 fn nce_truncnorm_sample(n: f64, mean: Robj, sd: Robj, lower: f64, seed: f64, threads: i32) -> Robj {
     guard(|| {
-        let n = count_of(n, "n")?;
+        let n = count_of(n, "n", 0)?;
         let (m, s) = (real_slice(&mean, "mean")?, real_slice(&sd, "sd")?);
         let seed = seed_of(seed)?;
         let draws = run::run(threads_of(threads)?, |_| {
@@ -85,6 +62,7 @@ fn nce_truncnorm_log_density(x: Robj, mean: Robj, sd: Robj, lower: f64) -> Robj 
 /// @keywords internal
 /// @noRd
 #[extendr]
+#[allow(clippy::too_many_arguments)]
 fn nce_rtgm(
     n: f64,
     k: Robj,
@@ -98,7 +76,7 @@ fn nce_rtgm(
     require_pd: bool,
 ) -> Robj {
     guard(|| {
-        let n = count_of(n, "n")?;
+        let n = count_of(n, "n", 0)?;
         let (kd, nr, nc) = real_matrix(&k, "K")?;
         let m = real_slice(&mean, "mean")?;
         if nr != nc || nr != m.len() {
@@ -110,36 +88,13 @@ fn nce_rtgm(
                 ),
             ));
         }
-        for (v, name) in [(burnin, "burnin"), (thin, "thin"), (chains, "chains")] {
-            if v < 0 || (v == 0 && name != "burnin") {
-                return Err(NceError::invalid(
-                    name,
-                    format!(
-                        "must be a {} integer, got {v}",
-                        if name == "burnin" { "non-negative" } else { "positive" }
-                    ),
-                ));
-            }
-        }
-        let start = if start.is_null() {
-            None
-        } else {
-            Some(real_slice(&start, "start")?)
-        };
+        let burnin = int_count(burnin, "burnin", 0)?;
+        let thin = int_count(thin, "thin", 1)?;
+        let chains = int_count(chains, "chains", 1)?;
+        let start = opt_real_slice(&start, "start")?;
         let seed = seed_of(seed)?;
         let draws = run::run(threads_of(threads)?, |stop| {
-            tgm_sim::simulate_checked(
-                n,
-                kd,
-                m,
-                burnin as usize,
-                thin as usize,
-                chains as usize,
-                start,
-                seed,
-                stop,
-                require_pd,
-            )
+            tgm_sim::simulate_checked(n, kd, m, burnin, thin, chains, start, seed, stop, require_pd)
         })?;
         Ok(col_major_matrix(draws, n, m.len()))
     })
@@ -149,6 +104,7 @@ fn nce_rtgm(
 /// @keywords internal
 /// @noRd
 #[extendr]
+#[allow(clippy::too_many_arguments)]
 fn nce_vnce_mog(
     x: Robj,
     y: Robj,
@@ -162,35 +118,18 @@ fn nce_vnce_mog(
 ) -> Robj {
     guard(|| {
         let mog = Mog::new(real_slice(&x, "x")?, real_slice(&y, "y")?, sigma1, noise_mean, noise_sd)?;
-        let theta = number(&start, "theta")?;
-        let c = number(&start, "c")?;
-        let w_r = list_real(&start, "w")?;
-        let w = real_slice(&w_r, "w")?;
+        let theta = list_number(&start, "theta", "start")?;
+        let c = list_number(&start, "c", "start")?;
+        let w = list_vec(&start, "w", "start")?;
         if w.len() != 3 {
             return Err(NceError::invalid("w", format!("must have length 3, has {}", w.len())));
         }
-        let maxit = number(&control, "maxit")?;
-        let memory = number(&control, "memory")?;
-        if !(maxit >= 0.0 && memory >= 1.0) {
-            return Err(NceError::invalid(
-                "control",
-                "maxit must be non-negative and memory positive",
-            ));
-        }
-        let ctrl = LbfgsControl {
-            maxit: maxit as usize,
-            gtol: number(&control, "gtol")?,
-            ftol: number(&control, "ftol")?,
-            memory: memory as usize,
-        };
-        let em_maxit = number(&control, "em_maxit")?;
-        if !(em_maxit >= 0.0) {
-            return Err(NceError::invalid("em_maxit", "must be non-negative"));
-        }
+        let ctrl = lbfgs_control(&control)?;
         let em = EmControl {
-            em_maxit: em_maxit as usize,
-            em_tol: number(&control, "em_tol")?,
+            em_maxit: list_count(&control, "em_maxit", "control", 0)?,
+            em_tol: list_number(&control, "em_tol", "control")?,
         };
+        em.check()?;
         let threads = threads_of(threads)?;
         let method = method.to_string();
         let fit = run::run(threads, |stop| {
@@ -216,10 +155,10 @@ fn nce_vnce_mog(
             w = fit.w.to_vec(),
             objective = fit.objective,
             nce_objective = fit.nce_objective,
-            iterations = fit.iterations as i32,
+            iterations = fit.convergence.iterations as i32,
             evaluations = fit.evaluations as i32,
-            converged = fit.converged,
-            message = fit.message,
+            converged = fit.convergence.converged,
+            message = fit.convergence.message,
             trace = trace
         )
         .into_robj())

@@ -1,1 +1,2 @@
 pub mod tgm_gibbs;
+pub mod threads;

@@ -15,6 +15,9 @@ use std::sync::OnceLock;
 /// Groups per chunk of the parallel group sums.
 const CHUNK_GROUPS: usize = 1024;
 
+/// Per weight vector: group sums of w, of w a_r (ngroups x pa), and of the plain vectors.
+type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+
 #[derive(Debug, Clone)]
 pub struct GroupedDesign<'a> {
     a: DenseDesign<'a>,
@@ -107,12 +110,27 @@ impl<'a> GroupedDesign<'a> {
         self.b.ncol()
     }
 
+    /// The row-level block A (nrow x pa).
+    pub fn a(&self) -> &DenseDesign<'a> {
+        &self.a
+    }
+
+    /// The group-level block B (ngroups x pb).
+    pub fn b(&self) -> &DenseDesign<'a> {
+        &self.b
+    }
+
+    /// The group (0-based) of each row.
+    pub fn group(&self) -> &'a [usize] {
+        self.group
+    }
+
     /// Per group and weight vector w_l: sum of w_l and sum of w_l a_r (ngroups x pa,
     /// column-major); `plain` vectors only get their group sums.
-    fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> GroupSums {
         let (ng, pa) = (self.ngroups(), self.pa());
         let (nw, nv) = (ws.len(), plain.len());
-        type Part = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+        type Part = GroupSums;
         let parts: Vec<Part> = (0..ng.div_ceil(CHUNK_GROUPS))
             .into_par_iter()
             .map(|k| {

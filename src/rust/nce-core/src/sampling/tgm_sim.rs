@@ -4,6 +4,7 @@
 //! Each coordinate is redrawn from its full conditional, a univariate normal truncated to
 //! (0, inf). Chains run in parallel, chain c on stream c, so output does not depend on threads.
 
+use crate::alloc::{checked_len, try_filled, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use crate::truncnorm::sample_std;
@@ -167,18 +168,19 @@ pub fn simulate_checked(
         }
         None => (0..d).map(|j| 1.0 / model.k[j * d + j].sqrt()).collect(),
     };
-    if n.checked_mul(d).is_none() || thin.checked_mul(n).is_none() {
+    if thin.checked_mul(n).is_none() {
         return Err(NceError::invalid("n", "is too large"));
     }
+    let len = checked_len(&[n, d], "the TGM draws")?;
+    // The result, reserved before any chain runs so that an impossible size fails at once.
+    let mut res = try_filled(len, 0.0, "the TGM draws")?;
     let sizes: Vec<usize> = (0..chains).map(|c| n / chains + usize::from(c < n % chains)).collect();
     let runs: Vec<Result<Vec<f64>>> = (0..chains)
         .into_par_iter()
         .map(|c| {
             let mut rng = stream_rng(seed, c as u64);
             let mut x = x0.clone();
-            let mut out: Vec<f64> = Vec::new();
-            out.try_reserve_exact(sizes[c] * d)
-                .map_err(|_| NceError::invalid("n", "the draws do not fit in memory"))?;
+            let mut out = try_with_capacity(sizes[c] * d, "the TGM draws")?;
             let mut sweeps = 0usize;
             let mut step = |x: &mut [f64]| -> Result<()> {
                 sweeps += 1;
@@ -203,11 +205,7 @@ pub fn simulate_checked(
             Ok(out)
         })
         .collect();
-    // Row-major chain blocks to one column-major matrix (a failed allocation is an error).
-    let mut res: Vec<f64> = Vec::new();
-    res.try_reserve_exact(n * d)
-        .map_err(|_| NceError::invalid("n", format!("{n} x {d} draws do not fit in memory")))?;
-    res.resize(n * d, 0.0);
+    // Row-major chain blocks to one column-major matrix.
     let mut row = 0;
     for r in runs {
         let block = r?;

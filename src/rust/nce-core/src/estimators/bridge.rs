@@ -18,6 +18,8 @@
 //! bounded parameters to the real line used by `marglik` (as in bridge sampling).
 
 use crate::error::{NceError, Result};
+use crate::family::sigmoid;
+use crate::reference::Reference;
 use rayon::prelude::*;
 
 /// Terms per chunk of a sum; fixed so results do not depend on the thread count.
@@ -29,6 +31,18 @@ pub struct SolveControl {
     /// Stop when a Newton step moves c by less than `tol * (1 + |c|)`.
     pub tol: f64,
     pub maxit: usize,
+}
+
+impl SolveControl {
+    pub fn check(&self) -> Result<()> {
+        if !(self.tol.is_finite() && self.tol > 0.0) || self.maxit < 1 {
+            return Err(NceError::invalid(
+                "control",
+                "tol must be positive and maxit at least 1",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for SolveControl {
@@ -69,16 +83,6 @@ pub struct BridgeFit {
     pub bound_upper: f64,
     /// Gradient of -ℓ at the returned value (0 at convergence).
     pub gradient: f64,
-}
-
-#[inline]
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
 }
 
 /// Chunked sums of (f(x), g(x)) over a slice, added in a fixed order.
@@ -156,6 +160,7 @@ pub fn solve(
     ctrl: &SolveControl,
     stop: &mut dyn FnMut() -> bool,
 ) -> Result<BridgeFit> {
+    ctrl.check()?;
     check_ratios(r1, r2)?;
     let (n1, n2) = (r1.len(), r2.len());
     let nu = (n1 as f64 / n2 as f64).ln();
@@ -457,10 +462,81 @@ pub fn mean_cov(x: &[f64], n: usize, d: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     Ok((mean, cov))
 }
 
+/// What the marginal-likelihood estimator needs from a reference fitted to posterior draws:
+/// the fitted mean and covariance (unconstrained scale, column-major), at the `est` draws their
+/// log Jacobian and log reference density, and `n_ref` reference draws mapped back to the
+/// parameter space (column-major n_ref x d) with their log Jacobian and log reference density.
+#[derive(Debug, Clone)]
+pub struct MarglikReference {
+    pub mean: Vec<f64>,
+    pub cov: Vec<f64>,
+    pub est_logjac: Vec<f64>,
+    pub est_logref: Vec<f64>,
+    pub ref_draws: Vec<f64>,
+    pub ref_logjac: Vec<f64>,
+    pub ref_logref: Vec<f64>,
+}
+
+/// Fit a normal (`family = "normal"`) or Student t (`"t"`, `df` degrees of freedom, scale
+/// matching the fitted covariance when df > 2) reference to the `fit` draws (column-major
+/// nf x d) on the unconstrained scale given by `bounds`, and evaluate it at the `est` draws
+/// (ne x d) and at `n_ref` draws of its own on stream `seed`.
+#[allow(clippy::too_many_arguments)]
+pub fn marglik_reference(
+    fit: &[f64],
+    nf: usize,
+    est: &[f64],
+    ne: usize,
+    bounds: &[Bounds],
+    family: &str,
+    df: f64,
+    n_ref: usize,
+    seed: u64,
+) -> Result<MarglikReference> {
+    let d = bounds.len();
+    let (uf, _) = to_unconstrained(fit, nf, bounds)?;
+    let (ue, est_logjac) = to_unconstrained(est, ne, bounds)?;
+    let (mean, cov) = mean_cov(&uf, nf, d)?;
+    let reference = match family {
+        "normal" => Reference::normal(mean.clone(), &cov),
+        "t" => {
+            let k = if df > 2.0 { (df - 2.0) / df } else { 1.0 };
+            let scale: Vec<f64> = cov.iter().map(|v| v * k).collect();
+            Reference::student_t(mean.clone(), &scale, df)
+        }
+        other => Err(NceError::invalid(
+            "reference",
+            format!("must be \"normal\" or \"t\", got '{other}'"),
+        )),
+    }
+    .map_err(|e| match e {
+        NceError::InvalidInput { msg, .. } => NceError::invalid(
+            "draws",
+            format!(
+                "cannot fit a reference to the draws (on the unconstrained scale): {msg}; \
+                 are some parameters constant or collinear?"
+            ),
+        ),
+        other => other,
+    })?;
+    let est_logref = reference.log_density(&ue, ne)?;
+    let ur = reference.sample(n_ref, seed)?;
+    let ref_logref = reference.log_density(&ur, n_ref)?;
+    let (ref_draws, ref_logjac) = from_unconstrained(&ur, n_ref, bounds);
+    Ok(MarglikReference {
+        mean,
+        cov,
+        est_logjac,
+        est_logref,
+        ref_draws,
+        ref_logjac,
+        ref_logref,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::Reference;
     use rand::Rng;
     use rand_distr::StandardNormal;
 
@@ -625,16 +701,12 @@ mod tests {
             })
             .collect();
         let bounds = [Bounds::new(0.0, 1.0).unwrap()];
-        let (u, lj) = to_unconstrained(&x, n, &bounds).unwrap();
-        let (m, s) = mean_cov(&u, n, 1).unwrap();
-        let reference = Reference::normal(m, &s).unwrap();
+        let m = marglik_reference(&x, n, &x, n, &bounds, "normal", f64::NAN, n, 17).unwrap();
         let lk = |x: f64| 2.0 * x.ln() + 4.0 * (1.0 - x).ln();
-        let lg1 = reference.log_density(&u, n).unwrap();
-        let r1: Vec<f64> = (0..n).map(|i| lk(x[i]) + lj[i] - lg1[i]).collect();
-        let ur = reference.sample(n, 17);
-        let (xr, ljr) = from_unconstrained(&ur, n, &bounds);
-        let lg2 = reference.log_density(&ur, n).unwrap();
-        let r2: Vec<f64> = (0..n).map(|i| lk(xr[i]) + ljr[i] - lg2[i]).collect();
+        let r1: Vec<f64> = (0..n).map(|i| lk(x[i]) + m.est_logjac[i] - m.est_logref[i]).collect();
+        let r2: Vec<f64> = (0..n)
+            .map(|i| lk(m.ref_draws[i]) + m.ref_logjac[i] - m.ref_logref[i])
+            .collect();
         let f = solve(&r1, &r2, [None, None], &SolveControl::default(), &mut never()).unwrap();
         let exact = -(105f64).ln();
         assert!(
@@ -643,5 +715,33 @@ mod tests {
             f.log_ratio,
             f.se
         );
+    }
+
+    #[test]
+    fn marglik_reference_evaluates_the_fitted_t() {
+        // Draws with mean 1 and variance 4 on (0, inf) after the log transform: the t reference
+        // has the sample mean, a scale matching the covariance, and its own density values.
+        let n = 2000;
+        let u: Vec<f64> = (0..n)
+            .map(|i| 1.0 + 2.0 * ((i as f64 + 0.5) / n as f64 * 12.0).sin())
+            .collect();
+        let x: Vec<f64> = u.iter().map(|v| v.exp()).collect();
+        let bounds = [Bounds::new(0.0, f64::INFINITY).unwrap()];
+        let df = 5.0;
+        let m = marglik_reference(&x, n, &x[..10], 10, &bounds, "t", df, 300, 4).unwrap();
+        let (mean, cov) = mean_cov(&u, n, 1).unwrap();
+        assert!((m.mean[0] - mean[0]).abs() < 1e-12 && (m.cov[0] - cov[0]).abs() < 1e-12);
+        let t = Reference::student_t(mean.clone(), &[cov[0] * (df - 2.0) / df], df).unwrap();
+        let want = t.log_density(&u[..10], 10).unwrap();
+        for i in 0..10 {
+            assert!((m.est_logref[i] - want[i]).abs() < 1e-12);
+            assert!((m.est_logjac[i] - u[i]).abs() < 1e-12, "log |dx/du| = u on (0, inf)");
+        }
+        assert_eq!(m.ref_draws.len(), 300);
+        assert!(m.ref_draws.iter().all(|&v| v > 0.0));
+        for i in 0..300 {
+            assert!((m.ref_logjac[i] - m.ref_draws[i].ln()).abs() < 1e-9);
+        }
+        assert!(marglik_reference(&x, n, &x, n, &bounds, "cauchy", 1.0, 1, 1).is_err());
     }
 }

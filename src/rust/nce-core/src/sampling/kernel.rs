@@ -1,6 +1,7 @@
 //! Reference kernels q(y_t | y_{t-1}) of sequential NCE: a normal random walk around the
 //! previous state, independent per dimension, optionally truncated to a window.
 
+use crate::alloc::{checked_len, try_filled};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use rand::Rng;
@@ -68,40 +69,35 @@ impl NormalKernel {
         self.check_prev(prev, t)?;
         let d = self.dim();
         let std = Normal::new(0.0, 1.0).expect("standard normal");
-        let blocks: Vec<Vec<f64>> = (0..t.div_ceil(TRANSITIONS_PER_STREAM))
-            .into_par_iter()
-            .map(|k| {
+        let rows = checked_len(&[t, n], "the kernel draws")?;
+        let len = checked_len(&[rows, d], "the kernel draws")?;
+        // Row-major draws (the n draws of transition 0 first), one stream per block of
+        // transitions, then transposed.
+        let mut buf = try_filled(len, 0.0, "the kernel draws")?;
+        buf.par_chunks_mut((TRANSITIONS_PER_STREAM * n * d).max(1))
+            .enumerate()
+            .for_each(|(k, block)| {
                 let mut rng = stream_rng(seed, k as u64);
                 let t0 = k * TRANSITIONS_PER_STREAM;
-                let t1 = (t0 + TRANSITIONS_PER_STREAM).min(t);
-                let mut buf = Vec::with_capacity((t1 - t0) * n * d);
-                for tr in t0..t1 {
-                    for _ in 0..n {
-                        for j in 0..d {
-                            let mu = prev[j * t + tr];
-                            let (a, b) = (
-                                std.cdf((self.lower[j] - mu) / self.sd[j]),
-                                std.cdf((self.upper[j] - mu) / self.sd[j]),
-                            );
-                            // Inverse-CDF draw from the truncated normal.
-                            let u: f64 = a + (b - a) * rng.gen::<f64>();
-                            let z = std.inverse_cdf(u.clamp(1e-300, 1.0 - 1e-16));
-                            buf.push((mu + self.sd[j] * z).clamp(self.lower[j], self.upper[j]));
-                        }
+                for (i, row) in block.chunks_mut(d).enumerate() {
+                    let tr = t0 + i / n;
+                    for (j, o) in row.iter_mut().enumerate() {
+                        let mu = prev[j * t + tr];
+                        let (a, b) = (
+                            std.cdf((self.lower[j] - mu) / self.sd[j]),
+                            std.cdf((self.upper[j] - mu) / self.sd[j]),
+                        );
+                        // Inverse-CDF draw from the truncated normal.
+                        let u: f64 = a + (b - a) * rng.gen::<f64>();
+                        let z = std.inverse_cdf(u.clamp(1e-300, 1.0 - 1e-16));
+                        *o = (mu + self.sd[j] * z).clamp(self.lower[j], self.upper[j]);
                     }
                 }
-                buf
-            })
-            .collect();
-        let rows = t * n;
-        let mut out = vec![0.0; rows * d];
-        let mut r = 0;
-        for buf in &blocks {
-            for row in buf.chunks(d) {
-                for j in 0..d {
-                    out[j * rows + r] = row[j];
-                }
-                r += 1;
+            });
+        let mut out = try_filled(len, 0.0, "the kernel draws")?;
+        for (r, row) in buf.chunks(d.max(1)).enumerate() {
+            for j in 0..d {
+                out[j * rows + r] = row[j];
             }
         }
         Ok(out)

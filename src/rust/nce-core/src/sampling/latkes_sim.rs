@@ -7,6 +7,7 @@
 //! exact for the kernel discretised at the grid's resolution. Each chain has its own seeded
 //! stream, so results do not depend on the number of threads.
 
+use crate::alloc::{overflow, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use rand::Rng;
@@ -136,7 +137,8 @@ impl LatticeKernel {
         let (nx, ny) = (self.nx, self.ny);
         let mut w = vec![0.0; nx * ny];
         let mut rows = vec![0.0; ny];
-        let (mut xs, mut ys) = (Vec::with_capacity(steps + 1), Vec::with_capacity(steps + 1));
+        let len = steps.checked_add(1).ok_or_else(|| overflow("a chain"))?;
+        let (mut xs, mut ys) = (try_with_capacity(len, "a chain")?, try_with_capacity(len, "a chain")?);
         let mut cur = if start.0.is_finite() && start.1.is_finite() {
             start
         } else {
@@ -178,12 +180,19 @@ impl LatticeKernel {
         if starts.len() != steps.len() {
             return Err(NceError::invalid("starts", "needs one start per chain"));
         }
+        let total = steps
+            .iter()
+            .try_fold(0usize, |acc, s| acc.checked_add(s.checked_add(1)?));
+        let total = total.ok_or_else(|| overflow("the chains"))?;
+        // Both results reserved before any chain runs: an impossible size fails at once.
+        let (mut x, mut y) = (
+            try_with_capacity(total, "the chains")?,
+            try_with_capacity(total, "the chains")?,
+        );
         let chains: Vec<Result<(Vec<f64>, Vec<f64>)>> = (0..steps.len())
             .into_par_iter()
             .map(|k| self.chain(starts[k], steps[k], seed, k as u64))
             .collect();
-        let total: usize = steps.iter().map(|s| s + 1).sum();
-        let (mut x, mut y) = (Vec::with_capacity(total), Vec::with_capacity(total));
         for c in chains {
             let (cx, cy) = c?;
             x.extend(cx);

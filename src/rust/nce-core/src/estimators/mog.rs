@@ -6,7 +6,9 @@
 //! VNCE, NCE on the marginal and the EM algorithm of their Corollary 1 can be compared exactly.
 //! Parameters are (log theta, c, w0, w1, w2); everything is in log space.
 
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
+use crate::family::sigmoid;
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use crate::vnce::se;
 use nalgebra::DMatrix;
@@ -21,15 +23,6 @@ fn softplus(r: f64) -> f64 {
         r + (-r).exp().ln_1p()
     } else {
         r.exp().ln_1p()
-    }
-}
-
-fn sigmoid(r: f64) -> f64 {
-    if r >= 0.0 {
-        1.0 / (1.0 + (-r).exp())
-    } else {
-        let e = r.exp();
-        e / (1.0 + e)
     }
 }
 
@@ -78,10 +71,8 @@ pub struct MogFit {
     /// The maximised objective: J_VNCE for VNCE and EM, J_NCE for NCE.
     pub objective: f64,
     pub nce_objective: f64,
-    pub iterations: usize,
     pub evaluations: usize,
-    pub converged: bool,
-    pub message: String,
+    pub convergence: Convergence,
     /// J_NCE after each EM M-step (empty unless EM).
     pub trace: Vec<f64>,
 }
@@ -90,6 +81,18 @@ pub struct MogFit {
 pub struct EmControl {
     pub em_maxit: usize,
     pub em_tol: f64,
+}
+
+impl EmControl {
+    pub fn check(&self) -> Result<()> {
+        if self.em_maxit < 1 || !(self.em_tol >= 0.0) {
+            return Err(NceError::invalid(
+                "control",
+                "em_maxit must be at least 1 and em_tol non-negative",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for EmControl {
@@ -295,10 +298,8 @@ impl Mog {
             w: [r.x[2], r.x[3], r.x[4]],
             objective: -r.value,
             nce_objective: nce,
-            iterations: r.iterations,
             evaluations: r.evaluations,
-            converged: r.converged,
-            message: r.message,
+            convergence: r.convergence,
             trace: Vec::new(),
         })
     }
@@ -320,10 +321,8 @@ impl Mog {
             w: self.posterior_w(theta),
             objective: -r.value,
             nce_objective: -r.value,
-            iterations: r.iterations,
             evaluations: r.evaluations,
-            converged: r.converged,
-            message: r.message,
+            convergence: r.convergence,
             trace: Vec::new(),
         })
     }
@@ -340,9 +339,7 @@ impl Mog {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Result<MogFit> {
         Self::check_start(theta, c, &[0.0; 3])?;
-        if em.em_tol.is_nan() || em.em_tol < 0.0 {
-            return Err(NceError::invalid("em_tol", "must be non-negative"));
-        }
+        em.check()?;
         let mut p = [theta.ln(), c];
         let mut j_prev = self.nce(&p).0;
         let (mut trace, mut evaluations, mut converged) = (Vec::new(), 0, false);
@@ -376,10 +373,12 @@ impl Mog {
             w,
             objective,
             nce_objective: self.nce(&p).0,
-            iterations: trace.len(),
             evaluations,
-            converged,
-            message,
+            convergence: Convergence {
+                iterations: trace.len(),
+                converged,
+                message,
+            },
             trace,
         })
     }
@@ -540,9 +539,9 @@ mod tests {
             .unwrap();
         eprintln!(
             "em {} iterations, theta {}, converged {}",
-            em.iterations, em.theta, em.converged
+            em.convergence.iterations, em.theta, em.convergence.converged
         );
-        assert!(em.converged, "{}", em.message);
+        assert!(em.convergence.converged, "{}", em.convergence.message);
         let j0 = mog.nce(&[2.0f64.ln(), 1.0]).0;
         let mut prev = j0;
         for &j in &em.trace {
@@ -629,7 +628,7 @@ mod tests {
         let fit = mog
             .fit_vnce(2.0, 1.0, [0.0; 3], &LbfgsControl::default(), &mut || false)
             .unwrap();
-        assert!(fit.converged, "{}", fit.message);
+        assert!(fit.convergence.converged, "{}", fit.convergence.message);
         let c_true = ((2.0 * std::f64::consts::PI).sqrt() * (1.0 + theta)).ln();
         let se = nce_se(&mog, &[fit.theta.ln(), fit.c]);
         eprintln!(

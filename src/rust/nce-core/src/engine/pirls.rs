@@ -5,9 +5,76 @@
 use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
-use crate::irls::Problem;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
+
+#[derive(Debug, Clone)]
+pub struct Control {
+    /// Relative change in deviance at which the fit has converged.
+    pub epsilon: f64,
+    pub maxit: usize,
+    /// Tolerance of the rank test on the scaled cross-product (see `linalg::aliased_columns`).
+    pub alias_tol: f64,
+    /// Most step halvings per iteration.
+    pub max_halving: usize,
+}
+
+impl<'a> Problem<'a> {
+    /// A problem without penalty matrix or start (the usual case: the penalty comes as a
+    /// `PenaltySet` to `fit_reml`, the start from the response).
+    pub fn new(y: &'a [f64], prior_weights: &'a [f64], offset: &'a [f64], family: Family) -> Self {
+        Problem {
+            y,
+            prior_weights,
+            offset,
+            family,
+            penalty: None,
+            start: None,
+        }
+    }
+}
+
+impl Control {
+    /// The one set of rules for these settings.
+    pub fn check(&self) -> Result<()> {
+        if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
+            return Err(NceError::invalid(
+                "epsilon",
+                format!("must be a positive number, got {}", self.epsilon),
+            ));
+        }
+        if self.maxit < 1 {
+            return Err(NceError::invalid("maxit", "must be at least 1"));
+        }
+        if !(self.alias_tol >= 0.0) {
+            return Err(NceError::invalid("alias_tol", "must be non-negative"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            epsilon: 1e-10,
+            maxit: 100,
+            alias_tol: 1e-9,
+            max_halving: 40,
+        }
+    }
+}
+
+/// Everything a fit needs besides the design.
+pub struct Problem<'a> {
+    pub y: &'a [f64],
+    pub prior_weights: &'a [f64],
+    pub offset: &'a [f64],
+    pub family: Family,
+    /// Total penalty matrix S (p x p), if any.
+    pub penalty: Option<&'a DMatrix<f64>>,
+    /// Starting coefficients; otherwise the family's usual start from the response.
+    pub start: Option<&'a [f64]>,
+}
 
 /// Checks of a problem's inputs against an n x p design (messages name the argument).
 pub(crate) fn validate(n: usize, p: usize, prob: &Problem) -> Result<()> {

@@ -12,11 +12,10 @@
 use super::params::{n_params, TgmParams};
 use super::problem::{Row, TgmVnce, CHUNK};
 use crate::error::Result;
-use crate::family::log1pexp;
+use crate::family::{log1pexp, sigmoid};
+use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::Objective;
 use rayon::prelude::*;
-
-pub(super) const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// Which rows enter the objective (tests check the data and noise terms separately).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,16 +28,6 @@ pub enum Terms {
 #[inline]
 fn log_sigmoid(a: f64) -> f64 {
     -log1pexp(-a)
-}
-
-#[inline]
-fn sigmoid(a: f64) -> f64 {
-    if a >= 0.0 {
-        1.0 / (1.0 + (-a).exp())
-    } else {
-        let e = a.exp();
-        e / (1.0 + e)
-    }
 }
 
 /// A row's contribution to J from the values h_s = l(x_s) - log q(z_s) of its S draws (data rows:
@@ -184,57 +173,6 @@ fn log_phi(f: &Flat, x: &[f64], kx: &mut [f64]) -> f64 {
     -0.5 * q - f.c
 }
 
-/// In-place Cholesky of a p x p row-major SPD matrix (lower factor); false if not PD.
-pub(super) fn cholesky(a: &mut [f64], p: usize) -> bool {
-    for j in 0..p {
-        let mut s = a[j * p + j];
-        for k in 0..j {
-            s -= a[j * p + k] * a[j * p + k];
-        }
-        if s.is_nan() || s <= 0.0 {
-            return false;
-        }
-        let l = s.sqrt();
-        a[j * p + j] = l;
-        for i in j + 1..p {
-            let mut s = a[i * p + j];
-            for k in 0..j {
-                s -= a[i * p + k] * a[j * p + k];
-            }
-            a[i * p + j] = s / l;
-        }
-    }
-    true
-}
-
-/// Inverse of L L' (L lower, row-major) into `inv`, using `w` (p * p) as scratch for L^{-1}.
-pub(super) fn chol_inverse(l: &[f64], p: usize, w: &mut [f64], inv: &mut [f64]) {
-    // w = L^{-1} (lower), by forward substitution column by column.
-    for v in w.iter_mut() {
-        *v = 0.0;
-    }
-    for c in 0..p {
-        for i in c..p {
-            let mut s = if i == c { 1.0 } else { 0.0 };
-            for k in c..i {
-                s -= l[i * p + k] * w[k * p + c];
-            }
-            w[i * p + c] = s / l[i * p + i];
-        }
-    }
-    // inv = W' W
-    for i in 0..p {
-        for j in i..p {
-            let mut s = 0.0;
-            for k in j..p {
-                s += w[k * p + i] * w[k * p + j];
-            }
-            inv[i * p + j] = s;
-            inv[j * p + i] = s;
-        }
-    }
-}
-
 /// Scratch space for one chunk.
 struct Scratch {
     a: Vec<f64>,
@@ -332,6 +270,20 @@ impl TgmVnce {
             acc.add_theta(d, &row.x, w);
             return;
         }
+        if !self.forward(f, row, sc) {
+            acc.value = f64::NAN;
+            return;
+        }
+        // Upstream weights dJ/dh per draw, written into h's place.
+        acc.value += draw_weights(&mut sc.h[..self.s], row.noise, off);
+        self.backward(f, row, acc, sc);
+    }
+
+    /// Forward pass of a row with missing values: the conditional normal of log x_m given x_o
+    /// (A = Lambda_mm, its inverse, the mean m_c) and, per draw s, z_s = exp(u_s), the terms of
+    /// dJ/dz and h_s = l(x_s) - log q(z_s) in `sc.h`. False when A is not positive definite.
+    fn forward(&self, f: &Flat, row: &Row, sc: &mut Scratch) -> bool {
+        let d = self.d;
         let (mi, oi) = (&row.mis, &row.obs);
         let (p, s_n) = (mi.len(), self.s);
         // A = Lambda_mm, its factor, log|A| and inverse.
@@ -341,8 +293,7 @@ impl TgmVnce {
             }
         }
         if !cholesky(&mut sc.a[..p * p], p) {
-            acc.value = f64::NAN;
-            return;
+            return false;
         }
         let logdet_a: f64 = 2.0 * (0..p).map(|i| sc.a[i * p + i].ln()).sum::<f64>();
         chol_inverse(&sc.a[..p * p], p, &mut sc.w[..p * p], &mut sc.ainv[..p * p]);
@@ -400,8 +351,16 @@ impl TgmVnce {
             let l = -0.5 * xkx - f.c;
             sc.h[s] = l - (logq_const - 0.5 * quad) + usum;
         }
-        // Upstream weights dJ/dh per draw, written into h's place.
-        acc.value += draw_weights(&mut sc.h[..s_n], row.noise, off);
+        true
+    }
+
+    /// Backward pass: the draw weights in `sc.h` (dJ/dh_s) through the draws to the sums in
+    /// `acc` (theta's x x' terms, the gradients in mu and in the factor of Lambda).
+    fn backward(&self, f: &Flat, row: &Row, acc: &mut Acc, sc: &mut Scratch) {
+        let d = self.d;
+        let (mi, oi) = (&row.mis, &row.obs);
+        let (p, s_n) = (mi.len(), self.s);
+        let ainv = &sc.ainv[..p * p];
         // Accumulate the gradient.
         for v in sc.vsum[..p].iter_mut() {
             *v = 0.0;

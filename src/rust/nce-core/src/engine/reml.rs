@@ -56,6 +56,20 @@ impl Default for RemlControl {
     }
 }
 
+impl RemlControl {
+    /// The one set of rules for these settings (the inner fit's included).
+    pub fn check(&self) -> Result<()> {
+        self.inner.check()?;
+        if !(self.tol > 0.0 && self.rho_range > 0.0 && self.max_step > 0.0) || self.max_outer < 1 {
+            return Err(NceError::invalid(
+                "control",
+                "tol, rho_range and max_step must be positive and max_outer at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RemlFit {
     pub coefficients: Vec<f64>,
@@ -552,6 +566,7 @@ pub fn fit_reml<D: Design>(
     ctrl: &RemlControl,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<RemlFit> {
+    ctrl.check()?;
     if prob.penalty.is_some() {
         return Err(NceError::invalid(
             "penalty",

@@ -1,5 +1,6 @@
 //! Built-in reference distributions q: sampling (in parallel, seeded streams) and log density.
 
+use crate::alloc::{checked_len, try_filled};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use nalgebra::{DMatrix, DVector};
@@ -139,31 +140,28 @@ impl Reference {
         }
     }
 
-    /// `n` draws as a column-major n x d matrix (R's layout).
-    pub fn sample(&self, n: usize, seed: u64) -> Vec<f64> {
+    /// `n` draws as a column-major n x d matrix (R's layout). Buffers are allocated fallibly:
+    /// a size the machine cannot hold is a `TooLarge` error.
+    pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<f64>> {
         let d = self.dim();
-        let blocks: Vec<Vec<f64>> = (0..n.div_ceil(DRAWS_PER_STREAM))
-            .into_par_iter()
-            .map(|k| {
-                let rows = DRAWS_PER_STREAM.min(n - k * DRAWS_PER_STREAM);
+        let len = checked_len(&[n, d], "the reference draws")?;
+        // Row-major draws, one stream per block of rows, then transposed.
+        let mut rows = try_filled(len, 0.0, "the reference draws")?;
+        rows.par_chunks_mut((DRAWS_PER_STREAM * d).max(1))
+            .enumerate()
+            .for_each(|(k, buf)| {
                 let mut rng = stream_rng(seed, k as u64);
-                let mut buf = vec![0.0; rows * d];
-                for r in 0..rows {
-                    self.draw_row(&mut rng, &mut buf[r * d..(r + 1) * d]);
+                for row in buf.chunks_mut(d) {
+                    self.draw_row(&mut rng, row);
                 }
-                buf
-            })
-            .collect();
-        let mut out = vec![0.0; n * d];
-        for (k, buf) in blocks.iter().enumerate() {
-            for (r, row) in buf.chunks(d).enumerate() {
-                let i = k * DRAWS_PER_STREAM + r;
-                for j in 0..d {
-                    out[j * n + i] = row[j];
-                }
+            });
+        let mut out = try_filled(len, 0.0, "the reference draws")?;
+        for (i, row) in rows.chunks(d.max(1)).enumerate() {
+            for j in 0..d {
+                out[j * n + i] = row[j];
             }
         }
-        out
+        Ok(out)
     }
 
     /// log q at the rows of a column-major n x d matrix (-inf outside the support).
@@ -220,10 +218,10 @@ mod tests {
     #[test]
     fn sampling_is_thread_invariant_and_reproducible() {
         let r = Reference::normal(vec![1.0, -1.0], &[2.0, 0.5, 0.5, 1.0]).unwrap();
-        let a = with_threads(1, || r.sample(10_000, 42)).unwrap();
-        let b = with_threads(2, || r.sample(10_000, 42)).unwrap();
+        let a = with_threads(1, || r.sample(10_000, 42)).unwrap().unwrap();
+        let b = with_threads(2, || r.sample(10_000, 42)).unwrap().unwrap();
         assert_eq!(a, b);
-        let c = r.sample(10_000, 43);
+        let c = r.sample(10_000, 43).unwrap();
         assert_ne!(a, c);
     }
 
@@ -231,7 +229,7 @@ mod tests {
     fn normal_draws_have_the_right_moments() {
         let n = 200_000;
         let r = Reference::normal(vec![1.0, -1.0], &[2.0, 0.5, 0.5, 1.0]).unwrap();
-        let x = r.sample(n, 1);
+        let x = r.sample(n, 1).unwrap();
         let m0 = x[..n].iter().sum::<f64>() / n as f64;
         let m1 = x[n..].iter().sum::<f64>() / n as f64;
         let c01 = (0..n).map(|i| (x[i] - m0) * (x[n + i] - m1)).sum::<f64>() / n as f64;
@@ -257,8 +255,8 @@ mod tests {
         // 2-D, df 6: covariance is scale * 6 / 4.
         let n = 200_000;
         let r = Reference::student_t(vec![1.0, -1.0], &[2.0, 0.5, 0.5, 1.0], 6.0).unwrap();
-        let a = with_threads(1, || r.sample(n, 5)).unwrap();
-        let b = with_threads(3, || r.sample(n, 5)).unwrap();
+        let a = with_threads(1, || r.sample(n, 5)).unwrap().unwrap();
+        let b = with_threads(3, || r.sample(n, 5)).unwrap().unwrap();
         assert_eq!(a, b);
         let m0 = a[..n].iter().sum::<f64>() / n as f64;
         let m1 = a[n..].iter().sum::<f64>() / n as f64;

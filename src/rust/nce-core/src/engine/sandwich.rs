@@ -7,6 +7,7 @@
 
 use crate::design::Design;
 use crate::error::{NceError, Result};
+use crate::grouped::GroupedDesign;
 use crate::linalg::select;
 use nalgebra::{DMatrix, DVector};
 
@@ -80,27 +81,22 @@ mod tests {
 
 /// Sandwich for dependent rows: the meat is sum_c S_c S_c' over clusters c, S_c the sum of the
 /// scores g_r x_r of the rows in c (uncentred: in a Markov chain the per-transition score sums
-/// are martingale differences). The design is [A | B[group, ]] given by its parts (B may have
-/// no columns); clusters are unions of groups: `cluster_of_group[t]` for each group t.
-#[allow(clippy::too_many_arguments)]
+/// are martingale differences). The design is [A | B[group, ]] (B may have no columns);
+/// clusters are unions of groups: `cluster_of_group[t]` for each group t.
 pub fn grouped_cluster_sandwich(
-    a: &[f64],
-    n: usize,
-    pa: usize,
-    b: &[f64],
-    ng: usize,
-    pb: usize,
-    group: &[usize],
+    design: &GroupedDesign,
     cluster_of_group: &[usize],
     row_grad: &[f64],
     bread: &DMatrix<f64>,
     aliased: &[bool],
 ) -> Result<DMatrix<f64>> {
+    let (n, pa, pb, ng) = (design.nrow(), design.pa(), design.pb(), design.ngroups());
+    let (a, b, group) = (design.a(), design.b(), design.group());
     let p = pa + pb;
-    if a.len() != n * pa || b.len() != ng * pb || group.len() != n || row_grad.len() != n {
+    if row_grad.len() != n {
         return Err(NceError::invalid(
-            "design",
-            "parts of the grouped design have inconsistent sizes",
+            "row_grad",
+            format!("must have one entry per row ({n})"),
         ));
     }
     if cluster_of_group.len() != ng {
@@ -112,7 +108,7 @@ pub fn grouped_cluster_sandwich(
     let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
     let mut s = DMatrix::<f64>::zeros(nc, p);
     for j in 0..pa {
-        let col = &a[j * n..(j + 1) * n];
+        let col = a.col(j);
         for r in 0..n {
             s[(cluster_of_group[group[r]], j)] += row_grad[r] * col[r];
         }
@@ -123,7 +119,7 @@ pub fn grouped_cluster_sandwich(
             gsum[group[r]] += row_grad[r];
         }
         for k in 0..pb {
-            let col = &b[k * ng..(k + 1) * ng];
+            let col = b.col(k);
             for t in 0..ng {
                 s[(cluster_of_group[t], pa + k)] += gsum[t] * col[t];
             }
@@ -143,20 +139,8 @@ mod cluster_tests {
         let a: Vec<f64> = [1.0; 5].iter().copied().chain([0.1, 0.4, 0.2, 0.9, 0.5]).collect();
         let g = [0.3, -0.2, 0.1, -0.4, 0.2];
         let group: Vec<usize> = (0..n).collect();
-        let v = grouped_cluster_sandwich(
-            &a,
-            n,
-            2,
-            &[],
-            n,
-            0,
-            &group,
-            &group,
-            &g,
-            &DMatrix::identity(2, 2),
-            &[false, false],
-        )
-        .unwrap();
+        let d = GroupedDesign::new(&a, n, 2, &[], n, 0, &group).unwrap();
+        let v = grouped_cluster_sandwich(&d, &group, &g, &DMatrix::identity(2, 2), &[false, false]).unwrap();
         let m00: f64 = g.iter().map(|x| x * x).sum();
         let m01: f64 = g.iter().zip(&a[n..]).map(|(x, y)| x * x * y).sum();
         assert!((v[(0, 0)] - m00).abs() < 1e-14 && (v[(0, 1)] - m01).abs() < 1e-14);
@@ -169,20 +153,8 @@ mod cluster_tests {
         let b = vec![2.0, 3.0];
         let group = [0, 0, 1, 1];
         let g = [0.5, -0.2, 0.1, 0.3];
-        let v = grouped_cluster_sandwich(
-            &a,
-            4,
-            1,
-            &b,
-            2,
-            1,
-            &group,
-            &[0, 1],
-            &g,
-            &DMatrix::identity(2, 2),
-            &[false, false],
-        )
-        .unwrap();
+        let d = GroupedDesign::new(&a, 4, 1, &b, 2, 1, &group).unwrap();
+        let v = grouped_cluster_sandwich(&d, &[0, 1], &g, &DMatrix::identity(2, 2), &[false, false]).unwrap();
         // S = [[0.3, 0.6], [0.4, 1.2]]
         assert!((v[(1, 1)] - (0.36 + 1.44)).abs() < 1e-12);
         assert!((v[(0, 1)] - (0.18 + 0.48)).abs() < 1e-12);

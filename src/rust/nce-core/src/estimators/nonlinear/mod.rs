@@ -335,8 +335,8 @@ pub fn fit_one<M: Model + ?Sized>(
     let o = minimise_lbfgs(prob, start, &ctrl.lbfgs, interrupt)?;
     let mut par = o.x;
     let mut value = o.value;
-    let mut converged = o.converged;
-    let mut message = o.message;
+    let mut converged = o.convergence.converged;
+    let mut message = o.convergence.message;
     let k = prob.dim();
     let mut grad = vec![0.0; k];
     for _ in 0..ctrl.polish {
@@ -377,7 +377,7 @@ pub fn fit_one<M: Model + ?Sized>(
     Ok(StartResult {
         par,
         value,
-        iterations: o.iterations,
+        iterations: o.convergence.iterations,
         evaluations: o.evaluations,
         converged,
         message,

@@ -1,8 +1,8 @@
 //! Binding of nce_core::ref_discrete and nce_core::ref_steps: Bernoulli and categorical
 //! references, and the step-selection kernel. Conversions and checks only.
 
+use crate::convert::threads_of;
 use crate::convert::{col_major_matrix, guard, real_matrix, real_slice};
-use crate::threads_of;
 use extendr_api::prelude::*;
 use nce_core::ref_discrete::{Bernoulli, Categorical};
 use nce_core::ref_steps::StepKernel;
@@ -133,7 +133,7 @@ fn nce_ref_steps_log_density(par: Robj, x: Robj, prev: Robj, threads: i32) -> Ro
 }
 
 extendr_module! {
-    mod references;
+    mod ref_discrete_steps;
     fn nce_ref_bernoulli_sample;
     fn nce_ref_bernoulli_log_density;
     fn nce_ref_categorical_sample;

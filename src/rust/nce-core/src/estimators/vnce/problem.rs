@@ -2,6 +2,7 @@
 //! rows, their missing-value patterns, and the fixed base draws that make the objective a
 //! deterministic function of the parameters.
 
+use crate::alloc::{checked_len, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use crate::truncnorm::log_cdf;
@@ -153,11 +154,14 @@ impl TgmVnce {
         for (r, row) in rows.iter_mut().enumerate() {
             if !row.mis.is_empty() {
                 let mut rng = stream_rng(seed, r as u64);
-                row.eps = (0..n_latent * d).map(|_| StandardNormal.sample(&mut rng)).collect();
+                let what = "the latent draws (`n_latent`)";
+                row.eps = try_with_capacity(checked_len(&[n_latent, d], what)?, what)?;
+                row.eps
+                    .extend((0..n_latent * d).map(|_| -> f64 { StandardNormal.sample(&mut rng) }));
                 let p = row.mis.len();
-                row.log_u = (0..n_latent * p)
-                    .map(|i| log_cdf(row.eps[(i / p) * d + i % p]))
-                    .collect();
+                row.log_u = try_with_capacity(n_latent * p, what)?;
+                row.log_u
+                    .extend((0..n_latent * p).map(|i| log_cdf(row.eps[(i / p) * d + i % p])));
             }
         }
         Ok(TgmVnce {
@@ -182,10 +186,6 @@ impl TgmVnce {
 
     pub fn dim(&self) -> usize {
         self.d
-    }
-
-    pub fn n_data(&self) -> usize {
-        self.n
     }
 
     pub fn n_noise(&self) -> usize {

@@ -26,6 +26,17 @@ pub struct RowTerms {
     pub weight: f64,
 }
 
+/// The logistic function 1 / (1 + exp(-x)), without overflow for either sign.
+#[inline]
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
 /// log(1 + exp(x)) without overflow.
 #[inline]
 pub fn log1pexp(x: f64) -> f64 {

@@ -2,6 +2,7 @@
 
 use super::params::TgmParams;
 use super::problem::TgmVnce;
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective, OptimResult};
 use nalgebra::DMatrix;
@@ -11,10 +12,8 @@ use nalgebra::DMatrix;
 pub struct FitReport {
     /// J at the end (maximised).
     pub objective: f64,
-    pub iterations: usize,
     pub evaluations: usize,
-    pub converged: bool,
-    pub message: String,
+    pub convergence: Convergence,
     /// Largest absolute gradient of J over the packed parameters at the end.
     pub grad_norm: f64,
 }
@@ -24,10 +23,8 @@ impl FitReport {
     pub(crate) fn from_minimum(r: &OptimResult) -> Self {
         FitReport {
             objective: -r.value,
-            iterations: r.iterations,
             evaluations: r.evaluations,
-            converged: r.converged,
-            message: r.message.clone(),
+            convergence: r.convergence.clone(),
             grad_norm: r.grad.iter().fold(0.0, |m, v| m.max(v.abs())),
         }
     }

@@ -99,13 +99,6 @@ impl<'a> DenseDesign<'a> {
         &self.data[j * self.nrow..(j + 1) * self.nrow]
     }
 
-    /// Row i copied into `buf`.
-    pub fn row_into(&self, i: usize, buf: &mut [f64]) {
-        for (j, b) in buf.iter_mut().enumerate() {
-            *b = self.data[j * self.nrow + i];
-        }
-    }
-
     fn chunks(&self) -> Vec<(usize, usize)> {
         (0..self.nrow.div_ceil(CHUNK_ROWS).max(1))
             .map(|k| (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(self.nrow)))
@@ -599,8 +592,11 @@ pub(crate) mod kernels {
     }
 }
 
-/// Run `f` in a rayon pool of `threads` threads built for this call (never the global pool).
-pub fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> Result<T> {
+/// Run `f` in a rayon pool of `threads` threads built for this call (never the global pool);
+/// for the unit tests of thread invariance (integration tests and examples have their own copy
+/// in tests/support/threads.rs).
+#[cfg(test)]
+pub(crate) fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> Result<T> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()

@@ -9,41 +9,9 @@ use crate::error::{NceError, Result};
 use crate::family::Family;
 use crate::linalg::{aliased_columns, select, select_vec, spd_inverse, spd_solve};
 use crate::pirls;
+// Problem and Control live with the iteration they describe; kept here for callers.
+pub use crate::pirls::{Control, Problem};
 use nalgebra::DMatrix;
-
-#[derive(Debug, Clone)]
-pub struct Control {
-    /// Relative change in deviance at which the fit has converged.
-    pub epsilon: f64,
-    pub maxit: usize,
-    /// Tolerance of the rank test on the scaled cross-product (see `linalg::aliased_columns`).
-    pub alias_tol: f64,
-    /// Most step halvings per iteration.
-    pub max_halving: usize,
-}
-
-impl Default for Control {
-    fn default() -> Self {
-        Control {
-            epsilon: 1e-10,
-            maxit: 100,
-            alias_tol: 1e-9,
-            max_halving: 40,
-        }
-    }
-}
-
-/// Everything a fit needs besides the design.
-pub struct Problem<'a> {
-    pub y: &'a [f64],
-    pub prior_weights: &'a [f64],
-    pub offset: &'a [f64],
-    pub family: Family,
-    /// Total penalty matrix S (p x p), if any.
-    pub penalty: Option<&'a DMatrix<f64>>,
-    /// Starting coefficients; otherwise the family's usual start from the response.
-    pub start: Option<&'a [f64]>,
-}
 
 #[derive(Debug, Clone)]
 pub struct GlmFit {
@@ -73,6 +41,7 @@ pub struct GlmFit {
 /// Fit by Newton's method with step halving. `interrupted` is polled once per iteration
 /// (from the calling thread) and stops the fit with `NceError::Interrupted`.
 pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut dyn FnMut() -> bool) -> Result<GlmFit> {
+    ctrl.check()?;
     let (n, p) = (d.nrow(), d.ncol());
     pirls::validate(n, p, prob)?;
     let sat: f64 = prob
@@ -223,6 +192,16 @@ mod tests {
         (x, y)
     }
 
+    /// `fit` with the default control on a column-major n x p matrix.
+    fn fit_dense(x: &[f64], n: usize, p: usize, prob: &Problem, stop: bool) -> Result<GlmFit> {
+        fit(
+            &DenseDesign::new(x, n, p).unwrap(),
+            prob,
+            &Control::default(),
+            &mut || stop,
+        )
+    }
+
     #[test]
     fn score_is_zero_at_the_optimum() {
         let n = 500;
@@ -230,14 +209,7 @@ mod tests {
         let d = DenseDesign::new(&x, n, 2).unwrap();
         let w = vec![1.0; n];
         let o = vec![0.1; n];
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let prob = Problem::new(&y, &w, &o, Family::Binomial);
         let f = fit(&d, &prob, &Control::default(), &mut || false).unwrap();
         assert!(f.converged);
         for j in 0..2 {
@@ -254,28 +226,9 @@ mod tests {
         x3.extend((0..n).map(|i| 2.0 * x[n + i] + 1.0));
         let w = vec![1.0; n];
         let o = vec![0.0; n];
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
-        let f2 = fit(
-            &DenseDesign::new(&x, n, 2).unwrap(),
-            &prob,
-            &Control::default(),
-            &mut || false,
-        )
-        .unwrap();
-        let f3 = fit(
-            &DenseDesign::new(&x3, n, 3).unwrap(),
-            &prob,
-            &Control::default(),
-            &mut || false,
-        )
-        .unwrap();
+        let prob = Problem::new(&y, &w, &o, Family::Binomial);
+        let f2 = fit_dense(&x, n, 2, &prob, false).unwrap();
+        let f3 = fit_dense(&x3, n, 3, &prob, false).unwrap();
         assert_eq!(f3.aliased, vec![false, false, true]);
         assert!(f3.coefficients[2].is_nan());
         for j in 0..2 {
@@ -290,21 +243,8 @@ mod tests {
         let x = vec![1.0; n];
         let w = vec![1.0; n];
         let o = vec![0.0; n];
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Poisson,
-            penalty: None,
-            start: None,
-        };
-        let f = fit(
-            &DenseDesign::new(&x, n, 1).unwrap(),
-            &prob,
-            &Control::default(),
-            &mut || false,
-        )
-        .unwrap();
+        let prob = Problem::new(&y, &w, &o, Family::Poisson);
+        let f = fit_dense(&x, n, 1, &prob, false).unwrap();
         assert!((f.coefficients[0] - 2f64.ln()).abs() < 1e-10);
         assert!((f.cov[(0, 0)] - 1.0 / 12.0).abs() < 1e-8);
     }
@@ -315,20 +255,8 @@ mod tests {
         let (x, y) = logistic_data(n);
         let w = vec![1.0; n];
         let o = vec![0.0; n];
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
-        let r = fit(
-            &DenseDesign::new(&x, n, 2).unwrap(),
-            &prob,
-            &Control::default(),
-            &mut || true,
-        );
+        let prob = Problem::new(&y, &w, &o, Family::Binomial);
+        let r = fit_dense(&x, n, 2, &prob, true);
         assert_eq!(r.unwrap_err(), NceError::Interrupted);
     }
 
@@ -338,14 +266,7 @@ mod tests {
         let d = DenseDesign::new(&x, 3, 1).unwrap();
         let (w, o) = (vec![1.0; 3], vec![0.0; 3]);
         let y = vec![0.0, 2.0, 1.0];
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let prob = Problem::new(&y, &w, &o, Family::Binomial);
         let e = fit(&d, &prob, &Control::default(), &mut || false).unwrap_err();
         assert!(e.to_string().starts_with("`y`"), "{e}");
         let o2 = vec![0.0, f64::INFINITY, 0.0];

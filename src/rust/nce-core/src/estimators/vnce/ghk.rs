@@ -15,9 +15,10 @@
 //! through the GHK recursion, mu = -A^{-1} b and the Cholesky factor of A^{-1}.
 
 use super::fit::FitReport;
-use super::objective::{chol_inverse, cholesky, draw_weights, LN_2PI};
+use super::objective::draw_weights;
 use super::problem::{Row, TgmVnce, CHUNK};
 use crate::error::{NceError, Result};
+use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use crate::rng::stream_rng;
 use crate::truncnorm::{log_cdf, log_phi, quantile_log};

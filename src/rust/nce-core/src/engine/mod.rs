@@ -1,0 +1,12 @@
+//! The penalised engine: designs, penalties, families, (P-)IRLS, REML smoothing parameters,
+//! alias handling and sandwich covariances.
+
+pub mod alias;
+pub mod design;
+pub mod family;
+pub mod grouped;
+pub mod irls;
+pub mod penalty;
+pub mod pirls;
+pub mod reml;
+pub mod sandwich;

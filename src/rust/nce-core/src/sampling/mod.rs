@@ -1,0 +1,10 @@
+//! Samplers and reference densities: built-in references, the truncated normal random-walk
+//! kernel, the truncated normal, and the simulators of the TGM (Gibbs) and of LATKES chains.
+
+pub mod kernel;
+pub mod latkes_sim;
+pub mod ref_discrete;
+pub mod ref_steps;
+pub mod reference;
+pub mod tgm_sim;
+pub mod truncnorm;

@@ -1,0 +1,259 @@
+//! Binding of the penalised engine: GLM-type fits by Newton/IRLS and penalised fits with
+//! smoothing parameters by REML, dense or grouped, with their NCE sandwiches. No numerics here.
+
+use crate::convert::{
+    guard, int_slice, irls_control, list_get, list_number, opt_real_slice, real_matrix, real_slice, threads_of,
+    to_r_matrix, zero_based, Res,
+};
+use crate::run;
+use extendr_api::prelude::*;
+use nce_core::alias::fit_reml_dense;
+use nce_core::design::DenseDesign;
+use nce_core::family::Family;
+use nce_core::grouped::GroupedDesign;
+use nce_core::irls::{self, Control, Problem};
+use nce_core::penalty::{Penalty, PenaltySet};
+use nce_core::reml::{fit_reml, RemlControl, RemlFit};
+use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
+use nce_core::NceError;
+use std::sync::atomic::Ordering;
+
+/// Fit a GLM-type objective by Newton/IRLS; with `sample` (0-based sample index per row,
+/// or NULL) also the NCE sandwich covariance.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_fit_glm(
+    x: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    sample: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        let prob = problem(&y, &weights, &offset, family)?;
+        let sample = sample_of(&sample, n)?;
+        let ctrl = irls_control(&control, Control::default())?;
+        let threads = threads_of(threads)?;
+        let design = DenseDesign::new(xd, n, p)?;
+        let (fit, sandwich) = run::run(threads, |stop| {
+            let fit = irls::fit(&design, &prob, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let sw = match &sample {
+                Some(s) => Some(sample_sandwich(&design, &fit.row_grad, s, &fit.cov, &fit.aliased)?),
+                None => None,
+            };
+            Ok((fit, sw))
+        })?;
+        Ok(list!(
+            coefficients = fit.coefficients,
+            aliased = fit.aliased,
+            cov = to_r_matrix(&fit.cov),
+            cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
+            eta = fit.eta,
+            fitted = fit.fitted,
+            loglik = fit.loglik,
+            deviance = fit.deviance,
+            iterations = fit.iterations as i32,
+            converged = fit.converged,
+            n_certain = fit.n_certain as i32,
+            message = fit.message
+        )
+        .into_robj())
+    })
+}
+
+/// Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
+/// with the penalised Hessian as bread when `sample` is given.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_fit_reml(
+    x: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    sample: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        let prob = problem(&y, &weights, &offset, family)?;
+        let sample = sample_of(&sample, n)?;
+        let pens = penalties_from(&penalties, p)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let threads = threads_of(threads)?;
+        let design = DenseDesign::new(xd, n, p)?;
+        let f = run::run(threads, |stop| {
+            fit_reml_dense(&design, &prob, &pens, &ctrl, sample.as_deref(), &mut || {
+                stop.load(Ordering::Relaxed)
+            })
+        })?;
+        Ok(reml_result(f.fit, f.sandwich, f.aliased))
+    })
+}
+
+/// REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
+/// per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
+/// `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
+/// With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_fit_reml_grouped(
+    a: Robj,
+    b: Robj,
+    group: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    cluster: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (ad, n, pa) = real_matrix(&a, "a")?;
+        let (bd, ng, pb) = real_matrix(&b, "b")?;
+        let g0 = zero_based(&group, "group", ng)?;
+        let prob = problem(&y, &weights, &offset, family)?;
+        let cluster: Option<Vec<usize>> = if cluster.is_null() {
+            None
+        } else {
+            let c = int_slice(&cluster, "cluster")?;
+            if c.len() != ng || c.iter().any(|&v| v < 1) {
+                return Err(NceError::invalid(
+                    "cluster",
+                    format!("must hold {ng} positive integers, one per group"),
+                ));
+            }
+            Some(c.iter().map(|&v| v as usize - 1).collect())
+        };
+        let pens = penalties_from(&penalties, pa + pb)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let threads = threads_of(threads)?;
+        let design = GroupedDesign::new(ad, n, pa, bd, ng, pb, &g0)?;
+        let (fit, sandwich) = run::run(threads, |stop| {
+            let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let sw = match &cluster {
+                Some(c) => Some(grouped_cluster_sandwich(
+                    &design,
+                    c,
+                    &fit.fit.row_grad,
+                    &fit.vp,
+                    &fit.fit.aliased,
+                )?),
+                None => None,
+            };
+            Ok((fit, sw))
+        })?;
+        Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
+    })
+}
+
+/// Response, prior weights, offset and family of a fit (the penalty comes separately).
+fn problem<'a>(y: &'a Robj, weights: &'a Robj, offset: &'a Robj, family: &str) -> Res<Problem<'a>> {
+    let family =
+        Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+    Ok(Problem::new(
+        real_slice(y, "y")?,
+        real_slice(weights, "weights")?,
+        real_slice(offset, "offset")?,
+        family,
+    ))
+}
+
+/// Penalties from list(list(start, S), ...), `start` 0-based.
+fn penalties_from(pens: &List, p: usize) -> Res<PenaltySet> {
+    let mut out = Vec::with_capacity(pens.len());
+    for (k, (_, item)) in pens.iter().enumerate() {
+        let arg = format!("penalties[[{}]]", k + 1);
+        let l: List = item
+            .try_into()
+            .map_err(|_| NceError::invalid(&arg, "must be a list(start, S)"))?;
+        let start = list_number(&l, "start", &arg)?;
+        let s_robj = list_get(&l, "S", &arg)?;
+        let (sd, nr, nc) = real_matrix(&s_robj, &arg)?;
+        if nr != nc || !(start >= 0.0) {
+            return Err(NceError::invalid(&arg, "must be square with a start >= 0"));
+        }
+        out.push(Penalty {
+            start: start as usize,
+            s: nalgebra::DMatrix::from_column_slice(nr, nc, sd),
+        });
+    }
+    PenaltySet::new(p, out)
+}
+
+fn reml_control(sp: &Robj, control: &List) -> Res<RemlControl> {
+    let sp = opt_real_slice(sp, "sp")?.map(<[f64]>::to_vec);
+    let base = RemlControl::default();
+    let mut inner = irls_control(control, base.inner.clone())?;
+    // The inner fits need at least the default precision for REML's derivatives.
+    inner.epsilon = inner.epsilon.min(base.inner.epsilon);
+    let ctrl = RemlControl { sp, inner, ..base };
+    ctrl.check()?;
+    Ok(ctrl)
+}
+
+fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: Vec<bool>) -> Robj {
+    list!(
+        coefficients = fit.coefficients,
+        sp = fit.sp,
+        vp = to_r_matrix(&fit.vp),
+        ve = to_r_matrix(&fit.ve),
+        edf = fit.edf,
+        reml = fit.reml,
+        at_bound = fit.at_bound,
+        aliased = aliased,
+        cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
+        eta = fit.fit.eta,
+        fitted = fit.fit.fitted,
+        loglik = fit.fit.loglik,
+        deviance = fit.fit.deviance,
+        outer_iterations = fit.outer_iterations as i32,
+        inner_iterations = fit.inner_iterations as i32,
+        converged = fit.converged && fit.fit.converged,
+        n_certain = fit.fit.n_certain as i32,
+        message = if fit.message.is_empty() {
+            fit.fit.message
+        } else {
+            fit.message
+        }
+    )
+    .into_robj()
+}
+
+/// 0-based sample of each row, or None for NULL.
+fn sample_of(sample: &Robj, n: usize) -> Res<Option<Vec<usize>>> {
+    if sample.is_null() {
+        return Ok(None);
+    }
+    let s = int_slice(sample, "sample")?;
+    if s.len() != n || s.iter().any(|&v| v < 0) {
+        return Err(NceError::invalid(
+            "sample",
+            format!("must hold {n} non-negative integers"),
+        ));
+    }
+    Ok(Some(s.iter().map(|&v| v as usize).collect()))
+}
+
+extendr_module! {
+    mod fit;
+    fn nce_fit_glm;
+    fn nce_fit_reml;
+    fn nce_fit_reml_grouped;
+}

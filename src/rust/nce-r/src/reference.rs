@@ -1,0 +1,118 @@
+//! Binding of the built-in references and the truncated normal random-walk kernel: draws and
+//! log densities. No numerics here.
+
+use crate::convert::{
+    col_major_matrix, count_of, guard, list_get, list_vec, real_matrix, real_slice, seed_of, threads_of, Res,
+};
+use crate::run;
+use extendr_api::prelude::*;
+use nce_core::kernel::NormalKernel;
+use nce_core::reference::Reference;
+use nce_core::NceError;
+
+fn reference_from(spec: &List) -> Res<Reference> {
+    let kind = list_get(spec, "kind", "reference")?;
+    let kind = kind
+        .as_str()
+        .ok_or_else(|| NceError::invalid("kind", "must be a string"))?;
+    let vecf = |name: &str| list_vec(spec, name, "reference");
+    match kind {
+        "uniform" => Reference::uniform(vecf("lower")?, vecf("upper")?),
+        "normal" => Reference::normal(vecf("mean")?, &vecf("sigma")?),
+        other => Err(NceError::invalid(
+            "reference",
+            format!("no built-in sampler of kind '{other}'"),
+        )),
+    }
+}
+
+/// Draw `n` points from a built-in reference; a column-major n x d matrix.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_ref_sample(spec: List, n: f64, seed: f64, threads: i32) -> Robj {
+    guard(|| {
+        let n = count_of(n, "n", 0)?;
+        let seed = seed_of(seed)?;
+        let r = reference_from(&spec)?;
+        let d = r.dim();
+        let draws = run::run(threads_of(threads)?, |_| r.sample(n, seed))?;
+        Ok(col_major_matrix(draws, n, d))
+    })
+}
+
+/// log q of a built-in reference at the rows of a matrix.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let r = reference_from(&spec)?;
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        if p != r.dim() {
+            return Err(NceError::invalid(
+                "x",
+                format!("has {p} columns, the reference has {}", r.dim()),
+            ));
+        }
+        let out = run::run(threads_of(threads)?, |_| r.log_density(xd, n))?;
+        Ok(out.into_robj())
+    })
+}
+
+fn normal_kernel(sd: &Robj, lower: &Robj, upper: &Robj) -> Res<NormalKernel> {
+    NormalKernel::new(
+        real_slice(sd, "sd")?.to_vec(),
+        real_slice(lower, "lower")?.to_vec(),
+        real_slice(upper, "upper")?.to_vec(),
+    )
+}
+
+/// `n` draws per previous state (rows of `prev`) from the truncated normal random walk.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_kernel_normal_sample(sd: Robj, lower: Robj, upper: Robj, prev: Robj, n: f64, seed: f64, threads: i32) -> Robj {
+    guard(|| {
+        let k = normal_kernel(&sd, &lower, &upper)?;
+        let (pd, t, d) = real_matrix(&prev, "prev")?;
+        if d != k.dim() {
+            return Err(NceError::invalid(
+                "prev",
+                format!("has {d} columns, the kernel has {}", k.dim()),
+            ));
+        }
+        let n = count_of(n, "n", 1)?;
+        let seed = seed_of(seed)?;
+        let draws = run::run(threads_of(threads)?, |_| k.sample(pd, t, n, seed))?;
+        Ok(col_major_matrix(draws, t * n, d))
+    })
+}
+
+/// log q(x | prev) of the truncated normal random walk, row by row.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_kernel_normal_log_density(sd: Robj, lower: Robj, upper: Robj, x: Robj, prev: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let k = normal_kernel(&sd, &lower, &upper)?;
+        let (xd, rows, d) = real_matrix(&x, "x")?;
+        let (pd, prow, pdim) = real_matrix(&prev, "prev")?;
+        if d != k.dim() || pdim != d || prow != rows {
+            return Err(NceError::invalid(
+                "x",
+                "x and prev must be matrices of the same size, one column per state",
+            ));
+        }
+        let out = run::run(threads_of(threads)?, |_| k.log_density(xd, pd, rows))?;
+        Ok(out.into_robj())
+    })
+}
+
+extendr_module! {
+    mod reference;
+    fn nce_ref_sample;
+    fn nce_ref_log_density;
+    fn nce_kernel_normal_sample;
+    fn nce_kernel_normal_log_density;
+}
