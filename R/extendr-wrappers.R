@@ -128,4 +128,19 @@ nce_ghk_impute <- function(x, k, n_draws, seed, threads) .Call(wrap__nce_ghk_imp
 #' @noRd
 nce_bilinear <- function(maps, which, x, y, window) .Call(wrap__nce_bilinear, maps, which, x, y, window)
 
+#' LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
+#' starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
+#' `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
+#' one_se (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+#' @keywords internal
+#' @noRd
+nce_lfire_fit <- function(marginal, at_theta, starts, observed, penalty, control, seed, threads) .Call(wrap__nce_lfire_fit, marginal, at_theta, starts, observed, penalty, control, seed, threads)
+
+#' Cross-validated lasso path of a logistic regression (for tests against glmnet): `x` a
+#' double matrix, `y` 0/1, `foldid` 1-based folds. Returns lambda, intercept, beta (p x
+#' path length), cvm, cvsd, index_min and index_1se (1-based).
+#' @keywords internal
+#' @noRd
+nce_lasso_cv <- function(x, y, foldid, control) .Call(wrap__nce_lasso_cv, x, y, foldid, control)
+
 

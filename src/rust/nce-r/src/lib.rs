@@ -4,6 +4,7 @@
 mod bridge;
 mod convert;
 mod run;
+mod simulator;
 mod spatial;
 mod vnce;
 mod vnce_tools;
@@ -561,6 +562,7 @@ extendr_module! {
     use vnce_tools;
     use vnce;
     use spatial;
+    use simulator;
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
