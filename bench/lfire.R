@@ -19,8 +19,8 @@ t_exact <- system.time(exact <- arch_exact_posterior(drop(y_obs), th))[["elapsed
 
 run <- function(penalty) {
   t <- system.time(fit <- lfire(y_obs, arch_simulate, arch_summaries, pr, theta = th, n_theta = 500,
-                                n_marginal = 500, batch = TRUE, penalty = penalty))[["elapsed"]]
-  list(fit = fit, total = t)
+                                n_marginal = 500, batch = TRUE, penalty = penalty))
+  list(fit = fit, total = t[["elapsed"]], cpu = t[["user.self"]] + t[["sys.self"]])
 }
 set.seed(1)
 lasso <- run("lasso")
@@ -43,6 +43,8 @@ tab <- rbind(
 )
 rownames(tab) <- NULL
 cat(sprintf("ARCH(1), 25 x 25 grid, 500 + 500 simulations, %d future worker(s), 2 Rust threads\n", workers))
+cat(sprintf("Load average at the end: %s; lasso run CPU time (all threads of this process) %.1f s\n",
+            paste(readLines("/proc/loadavg", warn = FALSE), collapse = ""), lasso$cpu))
 print(tab)
 mode <- which.max(lasso$fit$posterior)
 cat("Summaries selected at the posterior mode (lasso):", paste(summary(lasso$fit)$selected, collapse = ", "), "\n")

@@ -185,19 +185,19 @@ pub fn logistic_lasso_path(
     let mut is_active = vec![false; p];
     let mut w = vec![0.0; m];
     let mut resid = vec![0.0; m];
+    let mut gram: Vec<f64> = Vec::new();
+    let mut xw: Vec<f64> = Vec::new();
+    let mut sw = 0.25;
     let mut prev_ratio = 0.0;
     for (k, &lam) in lambdas.iter().enumerate() {
-        for _outer in 0..ctrl.max_outer {
-            let mut sw = 0.0;
+        for outer in 0..ctrl.max_outer {
             let mut sr = 0.0;
             for r in 0..m {
                 let mu = sigmoid(eta[r]);
                 w[r] = (mu * (1.0 - mu)).max(1e-5);
                 resid[r] = yr[r] - mu;
-                sw += w[r];
                 sr += resid[r];
             }
-            sw /= mf;
             // Full gradient: KKT check of the inactive features, and the active residuals.
             let grad: Vec<f64> = (0..p)
                 .map(|j| col(j).iter().zip(&resid).map(|(a, b)| a * b).sum::<f64>() / mf)
@@ -211,17 +211,23 @@ pub fn logistic_lasso_path(
                 }
             }
             let q = active.len();
-            // Weighted Gram on the active set, and X'w / n.
-            let mut gram = vec![0.0; q * q];
-            let mut xw = vec![0.0; q];
-            for (a, &ja) in active.iter().enumerate() {
-                let ca = col(ja);
-                let wa: Vec<f64> = ca.iter().zip(&w).map(|(u, v)| u * v).collect();
-                xw[a] = wa.iter().sum::<f64>() / mf;
-                for (b, &jb) in active.iter().enumerate().take(a + 1) {
-                    let g = wa.iter().zip(col(jb)).map(|(u, v)| u * v).sum::<f64>() / mf;
-                    gram[a * q + b] = g;
-                    gram[b * q + a] = g;
+            // The weighted Gram matrix (the Hessian of the quadratic step) on the active set is
+            // the costly part (n q^2 / 2): rebuilt at each lambda's first step, when the active
+            // set grows and every fifth step; between, the previous one serves (the fixed point
+            // depends on the exact gradient only, so the solution is unchanged).
+            if outer == 0 || added || outer % 5 == 0 || gram.len() != q * q {
+                gram = vec![0.0; q * q];
+                xw = vec![0.0; q];
+                sw = w.iter().sum::<f64>() / mf;
+                for (a, &ja) in active.iter().enumerate() {
+                    let ca = col(ja);
+                    let wa: Vec<f64> = ca.iter().zip(&w).map(|(u, v)| u * v).collect();
+                    xw[a] = wa.iter().sum::<f64>() / mf;
+                    for (b, &jb) in active.iter().enumerate().take(a + 1) {
+                        let g = wa.iter().zip(col(jb)).map(|(u, v)| u * v).sum::<f64>() / mf;
+                        gram[a * q + b] = g;
+                        gram[b * q + a] = g;
+                    }
                 }
             }
             let mut res: Vec<f64> = active.iter().map(|&j| grad[j]).collect();
