@@ -22,7 +22,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
   check_number(lambda_min_ratio, min = 0, max = 1, exclusive_min = TRUE)
   if (lambda_min_ratio >= 1) check_fail("one number > 0 and < 1", lambda_min_ratio, "lambda_min_ratio", sys.call())
   check_count(nfolds, min = 2, max = 1000)
-  lambda <- match.arg(lambda)
+  lambda <- sim_match_arg(lambda, c("min", "1se"), "lambda", sys.call())
   check_count(chunk_size)
   list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), nfolds = as.double(nfolds),
        one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size))
@@ -88,8 +88,8 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   check_count(n_theta, min = 2)
   check_count(n_marginal, min = 2)
   check_bool(batch)
-  penalty <- match.arg(penalty)
-  type <- match.arg(type)
+  penalty <- sim_match_arg(penalty, c("lasso", "ridge"), "penalty", ucall)
+  type <- sim_match_arg(type, c("auto", "grid", "draws"), "type", ucall)
   if (!is.list(control) || is.null(control$nfolds)) check_fail("a list from lfire_control()", control, "control", ucall)
   if (type == "auto") type <- if (is.null(attr(theta, "grid"))) "draws" else "grid"
   grid_pts <- attr(theta, "grid")
@@ -123,7 +123,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   lp <- fit$log_ratio + if (type == "grid") log_prior else 0
   w <- normalise_log_weights(lp)
   colnames(fit$beta) <- names(s_obs)
-  structure(c(list(call = call, theta = theta, grid = grid_pts, type = type, prior = prior,
+  structure(c(list(call = call, observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
                    log_prior = log_prior, posterior = w, penalty = penalty, control = control,
                    n_theta = n_theta, n_marginal = n_marginal, observed_summaries = s_obs,
                    marginal = marginal, simulations = simulations,

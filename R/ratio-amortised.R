@@ -172,7 +172,7 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
   ucall <- sys.call()
   if (!inherits(object, "nce_ratio")) check_fail("an nce_ratio from ratio_amortised()", object, "object", ucall)
   check_count(n_draws, min = 10)
-  method <- match.arg(method)
+  method <- sim_match_arg(method, c("importance", "metropolis"), "method", ucall)
   check_count(n_chains, min = 2)
   check_count(burnin, min = 0)
   s_obs <- observed_summaries(object$summaries, observed, object$batch, ucall)

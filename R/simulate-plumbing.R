@@ -329,6 +329,9 @@ assemble_simulations <- function(res, theta, index, elapsed, call) {
       break
     }
   }
+  if (is.null(first)) {
+    nce_abort(sprintf("all %d simulations failed; the first reason: %s", total, why[1L]), "simulation", call = call)
+  }
   k <- length(first)
   nms <- names(first)
   if (is.null(nms) || any(nms == "")) nms <- paste0("s", seq_len(k))
@@ -359,9 +362,6 @@ assemble_simulations <- function(res, theta, index, elapsed, call) {
                          stringsAsFactors = FALSE)
   out <- structure(list(theta = theta[index, , drop = FALSE], index = index, summaries = s, ok = ok,
                         failures = failures, time = elapsed), class = "nce_simulations")
-  if (k == 0L) {
-    nce_abort(sprintf("all %d simulations failed; the first reason: %s", total, why[1L]), "simulation", call = call)
-  }
   report_failures(out, call)
   out
 }
@@ -380,4 +380,13 @@ print.nce_simulations <- function(x, ...) {
   cat(sprintf("<nce_simulations> %d simulations at %d parameter value(s), %d summaries; %d failed; %.2f s\n",
               length(x$ok), length(unique(x$index)), ncol(x$summaries), sum(!x$ok), x$time))
   invisible(x)
+}
+
+# match.arg() with a classed error naming the argument and the choices.
+sim_match_arg <- function(x, choices, arg, call) {
+  if (identical(x, choices)) return(choices[1L])
+  if (!is.character(x) || length(x) != 1L || is.na(x) || !(x %in% choices)) {
+    check_fail(paste0("one of ", paste0("\"", choices, "\"", collapse = ", ")), x, arg, call)
+  }
+  x
 }
