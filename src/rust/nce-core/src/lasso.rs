@@ -361,7 +361,7 @@ pub fn cv_logistic_lasso(
             Some(logistic_lasso_path(x, n, p, y, &train, &path.lambda, ctrl)?)
         };
         let mut eta = vec![0.0; test.len()];
-        for k in 0..nl {
+        for (k, dev_k) in fold_dev[f].iter_mut().enumerate() {
             match &fp {
                 Some(fp) => {
                     let kk = k.min(fp.lambda.len() - 1);
@@ -374,7 +374,7 @@ pub fn cv_logistic_lasso(
                     eta.iter_mut().for_each(|e| *e = b);
                 }
             }
-            fold_dev[f][k] = deviance(&yt, &eta, true) / test.len() as f64;
+            *dev_k = deviance(&yt, &eta, true) / test.len() as f64;
         }
     }
     let wsum: f64 = fold_n.iter().map(|&c| c as f64).sum();
