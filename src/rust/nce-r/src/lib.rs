@@ -16,6 +16,7 @@ mod nonlinear;
 mod ref_discrete_steps;
 mod reference;
 mod run;
+mod simulator;
 mod spatial;
 mod vnce;
 mod vnce_tools;
@@ -32,4 +33,5 @@ extendr_api::extendr_module! {
     use ref_discrete_steps;
     use nonlinear;
     use debug;
+    use simulator;
 }

@@ -1,8 +1,11 @@
 //! Estimators built on the engine and the samplers: bridge sampling / marginal likelihoods by
 //! logistic regression, variational NCE for the truncated Gaussian graphical model, and the
-//! mixture-of-Gaussians VNCE example, and NCE for models nonlinear in their parameters.
+//! mixture-of-Gaussians VNCE example, NCE for models nonlinear in their parameters, and LFIRE
+//! (penalised logistic ratio estimation per parameter value for simulator models).
 
 pub mod bridge;
+pub mod lasso;
+pub mod lfire;
 pub mod mog;
 pub mod nonlinear;
 pub mod vnce;

@@ -1,0 +1,277 @@
+# Methods for LFIRE fits (class nce_lfire): a posterior over parameter values given as
+# weights on a grid or on prior draws.
+
+# Weighted quantiles of a discrete distribution, interpolating the CDF between support
+# points taken at the middle of their mass (so a grid's quantiles move smoothly).
+weighted_quantile <- function(x, w, probs) {
+  ok <- w > 0 & is.finite(x)
+  x <- x[ok]
+  w <- w[ok] / sum(w[ok])
+  if (length(x) == 0L) return(rep(NA_real_, length(probs)))
+  agg <- tapply(w, x, sum)
+  v <- as.double(names(agg))
+  cw <- cumsum(agg) - agg / 2
+  if (length(v) == 1L) return(rep(v, length(probs)))
+  stats::approx(cw, v, xout = probs, rule = 2, ties = "ordered")$y
+}
+
+posterior_moments <- function(object) {
+  w <- object$posterior
+  th <- object$theta
+  mean <- colSums(th * w)
+  cen <- sweep(th, 2L, mean)
+  cov <- crossprod(cen * sqrt(w))
+  list(mean = mean, cov = cov, sd = sqrt(diag(cov)))
+}
+
+lfire_mode <- function(object) which.max(object$posterior)
+
+#' Methods for LFIRE fits
+#'
+#' `coef()` gives the posterior means, `vcov()` the posterior covariance, `confint()`
+#' equal-tailed credible intervals; `predict()` the estimated log ratio
+#' \eqn{\log p(s_{obs} \mid \theta) / p(s_{obs})} at the fitted parameter values or, with
+#' `newdata`, at new ones (simulating there and reusing the fit's prior-predictive sample);
+#' `simulate()` draws from the posterior predictive distribution of the summaries;
+#' `update()` refits, reusing the simulations when the simulation settings are unchanged
+#' (e.g. `update(fit, penalty = "ridge")`).
+#'
+#' @param object,x An `nce_lfire` fit.
+#' @param parm Parameters (names or positions).
+#' @param level Credible level.
+#' @param newdata Matrix or data frame of parameter values.
+#' @param type `"link"` (log ratio), `"response"` (ratio) or `"posterior"` (posterior
+#'   weights, at the fitted values only); `"lpmatrix"` is not available.
+#' @param se.fit Not available (the ratio's sampling error is not estimated).
+#' @param nsim Number of posterior-predictive simulations.
+#' @param seed Optional seed (as in [stats::simulate()]).
+#' @param which For `plot()`: parameters to show.
+#' @param ... Unused, or (update) arguments of [lfire()] to change.
+#' @name lfire-methods
+#' @return See the descriptions above.
+NULL
+
+#' @rdname lfire-methods
+#' @export
+coef.nce_lfire <- function(object, ...) posterior_moments(object)$mean
+
+#' @rdname lfire-methods
+#' @export
+vcov.nce_lfire <- function(object, ...) posterior_moments(object)$cov
+
+#' @rdname lfire-methods
+#' @export
+confint.nce_lfire <- function(object, parm, level = 0.95, ...) {
+  check_probability(level)
+  nms <- colnames(object$theta)
+  if (missing(parm)) parm <- nms
+  if (is.numeric(parm)) parm <- nms[parm]
+  if (!is.character(parm) || anyNA(parm) || !all(parm %in% nms)) {
+    nce_abort(sprintf("`parm` must name parameters among %s.", paste(nms, collapse = ", ")), "input")
+  }
+  a <- (1 - level) / 2
+  ci <- t(vapply(parm, function(p) weighted_quantile(object$theta[, p], object$posterior, c(a, 1 - a)), numeric(2)))
+  dimnames(ci) <- list(parm, sprintf("%s %%", format(100 * c(a, 1 - a), trim = TRUE)))
+  ci
+}
+
+#' @rdname lfire-methods
+#' @export
+predict.nce_lfire <- function(object, newdata = NULL, type = c("link", "response", "posterior", "lpmatrix"),
+                              se.fit = FALSE, ...) {
+  type <- match.arg(type)
+  if (type == "lpmatrix") {
+    nce_unsupported("predict(type = \"lpmatrix\")", object,
+                    "each parameter value has its own regression on simulated summaries, not one linear predictor")
+  }
+  if (!isFALSE(se.fit)) {
+    nce_unsupported("predict(se.fit = TRUE)", object,
+                    "the log ratio's Monte Carlo error is not estimated (refit with other seeds to see it)")
+  }
+  if (is.null(newdata)) {
+    lr <- object$log_ratio
+  } else {
+    if (type == "posterior") {
+      nce_abort("type = \"posterior\" is defined on the fitted parameter values only: drop `newdata`.", "input")
+    }
+    th <- as_theta_matrix(newdata, object$prior$names, what = "`newdata`")
+    if (any(!is.finite(th))) nce_abort("`newdata` has non-finite parameter values.", "input")
+    sims <- run_simulations(object$simulator, object$summaries, th, object$n_theta, object$batch,
+                            object$n_theta, call = sys.call())
+    lr <- lfire_engine(object$observed_summaries, object$marginal, sims, nrow(th), object$penalty,
+                       object$control, sys.call())$log_ratio
+  }
+  switch(type, link = lr, response = exp(lr), posterior = object$posterior)
+}
+
+#' @rdname lfire-methods
+#' @export
+simulate.nce_lfire <- function(object, nsim = 1, seed = NULL, ...) {
+  check_count(nsim)
+  if (!is.null(seed)) set.seed(seed)
+  i <- sample.int(nrow(object$theta), nsim, replace = TRUE, prob = object$posterior)
+  th <- object$theta[i, , drop = FALSE]
+  s <- run_simulations(object$simulator, object$summaries, th, 1L, object$batch, 100L, call = sys.call())
+  data.frame(th, s$summaries, check.names = FALSE)
+}
+
+#' @rdname lfire-methods
+#' @export
+update.nce_lfire <- function(object, ...) {
+  changes <- list(...)
+  args <- list(observed = object$observed, simulator = object$simulator, summaries = object$summaries,
+               prior = object$prior, theta = structure(object$theta, grid = object$grid), n_theta = object$n_theta,
+               n_marginal = object$n_marginal, penalty = object$penalty, batch = object$batch,
+               type = object$type, control = object$control)
+  sim_args <- c("simulator", "summaries", "batch", "prior")
+  if (!any(names(changes) %in% c(sim_args, "n_marginal"))) args$marginal <- object$marginal
+  if (!any(names(changes) %in% c(sim_args, "theta", "n_theta"))) args$simulations <- object$simulations
+  args[names(changes)] <- changes
+  fit <- do.call(lfire, args)
+  fit$call <- object$call
+  for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
+  fit
+}
+
+#' @export
+print.nce_lfire <- function(x, ...) {
+  cat("LFIRE posterior (likelihood-free inference by ratio estimation)\n")
+  cat("Call: ", paste(deparse(x$call, width.cutoff = 100L), collapse = "\n"), "\n", sep = "")
+  cat(sprintf("%d parameter values (%s), %d simulations each, %d prior-predictive; penalty %s\n",
+              nrow(x$theta), x$type, x$n_theta, x$n_marginal,
+              if (x$penalty == "lasso") sprintf("lasso (lambda by %d-fold CV, %s)", x$control$nfolds, x$control$lambda)
+              else "ridge (REML)"))
+  nf <- nrow(x$simulations$failures) + nrow(x$marginal$failures)
+  if (nf > 0L) cat(sprintf("%d simulations failed and were left out\n", nf))
+  m <- posterior_moments(x)
+  print(round(rbind(mean = m$mean, sd = m$sd), 4L))
+  invisible(x)
+}
+
+#' @rdname lfire-methods
+#' @export
+summary.nce_lfire <- function(object, level = 0.95, ...) {
+  m <- posterior_moments(object)
+  ci <- confint(object, level = level)
+  med <- vapply(colnames(object$theta), function(p) weighted_quantile(object$theta[, p], object$posterior, 0.5), 1)
+  mode <- lfire_mode(object)
+  tab <- data.frame(mean = m$mean, sd = m$sd, lower = ci[, 1], median = med, upper = ci[, 2],
+                    mode = object$theta[mode, ], row.names = colnames(object$theta))
+  b <- object$beta[mode, ]
+  selected <- names(object$observed_summaries)[!is.na(b) & b != 0]
+  structure(list(call = object$call, table = tab, level = level, selected = selected,
+                 n_summaries = length(object$observed_summaries), penalty = object$penalty,
+                 ess = 1 / sum(object$posterior^2), type = object$type, n_values = nrow(object$theta),
+                 failures = nrow(object$simulations$failures) + nrow(object$marginal$failures),
+                 time = object$time),
+            class = "summary.nce_lfire")
+}
+
+#' @export
+print.summary.nce_lfire <- function(x, digits = 4L, ...) {
+  cat("LFIRE posterior\n")
+  cat("Call: ", paste(deparse(x$call, width.cutoff = 100L), collapse = "\n"), "\n\n", sep = "")
+  cat(sprintf("Posterior over %d parameter values (%s); lower/upper: %g%% equal-tailed credible interval\n",
+              x$n_values, x$type, 100 * x$level))
+  print(format(x$table, digits = digits))
+  if (x$type == "draws") cat(sprintf("Effective sample size of the weights: %.1f\n", x$ess))
+  cat(sprintf("\nSummaries used at the posterior mode (%s penalty): %d of %d: %s\n", x$penalty,
+              length(x$selected), x$n_summaries, if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
+  if (x$failures > 0L) cat(sprintf("%d simulations failed and were left out\n", x$failures))
+  invisible(x)
+}
+
+#' @rdname lfire-methods
+#' @export
+plot.nce_lfire <- function(x, which = colnames(x$theta), ...) {
+  nms <- colnames(x$theta)
+  if (is.numeric(which)) which <- nms[which]
+  if (!is.character(which) || !all(which %in% nms)) {
+    nce_abort(sprintf("`which` must name parameters among %s.", paste(nms, collapse = ", ")), "input")
+  }
+  two <- length(which) == 2L && x$type == "grid"
+  op <- graphics::par(mfrow = c(1L, length(which) + two))
+  on.exit(graphics::par(op))
+  for (p in which) {
+    d <- lfire_marginal(x, p)
+    plot(d$x, d$y, type = "l", xlab = p, ylab = "posterior density", main = paste("Marginal of", p), ...)
+  }
+  if (two) {
+    pts <- x$grid[which]
+    z <- tapply(x$posterior, list(factor(x$theta[, which[1]], pts[[1]]), factor(x$theta[, which[2]], pts[[2]])), sum)
+    z[is.na(z)] <- 0
+    graphics::contour(pts[[1]], pts[[2]], z, xlab = which[1], ylab = which[2], main = "Joint posterior",
+                      drawlabels = FALSE)
+  }
+  invisible(x)
+}
+
+# Marginal density of parameter p: mass per grid value over the cell width (grid), or a
+# weighted kernel density (draws).
+lfire_marginal <- function(x, p) {
+  if (x$type == "grid" && !is.null(x$grid[[p]])) {
+    v <- x$grid[[p]]
+    mass <- tapply(x$posterior, factor(x$theta[, p], v), sum)
+    mass[is.na(mass)] <- 0
+    width <- if (length(v) > 1L) mean(diff(v)) else 1
+    list(x = v, y = as.double(mass) / width)
+  } else {
+    d <- stats::density(x$theta[, p], weights = x$posterior)
+    list(x = d$x, y = d$y)
+  }
+}
+
+#' @export
+nobs.nce_lfire <- function(object, ...) {
+  nce_unsupported("nobs", object, "the data are one observed data set seen through its summaries")
+}
+
+#' @export
+fitted.nce_lfire <- function(object, ...) {
+  nce_unsupported("fitted", object, "there is no fitted density of the observed data, only ratios at parameter values")
+}
+
+#' @export
+residuals.nce_lfire <- function(object, ...) {
+  nce_unsupported("residuals", object, "there are no fitted values of the observed data")
+}
+
+#' @export
+logLik.nce_lfire <- function(object, ...) {
+  nce_unsupported("logLik", object, "a simulator model has no likelihood to evaluate; the fit estimates ratios")
+}
+
+#' @export
+AIC.nce_lfire <- function(object, ..., k = 2) {
+  nce_unsupported("AIC", object, "there is no likelihood (compare models through their posteriors)")
+}
+
+#' @export
+BIC.nce_lfire <- function(object, ...) {
+  nce_unsupported("BIC", object, "there is no likelihood (compare models through their posteriors)")
+}
+
+#' @export
+anova.nce_lfire <- function(object, ...) {
+  nce_unsupported("anova", object, "there are no nested likelihood models to test")
+}
+
+#' @export
+model.frame.nce_lfire <- function(formula, ...) {
+  nce_unsupported("model.frame", formula, "the model is a simulator function, not a formula on data")
+}
+
+#' @export
+model.matrix.nce_lfire <- function(object, ...) {
+  nce_unsupported("model.matrix", object, "each parameter value has its own regression on simulated summaries")
+}
+
+#' @export
+formula.nce_lfire <- function(x, ...) {
+  nce_unsupported("formula", x, "the model is a simulator function, not a formula")
+}
+
+#' @export
+terms.nce_lfire <- function(x, ...) {
+  nce_unsupported("terms", x, "the model is a simulator function, not a formula")
+}

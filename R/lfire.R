@@ -1,0 +1,209 @@
+# LFIRE: likelihood-free inference by ratio estimation (Thomas, Dutta, Corander, Kaski and
+# Gutmann 2020). For each parameter value theta a penalised logistic regression between
+# simulations at theta and a shared prior-predictive sample estimates
+# h_theta(s) = log p(s | theta) / p(s); the posterior is prior x exp(h_theta(s_obs)).
+
+#' Control settings of [lfire()]
+#'
+#' @param nlambda Length of the lasso's lambda path.
+#' @param lambda_min_ratio Smallest lambda as a fraction of the largest.
+#' @param nfolds Folds of the cross-validation that chooses lambda.
+#' @param lambda `"min"` (the lambda of least CV deviance, as Thomas et al. 2020) or
+#'   `"1se"` (the largest lambda within one standard error of it).
+#' @param chunk_size Simulations per unit of parallel work for the prior-predictive sample
+#'   (see [simulate_summaries()]).
+#' @return A list for the `control` argument of [lfire()].
+#' @examples
+#' lfire_control(nfolds = 5)
+#' @export
+lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L, lambda = c("min", "1se"),
+                          chunk_size = 100L) {
+  check_count(nlambda, max = 1e4)
+  check_number(lambda_min_ratio, min = 0, max = 1, exclusive_min = TRUE)
+  if (lambda_min_ratio >= 1) check_fail("one number > 0 and < 1", lambda_min_ratio, "lambda_min_ratio", sys.call())
+  check_count(nfolds, min = 2, max = 1000)
+  lambda <- sim_match_arg(lambda, c("min", "1se"), "lambda", sys.call())
+  check_count(chunk_size)
+  list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), nfolds = as.double(nfolds),
+       one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size))
+}
+
+#' Posterior of a simulator model by ratio estimation (LFIRE)
+#'
+#' For each parameter value in `theta`, `lfire()` simulates `n_theta` data sets, and once
+#' for all values `n_marginal` data sets from the prior predictive; a penalised logistic
+#' regression between the two samples' summary statistics estimates
+#' \eqn{h_\theta(s) = \log p(s \mid \theta) - \log p(s)} (Thomas et al. 2020). The
+#' posterior is \eqn{\pi(\theta) \exp(h_\theta(s_{obs}))}, normalised over a grid, or
+#' weights \eqn{\exp(h_\theta(s_{obs}))} on draws from the prior.
+#'
+#' With `penalty = "lasso"` (default) the regression has an L1 penalty whose weight is
+#' chosen by K-fold cross-validation of the binomial deviance (as glmnet's `cv.glmnet`),
+#' which selects among many summaries; `penalty = "ridge"` uses a quadratic penalty with
+#' its weight chosen by REML (the package's GAM engine). Both fits run in Rust, one
+#' parameter value per thread. Summaries are standardised by the mean and standard
+#' deviation of the prior-predictive sample.
+#'
+#' @param observed The observed data, in the form `summaries` takes (with `batch = TRUE`,
+#'   a batch of one data set).
+#' @param simulator,summaries,batch The simulator model; see [simulate_summaries()].
+#' @param prior An `nce_prior` ([prior_uniform()] etc.).
+#' @param theta Parameter values: a grid from [theta_grid()] (default, 25 points per
+#'   parameter), or a matrix of draws from the prior (then `type = "draws"`).
+#' @param n_theta Simulations at each parameter value.
+#' @param n_marginal Simulations from the prior predictive (shared).
+#' @param penalty `"lasso"` or `"ridge"`.
+#' @param type `"grid"` (posterior = prior x ratio, normalised over the points) or
+#'   `"draws"` (`theta` drawn from the prior: weights proportional to the ratio); `"auto"`
+#'   takes `"grid"` for [theta_grid()] output and `"draws"` otherwise.
+#' @param marginal,simulations Cached simulations to reuse ([simulate_summaries()] output or
+#'   a previous fit's `$marginal` / `$simulations`): the prior-predictive sample, and the
+#'   simulations at `theta` (their parameter values must match `theta`).
+#' @param control [lfire_control()].
+#' @return An object of class `nce_lfire`: `theta`, `log_ratio`, `log_prior`, `posterior`
+#'   (weights summing to 1), the fits (`intercept`, `beta` on standardised summaries,
+#'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds).
+#' @references Thomas, O., Dutta, R., Corander, J., Kaski, S. and Gutmann, M. U. (2020).
+#'   Likelihood-free inference by ratio estimation. Bayesian Analysis.
+#' @examples
+#' # Gaussian mean with unknown location, 3 summaries (one of them noise)
+#' sim <- function(theta) rnorm(30, theta[["mu"]])
+#' summ <- function(x) c(mean = mean(x), median = stats::median(x), noise = stats::rnorm(1))
+#' set.seed(1)
+#' x_obs <- rnorm(30, 0.5)
+#' pr <- prior_uniform(mu = c(-2, 2))
+#' fit <- lfire(x_obs, sim, summ, pr, theta = theta_grid(pr, 15), n_theta = 100, n_marginal = 100,
+#'              control = lfire_control(nfolds = 5))
+#' summary(fit)
+#' @export
+lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prior, 25L), n_theta = 500L,
+                  n_marginal = 500L, penalty = c("lasso", "ridge"), batch = FALSE,
+                  type = c("auto", "grid", "draws"), marginal = NULL, simulations = NULL,
+                  control = lfire_control()) {
+  call <- match.call()
+  ucall <- sys.call()
+  check_function(simulator)
+  check_function(summaries)
+  if (!inherits(prior, "nce_prior")) check_fail("an nce_prior (see prior_uniform())", prior, "prior", ucall)
+  check_count(n_theta, min = 2)
+  check_count(n_marginal, min = 2)
+  check_bool(batch)
+  penalty <- sim_match_arg(penalty, c("lasso", "ridge"), "penalty", ucall)
+  type <- sim_match_arg(type, c("auto", "grid", "draws"), "type", ucall)
+  if (!is.list(control) || is.null(control$nfolds)) check_fail("a list from lfire_control()", control, "control", ucall)
+  if (type == "auto") type <- if (is.null(attr(theta, "grid"))) "draws" else "grid"
+  grid_pts <- attr(theta, "grid")
+  theta <- as_theta_matrix(theta, prior$names, call = ucall)
+  if (any(!is.finite(theta))) nce_abort("`theta` has non-finite parameter values.", "input", call = ucall)
+  if (is.null(simulations)) check_size(8 * nrow(theta) * n_theta * 20, "n_theta", "the simulations", call = ucall)
+
+  s_obs <- observed_summaries(summaries, observed, batch, ucall)
+  t_sim <- 0
+  if (is.null(marginal)) {
+    th_m <- prior$sample(n_marginal)
+    marginal <- run_simulations(simulator, summaries, as_theta_matrix(th_m, prior$names, call = ucall), 1L,
+                                batch, control$chunk_size, call = ucall)
+    t_sim <- t_sim + marginal$time
+  } else {
+    check_simulations(marginal, "marginal", length(s_obs), ucall)
+  }
+  if (is.null(simulations)) {
+    simulations <- run_simulations(simulator, summaries, theta, n_theta, batch, n_theta, call = ucall)
+    t_sim <- t_sim + simulations$time
+  } else {
+    check_simulations(simulations, "simulations", length(s_obs), ucall)
+    if (!identical(unname(simulations$theta[!duplicated(simulations$index), , drop = FALSE]), unname(theta)) ||
+        max(simulations$index) != nrow(theta)) {
+      nce_abort("`simulations` were run at other parameter values than `theta`: pass the same `theta`.",
+                "input", call = ucall)
+    }
+  }
+  fit <- lfire_engine(s_obs, marginal, simulations, nrow(theta), penalty, control, ucall)
+  log_prior <- prior$log_density(theta)
+  lp <- fit$log_ratio + if (type == "grid") log_prior else 0
+  w <- normalise_log_weights(lp)
+  colnames(fit$beta) <- names(s_obs)
+  structure(c(list(call = call, observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
+                   log_prior = log_prior, posterior = w, penalty = penalty, control = control,
+                   n_theta = n_theta, n_marginal = n_marginal, observed_summaries = s_obs,
+                   marginal = marginal, simulations = simulations,
+                   simulator = simulator, summaries = summaries, batch = batch,
+                   time = c(simulation = t_sim, fitting = fit$time)),
+              fit[setdiff(names(fit), "time")]),
+            class = "nce_lfire")
+}
+
+observed_summaries <- function(summaries, observed, batch, call) {
+  s <- tryCatch(summaries(observed), error = function(e) {
+    nce_abort(paste("`summaries` failed on the observed data:", conditionMessage(e)), "input", call = call)
+  })
+  if (is.data.frame(s)) s <- as.matrix(s)
+  if (is.matrix(s)) {
+    if (nrow(s) != 1L) nce_abort("`summaries(observed)` must give one row of summaries.", "input", call = call)
+    s <- stats::setNames(s[1L, ], colnames(s))
+  }
+  if (!is.numeric(s) || length(s) < 1L || any(!is.finite(s))) {
+    nce_abort("`summaries(observed)` must be finite numbers.", "input", call = call)
+  }
+  if (is.null(names(s)) || any(names(s) == "")) names(s) <- paste0("s", seq_along(s))
+  s
+}
+
+check_simulations <- function(x, arg, k, call) {
+  if (!inherits(x, "nce_simulations")) check_fail("simulations from simulate_summaries()", x, arg, call)
+  if (ncol(x$summaries) != k) {
+    nce_abort(sprintf("`%s` hold %d summaries but the observed data give %d.", arg, ncol(x$summaries), k),
+              "input", call = call)
+  }
+}
+
+normalise_log_weights <- function(lp) {
+  ok <- is.finite(lp)
+  w <- numeric(length(lp))
+  if (any(ok)) {
+    w[ok] <- exp(lp[ok] - max(lp[ok]))
+    w <- w / sum(w)
+  }
+  w
+}
+
+# Standardise, stack and fit in Rust. Parameter values with fewer than two successful
+# simulations get an NA log ratio (and zero posterior weight), with a warning.
+lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, control, call) {
+  sm <- marginal$summaries[marginal$ok, , drop = FALSE]
+  if (nrow(sm) < 2L) nce_abort("fewer than two prior-predictive simulations succeeded.", "simulation", call = call)
+  center <- colMeans(sm)
+  scale <- sqrt(colSums(sweep(sm, 2L, center)^2) / (nrow(sm) - 1L))
+  const <- !(scale > 1e-12 * pmax(1, abs(center)))
+  if (any(const)) {
+    nce_abort(sprintf("summary statistic(s) %s are constant over the prior-predictive simulations: drop them.",
+                      paste(names(s_obs)[const], collapse = ", ")), "input", call = call)
+  }
+  std <- function(m) sweep(sweep(m, 2L, center), 2L, scale, "/")
+  at <- simulations$summaries
+  counts <- tabulate(simulations$index[simulations$ok], nbins = n_values)
+  good <- counts >= 2L
+  if (!all(good)) {
+    nce_warn(sprintf("%d parameter value(s) had fewer than two successful simulations and get no posterior weight.",
+                     sum(!good)), "simulation", call = call)
+  }
+  keep <- simulations$ok & good[simulations$index]
+  ord <- order(simulations$index[keep])
+  at_std <- std(at[keep, , drop = FALSE][ord, , drop = FALSE])
+  starts <- as.integer(c(0L, cumsum(counts[good])))
+  obs_std <- (s_obs - center) / scale
+  t0 <- proc.time()[["elapsed"]]
+  res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std), penalty, control[c("nlambda",
+                          "lambda_min_ratio", "nfolds", "one_se")], draw_seed(), nce_threads()), call = call)
+  t_fit <- proc.time()[["elapsed"]] - t0
+  fill <- function(v) {
+    out <- rep(NA_real_, n_values)
+    out[good] <- v
+    out
+  }
+  beta <- matrix(NA_real_, n_values, length(s_obs))
+  beta[good, ] <- res$beta
+  list(log_ratio = fill(res$log_ratio), intercept = fill(res$intercept), beta = beta, lambda = fill(res$lambda),
+       criterion = fill(res$criterion), df = fill(res$df), center = center, scale = scale,
+       n_success = counts, time = t_fit)
+}

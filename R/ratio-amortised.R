@@ -1,0 +1,315 @@
+# Amortised ratio estimation (Hermans, Begy and Louppe 2020): one classifier between joint
+# pairs (theta, s(x)), x simulated at theta ~ prior, and pairs with theta shuffled (drawn
+# from the product of marginals). Its logit estimates log p(s | theta) / p(s) for every theta
+# and s, so one fit serves any observed data set. The classifier is a GAM (smooth and
+# tensor-product terms) fitted by the package's REML engine in Rust.
+
+#' Amortised ratio estimation for simulator models
+#'
+#' Simulates `n` pairs (theta, s) with theta from the prior and fits a penalised logistic
+#' regression (a GAM whose smoothing parameters are chosen by REML) between these joint
+#' pairs and `n_shuffle` x `n` pairs whose theta are shuffled among the simulations. The
+#' logit estimates \eqn{\log p(s \mid \theta) / p(s)} for all theta and s; [ratio_posterior()]
+#' turns it into a posterior for an observed data set without new simulations.
+#'
+#' @inheritParams lfire
+#' @param n Number of joint simulations.
+#' @param formula The classifier's right-hand side in the parameter and summary names
+#'   (e.g. `~ s(mu) + s(m) + ti(mu, m)`); by default, a smooth of each parameter and each
+#'   summary plus a tensor-product interaction `ti(theta_j, s_k, k = 4)` of every pair.
+#' @param n_shuffle Shuffled pairs per joint pair.
+#' @param simulations Cached joint simulations ([simulate_summaries()] output at prior
+#'   draws, one simulation per draw) to reuse.
+#' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
+#'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `time`.
+#' @references Hermans, J., Begy, V. and Louppe, G. (2020). Likelihood-free MCMC with
+#'   amortized approximate ratio estimators. ICML.
+#' @examples
+#' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+#' summ <- function(x) cbind(m = rowMeans(x))
+#' pr <- prior_uniform(mu = c(-2, 2))
+#' set.seed(1)
+#' r <- ratio_amortised(sim, summ, pr, n = 1000, batch = TRUE, formula = ~ te(mu, m, k = 5))
+#' post <- ratio_posterior(r, matrix(rnorm(20, 0.5), 1), n_draws = 2000)
+#' summary(post)
+#' @export
+ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = 1L,
+                            simulations = NULL) {
+  call <- match.call()
+  ucall <- sys.call()
+  check_function(simulator)
+  check_function(summaries)
+  if (!inherits(prior, "nce_prior")) check_fail("an nce_prior (see prior_uniform())", prior, "prior", ucall)
+  check_count(n, min = 10)
+  check_count(n_shuffle, max = 100)
+  check_bool(batch)
+  t_sim <- 0
+  if (is.null(simulations)) {
+    th <- as_theta_matrix(prior$sample(n), prior$names, call = ucall)
+    simulations <- run_simulations(simulator, summaries, th, 1L, batch, 100L, call = ucall)
+    t_sim <- simulations$time
+  } else {
+    if (!inherits(simulations, "nce_simulations")) {
+      check_fail("simulations from simulate_summaries()", simulations, "simulations", ucall)
+    }
+    if (!all(prior$names %in% colnames(simulations$theta))) {
+      nce_abort("`simulations` lack some of the prior's parameters.", "input", call = ucall)
+    }
+  }
+  th <- simulations$theta[simulations$ok, prior$names, drop = FALSE]
+  s <- simulations$summaries[simulations$ok, , drop = FALSE]
+  snames <- colnames(s)
+  clash <- intersect(snames, c(prior$names, "y"))
+  if (length(clash)) {
+    nce_abort(sprintf("summary names %s clash with parameter names or `y`: rename them.",
+                      paste(clash, collapse = ", ")), "input", call = ucall)
+  }
+  bad <- !grepl("^[A-Za-z.][A-Za-z0-9._]*$", c(prior$names, snames))
+  if (any(bad)) {
+    nce_abort(sprintf("names %s are not syntactic: rename parameters and summaries (letters, digits, . and _).",
+                      paste(c(prior$names, snames)[bad], collapse = ", ")), "input", call = ucall)
+  }
+  m <- nrow(th)
+  if (m < 10L) nce_abort("fewer than 10 simulations succeeded.", "simulation", call = ucall)
+  if (is.null(formula)) formula <- default_ratio_formula(prior$names, snames)
+  if (!inherits(formula, "formula") || length(formula) != 2L) {
+    check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
+  }
+  joint <- data.frame(th, s, y = 1, check.names = FALSE)
+  shuffled <- do.call(rbind, lapply(seq_len(n_shuffle), function(k) {
+    data.frame(th[sample.int(m), , drop = FALSE], s, y = 0, check.names = FALSE)
+  }))
+  dat <- rbind(joint, shuffled)
+  f <- stats::update(formula, y ~ .)
+  environment(f) <- environment()
+  t0 <- proc.time()[["elapsed"]]
+  g <- tryCatch(fit_penalised(f, dat, "binomial"), nce_error = function(e) {
+    nce_abort(paste("the classifier fit failed:", conditionMessage(e)), class(e)[1L] |> sub(pattern = "^nce_error_",
+              replacement = ""), call = ucall)
+  })
+  t_fit <- proc.time()[["elapsed"]] - t0
+  class(g) <- c("gam", "glm", "lm")
+  structure(list(call = call, gam = g, formula = formula, prior = prior, parameters = prior$names,
+                 summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
+                 simulator = simulator, summaries = summaries, batch = batch,
+                 time = c(simulation = t_sim, fitting = t_fit)),
+            class = "nce_ratio")
+}
+
+default_ratio_formula <- function(pars, snames) {
+  main <- c(sprintf("s(%s, k = 5)", pars), sprintf("s(%s, k = 5)", snames))
+  inter <- as.vector(outer(pars, snames, function(a, b) sprintf("ti(%s, %s, k = 4)", a, b)))
+  stats::as.formula(paste("~", paste(c(main, inter), collapse = " + ")))
+}
+
+# Log ratio of the classifier at rows of parameters and summaries (mgcv's prediction basis),
+# the prior odds of shuffled to joint pairs taken out.
+ratio_log_ratio <- function(object, theta, s) {
+  nd <- data.frame(theta, s, check.names = FALSE)
+  eta <- as.double(mgcv::predict.gam(object$gam, newdata = nd, type = "link"))
+  eta + log(object$n_shuffle)
+}
+
+#' @export
+print.nce_ratio <- function(x, ...) {
+  cat("Amortised ratio estimator (classifier between joint and shuffled (theta, s) pairs)\n")
+  cat(sprintf("%d joint pairs, %d shuffled per pair; parameters %s; summaries %s\n", x$n, x$n_shuffle,
+              paste(x$parameters, collapse = ", "), paste(x$summary_names, collapse = ", ")))
+  cat("Classifier: ", paste(deparse(x$formula, width.cutoff = 100L), collapse = " "), "\n", sep = "")
+  cat(sprintf("Total edf %.1f; simulation %.2f s, fitting %.2f s\n", sum(x$gam$edf), x$time[["simulation"]],
+              x$time[["fitting"]]))
+  invisible(x)
+}
+
+#' @export
+summary.nce_ratio <- function(object, ...) {
+  g <- object$gam
+  structure(list(print = utils::capture.output(print(object)),
+                 deviance_explained = 1 - g$deviance / g$null.deviance,
+                 smooths = vapply(g$smooth, function(sm) sum(g$edf[sm$first.para:sm$last.para]), 1) |>
+                   stats::setNames(vapply(g$smooth, `[[`, "", "label"))),
+            class = "summary.nce_ratio")
+}
+
+#' @export
+print.summary.nce_ratio <- function(x, ...) {
+  writeLines(x$print)
+  cat(sprintf("Classifier deviance explained: %.3f\nEffective degrees of freedom per smooth:\n", x$deviance_explained))
+  print(round(x$smooths, 2L))
+  invisible(x)
+}
+
+#' @export
+predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...) {
+  type <- match.arg(type)
+  if (missing(newdata) || !is.data.frame(newdata)) {
+    nce_abort("`newdata` must be a data frame with the parameter and summary columns.", "input")
+  }
+  miss <- setdiff(c(object$parameters, object$summary_names), names(newdata))
+  if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input")
+  lr <- ratio_log_ratio(object, newdata[object$parameters], newdata[object$summary_names])
+  if (type == "link") lr else exp(lr)
+}
+
+#' Posterior draws from an amortised ratio estimator
+#'
+#' For an observed data set, draws from prior x exp(log ratio) without new simulations:
+#' by importance sampling with the prior as proposal (weights, effective sample size), or
+#' by random-walk Metropolis run as `n_chains` parallel chains whose log ratios are
+#' evaluated together (acceptance rate and effective sample size reported).
+#'
+#' @param object An `nce_ratio` from [ratio_amortised()].
+#' @param observed The observed data, as `summaries` takes it.
+#' @param n_draws Importance: number of prior draws. Metropolis: total draws kept.
+#' @param method `"importance"` or `"metropolis"`.
+#' @param n_chains,burnin Metropolis: parallel chains and burn-in steps per chain.
+#' @param scale Metropolis: proposal sd per parameter (default: from an importance pass).
+#' @return An object of class `nce_ratio_posterior`: `draws` (matrix), `weights`, `ess`,
+#'   `acceptance` (Metropolis), with `summary()`, `coef()`, `vcov()`, `confint()`, `plot()`.
+#' @export
+ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("importance", "metropolis"),
+                            n_chains = 100L, burnin = 100L, scale = NULL) {
+  ucall <- sys.call()
+  if (!inherits(object, "nce_ratio")) check_fail("an nce_ratio from ratio_amortised()", object, "object", ucall)
+  check_count(n_draws, min = 10)
+  method <- sim_match_arg(method, c("importance", "metropolis"), "method", ucall)
+  check_count(n_chains, min = 2)
+  check_count(burnin, min = 0)
+  s_obs <- observed_summaries(object$summaries, observed, object$batch, ucall)
+  if (length(s_obs) != length(object$summary_names)) {
+    nce_abort("`observed` gives a different number of summaries than the simulations.", "input", call = ucall)
+  }
+  names(s_obs) <- object$summary_names
+  pr <- object$prior
+  log_target <- function(th) {
+    lp <- pr$log_density(th)
+    ok <- is.finite(lp)
+    out <- rep(-Inf, nrow(th))
+    if (any(ok)) {
+      sm <- matrix(s_obs, sum(ok), length(s_obs), byrow = TRUE, dimnames = list(NULL, names(s_obs)))
+      out[ok] <- lp[ok] + ratio_log_ratio(object, th[ok, , drop = FALSE], sm)
+    }
+    out
+  }
+  t0 <- proc.time()[["elapsed"]]
+  if (method == "importance") {
+    th <- as_theta_matrix(pr$sample(n_draws), pr$names, call = ucall)
+    sm <- matrix(s_obs, n_draws, length(s_obs), byrow = TRUE, dimnames = list(NULL, names(s_obs)))
+    w <- normalise_log_weights(ratio_log_ratio(object, th, sm))
+    res <- list(draws = th, weights = w, ess = 1 / sum(w^2), acceptance = NA_real_)
+  } else {
+    res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs)
+  }
+  structure(c(res, list(method = method, observed_summaries = s_obs, time = proc.time()[["elapsed"]] - t0)),
+            class = "nce_ratio_posterior")
+}
+
+# Random-walk Metropolis with n_chains chains moved together (one vectorised log-ratio
+# evaluation per step), started from an importance-resampled population.
+ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs) {
+  d <- length(pr$names)
+  init <- as_theta_matrix(pr$sample(max(2000L, 10L * n_chains)), pr$names)
+  lw <- log_target(init)
+  w <- normalise_log_weights(lw)
+  if (is.null(scale)) {
+    mu <- colSums(init * w)
+    scale <- 2.38 / sqrt(d) * sqrt(pmax(colSums(sweep(init, 2L, mu)^2 * w), 1e-12))
+  }
+  cur <- init[sample.int(nrow(init), n_chains, replace = TRUE, prob = w), , drop = FALSE]
+  lcur <- log_target(cur)
+  steps <- ceiling(n_draws / n_chains)
+  draws <- array(NA_real_, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
+  acc <- 0
+  for (it in seq_len(burnin + steps)) {
+    prop <- cur + matrix(stats::rnorm(n_chains * d), n_chains, d) * rep(scale, each = n_chains)
+    colnames(prop) <- pr$names
+    lprop <- log_target(prop)
+    a <- log(stats::runif(n_chains)) < lprop - lcur
+    a[is.na(a)] <- FALSE
+    cur[a, ] <- prop[a, ]
+    lcur[a] <- lprop[a]
+    if (it > burnin) {
+      draws[it - burnin, , ] <- cur
+      acc <- acc + sum(a)
+    }
+  }
+  flat <- matrix(aperm(draws, c(1, 2, 3)), steps * n_chains, d, dimnames = list(NULL, pr$names))
+  ess <- vapply(seq_len(d), function(j) chain_ess(draws[, , j, drop = TRUE]), 1)
+  list(draws = flat, weights = rep(1 / nrow(flat), nrow(flat)), ess = stats::setNames(ess, pr$names),
+       acceptance = acc / (steps * n_chains), scale = scale)
+}
+
+# Effective sample size of parallel chains (columns): n_total / (1 + 2 sum of the
+# autocorrelations pooled over chains, cut at the first negative pair sum, Geyer's rule).
+chain_ess <- function(x) {
+  x <- as.matrix(x)
+  nt <- nrow(x)
+  if (nt < 4L) return(length(x))
+  xc <- sweep(x, 2L, colMeans(x))
+  v <- mean(xc^2)
+  if (v <= 0) return(length(x))
+  maxlag <- min(nt - 1L, 200L)
+  rho <- vapply(seq_len(maxlag), function(k) mean(xc[(k + 1):nt, , drop = FALSE] * xc[1:(nt - k), , drop = FALSE]) / v, 1)
+  s <- 0
+  for (k in seq(1L, maxlag - 1L, by = 2L)) {
+    pair <- rho[k] + rho[k + 1L]
+    if (pair < 0) break
+    s <- s + pair
+  }
+  length(x) / (1 + 2 * s)
+}
+
+#' @export
+coef.nce_ratio_posterior <- function(object, ...) colSums(object$draws * object$weights)
+
+#' @export
+vcov.nce_ratio_posterior <- function(object, ...) {
+  cen <- sweep(object$draws, 2L, coef(object))
+  crossprod(cen * sqrt(object$weights))
+}
+
+#' @export
+confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
+  nms <- colnames(object$draws)
+  if (missing(parm)) parm <- nms
+  a <- (1 - level) / 2
+  ci <- t(vapply(parm, function(p) weighted_quantile(object$draws[, p], object$weights, c(a, 1 - a)), numeric(2)))
+  dimnames(ci) <- list(parm, sprintf("%s %%", format(100 * c(a, 1 - a), trim = TRUE)))
+  ci
+}
+
+#' @export
+summary.nce_ratio_posterior <- function(object, level = 0.95, ...) {
+  ci <- confint(object, level = level)
+  tab <- data.frame(mean = coef(object), sd = sqrt(diag(vcov(object))), lower = ci[, 1], upper = ci[, 2])
+  structure(list(table = tab, method = object$method, ess = object$ess, acceptance = object$acceptance,
+                 n = nrow(object$draws), level = level), class = "summary.nce_ratio_posterior")
+}
+
+#' @export
+print.summary.nce_ratio_posterior <- function(x, digits = 4L, ...) {
+  cat(sprintf("Posterior from an amortised ratio estimator (%s, %d draws); %g%% credible intervals\n",
+              x$method, x$n, 100 * x$level))
+  print(format(x$table, digits = digits))
+  cat("Effective sample size:", paste(format(round(x$ess, 1)), collapse = ", "), "\n")
+  if (!is.na(x$acceptance)) cat(sprintf("Acceptance rate: %.3f\n", x$acceptance))
+  invisible(x)
+}
+
+#' @export
+print.nce_ratio_posterior <- function(x, ...) {
+  print(summary(x))
+  invisible(x)
+}
+
+#' @export
+plot.nce_ratio_posterior <- function(x, ...) {
+  d <- ncol(x$draws)
+  op <- graphics::par(mfrow = c(1L, d))
+  on.exit(graphics::par(op))
+  for (p in colnames(x$draws)) {
+    de <- stats::density(x$draws[, p], weights = x$weights)
+    plot(de$x, de$y, type = "l", xlab = p, ylab = "posterior density", main = paste("Marginal of", p), ...)
+  }
+  invisible(x)
+}

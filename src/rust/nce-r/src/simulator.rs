@@ -1,0 +1,138 @@
+//! Binding of nce_core::lfire (ratio estimation for simulator models). No numerics here.
+
+use crate::convert::{guard, int_slice, list_number, real_matrix, real_slice, threads_of};
+use crate::run;
+use extendr_api::prelude::*;
+use nce_core::lasso::{cv_logistic_lasso, LassoControl};
+use nce_core::lfire::{lfire_fit, LfireData, LfirePenalty};
+use nce_core::NceError;
+
+fn seed_of(seed: f64) -> std::result::Result<u64, NceError> {
+    if !(seed.is_finite() && seed >= 0.0 && seed < 2f64.powi(53)) {
+        return Err(NceError::invalid("seed", "must be a whole number in [0, 2^53)"));
+    }
+    Ok(seed as u64)
+}
+
+/// LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
+/// starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
+/// `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
+/// one_se (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_lfire_fit(
+    marginal: Robj,
+    at_theta: Robj,
+    starts: Robj,
+    observed: Robj,
+    penalty: &str,
+    control: List,
+    seed: f64,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (m, nm, p) = real_matrix(&marginal, "marginal")?;
+        let (a, _na, pa) = real_matrix(&at_theta, "at_theta")?;
+        if pa != p {
+            return Err(NceError::invalid("at_theta", "must have as many columns as `marginal`"));
+        }
+        let starts: Vec<usize> = int_slice(&starts, "starts")?
+            .iter()
+            .map(|&s| usize::try_from(s).map_err(|_| NceError::invalid("starts", "must be >= 0")))
+            .collect::<std::result::Result<_, _>>()?;
+        let observed = real_slice(&observed, "observed")?;
+        let num = |name: &str| list_number(&control, name, "control");
+        let pen = match penalty {
+            "lasso" => LfirePenalty::Lasso {
+                ctrl: LassoControl {
+                    nlambda: num("nlambda")? as usize,
+                    lambda_min_ratio: num("lambda_min_ratio")?,
+                    nfolds: num("nfolds")? as usize,
+                    ..LassoControl::default()
+                },
+                one_se: num("one_se")? != 0.0,
+            },
+            "ridge" => LfirePenalty::Ridge,
+            other => {
+                return Err(NceError::invalid(
+                    "penalty",
+                    format!("must be lasso or ridge, not {other}"),
+                ))
+            }
+        };
+        let seed = seed_of(seed)?;
+        let threads = threads_of(threads)?;
+        let data = LfireData {
+            marginal: m,
+            n_marginal: nm,
+            at_theta: a,
+            starts: &starts,
+            p,
+            observed,
+        };
+        let fits = run::run(threads, |stop| lfire_fit(&data, &pen, seed, stop))?;
+        let g = fits.len();
+        let beta = RMatrix::new_matrix(g, p, |i, j| fits[i].beta[j]);
+        let col = |f: fn(&nce_core::lfire::LfireFit) -> f64| fits.iter().map(f).collect::<Vec<f64>>();
+        Ok(list!(
+            intercept = col(|f| f.intercept),
+            beta = beta,
+            lambda = col(|f| f.lambda),
+            log_ratio = col(|f| f.log_ratio),
+            criterion = col(|f| f.criterion),
+            df = col(|f| f.df)
+        )
+        .into_robj())
+    })
+}
+
+/// Cross-validated lasso path of a logistic regression (for tests against glmnet): `x` a
+/// double matrix, `y` 0/1, `foldid` 1-based folds. Returns lambda, intercept, beta (p x
+/// path length), cvm, cvsd, index_min and index_1se (1-based).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_lasso_cv(x: Robj, y: Robj, foldid: Robj, control: List) -> Robj {
+    guard(|| {
+        let (xd, n, p) = real_matrix(&x, "x")?;
+        let y = real_slice(&y, "y")?;
+        let folds: Vec<usize> = int_slice(&foldid, "foldid")?
+            .iter()
+            .map(|&f| {
+                if f >= 1 {
+                    Ok((f - 1) as usize)
+                } else {
+                    Err(NceError::invalid("foldid", "must hold fold numbers from 1"))
+                }
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        let num = |name: &str| list_number(&control, name, "control");
+        let ctrl = LassoControl {
+            nlambda: num("nlambda")? as usize,
+            lambda_min_ratio: num("lambda_min_ratio")?,
+            ..LassoControl::default()
+        };
+        let cv = cv_logistic_lasso(xd, n, p, y, &folds, &ctrl)?;
+        let k = cv.path.lambda.len();
+        let beta = RMatrix::new_matrix(p, k, |j, l| cv.path.beta[l][j]);
+        Ok(list!(
+            lambda = cv.path.lambda,
+            intercept = cv.path.intercept,
+            beta = beta,
+            dev_ratio = cv.path.dev_ratio,
+            cvm = cv.cvm,
+            cvsd = cv.cvsd,
+            index_min = (cv.index_min + 1) as i32,
+            index_1se = (cv.index_1se + 1) as i32
+        )
+        .into_robj())
+    })
+}
+
+extendr_module! {
+    mod simulator;
+    fn nce_lfire_fit;
+    fn nce_lasso_cv;
+}

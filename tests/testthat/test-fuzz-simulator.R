@@ -1,0 +1,136 @@
+# Hostile inputs to the simulator-model functions: each gives a classed condition, none
+# crashes R.
+
+fz_sim <- function(theta, n) matrix(rnorm(n * 5, theta[, "mu"]), n, 5)
+fz_summ <- function(x) cbind(m = rowMeans(x), v = apply(x, 1, var))
+fz_prior <- prior_uniform(mu = c(-1, 1))
+
+test_that("priors and grids refuse bad input", {
+  cases <- list(
+    function() prior_uniform(),
+    function() prior_uniform(c(0, 1)),
+    function() prior_uniform(a = c(1, 0)),
+    function() prior_uniform(a = c(0, Inf)),
+    function() prior_uniform(a = c(NA, 1)),
+    function() prior_uniform(a = "x"),
+    function() prior_normal(c(a = 0), -1),
+    function() prior_normal(c(0, 1), c(1, 1)),
+    function() prior_normal(c(a = NaN), 1),
+    function() prior_custom(1, function(t) 0, "a"),
+    function() prior_custom(function(n) 1, function(t) 0, character()),
+    function() theta_grid(fz_prior, 0),
+    function() theta_grid(fz_prior, NA),
+    function() theta_grid(fz_prior, c(2, 3)),
+    function() theta_grid("prior", 3),
+    function() theta_grid(prior_normal(c(a = 0), 1), 3)
+  )
+  for (f in cases) expect_error(f(), class = "nce_error_input")
+  options(nce.max_memory = 1e6)
+  on.exit(options(nce.max_memory = NULL))
+  expect_error(theta_grid(fz_prior, 1e7), class = "nce_error_size")
+})
+
+test_that("simulate_summaries refuses bad input", {
+  th <- cbind(mu = 0)
+  cases <- list(
+    function() simulate_summaries("f", fz_summ, th),
+    function() simulate_summaries(fz_sim, NULL, th),
+    function() simulate_summaries(fz_sim, fz_summ, th, n = 0),
+    function() simulate_summaries(fz_sim, fz_summ, th, n = NA),
+    function() simulate_summaries(fz_sim, fz_summ, th, n = 1.5),
+    function() simulate_summaries(fz_sim, fz_summ, th, batch = NA),
+    function() simulate_summaries(fz_sim, fz_summ, cbind(mu = NaN)),
+    function() simulate_summaries(fz_sim, fz_summ, cbind(mu = Inf)),
+    function() simulate_summaries(fz_sim, fz_summ, matrix(0, 0, 1, dimnames = list(NULL, "mu"))),
+    function() simulate_summaries(fz_sim, fz_summ, matrix(0, 1, 1)),
+    function() simulate_summaries(fz_sim, fz_summ, "mu"),
+    function() simulate_summaries(fz_sim, fz_summ, th, chunk_size = -1)
+  )
+  for (f in cases) expect_error(f(), class = "nce_error_input")
+  options(nce.max_memory = 1e4)
+  on.exit(options(nce.max_memory = NULL))
+  expect_error(simulate_summaries(fz_sim, fz_summ, th, n = 1e6), class = "nce_error_size")
+})
+
+test_that("a simulator that always fails gives a classed error; odd summaries are failures", {
+  boom <- function(theta) stop("100% broken")
+  expect_error(simulate_summaries(boom, fz_summ, cbind(mu = 0), n = 3), class = "nce_error_simulation")
+  wrong_len <- function(x) if (runif(1) < 0.5) c(a = 1) else c(a = 1, b = 2)
+  set.seed(1)
+  expect_warning(s <- simulate_summaries(function(th) 1, wrong_len, cbind(mu = 0), n = 20),
+                 class = "nce_warning_simulation")
+  expect_true(any(grepl("length", s$failures$reason)))
+  chars <- function(x) "a"
+  expect_error(suppressWarnings(simulate_summaries(function(th) 1, chars, cbind(mu = 0), n = 2)),
+               class = "nce_error_simulation")
+})
+
+test_that("lfire refuses bad input", {
+  x_obs <- matrix(rnorm(5), 1)
+  th <- theta_grid(fz_prior, 3)
+  fit_with <- function(...) {
+    args <- list(observed = x_obs, simulator = fz_sim, summaries = fz_summ, prior = fz_prior, theta = th,
+                 n_theta = 20, n_marginal = 20, batch = TRUE, control = lfire_control(nfolds = 3, nlambda = 5))
+    args[names(list(...))] <- list(...)
+    do.call(lfire, args)
+  }
+  cases <- list(
+    list(prior = list()),
+    list(n_theta = 1),
+    list(n_marginal = NA),
+    list(n_theta = Inf),
+    list(penalty = "elastic"),
+    list(theta = matrix(NaN, 2, 1, dimnames = list(NULL, "mu"))),
+    list(theta = matrix(0, 2, 1, dimnames = list(NULL, "sigma"))),
+    list(theta = "grid"),
+    list(observed = matrix(NA, 1, 5)),
+    list(observed = "text"),
+    list(control = "fast"),
+    list(summaries = function(x) cbind(m = rowMeans(x), const = 1)),
+    list(marginal = data.frame(a = 1))
+  )
+  for (cs in cases) expect_error(do.call(fit_with, cs), class = "nce_error_input", info = names(cs))
+  expect_error(lfire_control(nfolds = 1), class = "nce_error_input")
+  expect_error(lfire_control(lambda_min_ratio = 1), class = "nce_error_input")
+  expect_error(lfire_control(nlambda = 0), class = "nce_error_input")
+  expect_error(lfire_control(lambda = "max"), class = "nce_error_input")
+  options(nce.max_memory = 1e5)
+  on.exit(options(nce.max_memory = NULL))
+  expect_error(fit_with(n_theta = 1e6), class = "nce_error_size")
+})
+
+test_that("the Rust LFIRE engine refuses malformed problems without crashing", {
+  m <- matrix(rnorm(20), 10, 2)
+  ctrl <- list(nlambda = 5, lambda_min_ratio = 0.01, nfolds = 3, one_se = 0)
+  bad <- list(
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 1L)[],
+    list(m, m[, 1, drop = FALSE], c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 1L),
+    list(m, m, c(0L, 11L), c(0, 0), "lasso", ctrl, 1, 1L),
+    list(m, m, c(0L, 10L), 0, "lasso", ctrl, 1, 1L),
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", ctrl, -1, 1L),
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 0L),
+    list(m, m, c(0L, 10L), c(0, 0), "lars", ctrl, 1, 1L),
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", list(), 1, 1L),
+    list(m, m, c(0L, 1L, 10L), c(0, 0), "lasso", ctrl, 1, 1L),
+    list(m, m, c(0L, 10L), c(0, NaN), "lasso", ctrl, 1, 1L),
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(nfolds = 1)), 1, 1L)
+  )
+  bad[[1]][[1]][1, 1] <- Inf
+  for (a in bad) {
+    expect_error(nce:::rs(do.call(nce:::nce_lfire_fit, a)), class = "nce_error_input")
+  }
+  expect_error(nce:::rs(nce:::nce_lasso_cv(m, c(rep(0, 10)), rep(1:2, 5), list(nlambda = 5, lambda_min_ratio = 0.1))),
+               class = "nce_error_input")
+})
+
+test_that("ratio_amortised and ratio_posterior refuse bad input", {
+  cases <- list(
+    function() ratio_amortised(fz_sim, fz_summ, "prior"),
+    function() ratio_amortised(fz_sim, fz_summ, fz_prior, n = 5),
+    function() ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, formula = "y"),
+    function() ratio_amortised(fz_sim, function(x) cbind(mu = rowMeans(x)), fz_prior, n = 50, batch = TRUE),
+    function() ratio_amortised(fz_sim, function(x) cbind(`a b` = rowMeans(x)), fz_prior, n = 50, batch = TRUE),
+    function() ratio_posterior("fit", 1)
+  )
+  for (f in cases) expect_error(f(), class = "nce_error_input")
+})
