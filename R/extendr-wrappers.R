@@ -47,16 +47,6 @@ nce_kernel_normal_log_density <- function(sd, lower, upper, x, prev, threads) .C
 #' @noRd
 nce_latkes_simulate <- function(state, offset, grid, window, start_x, start_y, steps, seed, threads) .Call(wrap__nce_latkes_simulate, state, offset, grid, window, start_x, start_y, steps, seed, threads)
 
-#' For tests of the error path: returns an error carrying `msg`.
-#' @keywords internal
-#' @noRd
-nce_debug_error <- function(msg) .Call(wrap__nce_debug_error, msg)
-
-#' For tests of the panic path: panics on the main thread or, with `worker`, inside the pool.
-#' @keywords internal
-#' @noRd
-nce_debug_panic <- function(msg, worker) .Call(wrap__nce_debug_panic, msg, worker)
-
 #' Solve the 1-D logistic problem for c = log(Z1 / Z2) from the log ratios r = log f1 - log f2
 #' at draws of p1 (`r1`) and of p2 (`r2`). `ess`: two effective sample sizes, NA to estimate.
 #' @keywords internal
@@ -193,5 +183,30 @@ nce_nonlinear_fit_ica <- function(x, label, offset, method, starts, n_random, se
 #' @keywords internal
 #' @noRd
 nce_ica_mle <- function(x, n_starts, seed, control) .Call(wrap__nce_ica_mle, x, n_starts, seed, control)
+
+#' For tests of the error path: returns an error carrying `msg`.
+#' @keywords internal
+#' @noRd
+nce_debug_error <- function(msg) .Call(wrap__nce_debug_error, msg)
+
+#' For tests of the panic path: panics on the main thread or, with `worker`, inside the pool.
+#' @keywords internal
+#' @noRd
+nce_debug_panic <- function(msg, worker) .Call(wrap__nce_debug_panic, msg, worker)
+
+#' LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
+#' starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
+#' `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
+#' one_se (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+#' @keywords internal
+#' @noRd
+nce_lfire_fit <- function(marginal, at_theta, starts, observed, penalty, control, seed, threads) .Call(wrap__nce_lfire_fit, marginal, at_theta, starts, observed, penalty, control, seed, threads)
+
+#' Cross-validated lasso path of a logistic regression (for tests against glmnet): `x` a
+#' double matrix, `y` 0/1, `foldid` 1-based folds. Returns lambda, intercept, beta (p x
+#' path length), cvm, cvsd, index_min and index_1se (1-based).
+#' @keywords internal
+#' @noRd
+nce_lasso_cv <- function(x, y, foldid, control) .Call(wrap__nce_lasso_cv, x, y, foldid, control)
 
 
