@@ -13,7 +13,7 @@ use extendr_api::prelude::*;
 use nce_core::alias::{find_aliased, reduce};
 use nce_core::design::DenseDesign;
 use nce_core::family::Family;
-use nce_core::grouped::GroupedDesign;
+use nce_core::grouped::{fit_reml_free_intercepts, FreeInterceptFit, GroupedDesign};
 use nce_core::irls::{self, Control, Problem};
 use nce_core::kernel::NormalKernel;
 use nce_core::latkes_sim::LatticeKernel;
@@ -265,6 +265,108 @@ fn nce_fit_reml_grouped(
             Ok((fit, sw))
         })?;
         Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
+    })
+}
+
+/// REML fit on [A | one free intercept per group] (e.g. one per transition), the intercepts
+/// eliminated per group so the cost is linear in the number of groups. `group` is 1-based
+/// (every group in 1..ngroups must have rows); A has no intercept column. Returns what
+/// `nce_fit_reml_grouped` returns for the columns of A (`cov_sandwich`: clustered by `cluster`),
+/// plus `intercepts` and `intercept_se`.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_fit_reml_free_intercepts(
+    a: Robj,
+    group: Robj,
+    ngroups: i32,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    cluster: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (ad, n, pa) = real_matrix(&a, "a")?;
+        if ngroups < 1 {
+            return Err(NceError::invalid("ngroups", "must be at least 1"));
+        }
+        let ng = ngroups as usize;
+        let g = int_slice(&group, "group")?;
+        if let Some(i) = g.iter().position(|&v| v < 1 || v as usize > ng) {
+            return Err(NceError::invalid(
+                "group",
+                format!("entry {} is {}, outside 1..{ng}", i + 1, g[i]),
+            ));
+        }
+        let g0: Vec<usize> = g.iter().map(|&v| v as usize - 1).collect();
+        let (y, w, o, fam) = response_parts(&y, &weights, &offset, family)?;
+        let cluster: Option<Vec<usize>> = if cluster.is_null() {
+            None
+        } else {
+            let c = int_slice(&cluster, "cluster")?;
+            if c.len() != ng || c.iter().any(|&v| v < 1) {
+                return Err(NceError::invalid(
+                    "cluster",
+                    format!("must hold {ng} positive integers, one per group"),
+                ));
+            }
+            Some(c.iter().map(|&v| v as usize - 1).collect())
+        };
+        let pens = penalties_from(&penalties, pa)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let threads = threads_of(threads)?;
+        let fit = run::run(threads, |stop| {
+            let prob = Problem {
+                y,
+                prior_weights: w,
+                offset: o,
+                family: fam,
+                penalty: None,
+                start: None,
+            };
+            fit_reml_free_intercepts(ad, n, pa, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
+                stop.load(Ordering::Relaxed)
+            })
+        })?;
+        let FreeInterceptFit {
+            reml,
+            intercepts,
+            intercept_se,
+            sandwich,
+        } = fit;
+        let message = if reml.message.is_empty() {
+            reml.fit.message.clone()
+        } else {
+            reml.message.clone()
+        };
+        Ok(list!(
+            coefficients = reml.coefficients,
+            sp = reml.sp,
+            vp = to_r_matrix(&reml.vp),
+            ve = to_r_matrix(&reml.ve),
+            edf = reml.edf,
+            reml = reml.reml,
+            at_bound = reml.at_bound,
+            aliased = vec![false; pa],
+            cov_sandwich = sandwich.map(|s| to_r_matrix(&s)).unwrap_or_else(|| ().into()),
+            eta = reml.fit.eta,
+            fitted = reml.fit.fitted,
+            loglik = reml.fit.loglik,
+            deviance = reml.fit.deviance,
+            outer_iterations = reml.outer_iterations as i32,
+            inner_iterations = reml.inner_iterations as i32,
+            converged = reml.converged && reml.fit.converged,
+            n_certain = reml.fit.n_certain as i32,
+            message = message,
+            intercepts = intercepts,
+            intercept_se = intercept_se
+        )
+        .into_robj())
     })
 }
 
@@ -564,6 +666,7 @@ extendr_module! {
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
+    fn nce_fit_reml_free_intercepts;
     fn nce_ref_sample;
     fn nce_ref_log_density;
     fn nce_kernel_normal_sample;
