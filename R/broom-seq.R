@@ -8,7 +8,8 @@
 #' statistics, `augment()` the observed transitions with the fitted log
 #' transition density (`.fitted`, `type.predict = "link"`) and its standard
 #' error. For a `latkes_collection`, `tidy()` stacks the fits' tables with a
-#' column naming the fit and `glance()` gives one row per fit.
+#' column naming the fit and `glance()` one row of totals (log-likelihoods, degrees of
+#' freedom and transitions summed over the independent fits).
 #'
 #' @param x An `snce_fit`, `latkes_fit` or `latkes_collection`.
 #' @param conf.int,conf.level Add Wald confidence limits.
@@ -81,11 +82,10 @@ tidy.latkes_collection <- function(x, conf.int = FALSE, conf.level = 0.95, ...) 
 #' @rdname tidy_seq
 #' @exportS3Method generics::glance
 glance.latkes_collection <- function(x, ...) {
-  out <- do.call(rbind, lapply(names(x$fits), function(nm) {
-    cbind(stats::setNames(data.frame(nm, stringsAsFactors = FALSE), x$by), glance.snce_fit(x$fits[[nm]]))
-  }))
-  rownames(out) <- NULL
-  out
+  ll <- stats::logLik(x)
+  data.frame(n_fits = length(x$fits), logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll),
+             df = attr(ll, "df"), nobs = attr(ll, "nobs"),
+             converged = all(vapply(x$fits, function(f) isTRUE(f$converged), TRUE)))
 }
 
 #' @rdname tidy_seq

@@ -18,6 +18,7 @@ latkes_by <- function(cl, data, by, env) {
     call$by <- NULL
     call$data <- substitute(d[d[[b]] == l, ], list(d = cl$data, b = by, l = lev))
     fit$call <- call
+    fit$call_env <- env
     fit
   }
   fits <- if (requireNamespace("future.apply", quietly = TRUE)) {

@@ -101,7 +101,7 @@ predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "link", "
   k <- kernel_columns(object)
   xk <- setup_predict(object$row_setup, newdata, k$intercept)[, k$design, drop = FALSE]
   beta <- object$coefficients[k$coef]
-  nz <- grid_normaliser(object, newdata, grid, gradient = se.fit, refine = refine)
+  nz <- cached_normaliser(object, newdata, grid, se.fit, refine)
   fit <- drop(xk %*% beta) - nz$log_z
   inside <- inside_window(object, newdata)
   fit[!inside] <- -Inf
@@ -118,6 +118,19 @@ predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "link", "
     if (se.fit) se <- fit * se
   }
   if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# grid_normaliser(), remembered for the fit's own transitions (fitted(), logLik(), AIC() and
+# glance() all need it) in the fit's cache environment.
+cached_normaliser <- function(object, newdata, grid, gradient, refine) {
+  cache <- object[["cache"]]
+  own <- is.environment(cache) && identical(newdata$.sequence, object$transitions$.sequence) &&
+    nrow(newdata) == nrow(object$transitions) && identical(newdata$x, object$transitions$x) &&
+    identical(newdata$x_prev, object$transitions$x_prev) && identical(newdata$y_prev, object$transitions$y_prev)
+  if (!own) return(grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine))
+  key <- paste(c(grid, refine, gradient), collapse = "/")
+  if (is.null(cache[[key]])) cache[[key]] <- grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine)
+  cache[[key]]
 }
 
 # Exactly 0 density (log density -Inf) outside the window: the kernel's support.
@@ -250,7 +263,7 @@ grid_normaliser <- function(object, newdata, grid, gradient = FALSE, refine = 5,
     nd <- as.data.frame(nd, stringsAsFactors = FALSE, optional = TRUE)
     nd <- object$features(nd)
     if (gradient) {
-      xg <- setup_predict(object$row_setup, nd, k$intercept)[, k$design, drop = FALSE]
+      xg <- kernel_design(object, nd)
       eta <- drop(xg %*% beta) + la
     } else {
       eta <- kernel_eta(object, nd) + la
@@ -265,6 +278,40 @@ grid_normaliser <- function(object, newdata, grid, gradient = FALSE, refine = 5,
   }
   at <- match(key, key[first])
   list(log_z = log_z[at], mean_x = if (gradient) mean_x[at, , drop = FALSE] else NULL)
+}
+
+# The kernel's design matrix (its columns in coef(): kernel_columns()$coef) at the rows of `nd`,
+# with one-dimensional smooths without `by` interpolated linearly from 4096 points over their
+# variable's range, as in kernel_eta().
+kernel_design <- function(object, nd) {
+  k <- kernel_columns(object)
+  x <- matrix(0, nrow(nd), length(k$coef))
+  ps <- object$row_setup
+  ps$smooth <- list()
+  first <- vapply(object$smooth, `[[`, 0L, "first.para")
+  pa <- object$row_setup$ncol
+  n_par <- if (any(first <= pa)) min(first[first <= pa]) - 1L else pa
+  par_cols <- intersect(k$coef, seq_len(n_par))
+  if (length(par_cols)) {
+    xp <- setup_predict(ps, nd, k$intercept)
+    x[, match(par_cols, k$coef)] <- xp[, par_cols, drop = FALSE]
+  }
+  for (sm in object$smooth) {
+    if (sm$first.para > pa) next
+    j <- match(sm$first.para:sm$last.para, k$coef)
+    if (sm$dim == 1L && identical(sm$by, "NA") && length(unique(range(nd[[sm$term]]))) == 2L) {
+      v <- nd[[sm$term]]
+      g <- seq(min(v), max(v), length.out = 4096)
+      b <- mgcv::PredictMat(sm, stats::setNames(data.frame(g), sm$term))
+      pos <- (v - g[1]) / (g[2] - g[1]) + 1
+      lo <- pmin(pmax(floor(pos), 1L), 4095L)
+      w <- pos - lo
+      x[, j] <- b[lo, , drop = FALSE] * (1 - w) + b[lo + 1L, , drop = FALSE] * w
+    } else {
+      x[, j] <- mgcv::PredictMat(sm, nd)
+    }
+  }
+  x
 }
 
 # The log kernel (its terms `labels`, all by default) at the rows of `nd`, which has the

@@ -138,7 +138,11 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                    outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, ...) {
   cl <- match.call()
   outside <- match.arg(outside)
-  if (!is.null(by)) return(latkes_by(cl, data, by, parent.frame()))
+  if (!is.null(by)) {
+    out <- latkes_by(cl, data, by, parent.frame())
+    out$call_env <- parent.frame()
+    return(out)
+  }
   check_whole(order, "order", min = 1, max = 2)
   check_count(ratio, "ratio")
   check_data_frame(data, "data")
@@ -163,6 +167,8 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                   control = if (is.null(dots$control)) nce_control() else dots$control, call = cl,
                   features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w), user_call = sys.call())
   fit$window <- w
+  fit$cache <- new.env(parent = emptyenv())
+  fit$call_env <- parent.frame()
   fit$coords <- c(x = x, y = y)
   fit["group_column"] <- list(group) # may be NULL; `$group` would also match group_setup
   fit$outside <- outside

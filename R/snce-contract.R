@@ -211,3 +211,44 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
                                    se_type, big$cluster),
             class = c("anova", "data.frame"))
 }
+
+#' Update and re-fit an snce or LATKES fit
+#'
+#' As [stats::update()]: the fit's call with `formula.` (the kernel formula,
+#' `.` standing for the current one; for [latkes()] the `kernel` argument)
+#' and the arguments in `...` replaced, evaluated where the original call was
+#' (so data named there are found).
+#'
+#' @param object An `snce_fit`, `latkes_fit` or `latkes_collection`.
+#' @param formula. Optional one-sided formula, e.g. `. ~ . + I(y^2)` or
+#'   `~ . + I(y^2)`.
+#' @param ... Arguments of the fitting function to replace.
+#' @param evaluate If `FALSE`, return the call.
+#' @return The new fit (or its call).
+#' @export
+update.snce_fit <- function(object, formula., ..., evaluate = TRUE) {
+  update_seq(object, if (missing(formula.)) NULL else formula., list(...), evaluate, parent.frame())
+}
+
+#' @rdname update.snce_fit
+#' @export
+update.latkes_collection <- function(object, formula., ..., evaluate = TRUE) {
+  update_seq(object, if (missing(formula.)) NULL else formula., list(...), evaluate, parent.frame())
+}
+
+update_seq <- function(object, formula., extras, evaluate, env) {
+  call <- object$call
+  if (is.null(call)) nce_unsupported("update", object, "the fit does not hold its call")
+  fn <- as.character(call[[1L]])
+  arg <- if (fn[length(fn)] == "latkes") "kernel" else "formula"
+  if (!is.null(formula.)) {
+    old <- stats::formula(object)
+    if (length(formula.) == 3L) formula. <- formula.[-2L]
+    new <- stats::update.formula(stats::as.formula(paste("..y", deparse1(old))), stats::as.formula(paste("..y", deparse1(formula.))))
+    call[[arg]] <- new[-2L]
+  }
+  for (nm in names(extras)) call[[nm]] <- extras[[nm]]
+  if (!evaluate) return(call)
+  where <- object[["call_env"]]
+  eval(call, if (is.environment(where)) where else env)
+}

@@ -59,9 +59,11 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
                  time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
                  control = nce_control()) {
   cl <- match.call()
-  fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
-           time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
-           call = cl, user_call = sys.call())
+  fit <- fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
+                  time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
+                  call = cl, user_call = sys.call())
+  fit$call_env <- parent.frame()
+  fit
 }
 
 # The engine behind snce() and latkes(). `features`, when given, is a function of a data

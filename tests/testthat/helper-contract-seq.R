@@ -3,11 +3,11 @@
 contract_cases_seq <- function() {
   chain <- function() {
     set.seed(31)
-    data.frame(y = rchain(150, 2))
+    data.frame(y = rchain(80, 2))
   }
   fix <- function(n_subjects = 1) {
     set.seed(32)
-    rlatkes(120, kernel = list(dist = function(d) -d / 150, angle = function(a) 0.4 * cos(4 * a)),
+    rlatkes(80, kernel = list(dist = function(d) -d / 150, angle = function(a) 0.4 * cos(4 * a)),
             window = c(0, 1024, 0, 768), n_trials = 2, n_subjects = n_subjects, grid = c(64, 48))
   }
   lk <- function(d, kernel, ...) {
