@@ -43,6 +43,8 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "link", "re
   training <- missing(newdata) || is.null(newdata)
   if (training) newdata <- object$transitions
   check_data_frame(newdata, "newdata", min_rows = 0L)
+  vars <- object$reference$vars
+  check_numeric_columns(newdata, intersect(c(vars, paste0(vars, "_prev")), names(newdata)), "newdata")
   if (!is.null(object$features)) newdata <- object$features(newdata)
   beta <- object$coefficients
   pa <- object$row_setup$ncol

@@ -73,6 +73,9 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
 fit_snce <- function(formula, data, reference, ratio, intercept, group, order, time, cluster, knots, sp,
                      control, call, features = NULL, user_call = call) {
   cl <- call
+  if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
+    nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
+  }
   int <- intercept_spec(intercept, reference$vars, call = user_call)
   tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call)
   rows <- tr$rows

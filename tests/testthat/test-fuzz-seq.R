@@ -51,7 +51,7 @@ fuzz_cases <- list(
   list("snce group missing column", function() sn(fuzz_chain, ru, group = "nope"), "nce_error_input"),
   list("snce cluster one sequence warns", function() sn(fuzz_chain, ru, ratio = 3, cluster = "sequence"),
        "nce_warning_one_cluster", "warning"),
-  list("snce sp wrong length", function() snce(~ s(y, k = 4), fuzz_chain, ru, ratio = 3, sp = c(1, 2)),
+  list("snce sp wrong length", function() snce(~ s(y, k = 4), fuzz_chain, ru, ratio = 3, sp = c(1, 2, 3)),
        "nce_error_input"),
   list("snce transition intercepts without a kernel term", function() snce(~ 1, fuzz_chain, ru, intercept = "transition"),
        "nce_error_input"),
@@ -66,7 +66,8 @@ fuzz_cases <- list(
        "nce_error_input"),
   # snce methods
   list("predict snce newdata not a data frame", function() predict(fuzz_snce, 1:3), "nce_error_input"),
-  list("predict snce newdata NA", function() predict(fuzz_snce, data.frame(y = NA, y_prev = 0.5)), "nce_error_input"),
+  list("predict snce newdata character state", function() predict(fuzz_snce, data.frame(y = "0.2", y_prev = 0.5)),
+       "nce_error_input"),
   list("predict snce se.fit NA", function() predict(fuzz_snce, se.fit = NA), "nce_error_input"),
   list("confint snce level NA", function() confint(fuzz_snce, level = NA), "nce_error_input"),
   list("confint snce level 1", function() confint(fuzz_snce, level = 1), "nce_error_input"),
@@ -120,13 +121,17 @@ fuzz_cases <- list(
   list("rlatkes kernel returns NA", function() rlatkes(10, list(dist = function(d) d * NA)), "nce_error_input")
 )
 
-test_that("hostile inputs to the sequential functions give classed conditions", {
-  expect_gte(length(fuzz_cases), 40L)
-  for (cs in fuzz_cases) {
-    if (length(cs) >= 4L && cs[[4]] == "warning") {
-      expect_warning(cs[[2]](), class = cs[[3]], label = cs[[1]])
-    } else {
-      expect_error(cs[[2]](), class = cs[[3]], label = cs[[1]])
-    }
-  }
-})
+test_that("the fuzz table has at least 40 cases", expect_gte(length(fuzz_cases), 40L))
+
+for (cs in fuzz_cases) {
+  local({
+    cs <- cs
+    test_that(paste("fuzz:", cs[[1]]), {
+      if (length(cs) >= 4L && cs[[4]] == "warning") {
+        expect_warning(cs[[2]](), class = cs[[3]])
+      } else {
+        expect_error(cs[[2]](), class = cs[[3]])
+      }
+    })
+  })
+}
