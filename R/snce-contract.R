@@ -153,7 +153,8 @@ reference_log_z <- function(object, trans, n_draws, call = caller_call()) {
   of <- rep(seq_len(nt), each = n_draws)
   nd <- take_rows(trans, of)
   nd[vars] <- u[vars]
-  lw <- predict.snce_fit(object, nd, type = "log_kernel") - kernel_logq(object$reference, u[vars], prev[of, , drop = FALSE])
+  lw <- predict.snce_fit(object, nd, type = "log_kernel") -
+    kernel_logq(object$reference, u[vars], prev[of, , drop = FALSE])
   vapply(split(lw, of), function(l) {
     mx <- max(l)
     mx + log(mean(exp(l - mx)))
@@ -244,7 +245,8 @@ update_seq <- function(object, formula., extras, evaluate, env) {
   if (!is.null(formula.)) {
     old <- stats::formula(object)
     if (length(formula.) == 3L) formula. <- formula.[-2L]
-    new <- stats::update.formula(stats::as.formula(paste("..y", deparse1(old))), stats::as.formula(paste("..y", deparse1(formula.))))
+    lhs <- function(f) stats::as.formula(paste("..y", deparse1(f)))
+    new <- stats::update.formula(lhs(old), lhs(formula.))
     call[[arg]] <- new[-2L]
   }
   for (nm in names(extras)) call[[nm]] <- extras[[nm]]

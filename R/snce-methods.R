@@ -161,7 +161,8 @@ summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
   ll <- logLik.snce_fit(object)
   normaliser <- NULL
   if (object$intercept$type == "none") {
-    normaliser <- c(estimate = -unname(object$coefficients[1L]), se = unname(sqrt(stats::vcov(object, type = se_type)[1L, 1L])))
+    normaliser <- c(estimate = -unname(object$coefficients[1L]),
+                    se = unname(sqrt(stats::vcov(object, type = se_type)[1L, 1L])))
   }
   structure(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
                  logLik = as.numeric(ll), df = attr(ll, "df"), normaliser = normaliser,
@@ -188,7 +189,8 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
   cat(sprintf("intercept (log normaliser): %s; REML score %s%s\n", x$intercept,
               format(x$reml, digits = digits + 2L), if (x$converged) "" else " (NOT CONVERGED)"))
   if (!is.null(x$normaliser)) {
-    cat(sprintf("log normalising constant (-(Intercept)): %s (s.e. %s)\n", format(x$normaliser[["estimate"]], digits = digits),
+    cat(sprintf("log normalising constant (-(Intercept)): %s (s.e. %s)\n",
+                format(x$normaliser[["estimate"]], digits = digits),
                 format(x$normaliser[["se"]], digits = digits)))
   }
   cat(sprintf("log-likelihood %s (normaliser from the intercept), effective df %s, AIC %s\n",

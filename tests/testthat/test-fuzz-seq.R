@@ -53,7 +53,8 @@ fuzz_cases <- list(
        "nce_warning_one_cluster", "warning"),
   list("snce sp wrong length", function() snce(~ s(y, k = 4), fuzz_chain, ru, ratio = 3, sp = c(1, 2, 3)),
        "nce_error_input"),
-  list("snce transition intercepts without a kernel term", function() snce(~ 1, fuzz_chain, ru, intercept = "transition"),
+  list("snce transition intercepts without a kernel term",
+       function() snce(~ 1, fuzz_chain, ru, intercept = "transition"),
        "nce_error_input"),
   # kernels
   list("kernel_normal sd negative", function() kernel_normal(c(y = -1)), "nce_error_input"),
@@ -93,7 +94,8 @@ fuzz_cases <- list(
   # latkes methods
   list("predict latkes without x_prev or raw coordinates", function() predict(fuzz_latkes, data.frame(a = 1)),
        "nce_error_input"),
-  list("predict latkes x_prev NA", function() predict(fuzz_latkes, data.frame(x = 500, y = 400, x_prev = NA, y_prev = 300)),
+  list("predict latkes x_prev NA",
+       function() predict(fuzz_latkes, data.frame(x = 500, y = 400, x_prev = NA, y_prev = 300)),
        "nce_error_input"),
   list("predict latkes y_prev missing", function() predict(fuzz_latkes, data.frame(x = 500, y = 400, x_prev = 3)),
        "nce_error_input"),

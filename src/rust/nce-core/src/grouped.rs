@@ -20,6 +20,10 @@ use std::sync::OnceLock;
 /// Groups per chunk of the parallel group sums.
 const CHUNK_GROUPS: usize = 1024;
 
+/// Per group: sums of each weight vector, sums of each plain vector, and for each weight vector
+/// the weighted sums of the rows of A (ngroups x pa, column-major).
+type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+
 #[derive(Debug, Clone)]
 pub struct GroupedDesign<'a> {
     a: DenseDesign<'a>,
@@ -114,11 +118,10 @@ impl<'a> GroupedDesign<'a> {
 
     /// Per group and weight vector w_l: sum of w_l and sum of w_l a_r (ngroups x pa,
     /// column-major); `plain` vectors only get their group sums.
-    fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> GroupSums {
         let (ng, pa) = (self.ngroups(), self.pa());
         let (nw, nv) = (ws.len(), plain.len());
-        type Part = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
-        let parts: Vec<Part> = (0..ng.div_ceil(CHUNK_GROUPS))
+        let parts: Vec<GroupSums> = (0..ng.div_ceil(CHUNK_GROUPS))
             .into_par_iter()
             .map(|k| {
                 let (t0, t1) = (k * CHUNK_GROUPS, ((k + 1) * CHUNK_GROUPS).min(ng));
@@ -342,7 +345,7 @@ struct Eliminated {
 
 impl Eliminated {
     fn new(h: Arrow) -> Result<Self> {
-        if let Some(t) = h.d.iter().position(|&v| !(v > 0.0)) {
+        if let Some(t) = h.d.iter().position(|&v| v.is_nan() || v <= 0.0) {
             return Err(NceError::Numerical(format!(
                 "the free intercept of group {} has no curvature (all its rows are fitted with certainty)",
                 t + 1
@@ -1033,7 +1036,7 @@ fn offset_only_intercept(prob: &Problem) -> Option<f64> {
                 w += pw * wr;
             }
         }
-        if !(w > 0.0) || !g.is_finite() {
+        if w.is_nan() || w <= 0.0 || !g.is_finite() {
             return None;
         }
         let dc = (g / w).clamp(-10.0, 10.0);

@@ -529,7 +529,7 @@ fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
                 w += pw * wr;
             }
         }
-        if !(w > 0.0) || !g.is_finite() {
+        if w.is_nan() || w <= 0.0 || !g.is_finite() {
             return None;
         }
         let dc = (g / w).clamp(-10.0, 10.0);
@@ -558,7 +558,7 @@ fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
 fn tail_steps(step: &mut [f64], der: &Derivs, free: &[usize], max_step: f64, target: f64) {
     for &j in free {
         let (g, h) = (der.grad[j], der.hess[(j, j)]);
-        if !(h > 0.0) || g.abs() <= target || (g.abs() - h).abs() > 0.1 * g.abs() {
+        if h.is_nan() || h <= 0.0 || g.abs() <= target || (g.abs() - h).abs() > 0.1 * g.abs() {
             continue;
         }
         let dir = -g.signum();
