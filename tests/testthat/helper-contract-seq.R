@@ -7,7 +7,7 @@ contract_cases_seq <- function() {
   }
   fix <- function(n_subjects = 1) {
     set.seed(32)
-    rlatkes(80, kernel = list(dist = function(d) -d / 150, angle = function(a) 0.4 * cos(4 * a)),
+    rlatkes(50, kernel = list(dist = function(d) -d / 150, angle = function(a) 0.4 * cos(4 * a)),
             window = c(0, 1024, 0, 768), n_trials = 2, n_subjects = n_subjects, grid = c(64, 48))
   }
   lk <- function(d, kernel, ...) {
