@@ -20,6 +20,15 @@ nce_fit_reml <- function(x, y, weights, offset, family, sample, penalties, sp, c
 #' @noRd
 nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_grouped, a, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
 
+#' REML fit on [A | one free intercept per group] (e.g. one per transition), the intercepts
+#' eliminated per group so the cost is linear in the number of groups. `group` is 1-based
+#' (every group in 1..ngroups must have rows); A has no intercept column. Returns what
+#' `nce_fit_reml_grouped` returns for the columns of A (`cov_sandwich`: clustered by `cluster`),
+#' plus `intercepts` and `intercept_se`.
+#' @keywords internal
+#' @noRd
+nce_fit_reml_free_intercepts <- function(a, group, ngroups, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_free_intercepts, a, group, ngroups, y, weights, offset, family, cluster, penalties, sp, control, threads)
+
 #' Draw `n` points from a built-in reference; a column-major n x d matrix.
 #' @keywords internal
 #' @noRd

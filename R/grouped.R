@@ -110,6 +110,7 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   labels <- vapply(c(a$penalties, b$penalties), `[[`, "", "label")
   # Keep the set-ups for prediction, not their (large) model matrices.
   a$ncol <- pa
+  a$intercept <- TRUE
   b$ncol <- ncol(b$X)
   a$X <- b$X <- NULL
   named <- function(v) {
@@ -173,4 +174,43 @@ cc_basis <- function(x, knots, BD) {
   X[cbind(i, j1)] <- X[cbind(i, j1)] + up / hj
   X[cbind(i, j)] <- X[cbind(i, j)] + lo / hj
   X
+}
+
+# Fit by REML on [A | one free intercept per group] (intercept = "transition"): the intercepts
+# are eliminated per group in the Rust engine (a Schur complement), so the cost is linear in
+# the number of groups; same estimates and kernel covariances as fit_grouped() with a factor
+# of groups. A has no intercept column. The intercepts come back in `transition_intercepts`
+# (with `transition_intercept_se`), not among the coefficients.
+fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, family = "binomial", cluster = NULL,
+                                knots = NULL, sp = NULL, control = nce_control()) {
+  a <- setup_terms(row_formula, rows, knots, intercept = FALSE)
+  pa <- ncol(a$X)
+  if (pa == 0L) nce_abort("`formula` has no kernel term beside the per-transition intercepts", "input", call = NULL)
+  penalties <- lapply(a$penalties, function(pen) list(start = as.double(pen$start), S = pen$S))
+  m <- length(penalties)
+  if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
+    nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input", call = NULL)
+  }
+  res <- rs(nce_fit_reml_free_intercepts(a$X, as.integer(group), as.integer(ngroups), as.double(y), rep(1, length(y)),
+                                         as.double(offset), family,
+                                         if (is.null(cluster)) NULL else as.integer(cluster), penalties,
+                                         if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
+  cn <- colnames(a$X)
+  labels <- vapply(a$penalties, `[[`, "", "label")
+  a$ncol <- pa
+  a$intercept <- FALSE
+  a$X <- NULL
+  named <- function(v) {
+    dimnames(v) <- list(cn, cn)
+    v
+  }
+  list(coefficients = stats::setNames(res$coefficients, cn), sp = stats::setNames(res$sp, labels),
+       edf = stats::setNames(res$edf, cn), Vp = named(res$vp), Ve = named(res$ve),
+       Vs = if (is.null(res$cov_sandwich)) NULL else named(res$cov_sandwich),
+       reml = res$reml, linear.predictors = res$eta, fitted.values = res$fitted,
+       loglik = res$loglik, deviance = res$deviance, converged = res$converged,
+       message = res$message, outer_iterations = res$outer_iterations,
+       iter = res$inner_iterations, n_certain = res$n_certain, aliased = res$aliased,
+       at_bound = res$at_bound, smooth = a$smooth, row_setup = a, group_setup = NULL,
+       transition_intercepts = res$intercepts, transition_intercept_se = res$intercept_se)
 }

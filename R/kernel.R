@@ -51,9 +51,11 @@ kernel_normal <- function(sd, window = NULL) {
 #'                    function(x, prev) rep(0, nrow(x)), vars = "y")
 #' @export
 kernel_custom <- function(sample, log_density, vars) {
-  if (!is.function(sample)) nce_abort("`sample` must be a function of prev and n", "input")
-  if (!is.function(log_density)) nce_abort("`log_density` must be a function of x and prev", "input")
-  if (!is.character(vars) || length(vars) == 0L) nce_abort("`vars` must name the state columns", "input")
+  check_function(sample, "sample")
+  check_function(log_density, "log_density")
+  if (!is.character(vars) || length(vars) == 0L || anyNA(vars) || any(vars == "")) {
+    nce_abort("`vars` must name the state columns (a character vector)", "input")
+  }
   structure(list(kind = "custom", vars = vars, sample = sample, log_density = log_density),
             class = c("nce_kernel_custom", "nce_kernel"))
 }

@@ -18,6 +18,7 @@ latkes_by <- function(cl, data, by, env) {
     call$by <- NULL
     call$data <- substitute(d[d[[b]] == l, ], list(d = cl$data, b = by, l = lev))
     fit$call <- call
+    fit$call_env <- env
     fit
   }
   fits <- if (requireNamespace("future.apply", quietly = TRUE)) {
@@ -133,4 +134,188 @@ plot.latkes_collection <- function(x, n = 200, range = NULL, angle = c("line", "
     graphics::lines(e$value, e$mean, lwd = 2.5, col = col)
   }
   invisible(eff)
+}
+
+# The model-object contract for a collection: the subjects' fits are independent, so the
+# coefficients are stacked (named "<level>:<coefficient>"), the covariance is block-diagonal,
+# the log-likelihoods, degrees of freedom and transitions add up, and predictions route each
+# row of new data to the fit of its level of `by`.
+
+stacked <- function(x, f) {
+  out <- lapply(names(x$fits), function(nm) {
+    v <- f(x$fits[[nm]])
+    stats::setNames(v, paste0(nm, ":", names(v)))
+  })
+  unlist(out)
+}
+
+#' @rdname latkes_collection
+#' @export
+coef.latkes_collection <- function(object, ...) stacked(object, stats::coef)
+
+#' @rdname latkes_collection
+#' @param type Covariance: `"sandwich"` or `"naive"`.
+#' @export
+vcov.latkes_collection <- function(object, type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  vs <- lapply(object$fits, stats::vcov, type = type)
+  p <- vapply(vs, nrow, 0L)
+  out <- matrix(0, sum(p), sum(p))
+  at <- cumsum(c(0L, p))
+  for (i in seq_along(vs)) out[at[i] + seq_len(p[i]), at[i] + seq_len(p[i])] <- vs[[i]]
+  nm <- names(stats::coef(object))
+  dimnames(out) <- list(nm, nm)
+  out
+}
+
+#' @rdname latkes_collection
+#' @param parm,level As for [stats::confint()].
+#' @export
+confint.latkes_collection <- function(object, parm, level = 0.95, ...) {
+  check_probability(level, "level")
+  out <- do.call(rbind, lapply(names(object$fits), function(nm) {
+    ci <- confint.snce_fit(object$fits[[nm]], level = level, ...)
+    rownames(ci) <- paste0(nm, ":", rownames(ci))
+    ci
+  }))
+  if (missing(parm)) out else out[parm, , drop = FALSE]
+}
+
+#' @rdname latkes_collection
+#' @export
+nobs.latkes_collection <- function(object, ...) sum(vapply(object$fits, function(f) f$n, 0))
+
+#' @rdname latkes_collection
+#' @export
+logLik.latkes_collection <- function(object, ...) {
+  ll <- lapply(object$fits, stats::logLik, ...)
+  structure(sum(vapply(ll, as.numeric, 0)), df = sum(vapply(ll, attr, 0, "df")),
+            nobs = sum(vapply(ll, attr, 0, "nobs")), class = "logLik")
+}
+
+#' @rdname latkes_collection
+#' @param newdata Optional data frame with the `by` column: each row is
+#'   predicted by the fit of its level (transitions or raw fixations, as for
+#'   [predict.latkes_fit()]); by default every fit's own transitions, stacked.
+#' @export
+predict.latkes_collection <- function(object, newdata, ...) {
+  if (missing(newdata) || is.null(newdata)) {
+    res <- lapply(object$fits, function(f) predict(f, ...))
+    return(stacked_predictions(object, res))
+  }
+  check_data_frame(newdata, "newdata", min_rows = 0L)
+  if (!object$by %in% names(newdata)) {
+    nce_abort(sprintf("`newdata` needs the column %s: it chooses the fit of each row", object$by), "input")
+  }
+  lev <- as.character(newdata[[object$by]])
+  unknown <- setdiff(unique(lev), names(object$fits))
+  if (length(unknown)) {
+    nce_abort(sprintf("`newdata` has level(s) %s of %s with no fit", format_positions(unknown), object$by), "input")
+  }
+  parts <- lapply(split(seq_len(nrow(newdata)), factor(lev, levels = unique(lev))), function(i) {
+    list(i = i, p = predict(object$fits[[lev[i[1]]]], newdata[i, , drop = FALSE], ...))
+  })
+  first <- parts[[1]]$p
+  if (is.list(first)) {
+    fit <- se <- rep(NA_real_, nrow(newdata))
+    for (pt in parts) {
+      fit[pt$i] <- pt$p$fit
+      se[pt$i] <- pt$p$se.fit
+    }
+    return(list(fit = fit, se.fit = se))
+  }
+  out <- rep(NA_real_, nrow(newdata))
+  for (pt in parts) out[pt$i] <- pt$p
+  out
+}
+
+stacked_predictions <- function(object, res) {
+  if (is.list(res[[1]]) && !is.null(res[[1]]$fit)) {
+    return(list(fit = unlist(lapply(res, `[[`, "fit"), use.names = FALSE),
+                se.fit = unlist(lapply(res, `[[`, "se.fit"), use.names = FALSE)))
+  }
+  if (is.matrix(res[[1]])) return(do.call(rbind, res))
+  unlist(res, use.names = FALSE)
+}
+
+#' @rdname latkes_collection
+#' @export
+fitted.latkes_collection <- function(object, ...) unlist(lapply(object$fits, stats::fitted), use.names = FALSE)
+
+#' @rdname latkes_collection
+#' @export
+residuals.latkes_collection <- function(object, ...) {
+  unlist(lapply(object$fits, stats::residuals, ...), use.names = FALSE)
+}
+
+#' @rdname latkes_collection
+#' @export
+formula.latkes_collection <- function(x, ...) stats::formula(x$fits[[1]])
+
+#' @rdname latkes_collection
+#' @export
+terms.latkes_collection <- function(x, ...) stats::terms(x$fits[[1]])
+
+#' @rdname latkes_collection
+#' @param formula A `latkes_collection`.
+#' @export
+model.frame.latkes_collection <- function(formula, ...) {
+  x <- formula
+  do.call(rbind, lapply(names(x$fits), function(nm) {
+    mf <- x$fits[[nm]]$nce_frame
+    mf[[paste0(".", x$by)]] <- nm
+    mf
+  }))
+}
+
+#' @rdname latkes_collection
+#' @export
+model.matrix.latkes_collection <- function(object, ...) {
+  nce_unsupported("model.matrix", object,
+                  "each subject's fit has its own design; use model.matrix(x$fits[[i]])")
+}
+
+#' @rdname latkes_collection
+#' @export
+anova.latkes_collection <- function(object, ...) {
+  nce_unsupported("anova", object,
+                  "compare the subjects' fits one at a time, anova(x$fits[[i]], y$fits[[i]]) (a Wald test each)")
+}
+
+#' @rdname latkes_collection
+#' @param nsim,seed As for [simulate.latkes_fit()].
+#' @export
+simulate.latkes_collection <- function(object, nsim = 1, seed = NULL, ...) {
+  check_count(nsim, "nsim")
+  old <- set_sim_seed(seed)
+  on.exit(restore_seed(old))
+  do.call(rbind, lapply(names(object$fits), function(nm) {
+    s <- stats::simulate(object$fits[[nm]], nsim = nsim, ...)
+    s[[object$by]] <- rep(nm, nrow(s))
+    s
+  }))
+}
+
+#' @rdname latkes_collection
+#' @export
+summary.latkes_collection <- function(object, ...) {
+  tab <- do.call(rbind, lapply(names(object$fits), function(nm) {
+    f <- object$fits[[nm]]
+    ll <- stats::logLik(f)
+    data.frame(level = nm, transitions = f$n, sequences = f$n_sequences, edf = round(attr(ll, "df"), 2),
+               logLik = as.numeric(ll), converged = f$converged, stringsAsFactors = FALSE)
+  }))
+  names(tab)[1] <- object$by
+  structure(list(table = tab, by = object$by, formula = stats::formula(object),
+                 logLik = sum(tab$logLik), n = sum(tab$transitions)),
+            class = "summary.latkes_collection")
+}
+
+#' @export
+print.summary.latkes_collection <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat(sprintf("\n%d LATKES fits by %s, kernel %s\n\n", nrow(x$table), x$by, deparse1(x$formula)))
+  print(x$table, row.names = FALSE, digits = digits)
+  cat(sprintf("\nTotal: %d transitions, log-likelihood %s (grid-normalised, summed over the fits)\n",
+              x$n, format(x$logLik, digits = digits + 2L)))
+  invisible(x)
 }

@@ -53,17 +53,17 @@
 #' @export
 rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_trials = 1, grid = c(256, 192),
                     maps = NULL, images = NULL) {
-  whole <- function(v, name, min = 1) {
-    if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < min || v != round(v)) {
-      nce_abort(sprintf("`%s` must be a whole number of at least %d", name, min), "input")
-    }
-    as.integer(v)
-  }
-  n_subjects <- whole(n_subjects, "n_subjects")
-  n_trials <- whole(n_trials, "n_trials")
-  n <- whole(n, "n", n_trials)
+  check_count(n_subjects, "n_subjects")
+  check_count(n_trials, "n_trials")
+  check_count(n, "n", min = n_trials)
+  n_subjects <- as.integer(n_subjects)
+  n_trials <- as.integer(n_trials)
+  n <- as.integer(n)
   check_window(window)
   check_grid(grid)
+  # Tables of the kernel: grid cells and twice as many offsets per axis, per image.
+  check_size(8 * 4 * prod(2 * as.double(grid)) * 6, "grid", "the kernel tables")
+  check_size(8 * as.double(n) * n_subjects * 12, "n", "the simulated fixations")
   mp <- latkes_maps(maps, if (any(vapply(maps, function(m) is.list(m) && !is.data.frame(m), TRUE))) "image")
   kernels <- if (is_kernel_list(kernel, names(mp))) rep(list(kernel), n_subjects) else kernel
   if (!is.list(kernels) || length(kernels) != n_subjects || !all(vapply(kernels, is_kernel_list, TRUE, names(mp)))) {
@@ -125,16 +125,19 @@ check_values <- function(v, name, n) {
   v
 }
 
-check_window <- function(window) {
+# A finite window whose widths are finite too (c(-1e308, 1e308, ...) overflows).
+check_window <- function(window, call = caller_call()) {
   if (!is.numeric(window) || length(window) != 4L || any(!is.finite(window)) ||
-      window[1] >= window[2] || window[3] >= window[4]) {
-    nce_abort("`window` must be c(xmin, xmax, ymin, ymax) with xmin < xmax and ymin < ymax", "input")
+      window[1] >= window[2] || window[3] >= window[4] || any(!is.finite(c(window[2] - window[1],
+                                                                            window[4] - window[3])))) {
+    nce_abort(paste("`window` must be c(xmin, xmax, ymin, ymax), finite, with xmin < xmax and ymin < ymax",
+                    "and finite widths"), "input", call = call)
   }
 }
 
-check_grid <- function(grid) {
+check_grid <- function(grid, call = caller_call()) {
   if (!is.numeric(grid) || length(grid) != 2L || any(!is.finite(grid)) || any(grid < 1) || any(grid != round(grid))) {
-    nce_abort("`grid` must be two positive whole numbers (cells along x and y)", "input")
+    nce_abort("`grid` must be two positive whole numbers (cells along x and y)", "input", call = call)
   }
 }
 
@@ -191,6 +194,7 @@ run_lattice <- function(tab, window, grid, start_x, start_y, steps) {
 simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto", "grid", "sir"),
                                 grid = c(256, 192), ...) {
   method <- match.arg(method)
+  check_count(nsim, "nsim")
   parts <- kernel_parts(object)
   if (method == "auto") method <- if (is.null(parts)) "sir" else "grid"
   if (method == "sir") return(NextMethod())
@@ -198,8 +202,9 @@ simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto"
     nce_abort(paste("method = \"grid\" needs a first-order kernel whose terms depend on the fixation (x, y, radius)",
                     "or on the saccade (dist, angle) only: use method = \"sir\""), "input")
   }
-  if (!is.numeric(nsim) || length(nsim) != 1L || nsim < 1) nce_abort("`nsim` must be a positive whole number", "input")
+  check_count(nsim, "nsim")
   check_grid(grid)
+  check_size(8 * 4 * prod(2 * as.double(grid)) * 6, "grid", "the kernel tables")
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))
   w <- object$window

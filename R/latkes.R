@@ -138,10 +138,14 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                    outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, ...) {
   cl <- match.call()
   outside <- match.arg(outside)
-  if (!is.null(by)) return(latkes_by(cl, data, by, parent.frame()))
-  if (!is.numeric(order) || length(order) != 1L || !order %in% 1:2) {
-    nce_abort("`order` must be 1 or 2", "input")
+  if (!is.null(by)) {
+    out <- latkes_by(cl, data, by, parent.frame())
+    out$call_env <- parent.frame()
+    return(out)
   }
+  check_whole(order, "order", min = 1, max = 2)
+  check_count(ratio, "ratio")
+  check_data_frame(data, "data")
   mp <- latkes_maps(maps, map_by, data)
   prep <- latkes_prepare(data, x, y, group, window, outside, order, names(mp))
   if (is.null(intercept)) {
@@ -161,8 +165,10 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                   group = ".sequence_id", order = order, time = dots$time,
                   cluster = match.arg(dots$cluster, c("transition", "sequence")), knots = knots, sp = dots$sp,
                   control = if (is.null(dots$control)) nce_control() else dots$control, call = cl,
-                  features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w))
+                  features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w), user_call = sys.call())
   fit$window <- w
+  fit$cache <- new.env(parent = emptyenv())
+  fit$call_env <- parent.frame()
   fit$coords <- c(x = x, y = y)
   fit["group_column"] <- list(group) # may be NULL; `$group` would also match group_setup
   fit$outside <- outside
@@ -230,14 +236,16 @@ default_intercept <- function(order, by = NULL) {
   eval(f, parent.frame())
 }
 
-latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL) {
-  if (!is.data.frame(data) || nrow(data) == 0L) nce_abort("`data` must be a data frame with rows", "input")
-  for (a in list(x = x, y = y)) {
-    if (!is.character(a) || length(a) != 1L || !a %in% names(data)) {
-      nce_abort(sprintf("`x` and `y` must name columns of `data`; %s is not one", deparse(a)), "input")
+latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL, call = caller_call()) {
+  check_data_frame(data, "data", call = call)
+  check_string(x, "x", call = call)
+  check_string(y, "y", call = call)
+  for (a in c(x, y)) {
+    if (!a %in% names(data)) {
+      nce_abort(sprintf("`x` and `y` must name columns of `data`; \"%s\" is not one", a), "input", call = call)
     }
   }
-  if (!is.numeric(data[[x]]) || !is.numeric(data[[y]])) nce_abort("the coordinate columns must be numeric", "input")
+  check_numeric_columns(data, c(x, y), "data", call = call)
   clash <- c(intersect(names(data), c(latkes_feature_names, map_names)),
              setdiff(intersect(names(data), c("x", "y")), c(x, y)))
   if (length(clash)) {
@@ -257,8 +265,9 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
   }
   if (is.null(window)) window <- c(range(d$x), range(d$y))
   if (!is.numeric(window) || length(window) != 4L || any(!is.finite(window)) ||
-      window[1] >= window[2] || window[3] >= window[4]) {
-    nce_abort("`window` must be c(xmin, xmax, ymin, ymax) with xmin < xmax and ymin < ymax", "input")
+      window[1] >= window[2] || window[3] >= window[4] || any(!is.finite(diff(window)[c(1, 3)]))) {
+    nce_abort("`window` must be c(xmin, xmax, ymin, ymax), finite, with xmin < xmax and ymin < ymax", "input",
+              call = call)
   }
   window <- as.double(window)
   seq0 <- if (is.null(group)) rep(1L, nrow(d)) else d[[group]]

@@ -19,25 +19,37 @@ setup_predict <- function(setup, newdata, intercept) {
 #'   state's `_prev` columns and covariates; the observed transitions by
 #'   default.
 #' @param type `"log_kernel"` (\eqn{f_\theta(y_t, y_{t-1})}, without the
-#'   normaliser), `"log_density"` (\eqn{f_\theta + \chi(y_{t-1})}: the log
-#'   transition density, with the intercept's estimate of the log normaliser;
-#'   not for `intercept = "transition"`), or `"terms"` (each term's
-#'   contribution, a matrix).
-#' @param se.fit Also return standard errors.
+#'   normaliser), `"link"` (the log transition density
+#'   \eqn{f_\theta + \chi(y_{t-1})}, with the intercept's estimate of minus the
+#'   log normaliser; `"log_density"` is the same), `"response"` (its
+#'   exponential, the transition density), `"lpmatrix"` (the model matrix whose
+#'   product with `coef()` is the link) or `"terms"` (each term's contribution,
+#'   a matrix). With `intercept = "transition"` the normaliser is known only
+#'   for the observed transitions (their free intercepts): `"link"` and
+#'   `"response"` are available without `newdata` only, and `"lpmatrix"` not at
+#'   all (the intercepts are eliminated in the fit, not coefficients).
+#' @param se.fit Also return standard errors (delta method for `"response"`).
 #' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
 #' @param ... Unused.
-#' @return A vector (matrix for `"terms"`), or a list with `fit` and `se.fit`.
+#' @return A vector (matrix for `"terms"` and `"lpmatrix"`), or a list with
+#'   `fit` and `se.fit`.
 #' @export
-predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_density", "terms"),
+predict.snce_fit <- function(object, newdata, type = c("log_kernel", "link", "response", "log_density", "lpmatrix",
+                                                       "terms"),
                              se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
+  check_bool(se.fit, "se.fit")
   v <- stats::vcov(object, type = match.arg(se_type))
-  if (missing(newdata)) newdata <- object$transitions
-  if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame", "input")
+  training <- missing(newdata) || is.null(newdata)
+  if (training) newdata <- object$transitions
+  check_data_frame(newdata, "newdata", min_rows = 0L)
+  vars <- object$reference$vars
+  check_numeric_columns(newdata, intersect(c(vars, paste0(vars, "_prev")), names(newdata)), "newdata")
   if (!is.null(object$features)) newdata <- object$features(newdata)
   beta <- object$coefficients
   pa <- object$row_setup$ncol
-  xa <- setup_predict(object$row_setup, newdata, TRUE)
+  has_int <- !identical(object$row_setup$intercept, FALSE)
+  xa <- setup_predict(object$row_setup, newdata, has_int)
   ia <- seq_len(pa)
   if (type == "terms") {
     labels <- term_labels(object)
@@ -50,19 +62,42 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_densit
     se <- matrix(se, nrow(newdata), dimnames = dimnames(fit))
     return(if (se.fit) list(fit = fit, se.fit = se) else fit)
   }
+  extra <- 0
   if (type == "log_kernel") {
-    x <- xa[, -1L, drop = FALSE]
-    idx <- ia[-1L]
-  } else {
-    if (object$intercept$type == "transition") {
-      nce_abort("with intercept = \"transition\" the normaliser of a new transition is unknown: use type = \"log_kernel\"", "input")
+    x <- if (has_int) xa[, -1L, drop = FALSE] else xa
+    idx <- if (has_int) ia[-1L] else ia
+  } else if (object$intercept$type == "transition") {
+    if (type == "lpmatrix") {
+      nce_unsupported("predict(type = \"lpmatrix\")", object,
+                      "the per-transition intercepts are eliminated in the fit, not coefficients of a model matrix")
     }
+    if (!training) {
+      nce_abort(paste("with intercept = \"transition\" the normaliser of a new transition is unknown:",
+                      "use type = \"log_kernel\", or an intercept formula"), "input")
+    }
+    x <- xa
+    idx <- ia
+    extra <- object$transition_intercepts
+  } else {
     xb <- setup_predict(object$group_setup, newdata, FALSE)
     x <- cbind(xa, xb)
     idx <- seq_along(beta)
   }
-  fit <- drop(x %*% beta[idx])
+  if (type == "lpmatrix") {
+    colnames(x) <- names(beta)
+    rownames(x) <- rownames(newdata)
+    return(x)
+  }
+  fit <- drop(x %*% beta[idx]) + extra
   se <- sqrt(rowSums((x %*% v[idx, idx, drop = FALSE]) * x))
+  if (type != "log_kernel" && object$intercept$type == "transition") {
+    # Kernel and intercept uncertainty, their covariance left out (not computed by the fit).
+    se <- sqrt(se^2 + object$transition_intercept_se^2)
+  }
+  if (type == "response") {
+    fit <- exp(fit)
+    se <- fit * se
+  }
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit
 }
@@ -71,7 +106,6 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "log_densit
 term_labels <- function(object) {
   lab <- names(object$coefficients)
   for (sm in object$smooth) lab[sm$first.para:sm$last.para] <- sm$label
-  if (object$intercept$type == "transition") lab[-seq_len(object$row_setup$ncol)] <- "(transition intercepts)"
   lab
 }
 
@@ -94,7 +128,8 @@ print.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   s <- summary(x)
   if (nrow(s$coefficients)) {
     cat("Kernel coefficients:\n")
-    print.default(format(s$coefficients[, 1L], digits = digits), print.gap = 2L, quote = FALSE)
+    print.default(format(stats::setNames(s$coefficients[, 1L], rownames(s$coefficients)), digits = digits),
+                  print.gap = 2L, quote = FALSE)
   }
   if (!is.null(s$smooths)) {
     cat("\nSmooth terms (edf):\n")
@@ -123,7 +158,14 @@ summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
   se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
+  ll <- logLik.snce_fit(object)
+  normaliser <- NULL
+  if (object$intercept$type == "none") {
+    normaliser <- c(estimate = -unname(object$coefficients[1L]),
+                    se = unname(sqrt(stats::vcov(object, type = se_type)[1L, 1L])))
+  }
   structure(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
+                 logLik = as.numeric(ll), df = attr(ll, "df"), normaliser = normaliser,
                  n = object$n, n_sequences = object$n_sequences, ratio = object$ratio,
                  intercept = object$intercept$type, cluster = object$cluster, reml = object$reml,
                  converged = object$converged, reference = object$reference),
@@ -146,6 +188,14 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
               x$n, x$n_sequences, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
   cat(sprintf("intercept (log normaliser): %s; REML score %s%s\n", x$intercept,
               format(x$reml, digits = digits + 2L), if (x$converged) "" else " (NOT CONVERGED)"))
+  if (!is.null(x$normaliser)) {
+    cat(sprintf("log normalising constant (-(Intercept)): %s (s.e. %s)\n",
+                format(x$normaliser[["estimate"]], digits = digits),
+                format(x$normaliser[["se"]], digits = digits)))
+  }
+  cat(sprintf("log-likelihood %s (normaliser from the intercept), effective df %s, AIC %s\n",
+              format(x$logLik, digits = digits + 2L), format(x$df, digits = digits),
+              format(-2 * x$logLik + 2 * x$df, digits = digits + 2L)))
   invisible(x)
 }
 
@@ -164,15 +214,27 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' @export
 plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich", "naive"), n_grid = 100, ...) {
   v <- stats::vcov(x, type = match.arg(se_type))
+  check_probability(level, "level")
   sms <- x$smooth
-  if (!length(sms)) nce_abort("the fit has no smooth terms to plot", "input")
+  if (!length(sms)) nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")
   if (is.null(select)) select <- seq_along(sms)
+  if (!is.numeric(select) || anyNA(select) || any(!select %in% seq_along(sms))) {
+    nce_abort(sprintf("`select` must index the %d smooth term(s)", length(sms)), "input")
+  }
   z <- stats::qnorm(1 - (1 - level) / 2)
   pa <- x$row_setup$ncol
   for (i in select) {
     sm <- sms[[i]]
     src <- if (sm$first.para > pa) x$transitions else x$nce_frame
     j <- sm$first.para:sm$last.para
+    numeric_terms <- all(vapply(sm$term, function(v) is.numeric(src[[v]]), TRUE))
+    if (inherits(sm, "random.effect") || !numeric_terms) {
+      # A random effect (or a smooth of a factor): its coefficients against normal quantiles, as mgcv does.
+      b <- x$coefficients[j]
+      stats::qqnorm(b, main = sm$label, ylab = sprintf("%s coefficients (edf %.2f)", sm$label, sum(x$edf[j])), ...)
+      stats::qqline(b)
+      next
+    }
     if (sm$dim == 1L) {
       v1 <- sm$term
       nd <- data.frame(seq(min(src[[v1]]), max(src[[v1]]), length.out = n_grid))

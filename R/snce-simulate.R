@@ -25,10 +25,10 @@
 #' head(s)
 #' @export
 simulate.snce_fit <- function(object, nsim = 1, seed = NULL, candidates = 200, ...) {
-  if (!is.numeric(nsim) || length(nsim) != 1L || nsim < 1) nce_abort("`nsim` must be a positive whole number", "input")
-  if (!is.numeric(candidates) || length(candidates) != 1L || candidates < 2) {
-    nce_abort("`candidates` must be a whole number of at least 2", "input")
-  }
+  check_count(nsim, "nsim")
+  check_count(candidates, "candidates", min = 2)
+  check_size(8 * as.double(candidates) * nrow(object$transitions) * (ncol(object$transitions) + 8), "candidates",
+             "the candidate draws of one step")
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))
   k <- as.integer(candidates)

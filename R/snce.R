@@ -58,9 +58,12 @@
 snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group = NULL, order = 1L,
                  time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
                  control = nce_control()) {
-  fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
-           time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
-           call = match.call())
+  cl <- match.call()
+  fit <- fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
+                  time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
+                  call = cl, user_call = sys.call())
+  fit$call_env <- parent.frame()
+  fit
 }
 
 # The engine behind snce() and latkes(). `features`, when given, is a function of a data
@@ -68,21 +71,31 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
 # columns added; it is applied to the data and reference rows before fitting, stored on
 # the fit, and applied again to new data in predict() (and so in simulate()).
 fit_snce <- function(formula, data, reference, ratio, intercept, group, order, time, cluster, knots, sp,
-                     control, call, features = NULL) {
+                     control, call, features = NULL, user_call = call) {
   cl <- call
-  int <- intercept_spec(intercept, reference$vars)
-  tr <- build_transitions(formula, data, reference, ratio, group, order, time, features)
+  if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
+    nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
+  }
+  int <- intercept_spec(intercept, reference$vars, call = user_call)
+  tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call)
   rows <- tr$rows
   nt <- nrow(tr$trans)
+  n_clusters <- length(unique(tr$trans$.sequence))
+  if (cluster == "sequence" && n_clusters == 1L) {
+    nce_warn(paste("cluster = \"sequence\" with one sequence cannot estimate a clustered covariance:",
+                   "standard errors are clustered by transition instead"), "one_cluster", call = user_call)
+    cluster <- "transition"
+  } else if (cluster == "sequence" && n_clusters < 20L) {
+    nce_warn(sprintf(paste("cluster = \"sequence\" with %d sequences: a clustered sandwich needs about 20 or more",
+                           "clusters, and with fewer its standard errors are too small; consider",
+                           "cluster = \"transition\""), n_clusters), "few_clusters", call = user_call)
+  }
   clus <- if (cluster == "transition") seq_len(nt) else as.integer(factor(tr$trans$.sequence))
   res <- switch(int$type,
     smooth = fit_grouped(formula, rows, int$formula, tr$trans, rows$.transition, rows$.label, rows$.offset,
                          cluster = clus, knots = knots, sp = sp, control = control),
-    transition = {
-      tr$trans$.transition <- factor(seq_len(nt))
-      fit_grouped(formula, rows, ~ .transition, tr$trans, rows$.transition, rows$.label, rows$.offset,
-                  cluster = clus, knots = knots, sp = sp, control = control)
-    },
+    transition = fit_free_intercepts(formula, rows, nt, rows$.transition, rows$.label, rows$.offset,
+                                     cluster = clus, knots = knots, sp = sp, control = control),
     none = fit_grouped(formula, rows, ~ 1, tr$trans, rows$.transition, rows$.label, rows$.offset,
                        cluster = clus, knots = knots, sp = sp, control = control)
   )
@@ -98,39 +111,41 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
 }
 
 # Default, formula, "transition" or "none".
-intercept_spec <- function(intercept, vars) {
+intercept_spec <- function(intercept, vars, call = caller_call()) {
   if (is.null(intercept)) {
     f <- stats::as.formula(paste0("~ s(", paste0(vars, "_prev", collapse = ", "), ")"))
     return(list(type = "smooth", formula = f))
   }
   if (inherits(intercept, "formula")) {
-    if (length(intercept) != 2L) nce_abort("`intercept` must be a one-sided formula, e.g. ~ s(y_prev)", "input")
+    if (length(intercept) != 2L) nce_abort("`intercept` must be a one-sided formula, e.g. ~ s(y_prev)", "input", call)
     return(list(type = "smooth", formula = intercept))
   }
   if (is.character(intercept) && length(intercept) == 1L && intercept %in% c("transition", "none")) {
     return(list(type = intercept, formula = NULL))
   }
-  nce_abort("`intercept` must be NULL, a one-sided formula, \"transition\" or \"none\"", "input")
+  nce_abort("`intercept` must be NULL, a one-sided formula, \"transition\" or \"none\"", "input", call)
 }
 
 # Transitions of each sequence with their reference points: the rows of the NCE regression.
-build_transitions <- function(formula, data, reference, ratio, group, order, time, features = NULL) {
+build_transitions <- function(formula, data, reference, ratio, group, order, time, features = NULL,
+                              call = caller_call()) {
   if (!inherits(formula, "formula") || length(formula) != 2L) {
-    nce_abort("`formula` must be one-sided, e.g. ~ I(y * y_prev)", "input")
+    nce_abort("`formula` must be one-sided, e.g. ~ I(y * y_prev)", "input", call)
   }
-  if (!is.data.frame(data) || nrow(data) == 0L) nce_abort("`data` must be a data frame with rows", "input")
+  check_data_frame(data, "data", call = call)
   if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
-    nce_abort("`reference` must be a ref_*() or kernel_*() object", "input")
+    nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", call)
   }
-  if (!is.numeric(ratio) || length(ratio) != 1L || !is.finite(ratio) || ratio < 1 || ratio != round(ratio)) {
-    nce_abort("`ratio` must be a positive whole number (reference points per transition)", "input")
-  }
-  if (!is.numeric(order) || length(order) != 1L || order < 1 || order != round(order)) {
-    nce_abort("`order` must be a positive whole number", "input")
-  }
+  check_count(ratio, "ratio", call = call)
+  check_count(order, "order", call = call)
+  # Reference rows: nrow(data) * ratio, each a copy of its transition's columns and the
+  # model matrices built on them (about four copies in all).
+  check_size(8 * as.double(nrow(data)) * ratio * (2 * ncol(data) + 4 * order + 24) * 4, "ratio",
+             "the reference points", call = call)
   ratio <- as.integer(ratio)
   order <- as.integer(order)
   vars <- reference$vars
+  check_numeric_columns(data, vars, "data", call = call)
   st <- sequence_transitions(data, vars, group, order, time)
   trans <- st$trans
   cur <- st$cur

@@ -116,10 +116,63 @@ test_that("bad input is reported", {
   expect_error(latkes(d, x = "gx", window = screen), "`x` and `y` must name columns", class = "nce_error_input")
   expect_error(latkes(d, window = c(0, 1024, 768, 0)), "`window`", class = "nce_error_input")
   expect_error(latkes(cbind(d, dist = 1), window = screen), "dist", class = "nce_error_input")
-  expect_error(latkes(d, window = screen, order = 3), "`order` must be 1 or 2", class = "nce_error_input")
+  expect_error(latkes(d, window = screen, order = 3), "`order` must be one whole number >= 1 and <= 2", class = "nce_error_input")
   expect_error(latkes(d, window = screen, foo = 1), "unknown argument", class = "nce_error_input")
   names(d)[2:3] <- c("gx", "gy")
   fit2 <- suppressWarnings(latkes(d, x = "gx", y = "gy", group = "trial", window = screen, ratio = 2,
                                   kernel = ~ s(dist, k = 5), intercept = ~ s(x_prev, y_prev, k = 10)))
   expect_equal(nobs(fit2), 29L)
+})
+
+
+test_that("predict() accepts raw fixations shaped like the training data, as logLik(newdata =) does", {
+  set.seed(131)
+  d <- rlatkes(300, kernel = list(dist = function(d) -d / 150), window = screen, n_trials = 3, grid = c(64, 48))
+  set.seed(132)
+  fit <- latkes(d, group = "trial", window = screen, ratio = 5, kernel = ~ s(dist, k = 5),
+                intercept = ~ s(x_prev, y_prev, k = 10))
+  raw <- d[d$trial == 1, ][1:6, ]
+  p <- predict(fit, raw, type = "link")
+  expect_length(p, 6L)
+  expect_true(is.na(p[1]))
+  tr <- fit$transitions[1:5, c("x", "y", "x_prev", "y_prev")]
+  expect_equal(unname(p[-1]), unname(predict(fit, tr, type = "link")), tolerance = 1e-10)
+  expect_equal(unname(predict(fit, raw)[-1]), unname(predict(fit, tr)), tolerance = 1e-10)
+  expect_equal(sum(p[-1]), as.numeric(logLik(fit, newdata = raw)), tolerance = 1e-10)
+  # missing group column, NA in x_prev: messages that name the problem
+  expect_error(predict(fit, raw[c("x", "y")]), "group column trial", class = "nce_error_input")
+  expect_error(predict(fit, transform(tr, x_prev = replace(x_prev, 2, NA))), "NA or non-finite", class = "nce_error_input")
+})
+
+test_that("the grid-normalised density integrates to 1 within 1e-3 and held-out logLik is stable", {
+  set.seed(133)
+  d <- rlatkes(500, kernel = list(dist = function(d) -d / 40, angle = function(a) 0.8 * cos(4 * a)),
+               window = screen, n_trials = 4, grid = c(128, 96))
+  set.seed(134)
+  fit <- latkes(d[d$trial <= 3, ], group = "trial", window = screen, ratio = 10,
+                kernel = ~ s(dist, bs = "cr") + s(angle, bs = "cc", k = 12), intercept = ~ s(x_prev, y_prev, k = 10))
+  tr <- fit$features(fit$transitions[c(1, 60, 120), c("x", "y", "x_prev", "y_prev")])
+  # reference: the midpoint rule on 1-pixel cells, refined around the previous fixation
+  fine <- nce:::grid_normaliser(fit, tr, c(1024, 768), refine = 9, extrapolate = FALSE)$log_z
+  used <- nce:::grid_normaliser(fit, tr, c(64, 48))$log_z   # the default of predict() and logLik()
+  expect_lt(max(abs(exp(fine - used) - 1)), 1e-3)   # integral of the predicted density over the window
+  held <- d[d$trial == 4, ]
+  l1 <- as.numeric(logLik(fit, newdata = held))
+  l2 <- as.numeric(logLik(fit, newdata = held, grid = c(128, 96), refine = 15))
+  expect_lt(abs(l1 - l2), 0.02)
+  # exactly zero outside the window
+  out <- data.frame(x = c(-10, 2000, 500), y = c(300, 300, 800), x_prev = 500, y_prev = 400)
+  expect_identical(unname(predict(fit, out, type = "response")), c(0, 0, 0))
+})
+
+test_that("latkes() refuses sizes before allocating and bad levels with classed errors", {
+  set.seed(135)
+  d <- rlatkes(100, kernel = list(dist = function(d) -d / 150), window = screen, grid = c(64, 48))
+  expect_error(latkes(d, window = screen, ratio = 1e7), "ratio", class = "nce_error_size")
+  set.seed(136)
+  fit <- latkes(d, window = screen, ratio = 3, kernel = ~ s(dist, k = 4), intercept = ~ s(x_prev, y_prev, k = 6))
+  expect_error(latkes_effects(fit, level = 2), "`level`", class = "nce_error_input")
+  expect_error(rlatkes(10, list(dist = function(d) -d), window = c(-1e308, 1e308, 0, 1)), "window",
+               class = "nce_error_input")
+  expect_error(rlatkes(10.5, list(dist = function(d) -d)), "`n`", class = "nce_error_input")
 })

@@ -45,7 +45,8 @@ test_that("per-transition intercepts agree, with wider intervals", {
   y <- rchain(2000, 2)
   fs <- fit_chain(y)
   ft <- fit_chain(y, intercept = "transition")
-  expect_length(coef(ft), 2001L)   # (Intercept), theta and 1999 transition contrasts
+  expect_length(coef(ft), 1L)   # theta; the 2000 free intercepts are eliminated in the fit
+  expect_length(ft$transition_intercepts, 2000L)
   expect_lt(abs(theta_of(ft) - chain_mle(y)), 2 * se_of(ft))
   expect_gt(se_of(ft), se_of(fs))
   expect_error(predict(ft, data.frame(y = 0.5, y_prev = 0.5), type = "log_density"), "transition")
@@ -66,7 +67,7 @@ test_that("sequences: no transition crosses a group, order 2 and clustering by s
   expect_equal(fit$n_sequences, 4L)
   expect_true(all(model.frame(fit)$y_prev[model.frame(fit)$.label == 1] ==
                     unlist(lapply(split(d$y, d$trial), function(v) v[-length(v)]))))
-  fs <- update(fit, cluster = "sequence")
+  expect_warning(fs <- update(fit, cluster = "sequence"), class = "nce_warning_few_clusters")
   expect_false(isTRUE(all.equal(vcov(fs), vcov(fit))))
   f2 <- snce(~ I(y * y_prev) + I(y * y_prev2), d, ref_uniform(y = c(0, 1)), ratio = 5, group = "trial", order = 2,
              intercept = ~ s(y_prev, y_prev2, k = 10))
@@ -135,4 +136,96 @@ test_that("a smooth that cannot be set up is a classed error naming the term", {
   d <- data.frame(y = rbinom(200, 1, 0.5) * 0.5 + 0.25)
   expect_error(snce(~ I(y * y_prev), d, ref_uniform(y = c(0, 1)), ratio = 2),
                "cannot set up the smooth term s\\(y_prev\\)", class = "nce_error_input")
+})
+
+
+test_that("per-transition intercepts: the eliminated fit is the MLE of glm with one intercept per transition", {
+  set.seed(111)
+  y <- rchain(60, 2)
+  set.seed(112)
+  ft <- snce(~ I(y * y_prev), data.frame(y = y), ref_uniform(y = c(0, 1)), ratio = 4, intercept = "transition")
+  mf <- model.frame(ft)
+  g <- suppressWarnings(glm(.label ~ 0 + I(y * y_prev) + factor(.transition) + offset(.offset), binomial, mf,
+                            control = glm.control(epsilon = 1e-12, maxit = 100)))
+  expect_equal(unname(coef(ft)), unname(coef(g)[1]), tolerance = 1e-7)
+  expect_equal(unname(vcov(ft, type = "naive")[1, 1]), unname(vcov(g)[1, 1]), tolerance = 1e-6)
+  expect_equal(unname(ft$transition_intercepts), unname(coef(g)[-1]), tolerance = 1e-6)
+  expect_equal(unname(ft$transition_intercept_se), unname(sqrt(diag(vcov(g)))[-1]), tolerance = 1e-6)
+  # logLik: kernel plus the transition's own intercept, one df per intercept
+  ll <- logLik(ft)
+  expect_equal(as.numeric(ll), sum(coef(ft) * y[-1] * y[-61] + ft$transition_intercepts), tolerance = 1e-10)
+  expect_equal(attr(ll, "df"), sum(ft$edf) + 60)
+  expect_error(predict(ft, type = "lpmatrix"), class = "nce_error_unsupported")
+})
+
+test_that("logLik is the sum of log transition densities, checked against the closed-form normaliser", {
+  set.seed(113)
+  y <- rchain(400, 2)
+  set.seed(114)
+  fit <- snce(~ I(y * y_prev), data.frame(y = y), ref_uniform(y = c(0, 1)), ratio = 20, intercept = ~ s(y_prev, k = 6))
+  th <- unname(coef(fit)["I(y * y_prev)"])
+  exact <- chain_loglik(th, y)   # the fitted kernel, normalised exactly
+  ll <- logLik(fit)
+  expect_equal(attr(ll, "nobs"), 400)
+  expect_equal(attr(ll, "df"), sum(fit$edf))
+  # The spline intercept estimates -log Z(y_prev) with error O(1 / sqrt(ratio)) per transition:
+  # within 0.02 per transition on average.
+  expect_lt(abs(as.numeric(ll) - exact) / 400, 0.02)
+  # Importance sampling from the reference: within 0.005 per transition with 2000 draws each.
+  set.seed(115)
+  lr <- logLik(fit, normalise = "reference", n_draws = 2000)
+  expect_lt(abs(as.numeric(lr) - exact) / 400, 0.005)
+  expect_equal(AIC(fit), -2 * as.numeric(ll) + 2 * attr(ll, "df"))
+})
+
+test_that("anova of nested snce fits is a Wald test with the sandwich covariance", {
+  set.seed(116)
+  y <- rchain(300, 2)
+  d <- data.frame(y = y)
+  set.seed(117)
+  big <- snce(~ I(y * y_prev) + I(y^2), d, ref_uniform(y = c(0, 1)), ratio = 10, intercept = ~ s(y_prev, k = 5))
+  set.seed(117)
+  small <- snce(~ I(y * y_prev), d, ref_uniform(y = c(0, 1)), ratio = 10, intercept = ~ s(y_prev, k = 5))
+  a <- anova(small, big)
+  b <- coef(big)["I(y^2)"]
+  w <- unname(b^2 / vcov(big)["I(y^2)", "I(y^2)"])
+  expect_equal(a$Wald[2], w, tolerance = 1e-10)
+  expect_equal(a[["Pr(>Chisq)"]][2], pchisq(w, 1, lower.tail = FALSE), tolerance = 1e-10)
+  expect_identical(anova(big, small)$Wald, a$Wald)
+})
+
+test_that("a random-effect smooth in the kernel plots (as a QQ plot) without printing the factor", {
+  set.seed(118)
+  d <- do.call(rbind, lapply(1:4, function(s) data.frame(y = rchain(40, 2), subject = factor(s, levels = 1:4))))
+  set.seed(119)
+  fit <- snce(~ I(y * y_prev) + s(y, subject, bs = "re"), d, ref_uniform(y = c(0, 1)), ratio = 5, group = "subject",
+              intercept = ~ s(y_prev, k = 5))
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  out <- utils::capture.output(res <- plot(fit))
+  expect_identical(out, character())
+  expect_identical(res, fit)
+})
+
+test_that("print of an snce fit with one kernel coefficient keeps its name", {
+  set.seed(120)
+  fit <- snce(~ I(y * y_prev), data.frame(y = rchain(100, 2)), ref_uniform(y = c(0, 1)), ratio = 5,
+              intercept = ~ s(y_prev, k = 5))
+  out <- utils::capture.output(print(fit))
+  expect_true(any(grepl("I(y * y_prev)", out, fixed = TRUE)))
+})
+
+test_that("cluster = \"sequence\" warns with few sequences and falls back with one", {
+  set.seed(121)
+  d <- data.frame(y = rchain(199, 2), g = rep(1:4, each = 50))
+  expect_warning(snce(~ I(y * y_prev), d, ref_uniform(y = c(0, 1)), ratio = 3, group = "g", cluster = "sequence"),
+                 "4 sequences", class = "nce_warning_few_clusters")
+  expect_warning(f1 <- snce(~ I(y * y_prev), d, ref_uniform(y = c(0, 1)), ratio = 3, cluster = "sequence"),
+                 "clustered by transition instead", class = "nce_warning_one_cluster")
+  expect_identical(f1$cluster, "transition")
+})
+
+test_that("snce(ratio = 1e7) is refused before allocating", {
+  expect_error(snce(~ I(y * y_prev), data.frame(y = rchain(100, 2)), ref_uniform(y = c(0, 1)), ratio = 1e7),
+               "ratio", class = "nce_error_size")
 })

@@ -2,15 +2,15 @@
 //! smoothing parameters by REML, dense or grouped, with their NCE sandwiches. No numerics here.
 
 use crate::convert::{
-    guard, int_slice, irls_control, list_get, list_number, opt_real_slice, real_matrix, real_slice, threads_of,
-    to_r_matrix, zero_based, Res,
+    guard, int_count, int_slice, irls_control, list_get, list_number, opt_real_slice, real_matrix, real_slice,
+    threads_of, to_r_matrix, zero_based, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::alias::fit_reml_dense;
 use nce_core::design::DenseDesign;
 use nce_core::family::Family;
-use nce_core::grouped::GroupedDesign;
+use nce_core::grouped::{fit_reml_free_intercepts, FreeInterceptFit, GroupedDesign};
 use nce_core::irls::{self, Control, Problem};
 use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
@@ -129,18 +129,7 @@ fn nce_fit_reml_grouped(
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g0 = zero_based(&group, "group", ng)?;
         let prob = problem(&y, &weights, &offset, family)?;
-        let cluster: Option<Vec<usize>> = if cluster.is_null() {
-            None
-        } else {
-            let c = int_slice(&cluster, "cluster")?;
-            if c.len() != ng || c.iter().any(|&v| v < 1) {
-                return Err(NceError::invalid(
-                    "cluster",
-                    format!("must hold {ng} positive integers, one per group"),
-                ));
-            }
-            Some(c.iter().map(|&v| v as usize - 1).collect())
-        };
+        let cluster = cluster_of(&cluster, ng)?;
         let pens = penalties_from(&penalties, pa + pb)?;
         let ctrl = reml_control(&sp, &control)?;
         let threads = threads_of(threads)?;
@@ -161,6 +150,79 @@ fn nce_fit_reml_grouped(
         })?;
         Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
     })
+}
+
+/// REML fit on [A | one free intercept per group] (e.g. one per transition), the intercepts
+/// eliminated per group so the cost is linear in the number of groups. `group` is 1-based
+/// (every group in 1..ngroups must have rows); A has no intercept column. Returns what
+/// `nce_fit_reml_grouped` returns for the columns of A (`cov_sandwich`: clustered by `cluster`),
+/// plus `intercepts` and `intercept_se`.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_fit_reml_free_intercepts(
+    a: Robj,
+    group: Robj,
+    ngroups: i32,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    cluster: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (ad, n, pa) = real_matrix(&a, "a")?;
+        let ng = int_count(ngroups, "ngroups", 1)?;
+        let g0 = zero_based(&group, "group", ng)?;
+        let prob = problem(&y, &weights, &offset, family)?;
+        let cluster = cluster_of(&cluster, ng)?;
+        let pens = penalties_from(&penalties, pa)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let threads = threads_of(threads)?;
+        let fit = run::run(threads, |stop| {
+            fit_reml_free_intercepts(ad, n, pa, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
+                stop.load(Ordering::Relaxed)
+            })
+        })?;
+        let FreeInterceptFit {
+            reml,
+            intercepts,
+            intercept_se,
+            sandwich,
+        } = fit;
+        // The dense fit's fields, then the intercepts.
+        let internal = |e: extendr_api::Error| NceError::invalid("result", e.to_string());
+        let out: List = reml_result(reml, sandwich, vec![false; pa])
+            .try_into()
+            .map_err(internal)?;
+        let mut names: Vec<String> = out.names().map(|n| n.map(str::to_string).collect()).unwrap_or_default();
+        let mut values: Vec<Robj> = out.values().collect();
+        names.extend(["intercepts".to_string(), "intercept_se".to_string()]);
+        values.extend([intercepts.into(), intercept_se.into()]);
+        Ok(List::from_names_and_values(names, values)
+            .map_err(internal)?
+            .into_robj())
+    })
+}
+
+/// Cluster of each group (1-based in R, 0-based here), or None for NULL.
+fn cluster_of(cluster: &Robj, ng: usize) -> Res<Option<Vec<usize>>> {
+    if cluster.is_null() {
+        return Ok(None);
+    }
+    let c = int_slice(cluster, "cluster")?;
+    if c.len() != ng || c.iter().any(|&v| v < 1) {
+        return Err(NceError::invalid(
+            "cluster",
+            format!("must hold {ng} positive integers, one per group"),
+        ));
+    }
+    Ok(Some(c.iter().map(|&v| v as usize - 1).collect()))
 }
 
 /// Response, prior weights, offset and family of a fit (the penalty comes separately).
@@ -256,4 +318,5 @@ extendr_module! {
     fn nce_fit_glm;
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
+    fn nce_fit_reml_free_intercepts;
 }

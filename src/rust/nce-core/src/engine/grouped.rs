@@ -8,14 +8,20 @@
 
 use crate::design::{doubled_upper, kernels, DenseDesign, Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
-use nalgebra::{DMatrix, DVector};
+use crate::irls::{GlmFit, Problem};
+use crate::linalg::aliased_columns;
+use crate::penalty::PenaltySet;
+use crate::pirls::{self, Cand};
+use crate::reml::{optimise, weight_derivs, Derivs, RemlControl, RemlFit};
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use rayon::prelude::*;
 use std::sync::OnceLock;
 
 /// Groups per chunk of the parallel group sums.
 const CHUNK_GROUPS: usize = 1024;
 
-/// Per weight vector: group sums of w, of w a_r (ngroups x pa), and of the plain vectors.
+/// Per group: sums of each weight vector, sums of each plain vector, and for each weight vector
+/// the weighted sums of the rows of A (ngroups x pa, column-major).
 type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
 
 #[derive(Debug, Clone)]
@@ -130,8 +136,7 @@ impl<'a> GroupedDesign<'a> {
     fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> GroupSums {
         let (ng, pa) = (self.ngroups(), self.pa());
         let (nw, nv) = (ws.len(), plain.len());
-        type Part = GroupSums;
-        let parts: Vec<Part> = (0..ng.div_ceil(CHUNK_GROUPS))
+        let parts: Vec<GroupSums> = (0..ng.div_ceil(CHUNK_GROUPS))
             .into_par_iter()
             .map(|k| {
                 let (t0, t1) = (k * CHUNK_GROUPS, ((k + 1) * CHUNK_GROUPS).min(ng));
@@ -316,6 +321,748 @@ impl Design for GroupedDesign<'_> {
     }
 }
 
+/// A symmetric "arrow" matrix over (beta, alpha), beta the pa row-level coefficients and alpha
+/// one free intercept per group: [[p, r], [r', diag(d)]] (r is pa x ngroups). X' diag(v) X of
+/// the design [A | indicator of the row's group] has this form, and so has the penalised
+/// Hessian when only beta is penalised.
+struct Arrow {
+    p: DMatrix<f64>,
+    r: DMatrix<f64>,
+    d: Vec<f64>,
+}
+
+impl Arrow {
+    /// M x for x = (x_a, x_alpha).
+    fn mul(&self, x: &DVector<f64>) -> DVector<f64> {
+        let pa = self.p.nrows();
+        let (xa, xg) = (x.rows(0, pa), x.rows(pa, self.d.len()));
+        let mut out = DVector::zeros(x.len());
+        out.rows_mut(0, pa).copy_from(&(&self.p * xa + &self.r * xg));
+        let top = self.r.tr_mul(&xa);
+        for t in 0..self.d.len() {
+            out[pa + t] = top[t] + self.d[t] * xg[t];
+        }
+        out
+    }
+}
+
+/// The penalised Hessian H = [[P + S, Q], [Q', D]] eliminated per group: with the Schur
+/// complement Sigma = P + S - Q D^{-1} Q' (pa x pa), H = L diag(Sigma, D) L' for
+/// L = [[I, Q D^{-1}], [0, I]], so solves, log|H| and the traces REML needs cost
+/// O(ngroups pa^2) instead of O((pa + ngroups)^3).
+struct Eliminated {
+    h: Arrow,
+    sigma: DMatrix<f64>,
+    chol: Cholesky<f64, Dyn>,
+    dscale: Vec<f64>,
+    sigma_inv: DMatrix<f64>,
+}
+
+impl Eliminated {
+    fn new(h: Arrow) -> Result<Self> {
+        if let Some(t) = h.d.iter().position(|&v| v.is_nan() || v <= 0.0) {
+            return Err(NceError::Numerical(format!(
+                "the free intercept of group {} has no curvature (all its rows are fitted with certainty)",
+                t + 1
+            )));
+        }
+        let qs = scale_cols(&h.r, &h.d.iter().map(|v| 1.0 / v).collect::<Vec<_>>());
+        let sigma = &h.p - &qs * h.r.transpose();
+        let sigma = (&sigma + sigma.transpose()) * 0.5;
+        let (chol, dscale) = crate::reml::scaled_cholesky(&sigma)?;
+        let ci = chol.inverse();
+        let sigma_inv = DMatrix::from_fn(ci.nrows(), ci.ncols(), |i, j| ci[(i, j)] / (dscale[i] * dscale[j]));
+        let sigma_inv = (&sigma_inv + sigma_inv.transpose()) * 0.5;
+        Ok(Eliminated {
+            h,
+            sigma,
+            chol,
+            dscale,
+            sigma_inv,
+        })
+    }
+
+    fn pa(&self) -> usize {
+        self.h.p.nrows()
+    }
+
+    /// H^{-1} b.
+    fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
+        let (pa, ng) = (self.pa(), self.h.d.len());
+        let bg: Vec<f64> = (0..ng).map(|t| b[pa + t] / self.h.d[t]).collect();
+        let rhs = b.rows(0, pa) - &self.h.r * DVector::from_vec(bg);
+        let scaled = DVector::from_fn(pa, |i, _| rhs[i] / self.dscale[i]);
+        let y = self.chol.solve(&scaled);
+        let xa = DVector::from_fn(pa, |i, _| y[i] / self.dscale[i]);
+        let top = self.h.r.tr_mul(&xa);
+        let mut out = DVector::zeros(pa + ng);
+        out.rows_mut(0, pa).copy_from(&xa);
+        for t in 0..ng {
+            out[pa + t] = (b[pa + t] - top[t]) / self.h.d[t];
+        }
+        out
+    }
+
+    fn log_det(&self) -> f64 {
+        let l = self.chol.l();
+        let ls: f64 = (0..l.nrows())
+            .map(|i| 2.0 * (l[(i, i)].ln() + self.dscale[i].ln()))
+            .sum();
+        ls + self.h.d.iter().map(|v| v.ln()).sum::<f64>()
+    }
+
+    /// L^{-1} M L^{-T} for an arrow M: again an arrow (p~, r~, d) with r~ = r - Q D^{-1} diag(d_M)
+    /// and p~ = p - Q D^{-1} r' - r~ D^{-1} Q'.
+    fn transform(&self, m: &Arrow) -> Arrow {
+        let inv_d: Vec<f64> = self.h.d.iter().map(|v| 1.0 / v).collect();
+        let ratio: Vec<f64> = m.d.iter().zip(&inv_d).map(|(a, b)| a * b).collect();
+        let rt = &m.r - scale_cols(&self.h.r, &ratio);
+        let qs = scale_cols(&self.h.r, &inv_d);
+        let p = &m.p - &qs * m.r.transpose() - &rt * qs.transpose();
+        Arrow {
+            p: (&p + p.transpose()) * 0.5,
+            r: rt,
+            d: m.d.clone(),
+        }
+    }
+}
+
+/// Columns of `m` scaled by `s`.
+fn scale_cols(m: &DMatrix<f64>, s: &[f64]) -> DMatrix<f64> {
+    let mut out = m.clone();
+    for (j, &v) in s.iter().enumerate() {
+        out.column_mut(j).scale_mut(v);
+    }
+    out
+}
+
+/// Fit of `fit_reml_free_intercepts`: the row-level coefficients with their covariances (the
+/// beta blocks of the full model's), and the free intercepts with their standard errors.
+#[derive(Debug, Clone)]
+pub struct FreeInterceptFit {
+    /// beta (pa) in `coefficients`, vp, ve, edf of beta; `fit.eta`, `fit.fitted`, `fit.row_grad`
+    /// over all rows.
+    pub reml: RemlFit,
+    pub intercepts: Vec<f64>,
+    pub intercept_se: Vec<f64>,
+    /// The beta block of the sandwich clustered by `cluster_of_group`, when given.
+    pub sandwich: Option<DMatrix<f64>>,
+}
+
+struct FreeCtx<'a, 'b> {
+    gd: &'b GroupedDesign<'a>,
+    prob: &'b Problem<'b>,
+    pens: &'b PenaltySet,
+    ctrl: &'b RemlControl,
+    inner_iterations: usize,
+    sat: f64,
+}
+
+struct FreePoint {
+    rho: Vec<f64>,
+    beta: Vec<f64>,
+    eta: Vec<f64>,
+    mu: Vec<f64>,
+    loglik: f64,
+    objective: f64,
+    iterations: usize,
+    converged: bool,
+    message: String,
+    score: f64,
+    h: Eliminated,
+}
+
+impl FreeCtx<'_, '_> {
+    fn pa(&self) -> usize {
+        self.gd.pa()
+    }
+
+    fn ng(&self) -> usize {
+        self.gd.ngroups()
+    }
+
+    /// X theta (no offset) for theta = (beta, alpha).
+    fn lin(&self, theta: &[f64]) -> Vec<f64> {
+        let pa = self.pa();
+        let mut eta = vec![0.0; self.gd.nrow()];
+        self.gd.a.linear_predictor(&theta[..pa], &mut eta);
+        let alpha = &theta[pa..];
+        eta.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
+            let g = &self.gd.group[k * CHUNK_ROWS..k * CHUNK_ROWS + o.len()];
+            for (v, &t) in o.iter_mut().zip(g) {
+                *v += alpha[t];
+            }
+        });
+        eta
+    }
+
+    /// X' diag(w_l) X for each weight vector, as arrows.
+    fn arrows(&self, ws: &[&[f64]]) -> Vec<Arrow> {
+        let (pa, ng) = (self.pa(), self.ng());
+        let pp = self.gd.a.crossprod_parts(ws);
+        let (ds, _, aw) = self.gd.group_sums(ws, &[]);
+        pp.into_iter()
+            .zip(ds)
+            .zip(aw)
+            .map(|((u, d), a)| Arrow {
+                p: DMatrix::from_fn(pa, pa, |i, j| if i <= j { u[i * pa + j] } else { u[j * pa + i] }),
+                r: DMatrix::from_fn(pa, ng, |i, t| a[i * ng + t]),
+                d,
+            })
+            .collect()
+    }
+
+    /// X' v.
+    fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
+        let (pa, ng) = (self.pa(), self.ng());
+        let ga = self.gd.a.crossprod_vec_raw(v);
+        let (_, vs, _) = self.gd.group_sums(&[], &[v]);
+        let mut g = DVector::zeros(pa + ng);
+        g.rows_mut(0, pa).copy_from_slice(&ga);
+        g.rows_mut(pa, ng).copy_from_slice(&vs[0]);
+        g
+    }
+
+    /// eta, log-likelihood and penalised log-likelihood at theta (as `pirls::evaluate`).
+    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>) -> Cand {
+        let prob = self.prob;
+        let mut eta = self.lin(&theta);
+        let parts: Vec<f64> = eta
+            .par_chunks_mut(CHUNK_ROWS)
+            .enumerate()
+            .map(|(k, e)| {
+                let r0 = k * CHUNK_ROWS;
+                let mut ll = 0.0;
+                for (i, v) in e.iter_mut().enumerate() {
+                    let r = r0 + i;
+                    *v += prob.offset[r];
+                    let w = prob.prior_weights[r];
+                    if w > 0.0 {
+                        ll += w * pirls::row_terms(prob.family, prob.y[r], *v).0;
+                    }
+                }
+                ll
+            })
+            .collect();
+        let loglik: f64 = parts.iter().sum();
+        let b = DVector::from_column_slice(&theta[..self.pa()]);
+        let pen = (b.transpose() * s * &b)[(0, 0)];
+        Cand {
+            beta: theta,
+            eta,
+            loglik,
+            objective: loglik - 0.5 * pen,
+        }
+    }
+
+    fn deviance(&self, objective: f64) -> f64 {
+        2.0 * (self.sat - objective)
+    }
+
+    /// Step halving as `pirls::halve`.
+    fn halve(&self, s: &DMatrix<f64>, cur: &Cand, mut cand: Cand, max_halving: usize) -> Option<Cand> {
+        let acceptable =
+            |c: &Cand| c.objective.is_finite() && c.objective >= cur.objective - 1e-12 * cur.objective.abs();
+        for _ in 0..max_halving {
+            if acceptable(&cand) {
+                return Some(cand);
+            }
+            let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
+            cand = self.evaluate(s, half);
+        }
+        acceptable(&cand).then_some(cand)
+    }
+
+    /// Penalised Newton iteration with step halving, as `reml::Ctx::inner`, each step solved
+    /// by elimination of the intercepts.
+    fn inner(
+        &self,
+        s: &DMatrix<f64>,
+        start: Option<&[f64]>,
+        interrupted: &mut dyn FnMut() -> bool,
+    ) -> Result<(Cand, Eliminated, usize, bool, String)> {
+        let ctrl = &self.ctrl.inner;
+        let p = self.pa() + self.ng();
+        let mut current: Option<Cand> = start.and_then(|b| {
+            let c = self.evaluate(s, b.to_vec());
+            c.objective.is_finite().then_some(c)
+        });
+        let mut eta = match &current {
+            Some(c) => c.eta.clone(),
+            None => pirls::initial_eta(self.prob),
+        };
+        let (mut converged, mut message, mut iterations) = (false, String::new(), 0);
+        let final_h;
+        let mut it = 0;
+        loop {
+            if interrupted() {
+                return Err(NceError::Interrupted);
+            }
+            let (w, v, _) = pirls::working(self.prob, &eta);
+            let mut h = self.arrows(&[&w]).pop().expect("one weight vector");
+            h.p += s;
+            let b = self.crossprod_vec(&v);
+            let elim = Eliminated::new(h)?;
+            if it == 0 {
+                let aliased = aliased_columns(&elim.sigma, ctrl.alias_tol);
+                if let Some(j) = aliased.iter().position(|&a| a) {
+                    return Err(NceError::Numerical(format!(
+                        "coefficient {} is not identifiable beside the free intercepts (aliased)",
+                        j + 1
+                    )));
+                }
+            }
+            if converged || it == ctrl.maxit || !message.is_empty() {
+                final_h = elim;
+                break;
+            }
+            iterations = it + 1;
+            it += 1;
+            let theta = elim.solve(&b).as_slice().to_vec();
+            let predicted = current.as_ref().map(|cur| {
+                let st = DVector::from_iterator(p, theta.iter().zip(&cur.beta).map(|(a, b)| a - b));
+                (elim.h.mul(&st).dot(&st), self.deviance(cur.objective))
+            });
+            let mut cand = self.evaluate(s, theta);
+            if let Some(cur) = &current {
+                let ok = self.halve(s, cur, cand, ctrl.max_halving);
+                cand = match ok {
+                    Some(c) => c,
+                    None => {
+                        if let Some((dec, d_old)) = predicted {
+                            if dec.abs() <= 1e3 * ctrl.epsilon * (d_old.abs() + 0.1) {
+                                converged = true;
+                                final_h = elim;
+                                break;
+                            }
+                        }
+                        message = format!("step halving failed to improve the objective at iteration {it}");
+                        continue;
+                    }
+                };
+                let (d_new, d_old) = (self.deviance(cand.objective), self.deviance(cur.objective));
+                if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
+                    converged = true;
+                }
+            } else if !cand.objective.is_finite() {
+                cand = self.evaluate(s, vec![0.0; p]);
+                if !cand.objective.is_finite() {
+                    return Err(NceError::Numerical(
+                        "the objective is not finite at the starting values".into(),
+                    ));
+                }
+            }
+            eta.clone_from(&cand.eta);
+            current = Some(cand);
+        }
+        let cur = current.ok_or_else(|| NceError::Numerical("no Newton step was taken".into()))?;
+        if !converged && message.is_empty() {
+            message = format!("no convergence in {} iterations", ctrl.maxit);
+        }
+        Ok((cur, final_h, iterations, converged, message))
+    }
+
+    /// Leverages x_r' H^{-1} x_r = a~_r' Sigma^{-1} a~_r + 1 / d_t, a~_r = a_r - Q_t / d_t.
+    fn leverages(&self, h: &Eliminated) -> Vec<f64> {
+        let (pa, n) = (self.pa(), self.gd.nrow());
+        let at = self.gd.a_rows();
+        let si = &h.sigma_inv;
+        let centres: Vec<f64> = (0..self.ng())
+            .flat_map(|t| (0..pa).map(move |i| (t, i)))
+            .map(|(t, i)| h.h.r[(i, t)] / h.h.d[t])
+            .collect();
+        let mut lev = vec![0.0; n];
+        lev.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
+            let mut x = vec![0.0; pa];
+            for (i, l) in o.iter_mut().enumerate() {
+                let r = k * CHUNK_ROWS + i;
+                let t = self.gd.group[r];
+                for j in 0..pa {
+                    x[j] = at[r * pa + j] - centres[t * pa + j];
+                }
+                let mut q = 0.0;
+                for a in 0..pa {
+                    let xa = x[a];
+                    let col = si.column(a);
+                    q += xa * (0..pa).map(|b| col[b] * x[b]).sum::<f64>();
+                }
+                *l = q + 1.0 / h.h.d[t];
+            }
+        });
+        lev
+    }
+
+    /// (H^{-1} b for b = (S_j-like vector on beta, 0)).
+    fn solve_beta(&self, h: &Eliminated, va: &DVector<f64>) -> DVector<f64> {
+        let mut b = DVector::zeros(self.pa() + self.ng());
+        b.rows_mut(0, self.pa()).copy_from(va);
+        h.solve(&b)
+    }
+}
+
+impl crate::reml::RemlModel for FreeCtx<'_, '_> {
+    type Point = FreePoint;
+
+    fn point(
+        &mut self,
+        rho: &[f64],
+        start: Option<&[f64]>,
+        interrupted: &mut dyn FnMut() -> bool,
+    ) -> Result<FreePoint> {
+        let lambda: Vec<f64> = rho.iter().map(|r| r.exp()).collect();
+        let s = self.pens.total(&lambda);
+        let (c, h, iterations, converged, message) = self.inner(&s, start, interrupted)?;
+        self.inner_iterations += iterations;
+        let b = DVector::from_column_slice(&c.beta[..self.pa()]);
+        let pen = (b.transpose() * &s * &b)[(0, 0)];
+        let log_det_s = self.pens.log_det(rho)?.value;
+        let mp = (self.pens.null_space_dim() + self.ng()) as f64;
+        let score =
+            -c.loglik + 0.5 * pen + 0.5 * h.log_det() - 0.5 * log_det_s - 0.5 * mp * (2.0 * std::f64::consts::PI).ln();
+        if !score.is_finite() {
+            return Err(NceError::Numerical("the REML score is not finite".into()));
+        }
+        let prob = self.prob;
+        let mu = c.eta.iter().map(|&e| prob.family.mean(e)).collect();
+        Ok(FreePoint {
+            rho: rho.to_vec(),
+            beta: c.beta,
+            eta: c.eta,
+            mu,
+            loglik: c.loglik,
+            objective: c.objective,
+            iterations,
+            converged,
+            message,
+            score,
+            h,
+        })
+    }
+
+    /// The derivatives of `reml::Ctx::derivs`, with every product by H^{-1} done by
+    /// elimination and tr(H^{-1} dH_k H^{-1} dH_j) on the transformed arrows (see `Eliminated`).
+    fn derivs(&self, pt: &FreePoint) -> Result<Derivs> {
+        let (pens, prob) = (self.pens, self.prob);
+        let (n, m, pa, ng) = (self.gd.nrow(), pens.len(), self.pa(), self.ng());
+        let h = &pt.h;
+        let beta = DVector::from_column_slice(&pt.beta[..pa]);
+        let lam: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
+        let (mut w1, mut w2) = (vec![0.0; n], vec![0.0; n]);
+        for r in 0..n {
+            (w1[r], w2[r]) = weight_derivs(prob.family, prob.y[r], pt.mu[r], prob.prior_weights[r]);
+        }
+        let ld = pens.log_det(&pt.rho)?;
+        let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
+        let bj: Vec<DVector<f64>> = (0..m).map(|j| self.solve_beta(h, &sb[j]) * (-lam[j])).collect();
+        let ej: Vec<Vec<f64>> = bj.iter().map(|b| self.lin(b.as_slice())).collect();
+        let vj: Vec<Vec<f64>> = ej
+            .iter()
+            .map(|e| w1.iter().zip(e).map(|(a, b)| a * b).collect())
+            .collect();
+        let vref: Vec<&[f64]> = vj.iter().map(|v| v.as_slice()).collect();
+        let mut dh = self.arrows(&vref);
+        for (j, a) in dh.iter_mut().enumerate() {
+            a.p += pens.full(j) * lam[j];
+        }
+        let lev = self.leverages(h);
+        let si = &h.sigma_inv;
+        let tr_s: Vec<f64> = (0..m).map(|j| si.component_mul(&pens.full(j)).sum()).collect();
+        let grad: Vec<f64> = (0..m)
+            .map(|j| {
+                let tr = vj[j].iter().zip(&lev).map(|(a, b)| a * b).sum::<f64>() + lam[j] * tr_s[j];
+                0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * tr - 0.5 * ld.grad[j]
+            })
+            .collect();
+        drop(vj);
+        let w1lev: Vec<f64> = w1.iter().zip(&lev).map(|(a, b)| a * b).collect();
+        let u = self.crossprod_vec(&w1lev);
+        let w2lev: Vec<f64> = w2.iter().zip(&lev).map(|(a, b)| a * b).collect();
+
+        // Transformed arrows for the cross traces.
+        let tj: Vec<Arrow> = dh.iter().map(|a| h.transform(a)).collect();
+        let sip: Vec<DMatrix<f64>> = tj.iter().map(|a| si * &a.p).collect();
+        let sir: Vec<DMatrix<f64>> = tj.iter().map(|a| si * &a.r).collect();
+        let inv_d: Vec<f64> = h.h.d.iter().map(|v| 1.0 / v).collect();
+
+        let mut hess = DMatrix::zeros(m, m);
+        for j in 0..m {
+            for k in j..m {
+                let mut bjk = -h.solve(&dh[k].mul(&bj[j]));
+                let sj_bk = pens.apply(j, &bj[k].as_slice()[..pa]);
+                bjk -= self.solve_beta(h, &sj_bk) * lam[j];
+                if j == k {
+                    bjk += &bj[j];
+                }
+                let mut tr = if j == k { lam[j] * tr_s[j] } else { 0.0 };
+                tr += u.dot(&bjk);
+                tr += w2lev
+                    .iter()
+                    .zip(&ej[j])
+                    .zip(&ej[k])
+                    .map(|((a, b), c)| a * b * c)
+                    .sum::<f64>();
+                let mut cross = sip[k].component_mul(&sip[j].transpose()).sum();
+                cross += 2.0
+                    * (0..ng)
+                        .map(|t| tj[j].r.column(t).dot(&sir[k].column(t)) * inv_d[t])
+                        .sum::<f64>();
+                cross += (0..ng)
+                    .map(|t| tj[k].d[t] * tj[j].d[t] * inv_d[t] * inv_d[t])
+                    .sum::<f64>();
+                let mut v = lam[j] * bj[k].rows(0, pa).dot(&sb[j]) + 0.5 * (tr - cross) - 0.5 * ld.hess[(j, k)];
+                if j == k {
+                    v += 0.5 * lam[j] * beta.dot(&sb[j]);
+                }
+                hess[(j, k)] = v;
+                hess[(k, j)] = v;
+            }
+        }
+        Ok(Derivs { grad, hess, dbeta: bj })
+    }
+
+    fn score(pt: &FreePoint) -> f64 {
+        pt.score
+    }
+    fn rho(pt: &FreePoint) -> &[f64] {
+        &pt.rho
+    }
+    fn beta(pt: &FreePoint) -> &[f64] {
+        &pt.beta
+    }
+    fn inner_status(pt: &FreePoint) -> (bool, &str) {
+        (pt.converged, &pt.message)
+    }
+}
+
+/// REML fit of the design [A | one free, unpenalised intercept per group] (conditional-logit
+/// style per-transition intercepts), in time linear in the number of groups: the intercepts
+/// are eliminated per group (`Eliminated`) in every Newton step, in the REML score and in its
+/// derivatives. Same estimates and the same beta covariances as `reml::fit_reml` on the
+/// expanded design. `a` (nrow x pa, column-major) must not hold an intercept column;
+/// `penalties` act on the pa columns of `a`. With `cluster_of_group`, also the beta block of
+/// the clustered sandwich (clusters are unions of groups).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_reml_free_intercepts(
+    a: &[f64],
+    nrow: usize,
+    pa: usize,
+    group: &[usize],
+    ngroups: usize,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
+    let ones = vec![1.0; ngroups];
+    let gd = GroupedDesign::new(a, nrow, pa, &ones, ngroups, 1, group)?;
+    if penalties.ncoef() != pa {
+        return Err(NceError::invalid(
+            "penalties",
+            format!("are for {} coefficients but `a` has {pa} columns", penalties.ncoef()),
+        ));
+    }
+    if prob.penalty.is_some() || prob.start.is_some() {
+        return Err(NceError::invalid(
+            "prob",
+            "give penalties through the penalty set and no start",
+        ));
+    }
+    pirls::validate(nrow, pa + ngroups, prob)?;
+    if let Some(t) = (0..ngroups).find(|&t| gd.group_start[t + 1] == gd.group_start[t]) {
+        return Err(NceError::invalid("group", format!("group {} has no rows", t + 1)));
+    }
+    if let Some(c) = cluster_of_group {
+        if c.len() != ngroups {
+            return Err(NceError::invalid(
+                "cluster",
+                format!("must have one entry per group ({ngroups})"),
+            ));
+        }
+    }
+    let m = penalties.len();
+    let sat: f64 = prob
+        .y
+        .iter()
+        .zip(prob.prior_weights)
+        .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
+        .sum();
+    let mut ctx = FreeCtx {
+        gd: &gd,
+        prob,
+        pens: penalties,
+        ctrl,
+        inner_iterations: 0,
+        sat,
+    };
+    // Automatic scale of the smoothing parameters as `reml::auto_rho` (the intercepts carry no
+    // penalty).
+    let centre = free_auto_rho(&gd, prob, penalties);
+    // The offset-only start: one common intercept (as `reml::intercept_start`).
+    let start0 = offset_only_intercept(prob).map(|c| {
+        let mut b = vec![0.0; pa + ngroups];
+        b[pa..].iter_mut().for_each(|v| *v = c);
+        b
+    });
+    let o = optimise(&mut ctx, m, &centre, ctrl, None, start0, interrupted)?;
+    let pt = o.pt;
+    let h = &pt.h;
+    let lambda: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
+    let s = penalties.total(&lambda);
+    let si = h.sigma_inv.clone();
+    // Ve = Vp X'WX Vp, beta block: Sigma^{-1} (Sigma - S) Sigma^{-1}; edf = diag(I - Sigma^{-1} S).
+    let ve = &si - &si * &s * &si;
+    let ve = (&ve + ve.transpose()) * 0.5;
+    let f = DMatrix::identity(pa, pa) - &si * &s;
+    let edf: Vec<f64> = (0..pa).map(|i| f[(i, i)]).collect();
+    let intercept_se: Vec<f64> = (0..ngroups)
+        .map(|t| {
+            let c = h.h.r.column(t) / h.h.d[t];
+            (1.0 / h.h.d[t] + (&si * &c).dot(&c)).max(0.0).sqrt()
+        })
+        .collect();
+    let row_grad: Vec<f64> = (0..nrow)
+        .map(|r| {
+            let pw = prob.prior_weights[r];
+            if pw == 0.0 {
+                0.0
+            } else {
+                pw * pirls::row_terms(prob.family, prob.y[r], pt.eta[r]).1
+            }
+        })
+        .collect();
+    let sandwich = cluster_of_group.map(|c| {
+        // Cluster scores of the eliminated design: sum_r g_r (a_r - Q_t / d_t).
+        let nc = c.iter().copied().max().map_or(0, |v| v + 1);
+        let at = gd.a_rows();
+        let mut z = DMatrix::<f64>::zeros(nc, pa);
+        for r in 0..nrow {
+            let t = group[r];
+            let cl = c[t];
+            for j in 0..pa {
+                z[(cl, j)] += row_grad[r] * (at[r * pa + j] - h.h.r[(j, t)] / h.h.d[t]);
+            }
+        }
+        let meat = z.transpose() * &z;
+        let v = &si * meat * &si;
+        (&v + v.transpose()) * 0.5
+    });
+    let n_certain = match prob.family {
+        crate::family::Family::Binomial => prob
+            .y
+            .iter()
+            .zip(&pt.mu)
+            .filter(|(&y, &mu)| y == 1.0 && mu > 1.0 - 1e-10)
+            .count(),
+        _ => 0,
+    };
+    let at_bound = (0..m)
+        .map(|j| !o.fixed && (pt.rho[j] >= o.hi[j] - 1e-10 || pt.rho[j] <= o.lo[j] + 1e-10))
+        .collect();
+    let hess_beta = h.h.p.clone();
+    let fit = GlmFit {
+        coefficients: pt.beta[..pa].to_vec(),
+        aliased: vec![false; pa],
+        cov: si.clone(),
+        hessian: hess_beta,
+        eta: pt.eta.clone(),
+        fitted: pt.mu.clone(),
+        row_grad,
+        loglik: pt.loglik,
+        penalised_loglik: pt.objective,
+        deviance: 2.0 * (sat - pt.objective),
+        iterations: pt.iterations,
+        converged: pt.converged,
+        n_certain,
+        message: pt.message.clone(),
+    };
+    Ok(FreeInterceptFit {
+        reml: RemlFit {
+            coefficients: pt.beta[..pa].to_vec(),
+            sp: lambda,
+            rho: pt.rho.clone(),
+            vp: si,
+            ve,
+            edf,
+            reml: pt.score,
+            gradient: o.der.grad,
+            hessian: o.der.hess,
+            mp: penalties.null_space_dim() + ngroups,
+            at_bound,
+            fit,
+            outer_iterations: o.outer,
+            inner_iterations: ctx.inner_iterations,
+            converged: o.converged,
+            message: o.message,
+        },
+        intercepts: pt.beta[pa..].to_vec(),
+        intercept_se,
+        sandwich,
+    })
+}
+
+/// `reml::auto_rho` for the free-intercept design: lambda_j S_j comparable with A'WA.
+fn free_auto_rho(gd: &GroupedDesign, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
+    let n = gd.nrow();
+    let w: Vec<f64> = (0..n)
+        .map(|r| {
+            let eta0 = match prob.family {
+                crate::family::Family::Binomial => ((prob.y[r] + 0.5) / 2.0 / (1.0 - (prob.y[r] + 0.5) / 2.0)).ln(),
+                crate::family::Family::Poisson => (prob.y[r] + 0.1).ln(),
+                crate::family::Family::PoissonTransform => prob.offset[r],
+            };
+            prob.prior_weights[r] * prob.family.row(prob.y[r], eta0).weight
+        })
+        .collect();
+    let u = gd.a.crossprod_parts(&[&w]).pop().expect("one weight vector");
+    let pa = gd.pa();
+    pens.penalties()
+        .iter()
+        .map(|pen| {
+            let k = pen.s.nrows();
+            let thresh = pen.s.amax() * 1e-8;
+            let (mut sx, mut ss) = (0.0, 0.0);
+            for i in 0..k {
+                if pen.s[(i, i)] > thresh {
+                    let j = pen.start + i;
+                    sx += u[j * pa + j];
+                    ss += pen.s[(i, i)];
+                }
+            }
+            if sx > 0.0 && ss > 0.0 {
+                (sx / ss).ln()
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// The intercept of the offset-only model (as `reml::intercept_start`).
+fn offset_only_intercept(prob: &Problem) -> Option<f64> {
+    let mut c = 0.0;
+    for _ in 0..50 {
+        let (mut g, mut w) = (0.0, 0.0);
+        for r in 0..prob.y.len() {
+            let pw = prob.prior_weights[r];
+            if pw > 0.0 {
+                let (_, gr, wr, _) = pirls::row_terms(prob.family, prob.y[r], prob.offset[r] + c);
+                g += pw * gr;
+                w += pw * wr;
+            }
+        }
+        if w.is_nan() || w <= 0.0 || !g.is_finite() {
+            return None;
+        }
+        let dc = (g / w).clamp(-10.0, 10.0);
+        c += dc;
+        if dc.abs() < 1e-8 {
+            break;
+        }
+    }
+    c.is_finite().then_some(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,6 +1178,124 @@ mod tests {
         })
         .unwrap();
         assert_eq!(q1, q2);
+    }
+
+    #[test]
+    fn free_intercepts_match_the_expanded_reml_fit() {
+        use crate::family::Family;
+        use crate::penalty::Penalty;
+        use crate::reml::fit_reml;
+        // 80 groups of 1 data row and 6 reference rows; A: one parametric column and a
+        // 5-column basis with a second-difference penalty.
+        let (ng, per) = (80usize, 7usize);
+        let n = ng * per;
+        let pa = 6;
+        let mut a = vec![0.0; n * pa];
+        let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
+        for r in 0..n {
+            let t = r / per;
+            group[r] = t;
+            y[r] = if r % per == 0 { 1.0 } else { 0.0 };
+            let x = ((r as f64) * 0.6180339887).fract();
+            let u = ((r as f64) * 0.41421356 + t as f64 * 0.1).fract();
+            a[r] = x * (t as f64 / ng as f64) + if y[r] == 1.0 { 0.3 * x } else { 0.0 };
+            for k in 0..5 {
+                let c = k as f64 / 4.0;
+                a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if y[r] == 1.0 { 0.1 * u } else { 0.0 };
+            }
+            offset[r] = (1.0 / 6.0f64).ln() + 0.2 * x;
+        }
+        let mut d2 = DMatrix::zeros(3, 5);
+        for i in 0..3 {
+            d2[(i, i)] = 1.0;
+            d2[(i, i + 1)] = -2.0;
+            d2[(i, i + 2)] = 1.0;
+        }
+        let s = d2.transpose() * d2;
+        let w = vec![1.0; n];
+        let prob = Problem {
+            y: &y,
+            prior_weights: &w,
+            offset: &offset,
+            family: Family::Binomial,
+            penalty: None,
+            start: None,
+        };
+        let ctrl = RemlControl::default();
+        let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s: s.clone() }]).unwrap();
+        let clusters: Vec<usize> = (0..ng).map(|t| t / 4).collect();
+        let free = fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
+            false
+        })
+        .unwrap();
+        // Expanded: [1, A] and treatment contrasts of the group.
+        let mut af = vec![1.0; n * (pa + 1)];
+        af[n..].copy_from_slice(&a);
+        let mut b = vec![0.0; ng * (ng - 1)];
+        for t in 1..ng {
+            b[(t - 1) * ng + t] = 1.0;
+        }
+        let gd = GroupedDesign::new(&af, n, pa + 1, &b, ng, ng - 1, &group).unwrap();
+        let pens_f = PenaltySet::new(pa + ng, vec![Penalty { start: 2, s }]).unwrap();
+        let full = fit_reml(&gd, &prob, &pens_f, &ctrl, &mut || false).unwrap();
+        let r = &free.reml;
+        for j in 0..pa {
+            assert!((r.coefficients[j] - full.coefficients[j + 1]).abs() < 1e-8, "coef {j}");
+            assert!((r.edf[j] - full.edf[j + 1]).abs() < 1e-7, "edf {j}");
+            for k in 0..pa {
+                let scale = full.vp[(j + 1, j + 1)].abs().max(1e-12);
+                assert!(
+                    (r.vp[(j, k)] - full.vp[(j + 1, k + 1)]).abs() < 1e-7 * scale,
+                    "vp {j} {k}"
+                );
+                assert!(
+                    (r.ve[(j, k)] - full.ve[(j + 1, k + 1)]).abs() < 1e-7 * scale,
+                    "ve {j} {k}"
+                );
+            }
+        }
+        assert!(
+            (r.reml - full.reml).abs() < 1e-8 * full.reml.abs(),
+            "{} {}",
+            r.reml,
+            full.reml
+        );
+        assert!((r.sp[0] - full.sp[0]).abs() < 1e-6 * full.sp[0]);
+        assert!((free.intercepts[0] - full.coefficients[0]).abs() < 1e-8);
+        for t in 1..ng {
+            let want = full.coefficients[0] + full.coefficients[pa + t];
+            assert!((free.intercepts[t] - want).abs() < 1e-7);
+        }
+        // The clustered sandwich: same beta block as on the expanded design.
+        let sw =
+            crate::sandwich::grouped_cluster_sandwich(&gd, &clusters, &full.fit.row_grad, &full.vp, &full.fit.aliased)
+                .unwrap();
+        let fs = free.sandwich.as_ref().unwrap();
+        for j in 0..pa {
+            for k in 0..pa {
+                let scale = sw[(j + 1, j + 1)].abs().max(1e-12);
+                assert!(
+                    (fs[(j, k)] - sw[(j + 1, k + 1)]).abs() < 1e-6 * scale,
+                    "sandwich {j} {k}"
+                );
+            }
+        }
+        // Thread invariance.
+        let again = with_threads(2, || {
+            fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
+                false
+            })
+            .unwrap()
+        })
+        .unwrap();
+        let one = with_threads(1, || {
+            fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
+                false
+            })
+            .unwrap()
+        })
+        .unwrap();
+        assert_eq!(again.reml.coefficients, one.reml.coefficients);
     }
 
     #[test]

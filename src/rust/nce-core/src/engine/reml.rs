@@ -123,11 +123,42 @@ struct Point {
     dscale: Vec<f64>,
 }
 
-struct Derivs {
-    grad: Vec<f64>,
-    hess: DMatrix<f64>,
+pub(crate) struct Derivs {
+    pub(crate) grad: Vec<f64>,
+    pub(crate) hess: DMatrix<f64>,
     /// d beta / d rho_j.
-    dbeta: Vec<DVector<f64>>,
+    pub(crate) dbeta: Vec<DVector<f64>>,
+}
+
+/// What the outer Newton iteration on rho needs from a model: the penalised fit and score at
+/// rho, and the score's derivatives there. `Ctx` (any `Design`) and the free-intercept model of
+/// `grouped::fit_reml_free_intercepts` (its Hessian eliminated per group) implement it.
+pub(crate) trait RemlModel {
+    type Point;
+    fn point(
+        &mut self,
+        rho: &[f64],
+        start: Option<&[f64]>,
+        interrupted: &mut dyn FnMut() -> bool,
+    ) -> Result<Self::Point>;
+    fn derivs(&self, pt: &Self::Point) -> Result<Derivs>;
+    fn score(pt: &Self::Point) -> f64;
+    fn rho(pt: &Self::Point) -> &[f64];
+    fn beta(pt: &Self::Point) -> &[f64];
+    /// The inner fit's convergence and message.
+    fn inner_status(pt: &Self::Point) -> (bool, &str);
+}
+
+/// The outcome of the outer iteration.
+pub(crate) struct Outer<P> {
+    pub(crate) pt: P,
+    pub(crate) der: Derivs,
+    pub(crate) lo: Vec<f64>,
+    pub(crate) hi: Vec<f64>,
+    pub(crate) fixed: bool,
+    pub(crate) outer: usize,
+    pub(crate) converged: bool,
+    pub(crate) message: String,
 }
 
 struct Ctx<'a, D: Design> {
@@ -141,7 +172,7 @@ struct Ctx<'a, D: Design> {
 }
 
 /// Per-row dW/deta and d2W/deta2 (prior weights applied) from the fitted mean mu.
-fn weight_derivs(family: Family, y: f64, mu: f64, pw: f64) -> (f64, f64) {
+pub(crate) fn weight_derivs(family: Family, y: f64, mu: f64, pw: f64) -> (f64, f64) {
     if pw == 0.0 {
         return (0.0, 0.0);
     }
@@ -162,7 +193,7 @@ fn weight_derivs(family: Family, y: f64, mu: f64, pw: f64) -> (f64, f64) {
 }
 
 /// Cholesky of D^{-1} H D^{-1}, D = sqrt(diag H): scale-free, so log|H| stays accurate.
-fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
+pub(crate) fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
     let p = h.nrows();
     let d: Vec<f64> = (0..p).map(|i| h[(i, i)].max(f64::MIN_POSITIVE).sqrt()).collect();
     let c = DMatrix::from_fn(p, p, |i, j| h[(i, j)] / (d[i] * d[j]));
@@ -458,7 +489,7 @@ fn auto_rho<D: Design>(d: &D, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
         .collect()
 }
 
-fn check_sp(name: &str, sp: &[f64], m: usize) -> Result<Vec<f64>> {
+pub(crate) fn check_sp(name: &str, sp: &[f64], m: usize) -> Result<Vec<f64>> {
     if sp.len() != m {
         return Err(NceError::invalid(
             name,
@@ -512,7 +543,7 @@ fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
                 w += pw * wr;
             }
         }
-        if !(w > 0.0) || !g.is_finite() {
+        if w.is_nan() || w <= 0.0 || !g.is_finite() {
             return None;
         }
         let dc = (g / w).clamp(-10.0, 10.0);
@@ -541,7 +572,7 @@ fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
 fn tail_steps(step: &mut [f64], der: &Derivs, free: &[usize], max_step: f64, target: f64) {
     for &j in free {
         let (g, h) = (der.grad[j], der.hess[(j, j)]);
-        if !(h > 0.0) || g.abs() <= target || (g.abs() - h).abs() > 0.1 * g.abs() {
+        if h.is_nan() || h <= 0.0 || g.abs() <= target || (g.abs() - h).abs() > 0.1 * g.abs() {
             continue;
         }
         let dir = -g.signum();
@@ -606,6 +637,60 @@ pub fn fit_reml<D: Design>(
         sat,
     };
     let centre = auto_rho(d, prob, penalties);
+    let start0 = if prob.start.is_none() {
+        intercept_start(d, prob)
+    } else {
+        None
+    };
+    let o = optimise(&mut ctx, m, &centre, ctrl, prob.start, start0, interrupted)?;
+    finish(
+        &ctx,
+        o.pt,
+        o.der,
+        &o.lo,
+        &o.hi,
+        o.fixed,
+        o.outer,
+        o.converged,
+        o.message,
+    )
+}
+
+impl<D: Design> RemlModel for Ctx<'_, D> {
+    type Point = Point;
+    fn point(&mut self, rho: &[f64], start: Option<&[f64]>, interrupted: &mut dyn FnMut() -> bool) -> Result<Point> {
+        Ctx::point(self, rho, start, interrupted)
+    }
+    fn derivs(&self, pt: &Point) -> Result<Derivs> {
+        Ctx::derivs(self, pt)
+    }
+    fn score(pt: &Point) -> f64 {
+        pt.score
+    }
+    fn rho(pt: &Point) -> &[f64] {
+        &pt.rho
+    }
+    fn beta(pt: &Point) -> &[f64] {
+        &pt.fit.beta
+    }
+    fn inner_status(pt: &Point) -> (bool, &str) {
+        (pt.fit.converged, &pt.fit.message)
+    }
+}
+
+/// Newton's method on rho for any `RemlModel` with `m` smoothing parameters, from `centre`
+/// (the automatic scale; rho stays within `ctrl.rho_range` of it) or `ctrl`'s sp. `user_start`
+/// is the caller's start of the first inner fit; otherwise `start0` (e.g. the offset-only
+/// intercept), falling back to the model's own start when that fails numerically.
+pub(crate) fn optimise<M: RemlModel>(
+    ctx: &mut M,
+    m: usize,
+    centre: &[f64],
+    ctrl: &RemlControl,
+    user_start: Option<&[f64]>,
+    start0: Option<Vec<f64>>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<Outer<M::Point>> {
     let (lo, hi): (Vec<f64>, Vec<f64>) = centre.iter().map(|c| (c - ctrl.rho_range, c + ctrl.rho_range)).unzip();
     let clamp = |r: &[f64]| -> Vec<f64> { (0..m).map(|j| r[j].clamp(lo[j], hi[j])).collect() };
 
@@ -613,22 +698,19 @@ pub fn fit_reml<D: Design>(
     let rho0 = match (&ctrl.sp, &ctrl.initial_sp) {
         (Some(sp), _) => check_sp("sp", sp, m)?,
         (None, Some(sp)) => clamp(&check_sp("initial_sp", sp, m)?),
-        (None, None) => centre.clone(),
-    };
-    let start0 = if prob.start.is_none() {
-        intercept_start(d, prob)
-    } else {
-        None
+        (None, None) => centre.to_vec(),
     };
     // The offset-only start can leave rows with weights that vanish numerically (an
     // unpenalised free intercept per group whose rows all have mu near 0 or 1): then the
     // response-based start, whose weights are all positive.
-    let mut cur = match ctx.point(&rho0, prob.start.or(start0.as_deref()), interrupted) {
-        Err(NceError::Numerical(_)) if start0.is_some() => ctx.point(&rho0, None, interrupted)?,
+    let mut cur = match ctx.point(&rho0, user_start.or(start0.as_deref()), interrupted) {
+        Err(NceError::Numerical(_)) if start0.is_some() && user_start.is_none() => {
+            ctx.point(&rho0, None, interrupted)?
+        }
         r => r?,
     };
     let mut der = ctx.derivs(&cur)?;
-    let mut converged = fixed && cur.fit.converged;
+    let mut converged = fixed && M::inner_status(&cur).0;
     let mut message = String::new();
     let mut outer = 0;
 
@@ -637,16 +719,17 @@ pub fn fit_reml<D: Design>(
             if interrupted() {
                 return Err(NceError::Interrupted);
             }
+            let (cur_rho, cur_score) = (M::rho(&cur).to_vec(), M::score(&cur));
             // Coordinates at a bound whose gradient pushes outward stay there.
             let free: Vec<usize> = (0..m)
                 .filter(|&j| {
-                    let at_hi = cur.rho[j] >= hi[j] - 1e-10 && der.grad[j] < 0.0;
-                    let at_lo = cur.rho[j] <= lo[j] + 1e-10 && der.grad[j] > 0.0;
+                    let at_hi = cur_rho[j] >= hi[j] - 1e-10 && der.grad[j] < 0.0;
+                    let at_lo = cur_rho[j] <= lo[j] + 1e-10 && der.grad[j] > 0.0;
                     !(at_hi || at_lo)
                 })
                 .collect();
             let gmax = free.iter().map(|&j| der.grad[j].abs()).fold(0.0, f64::max);
-            if gmax <= ctrl.tol * (1.0 + cur.score.abs()) {
+            if gmax <= ctrl.tol * (1.0 + cur_score.abs()) {
                 converged = true;
                 break;
             }
@@ -657,21 +740,21 @@ pub fn fit_reml<D: Design>(
                 &der,
                 &free,
                 ctrl.max_step,
-                0.5 * ctrl.tol * (1.0 + cur.score.abs()),
+                0.5 * ctrl.tol * (1.0 + cur_score.abs()),
             );
             let mut accepted = None;
             for _ in 0..=ctrl.max_halving {
-                let trial: Vec<f64> = clamp(&cur.rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
+                let trial: Vec<f64> = clamp(&cur_rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
                 // Warm start from the first-order prediction beta + sum_j (d beta / d rho_j) drho_j.
-                let mut start = cur.fit.beta.clone();
+                let mut start = M::beta(&cur).to_vec();
                 for (j, db) in der.dbeta.iter().enumerate() {
-                    let dr = trial[j] - cur.rho[j];
+                    let dr = trial[j] - cur_rho[j];
                     for (b, v) in start.iter_mut().zip(db.iter()) {
                         *b += dr * v;
                     }
                 }
                 match ctx.point(&trial, Some(&start), interrupted) {
-                    Ok(pt) if pt.score <= cur.score => {
+                    Ok(pt) if M::score(&pt) <= cur_score => {
                         accepted = Some(pt);
                         break;
                     }
@@ -681,24 +764,23 @@ pub fn fit_reml<D: Design>(
             }
             match accepted {
                 Some(pt) => {
-                    let change = cur.score - pt.score;
-                    let moved = pt
-                        .rho
+                    let change = cur_score - M::score(&pt);
+                    let moved = M::rho(&pt)
                         .iter()
-                        .zip(&cur.rho)
+                        .zip(&cur_rho)
                         .map(|(a, b)| (a - b).abs())
                         .fold(0.0, f64::max);
                     cur = pt;
                     der = ctx.derivs(&cur)?;
                     // Score and rho both stalled at rounding level: as good as it gets.
-                    if change <= 1e-13 * (1.0 + cur.score.abs()) && moved < 1e-8 {
+                    if change <= 1e-13 * (1.0 + M::score(&cur).abs()) && moved < 1e-8 {
                         converged = true;
                         message = "converged: the score stopped changing".into();
                         break;
                     }
                 }
                 None => {
-                    converged = gmax <= 1e3 * ctrl.tol * (1.0 + cur.score.abs());
+                    converged = gmax <= 1e3 * ctrl.tol * (1.0 + cur_score.abs());
                     message = format!("step halving failed to reduce the REML score (largest gradient {gmax:.3e})");
                     break;
                 }
@@ -708,11 +790,21 @@ pub fn fit_reml<D: Design>(
             message = format!("no convergence in {} outer iterations", ctrl.max_outer);
         }
     }
-    if !cur.fit.converged {
+    let (inner_ok, inner_msg) = M::inner_status(&cur);
+    if !inner_ok {
         converged = false;
-        message = format!("inner fit: {}", cur.fit.message);
+        message = format!("inner fit: {inner_msg}");
     }
-    finish(&ctx, cur, der, &lo, &hi, fixed, outer, converged, message)
+    Ok(Outer {
+        pt: cur,
+        der,
+        lo,
+        hi,
+        fixed,
+        outer,
+        converged,
+        message,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,139 @@
+# Hostile inputs to snce(), latkes(), rlatkes() and the sequential methods: each gives a classed
+# condition, never a crash or a silent wrong answer. Allocation cases use sizes refused by the
+# up-front check, so they run in milliseconds.
+
+fuzz_chain <- local({
+  set.seed(41)
+  data.frame(y = rchain(60, 2))
+})
+fuzz_fix <- local({
+  set.seed(42)
+  rlatkes(60, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_trials = 2,
+          grid = c(32, 24))
+})
+fuzz_snce <- local({
+  set.seed(43)
+  snce(~ I(y * y_prev), fuzz_chain, ref_uniform(y = c(0, 1)), ratio = 3, intercept = ~ s(y_prev, k = 4))
+})
+fuzz_latkes <- local({
+  set.seed(44)
+  latkes(fuzz_fix, group = "trial", window = c(0, 1024, 0, 768), ratio = 3, kernel = ~ s(dist, k = 4),
+         intercept = ~ s(x_prev, y_prev, k = 6))
+})
+ru <- ref_uniform(y = c(0, 1))
+sn <- function(...) snce(~ I(y * y_prev), ...)
+lk <- function(...) latkes(..., window = c(0, 1024, 0, 768), kernel = ~ s(dist, k = 4))
+kern <- list(dist = function(d) -d / 150)
+
+fuzz_cases <- list(
+  # snce(): arguments
+  list("snce ratio NA", function() sn(fuzz_chain, ru, ratio = NA), "nce_error_input"),
+  list("snce ratio NaN", function() sn(fuzz_chain, ru, ratio = NaN), "nce_error_input"),
+  list("snce ratio Inf", function() sn(fuzz_chain, ru, ratio = Inf), "nce_error_input"),
+  list("snce ratio 0", function() sn(fuzz_chain, ru, ratio = 0), "nce_error_input"),
+  list("snce ratio 2.5", function() sn(fuzz_chain, ru, ratio = 2.5), "nce_error_input"),
+  list("snce ratio string", function() sn(fuzz_chain, ru, ratio = "5"), "nce_error_input"),
+  list("snce ratio two values", function() sn(fuzz_chain, ru, ratio = c(2, 3)), "nce_error_input"),
+  list("snce ratio 1e7 (size)", function() sn(fuzz_chain, ru, ratio = 1e7), "nce_error_size"),
+  list("snce order 0", function() sn(fuzz_chain, ru, order = 0), "nce_error_input"),
+  list("snce order NA", function() sn(fuzz_chain, ru, order = NA), "nce_error_input"),
+  list("snce data not a data frame", function() sn(fuzz_chain$y, ru), "nce_error_input"),
+  list("snce data 0 rows", function() sn(fuzz_chain[0, , drop = FALSE], ru), "nce_error_input"),
+  list("snce data 1 row", function() suppressWarnings(sn(fuzz_chain[1, , drop = FALSE], ru)), "nce_error_data"),
+  list("snce state NA", function() sn(data.frame(y = c(fuzz_chain$y[1:5], NA, fuzz_chain$y[7:60])), ru),
+       "nce_error_data"),
+  list("snce state Inf", function() sn(data.frame(y = c(Inf, fuzz_chain$y[-1])), ru), "nce_error_data"),
+  list("snce state character", function() sn(data.frame(y = as.character(fuzz_chain$y)), ru), "nce_error_input"),
+  list("snce state outside support", function() sn(data.frame(y = fuzz_chain$y + 5), ru), "nce_error_support"),
+  list("snce formula two-sided", function() snce(y ~ I(y * y_prev), fuzz_chain, ru), "nce_error_input"),
+  list("snce reference wrong", function() sn(fuzz_chain, list(kind = "uniform")), "nce_error_input"),
+  list("snce intercept wrong", function() sn(fuzz_chain, ru, intercept = "sequence"), "nce_error_input"),
+  list("snce group missing column", function() sn(fuzz_chain, ru, group = "nope"), "nce_error_input"),
+  list("snce cluster one sequence warns", function() sn(fuzz_chain, ru, ratio = 3, cluster = "sequence"),
+       "nce_warning_one_cluster", "warning"),
+  list("snce sp wrong length", function() snce(~ s(y, k = 4), fuzz_chain, ru, ratio = 3, sp = c(1, 2, 3)),
+       "nce_error_input"),
+  list("snce transition intercepts without a kernel term",
+       function() snce(~ 1, fuzz_chain, ru, intercept = "transition"),
+       "nce_error_input"),
+  # kernels
+  list("kernel_normal sd negative", function() kernel_normal(c(y = -1)), "nce_error_input"),
+  list("kernel_normal sd NA", function() kernel_normal(c(y = NA)), "nce_error_input"),
+  list("kernel_normal sd unnamed", function() kernel_normal(0.1), "nce_error_input"),
+  list("kernel_normal window reversed", function() kernel_normal(c(y = 0.1), window = list(y = c(1, 0))),
+       "nce_error_input"),
+  list("kernel_custom sample not a function", function() kernel_custom(1, function(x, prev) 0, "y"), "nce_error_input"),
+  list("kernel_custom vars NA", function() kernel_custom(function(p, n) 0, function(x, p) 0, NA_character_),
+       "nce_error_input"),
+  # snce methods
+  list("predict snce newdata not a data frame", function() predict(fuzz_snce, 1:3), "nce_error_input"),
+  list("predict snce newdata character state", function() predict(fuzz_snce, data.frame(y = "0.2", y_prev = 0.5)),
+       "nce_error_input"),
+  list("predict snce se.fit NA", function() predict(fuzz_snce, se.fit = NA), "nce_error_input"),
+  list("confint snce level NA", function() confint(fuzz_snce, level = NA), "nce_error_input"),
+  list("confint snce level 1", function() confint(fuzz_snce, level = 1), "nce_error_input"),
+  list("simulate snce nsim 2.7", function() simulate(fuzz_snce, nsim = 2.7), "nce_error_input"),
+  list("simulate snce nsim NA", function() simulate(fuzz_snce, nsim = NA), "nce_error_input"),
+  list("simulate snce candidates 1e12 (size)", function() simulate(fuzz_snce, candidates = 1e9), "nce_error_size"),
+  list("logLik snce n_draws 0", function() logLik(fuzz_snce, normalise = "reference", n_draws = 0), "nce_error_input"),
+  list("anova snce not nested", function() anova(fuzz_snce, fuzz_snce), "nce_error_input"),
+  list("plot snce select out of range", function() plot(fuzz_snce, select = 9), "nce_error_input"),
+  # latkes()
+  list("latkes ratio 1e7 (size)", function() lk(fuzz_fix, group = "trial", ratio = 1e7), "nce_error_size"),
+  list("latkes ratio NA", function() lk(fuzz_fix, group = "trial", ratio = NA), "nce_error_input"),
+  list("latkes order 3", function() lk(fuzz_fix, group = "trial", order = 3), "nce_error_input"),
+  list("latkes x not a column", function() lk(fuzz_fix, x = "nope"), "nce_error_input"),
+  list("latkes coordinate character", function() lk(transform(fuzz_fix, x = as.character(x))), "nce_error_input"),
+  list("latkes coordinate NA", function() lk(transform(fuzz_fix, x = replace(x, 3, NA))), "nce_error_data"),
+  list("latkes 0 rows", function() lk(fuzz_fix[0, ]), "nce_error_input"),
+  list("latkes window Inf", function() latkes(fuzz_fix, window = c(0, Inf, 0, 768)), "nce_error_input"),
+  list("latkes window width overflows", function() latkes(fuzz_fix, window = c(-1e308, 1e308, 0, 768)),
+       "nce_error_input"),
+  list("latkes unknown argument", function() lk(fuzz_fix, group = "trial", bogus = 1), "nce_error_input"),
+  list("latkes by missing column", function() lk(fuzz_fix, by = "nope"), "nce_error_input"),
+  # latkes methods
+  list("predict latkes without x_prev or raw coordinates", function() predict(fuzz_latkes, data.frame(a = 1)),
+       "nce_error_input"),
+  list("predict latkes x_prev NA",
+       function() predict(fuzz_latkes, data.frame(x = 500, y = 400, x_prev = NA, y_prev = 300)),
+       "nce_error_input"),
+  list("predict latkes y_prev missing", function() predict(fuzz_latkes, data.frame(x = 500, y = 400, x_prev = 3)),
+       "nce_error_input"),
+  list("predict latkes grid NA", function() predict(fuzz_latkes, type = "link", grid = c(NA, 4)), "nce_error_input"),
+  list("predict latkes grid huge (size)", function() predict(fuzz_latkes, type = "link", grid = c(1e8, 1e8)),
+       "nce_error_size"),
+  list("predict latkes refine even", function() predict(fuzz_latkes, type = "link", refine = 4), "nce_error_input"),
+  list("predict latkes lpmatrix grid", function() predict(fuzz_latkes, type = "lpmatrix"), "nce_error_unsupported"),
+  list("latkes_effects level 2", function() latkes_effects(fuzz_latkes, level = 2), "nce_error_input"),
+  list("latkes_effects level NA", function() latkes_effects(fuzz_latkes, level = NA), "nce_error_input"),
+  list("latkes_effects n 0", function() latkes_effects(fuzz_latkes, n = 0), "nce_error_input"),
+  list("simulate latkes nsim 2.7", function() simulate(fuzz_latkes, nsim = 2.7), "nce_error_input"),
+  list("simulate latkes grid huge (size)", function() simulate(fuzz_latkes, grid = c(1e6, 1e6)), "nce_error_size"),
+  # rlatkes()
+  list("rlatkes nsim-like n 2.7", function() rlatkes(2.7, kern), "nce_error_input"),
+  list("rlatkes n NA", function() rlatkes(NA, kern), "nce_error_input"),
+  list("rlatkes n below n_trials", function() rlatkes(3, kern, n_trials = 5), "nce_error_input"),
+  list("rlatkes n huge (size)", function() rlatkes(2e9, kern), "nce_error_size"),
+  list("rlatkes n_subjects 0", function() rlatkes(10, kern, n_subjects = 0), "nce_error_input"),
+  list("rlatkes window width overflows", function() rlatkes(10, kern, window = c(-1e308, 1e308, 0, 768)),
+       "nce_error_input"),
+  list("rlatkes window NaN", function() rlatkes(10, kern, window = c(0, NaN, 0, 768)), "nce_error_input"),
+  list("rlatkes grid huge (size)", function() rlatkes(10, kern, grid = c(1e6, 1e6)), "nce_error_size"),
+  list("rlatkes kernel not functions", function() rlatkes(10, list(dist = 3)), "nce_error_input"),
+  list("rlatkes kernel returns NA", function() rlatkes(10, list(dist = function(d) d * NA)), "nce_error_input")
+)
+
+test_that("the fuzz table has at least 40 cases", expect_gte(length(fuzz_cases), 40L))
+
+for (cs in fuzz_cases) {
+  local({
+    cs <- cs
+    test_that(paste("fuzz:", cs[[1]]), {
+      if (length(cs) >= 4L && cs[[4]] == "warning") {
+        expect_warning(cs[[2]](), class = cs[[3]])
+      } else {
+        expect_error(cs[[2]](), class = cs[[3]])
+      }
+    })
+  })
+}
