@@ -1,7 +1,7 @@
 # Build the pkgdown site into docs/ (`make site`), offline, from the package installed in R_LIBS.
 # Fails when an example or an article fails: articles stop on errors (knitr), and examples, which
 # pkgdown 2.0.7 evaluates without stopping, are checked for error output afterwards.
-options(nce.threads = 2L)
+options(nce.threads = 2L, pkgdown.internet = FALSE)  # no asking CRAN whether the package is there
 pkg <- pkgdown::as_pkgdown(".")
 
 # Every exported topic that no section of _pkgdown.yml selects goes to an "Other topics" section,
