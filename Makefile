@@ -12,7 +12,7 @@ CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOT
 	_R_CHECK_SYSTEM_CLOCK_=false _R_CHECK_FORCE_SUGGESTS_=false \
 	NCE_SHARED_DATA=$(SHARED_DATA)
 
-.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage bench bench-latkes clean
+.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes clean
 
 all: install
 
@@ -68,6 +68,10 @@ site: install
 # covr report of the R code in coverage/ (runs the tests on an instrumented install).
 coverage: setup
 	NCE_SHARED_DATA=$(SHARED_DATA) Rscript tools/coverage.R
+
+# Line coverage of the Rust core by `cargo test -p nce-core` (rustup component llvm-tools-preview).
+coverage-rust:
+	tools/rust-coverage.sh
 
 bench: install
 	R_LIBS=$(R_LIB) Rscript bench/run.R
