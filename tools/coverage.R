@@ -1,6 +1,6 @@
 # Test coverage of the R code (`make coverage`): covr installs an instrumented copy of the package,
 # runs tests/testthat, and writes coverage/ (an HTML report when DT is installed, the covr object,
-# and a per-file summary). The Rust core's own coverage would need cargo-tarpaulin or cargo-llvm-cov.
+# and a per-file summary). The Rust core: `make coverage-rust` (tools/rust-coverage.sh).
 options(nce.threads = 2L)
 Sys.setenv(NOT_CRAN = "true")
 # The tests run through testthat without stopping at failures, so that a failing test (or one
