@@ -1,4 +1,5 @@
 # Developer entry points. See README.md.
+# make test sets NOT_CRAN=true so testthat runs the snapshot tests of print and summary.
 SHELL := /bin/bash
 PKG := nce
 VERSION := $(shell sed -n 's/^Version: //p' DESCRIPTION)
@@ -10,20 +11,16 @@ export NCE_CARGO_TARGET_DIR := $(CURDIR)/target/rpkg
 export PATH := $(PATH):$(HOME)/.cargo/bin
 CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOTE_=false \
 	_R_CHECK_SYSTEM_CLOCK_=false _R_CHECK_FORCE_SUGGESTS_=false \
-	NCE_SHARED_DATA=$(SHARED_DATA)
+	NCE_SHARED_DATA=$(SHARED_DATA) NOT_CRAN=true
 
-.PHONY: all setup lock install wrappers document demo test cargo-test check tarball bench bench-latkes clean
+.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes clean
 
 all: install
 
 setup:
 	@tools/setup.sh
 
-# The tarball has no workspace: ship the workspace's lock file beside the binding crate.
-lock:
-	@cmp -s Cargo.lock src/rust/Cargo.lock || cp Cargo.lock src/rust/Cargo.lock
-
-install: setup lock
+install: setup
 	@mkdir -p $(R_LIB)
 	R CMD INSTALL --no-multiarch --library=$(R_LIB) .
 
@@ -43,9 +40,15 @@ cargo-test:
 	cargo test --workspace 2>&1 | tee /tmp/nce-cargo-test.log | grep -E '^(test result|error|failures:|---- )' ; \
 	  exit $${PIPESTATUS[0]}
 
-tarball: setup lock
+# The source tarball builds offline: tools/vendor.sh puts the crates of Cargo.lock (cargo vendor),
+# a copy of Cargo.lock and the workspace manifest into src/rust/ (untracked), then R CMD build.
+vendor:
+	tools/vendor.sh
+
+tarball: setup vendor
 	rm -f $(TARBALL)
 	R CMD build .
+	@ls -l $(TARBALL)
 
 check: tarball
 	rm -rf $(PKG).Rcheck
@@ -57,7 +60,7 @@ check: tarball
 	@if grep -qE '^Status:.*(ERROR|WARNING)' $(PKG).Rcheck/00check.log || ! grep -q '^Status:' $(PKG).Rcheck/00check.log; then \
 	  grep -B2 -A20 -E '\.\.\. (ERROR|WARNING)' $(PKG).Rcheck/00check.log | head -80; exit 1; fi
 
-test: setup lint cargo-test check
+test: setup lint cargo-test check site
 
 # Gates (run by `make test`): Rust formatting and clippy over the workspace, lintr over R/
 # (.lintr states the project's choices). `make lint-r` alone prints the lints and their counts.
@@ -71,6 +74,18 @@ lint-rust:
 lint-r:
 	Rscript -e 'l <- lintr::lint_package("."); print(l); d <- as.data.frame(l); if (nrow(d) > 0) { print(table(d$$filename, d$$linter)); quit(status = 1) }'
 
+# pkgdown site in docs/ (offline; fails on a broken example or article). Part of `make test`.
+site: install
+	R_LIBS=$(R_LIB) NCE_SHARED_DATA=$(SHARED_DATA) Rscript tools/site.R
+
+# covr report of the R code in coverage/ (runs the tests on an instrumented install).
+coverage: setup
+	NCE_SHARED_DATA=$(SHARED_DATA) Rscript tools/coverage.R
+
+# Line coverage of the Rust core by `cargo test -p nce-core` (rustup component llvm-tools-preview).
+coverage-rust:
+	tools/rust-coverage.sh
+
 bench: install
 	R_LIBS=$(R_LIB) Rscript bench/run.R
 
@@ -78,4 +93,6 @@ bench-latkes: install
 	R_LIBS=$(R_LIB) Rscript bench/latkes.R
 
 clean:
-	rm -rf $(PKG).Rcheck $(TARBALL) $(R_LIB) src/*.o src/*.so src/rust/lib demo-out
+	rm -rf $(PKG).Rcheck $(TARBALL) $(R_LIB) src/*.o src/*.so src/rust/lib demo-out docs coverage
+	./cleanup
+	rm -f src/rust/vendor.tar.xz src/rust/Cargo.lock src/rust/workspace.toml
