@@ -1,10 +1,9 @@
 # rlatkes(), simulate(), logLik() and per-subject collections.
 
-test_that("rlatkes is reproducible, thread-invariant, inside the window and fast", {
+test_that("rlatkes is reproducible, thread-invariant and inside the window", {
   set.seed(301)
-  t <- system.time(d <- rlatkes(2000, latkes_truth, window = screen, n_subjects = 14, n_trials = 4))[["elapsed"]]
-  message(sprintf("rlatkes: 14 subjects x 2000 fixations in %.2f s", t))
-  expect_lt(t, 10)
+  # Speed is measured by bench scripts, not asserted: CI machines vary.
+  d <- rlatkes(2000, latkes_truth, window = screen, n_subjects = 14, n_trials = 4)
   expect_equal(nrow(d), 28000)
   expect_equal(names(d), c("subject", "trial", "fixation", "x", "y"))
   expect_true(all(d$x >= 0 & d$x <= 1024 & d$y >= 0 & d$y <= 768))
