@@ -52,7 +52,8 @@ latkes_by <- function(cl, data, by, env) {
 #' @param ... Unused.
 #' @examples
 #' set.seed(1)
-#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_subjects = 3)
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
+#'              n_subjects = 3)
 #' fits <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist), by = "subject")
 #' fits
 #' plot(fits)

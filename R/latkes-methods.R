@@ -503,7 +503,8 @@ kernel_eta <- function(object, nd, labels = NULL) {
 #'   effective degrees of freedom) and `nobs` (transitions).
 #' @examples
 #' set.seed(1)
-#' d <- rlatkes(800, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_trials = 2)
+#' d <- rlatkes(800, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
+#'              n_trials = 2)
 #' fit <- latkes(d[d$trial == 1, ], window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist))
 #' logLik(fit, newdata = d[d$trial == 2, ])
 #' @export

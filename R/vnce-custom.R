@@ -27,8 +27,14 @@
 #' gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
 #' mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0))
 #' set.seed(1)
-#' fit <- vnce(rmog(400, theta = 4), mod)
+#' x <- rmog(400, theta = 4)
+#' fit <- vnce(x, mod, method = "nce")   # plain NCE on the marginal: fast
 #' exp(coef(fit)[["log_theta"]])
+#' \donttest{
+#' # joint VNCE over the model and q: slower in R (hundreds of iterations)
+#' fit_v <- vnce(x, mod)
+#' exp(coef(fit_v)[["log_theta"]])
+#' }
 #' @export
 custom_model <- function(log_phi, grad, theta, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
                          noise = NULL) {
