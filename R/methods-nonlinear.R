@@ -26,7 +26,7 @@
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(y = rnorm(300, 1, 0.5))
-#' fit <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(c(y = 1), 1), ratio = 5,
+#' fit <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(y = 1, cov = 1), ratio = 5,
 #'            start = c(mu = 0, ls = 0))
 #' summary(fit)
 #' predict(fit, data.frame(y = c(0, 1, 2)), type = "density", se.fit = TRUE)

@@ -230,7 +230,7 @@ cond_blocks <- function(object, newdata, call = caller_call()) {
 #' set.seed(1)
 #' z <- runif(300, -1, 1)
 #' d <- data.frame(y = rnorm(300, 1 + 2 * z, 0.5), z = z)
-#' fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(c(y = 1), 4), ratio = 5, given = ~ z)
+#' fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 5, given = ~ z)
 #' predict(fit, data.frame(y = c(0, 1), z = c(0, 0)), type = "response")
 #' dnorm(c(0, 1), 1, 0.5)   # truth
 #' @export

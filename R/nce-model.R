@@ -25,7 +25,7 @@
 #'   })
 #' set.seed(1)
 #' fit <- nce(model = m, data = data.frame(y = rnorm(300, 1, 0.5)),
-#'            reference = ref_normal(c(y = 1), 1), start = c(mu = 0, ls = 0), ratio = 5)
+#'            reference = ref_normal(y = 1, cov = 1), start = c(mu = 0, ls = 0), ratio = 5)
 #' coef(fit)
 #' @export
 nce_model <- function(log_f, gradient = NULL, name = "user model") {
@@ -56,7 +56,7 @@ nce_model <- function(log_f, gradient = NULL, name = "user model") {
 #' @examples
 #' set.seed(1)
 #' x <- rica(500, diag(2))
-#' fit <- nce(model = ica_model(), data = x, reference = ref_normal(c(x1 = 0, x2 = 0), cov(x)),
+#' fit <- nce(model = ica_model(), data = x, reference = ref_normal(x1 = 0, x2 = 0, cov = cov(x)),
 #'            ratio = 5, n_starts = 3)
 #' round(ica_B(fit), 2)
 #' @export

@@ -8,8 +8,8 @@ p <- vapply(seq_len(reps), function(r) {
   set.seed(1000 + r)
   z <- runif(300, -1, 1)
   d <- data.frame(y = rnorm(300, 1, 0.5), z = z)
-  big <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(c(y = 1), 4), ratio = 10, given = ~ z)
-  small <- nce(~ y + I(y^2), d, ref_normal(c(y = 1), 4), ratio = 10, given = ~ z)
+  big <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 10, given = ~ z)
+  small <- nce(~ y + I(y^2), d, ref_normal(y = 1, cov = 4), ratio = 10, given = ~ z)
   anova(small, big)[["Pr(>Chi)"]][2]
 }, 0)
 rate <- mean(p < 0.05)

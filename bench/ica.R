@@ -44,7 +44,7 @@ one <- function(N) {
     if (kappa(A) < 50) break  # G&H draw random well-conditioned mixing matrices
   }
   x <- rica(N, A)
-  ref <- ref_normal(stats::setNames(rep(0, d), names(x)), A %*% t(A))
+  ref <- do.call(ref_normal, c(as.list(stats::setNames(rep(0, d), names(x))), list(cov = A %*% t(A))))
   res <- c(N = N)
   for (r in c(1, 10)) {
     fit <- suppressWarnings(nce(model = ica_model(), data = x, reference = ref, ratio = r, n_starts = 5))
@@ -83,7 +83,7 @@ if (!timing) quit(save = "no")
 set.seed(3)
 A <- matrix(rnorm(16), 4)
 x <- rica(1000, A)
-ref <- ref_normal(stats::setNames(rep(0, d), names(x)), A %*% t(A))
+ref <- do.call(ref_normal, c(as.list(stats::setNames(rep(0, d), names(x))), list(cov = A %*% t(A))))
 fit_once <- function() system.time(nce(model = ica_model(), data = x, reference = ref, ratio = 10))
 tm <- replicate(if (reps < 5) 2 else 10, fit_once()[["elapsed"]])
 cat(sprintf("Rust ICA, one start, N = 1000, ratio 10: median %.0f ms (min %.0f) over 10 fits, nce_threads() = %d\n",

@@ -9,7 +9,7 @@ l <- t(chol(solve(sigma)))
 truth <- c(`(Intercept)` = -(log(2 * pi) - log(l[1, 1]) - log(l[2, 2])), m1 = 1, m2 = -1,
            a = log(l[1, 1]), b = l[2, 1], c = log(l[2, 2]))
 f <- ~ -((exp(a) * (x1 - m1) + b * (x2 - m2))^2 + (exp(c) * (x2 - m2))^2) / 2
-ref <- ref_normal(c(x1 = 1, x2 = -1), 2 * sigma)
+ref <- ref_normal(x1 = 1, x2 = -1, cov = 2 * sigma)
 set.seed(42)
 cover <- replicate(reps, {
   z <- matrix(rnorm(600), 300) %*% chol(sigma)

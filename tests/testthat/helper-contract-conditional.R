@@ -15,11 +15,11 @@ contract_cases_conditional <- function() {
     list(name = "nce_conditional (spline normaliser)",
          fit = function() {
            set.seed(33)
-           nce(~ y + I(y^2) + I(y * z), gauss(), ref_normal(c(y = 1), 4), ratio = 5, given = ~ z)
+           nce(~ y + I(y^2) + I(y * z), gauss(), ref_normal(y = 1, cov = 4), ratio = 5, given = ~ z)
          },
          nested = function() {
            set.seed(33)
-           nce(~ y + I(y^2), gauss(), ref_normal(c(y = 1), 4), ratio = 5, given = ~ z)
+           nce(~ y + I(y^2), gauss(), ref_normal(y = 1, cov = 4), ratio = 5, given = ~ z)
          },
          newdata = gauss()[1:5, ], newdata_index = 1:5,
          unsupported = "residuals"),

@@ -4,7 +4,7 @@ contract_cases_nonlinear <- function() {
     set.seed(1)
     data.frame(y = rnorm(200, 1, 0.5))
   }
-  ref <- ref_normal(c(y = 1), 1)
+  ref <- ref_normal(y = 1, cov = 1)
   list(
     list(name = "nce_nls (formula)",
          fit = function() {
@@ -21,7 +21,7 @@ contract_cases_nonlinear <- function() {
          fit = function() {
            set.seed(3)
            x <- rica(200, matrix(c(1, 0.4, -0.3, 1), 2))
-           nce(model = ica_model(), data = x, reference = ref_normal(c(x1 = 0, x2 = 0), cov(x)), ratio = 3,
+           nce(model = ica_model(), data = x, reference = ref_normal(x1 = 0, x2 = 0, cov = cov(x)), ratio = 3,
                n_starts = 2)
          },
          unsupported = c("predict_lpmatrix", "model.matrix", "terms", "formula"))

@@ -2,11 +2,11 @@
 fuzz_nl <- function() {
   set.seed(1)
   d <- data.frame(y = rnorm(30))
-  ref <- ref_normal(c(y = 0), 2)
+  ref <- ref_normal(y = 0, cov = 2)
   f <- ~ -(y - mu)^2 / 2
   s <- c(mu = 0)
   x2 <- rica(40, diag(2))
-  r2 <- ref_normal(c(x1 = 0, x2 = 0), diag(2))
+  r2 <- ref_normal(x1 = 0, x2 = 0, cov = diag(2))
   list(
     list("start NA", function() nce(f, d, ref, start = c(mu = NA)), "nce_error_input"),
     list("start Inf", function() nce(f, d, ref, start = c(mu = Inf)), "nce_error_input"),
@@ -42,7 +42,7 @@ fuzz_nl <- function() {
     }, "nce_error_gradient"),
     list("odd column name", function() {
       nce(~ -(`a b%` - mu)^2, data.frame(`a b%` = d$y, check.names = FALSE),
-          ref_normal(c(`a b%` = 0), 1), start = c(mu = 0, `a b%` = 1))
+          ref_normal(`a b%` = 0, cov = 1), start = c(mu = 0, `a b%` = 1))
     }, "nce_error_input"),
     list("nce_model log_f not a function", function() nce_model(1), "nce_error_input"),
     list("ica start wrong shape", function() nce(model = ica_model(), data = x2, reference = r2, start = diag(3)),

@@ -22,7 +22,7 @@ gauss_par <- function(theta, v) {
 test_that("Gaussian p(y | z): a, b, s and the normaliser in z are recovered (spline intercept)", {
   set.seed(11)
   d <- gauss_cond_data(1000)
-  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(c(y = 1), 4), ratio = 20, given = ~ z)
+  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 20, given = ~ z)
   expect_s3_class(fit, "nce_conditional")
   expect_true(fit$converged)
   expect_equal(fit$intercept$type, "smooth")
@@ -100,13 +100,13 @@ test_that("per-level normaliser: the same logistic regression as glm, truth with
 test_that("a given formula with other terms is the normaliser as written; several given columns", {
   set.seed(13)
   d <- gauss_cond_data(400)
-  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(c(y = 1), 4), ratio = 10, given = ~ z + I(z^2))
+  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 10, given = ~ z + I(z^2))
   expect_equal(fit$intercept$type, "formula")
   # The quadratic normaliser is exact here: its coefficients follow theta.
   th <- coef(fit)[c("y", "I(y^2)", "I(y * z)")]
   expect_equal(unname(coef(fit)["z"]), unname(-(2 * th[1] * th[3]) / (-4 * th[2])), tolerance = 0.05)
   d$g <- factor(sample(c("u", "v"), nrow(d), replace = TRUE))
-  fit2 <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(c(y = 1), 4), ratio = 10, given = c("z", "g"))
+  fit2 <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 10, given = c("z", "g"))
   expect_equal(fit2$intercept$type, "mixed")
   expect_true(all(c("gv") %in% names(coef(fit2))))
 })
@@ -114,7 +114,7 @@ test_that("a given formula with other terms is the normaliser as written; severa
 test_that("held-out logLik, simulate and update", {
   set.seed(14)
   d <- gauss_cond_data(300)
-  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(c(y = 1), 4), ratio = 10, given = ~ z)
+  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 10, given = ~ z)
   new <- gauss_cond_data(50)
   expect_equal(as.numeric(logLik(fit, newdata = new)), sum(predict(fit, new)))
   s <- simulate(fit, nsim = 2, seed = 1, candidates = 200)
@@ -136,7 +136,7 @@ test_that("snapshots: print and summary of a conditional fit", {
   # Three significant digits: robust to the last bits of the optimiser.
   expect_snapshot(print(fit, digits = 3))
   expect_snapshot(print(summary(fit), digits = 3))
-  fit2 <- nce(~ y + I(y^2) + I(y * z), gauss_cond_data(200), ref_normal(c(y = 1), 4), ratio = 5, given = "z")
+  fit2 <- nce(~ y + I(y^2) + I(y * z), gauss_cond_data(200), ref_normal(y = 1, cov = 4), ratio = 5, given = "z")
   expect_snapshot(print(fit2, digits = 3))
 })
 

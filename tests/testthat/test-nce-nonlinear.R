@@ -66,7 +66,7 @@ test_that("a 2-D Gaussian in a Cholesky parametrisation: estimates near the exac
   tr <- gauss2_truth()
   set.seed(3)
   x <- gauss2_data(1000, tr)
-  ref <- ref_normal(c(x1 = 1, x2 = -1), 2 * tr$sigma)
+  ref <- ref_normal(x1 = 1, x2 = -1, cov = 2 * tr$sigma)
   fit <- nce(gauss2_formula, x, ref, ratio = 10, start = c(m1 = 0, m2 = 0, a = 0, b = 0, c = 0))
   mle <- gauss2_mle(x)
   se <- sqrt(diag(vcov(fit)))
@@ -78,7 +78,7 @@ test_that("a 2-D Gaussian in a Cholesky parametrisation: estimates near the exac
 test_that("sandwich intervals cover the truth (light check; bench/nonlinear-coverage.R runs more)", {
   tr <- gauss2_truth()
   set.seed(4)
-  ref <- ref_normal(c(x1 = 1, x2 = -1), 2 * tr$sigma)
+  ref <- ref_normal(x1 = 1, x2 = -1, cov = 2 * tr$sigma)
   cover <- replicate(30, {
     x <- gauss2_data(300, tr)
     fit <- nce(gauss2_formula, x, ref, ratio = 5, start = c(m1 = 0, m2 = 0, a = 0, b = 0, c = 0))
@@ -93,7 +93,7 @@ test_that("built-in ICA: Rust model = R-callback model, and close to the MLE", {
   set.seed(6)
   A <- matrix(c(1, 0.5, -0.3, 0.8), 2)
   x <- rica(1500, A)
-  ref <- ref_normal(c(x1 = 0, x2 = 0), cov(x))
+  ref <- ref_normal(x1 = 0, x2 = 0, cov = cov(x))
   mle <- ica_mle(x, n_starts = 3)
   set.seed(7)
   fr <- nce(model = ica_model(), data = x, reference = ref, ratio = 5, start = mle$B)
@@ -118,7 +118,7 @@ test_that("built-in ICA: Rust model = R-callback model, and close to the MLE", {
 test_that("random starts do not depend on the thread count", {
   set.seed(9)
   x <- rica(300, diag(2))
-  ref <- ref_normal(c(x1 = 0, x2 = 0), cov(x))
+  ref <- ref_normal(x1 = 0, x2 = 0, cov = cov(x))
   fits <- lapply(1:2, function(k) {
     old <- options(nce.threads = k)
     on.exit(options(old))
@@ -131,7 +131,7 @@ test_that("random starts do not depend on the thread count", {
 test_that("bad input gives classed errors naming the cause", {
   set.seed(1)
   d <- data.frame(y = rnorm(50))
-  ref <- ref_normal(c(y = 0), 2)
+  ref <- ref_normal(y = 0, cov = 2)
   expect_error(nce(~ -(y - mu)^2 * s, d, ref, start = c(mu = 0)), class = "nce_error_input", regexp = "\\bs\\b")
   expect_error(nce(~ -(y - mu)^2, d, ref, start = c(mu = 0, y = 1)), class = "nce_error_input",
                regexp = "also column")
@@ -149,7 +149,7 @@ test_that("print and summary", {
   set.seed(1)
   d <- data.frame(y = rnorm(200, 1, 0.5))
   set.seed(2)
-  fit <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(c(y = 1), 1), ratio = 5, start = c(mu = 0, ls = 0),
+  fit <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(y = 1, cov = 1), ratio = 5, start = c(mu = 0, ls = 0),
              n_starts = 2)
   expect_snapshot(print(fit))
   expect_snapshot(print(summary(fit)))
