@@ -223,8 +223,6 @@ latkes_features <- function(centre, maps = NULL, map_by = NULL, window = NULL) {
   }
 }
 
-# Checks the fixations and returns them with columns x, y and .sequence_id (the sequence,
-# split where fixations outside the window were dropped), and what was dropped.
 # The default spline intercept: a thin-plate surface in the previous fixation (one per level of
 # `by`, plus its main effect), and for order 2 a cyclic term in the previous direction. Knots at
 # (at most) 500 of the distinct previous fixations: mgcv's own device for large data (max.knots,
@@ -236,6 +234,8 @@ default_intercept <- function(order, by = NULL) {
   eval(f, parent.frame())
 }
 
+# Checks the fixations and returns them with columns x, y and .sequence_id (the sequence,
+# split where fixations outside the window were dropped), and what was dropped.
 latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL, call = caller_call()) {
   check_data_frame(data, "data", call = call)
   check_string(x, "x", call = call)
