@@ -126,7 +126,7 @@ print.summary.nce_edge_roc <- function(x, digits = max(3L, getOption("digits") -
 # Methods with no meaning for these results: refused with the reason.
 refuse_estimate <- function(method) {
   force(method)
-  function(object, ...) {
+  f <- function(object, ...) {
     why <- if (inherits(object, "nce_edge_roc")) {
       "it is a comparison of an estimated graph with the true one, not a fitted model of data"
     } else {
@@ -134,6 +134,13 @@ refuse_estimate <- function(method) {
     }
     nce_unsupported(method, object, why)
   }
+  # The method's first argument has the generic's name (R CMD check's S3 consistency).
+  first <- switch(method, model.frame = "formula", formula = , terms = , plot = "x", "object")
+  if (first != "object") {
+    body(f) <- do.call(substitute, list(body(f), stats::setNames(list(as.name(first)), "object")))
+    names(formals(f))[1L] <- first
+  }
+  f
 }
 
 #' @rdname estimate_methods

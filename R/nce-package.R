@@ -14,7 +14,7 @@
 #' @useDynLib nce, .registration = TRUE
 #' @importFrom stats coef confint vcov nobs model.frame predict simulate update formula
 #'   qnorm pnorm delete.response model.matrix terms .getXlevels na.pass cov
-#'   setNames
+#'   setNames logLik AIC BIC anova fitted residuals deviance df.residual extractAIC drop1
 #' @docType package
 #' @name nce-package
 #' @aliases nce-package

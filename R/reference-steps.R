@@ -9,7 +9,7 @@
 #' radians on (-pi, pi], of the step from the previous fix of the same
 #' sequence. A fix reached by a zero-length step keeps the heading before it.
 #' The first fix of each sequence has no incoming step and gets the value 4
-#' (outside [-pi, pi]): the kernel refuses a transition from it, so fit with
+#' (outside \[-pi, pi\]): the kernel refuses a transition from it, so fit with
 #' `order = 2`, which (as amt does for turning angles) uses each sequence's
 #' first step only to condition.
 #'

@@ -30,7 +30,8 @@
 #' specification, not a formula), `residuals()` (a density has no response), `anova()` (there is
 #' no nesting between vnce specifications to test).
 #'
-#' @param object,formula A [vnce()] fit.
+#' @param object,formula,x A [vnce()] fit.
+#' @param evaluate For `update()`: `FALSE` returns the call instead of refitting.
 #' @param ... Unused (or, for `update()`, arguments of [vnce()] to change).
 #' @return `vcov()`: the covariance matrix of `coef()`. `nobs()`: the number of data rows used.
 #'   `model.frame()`: the data as a data frame. `logLik()`: a `logLik` object with df the number
