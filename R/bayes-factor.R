@@ -88,7 +88,8 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     n1 <- length(l[[1L]])
     n2 <- length(l[[2L]])
     if (length(l[[3L]]) != n1 || length(l[[4L]]) != n2) {
-      nce_abort(sprintf("`loglik1` has %d and %d values, `loglik2` %d and %d: both need the values at draws1 then at draws2",
+      nce_abort(sprintf(paste("`loglik1` has %d and %d values, `loglik2` %d and %d: both need the values at draws1",
+                              "then at draws2"),
                         n1, n2, length(l[[3L]]), length(l[[4L]])), "input")
     }
     for (k in 1:2) {
@@ -96,12 +97,16 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
       if (!is.null(d)) {
         d <- as_draws(d, c("draws1", "draws2")[k])
         if (nrow(d) != c(n1, n2)[k]) {
-          nce_abort(sprintf("`draws%d` has %d rows but the log-likelihoods have %d values", k, nrow(d), c(n1, n2)[k]), "input")
+          nce_abort(sprintf("`draws%d` has %d rows but the log-likelihoods have %d values", k, nrow(d), c(n1, n2)[k]),
+                    "input")
         }
       }
     }
     if (!is.null(draws1) && !is.null(draws2)) check_same_dim(as_draws(draws1, "draws1"), as_draws(draws2, "draws2"))
-    l11 <- l[[1L]]; l12 <- l[[2L]]; l21 <- l[[3L]]; l22 <- l[[4L]]
+    l11 <- l[[1L]]
+    l12 <- l[[2L]]
+    l21 <- l[[3L]]
+    l22 <- l[[4L]]
   } else {
     if (!is.function(loglik1) || !is.function(loglik2)) {
       nce_abort("`loglik1` and `loglik2` must be functions of a draws matrix (or lists of two vectors)", "input")
@@ -115,7 +120,8 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     l22 <- eval_logdens(loglik2, d2, "loglik2", "draws2")
   }
   if (length(l11) < 2L || length(l12) < 2L) {
-    nce_abort(sprintf("each model needs at least two posterior draws (got %d and %d)", length(l11), length(l12)), "input")
+    nce_abort(sprintf("each model needs at least two posterior draws (got %d and %d)", length(l11), length(l12)),
+              "input")
   }
   check_finite_values(l11, "loglik1", "draws1")
   check_finite_values(l12, "loglik1", "draws2")
@@ -257,7 +263,8 @@ as_draws <- function(x, arg) {
   if (is.null(dim(x))) x <- matrix(x, ncol = 1L)
   storage.mode(x) <- "double"
   if (nrow(x) < 2L) {
-    nce_abort(sprintf("`%s` has %d draw%s: at least two are needed", arg, nrow(x), if (nrow(x) == 1L) "" else "s"), "input")
+    nce_abort(sprintf("`%s` has %d draw%s: at least two are needed", arg, nrow(x), if (nrow(x) == 1L) "" else "s"),
+              "input")
   }
   if (ncol(x) < 1L) nce_abort(sprintf("`%s` has no columns", arg), "input")
   bad <- which(!stats::complete.cases(x))
@@ -267,14 +274,16 @@ as_draws <- function(x, arg) {
   }
   if (any(!is.finite(x))) {
     bad <- which(rowSums(!is.finite(x)) > 0)
-    nce_abort(sprintf("`%s` has infinite values in %d draws (rows %s)", arg, length(bad), format_positions(bad)), "data")
+    nce_abort(sprintf("`%s` has infinite values in %d draws (rows %s)", arg, length(bad), format_positions(bad)),
+              "data")
   }
   x
 }
 
 check_same_dim <- function(d1, d2) {
   if (ncol(d1) != ncol(d2)) {
-    nce_abort(sprintf(paste0("`draws1` has %d columns and `draws2` %d: a shared-prior Bayes factor needs draws of the same ",
+    nce_abort(sprintf(paste0("`draws1` has %d columns and `draws2` %d: a shared-prior Bayes factor needs draws of ",
+                             "the same ",
                              "parameter; for different parameter spaces use marglik_nce() on each model and ",
                              "bayes_factor_marglik()"),
                       ncol(d1), ncol(d2)), "input")
@@ -283,7 +292,8 @@ check_same_dim <- function(d1, d2) {
 
 precomputed_loglik <- function(l, arg) {
   if (length(l) != 2L || !all(vapply(l, is.numeric, TRUE))) {
-    nce_abort(sprintf("`%s` must be a function or a list of two numeric vectors (values at draws1, at draws2)", arg), "input")
+    nce_abort(sprintf("`%s` must be a function or a list of two numeric vectors (values at draws1, at draws2)", arg),
+              "input")
   }
   lapply(l, as.double)
 }

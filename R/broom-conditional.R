@@ -12,7 +12,7 @@
 #'   `conf.int = TRUE` `conf.low`, `conf.high`. Spline coefficients are left
 #'   out, as broom does for mgcv's smooths.
 #' @exportS3Method generics::tidy
-tidy.nce_conditional <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+tidy.nce_conditional <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   cf <- x$coefficients
   lab <- names(cf)
   for (sm in x$smooth) lab[sm$first.para:sm$last.para] <- NA
@@ -37,7 +37,7 @@ tidy.nce_conditional <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
 #' @return A one-row data frame: `nobs`, `ratio`, `logLik`, `df`, `AIC`,
 #'   `BIC`, `converged`.
 #' @exportS3Method generics::glance
-glance.nce_conditional <- function(x, ...) {
+glance.nce_conditional <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   data.frame(nobs = x$n, ratio = x$ratio, logLik = as.numeric(ll), df = attr(ll, "df"),
              AIC = stats::AIC(ll), BIC = stats::BIC(ll), converged = x$converged)
@@ -52,7 +52,7 @@ glance.nce_conditional <- function(x, ...) {
 #' @return `newdata` with `.fitted` (the log conditional density, type
 #'   `"link"`) and `.se.fit`.
 #' @exportS3Method generics::augment
-augment.nce_conditional <- function(x, newdata = NULL, ...) {
+augment.nce_conditional <- function(x, newdata = NULL, ...) {  # nolint: object_name_linter.
   if (is.null(newdata)) newdata <- cond_data_rows(x)
   p <- stats::predict(x, newdata, type = "link", se.fit = TRUE)
   newdata$.fitted <- unname(p$fit)

@@ -38,7 +38,7 @@ NULL
 
 #' @rdname nce_broom
 #' @exportS3Method generics::tidy
-tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   check_bool(conf.int, "conf.int")
   tab <- summary(x)$coefficients
   out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L],
@@ -53,7 +53,8 @@ tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
 
 #' @rdname nce_broom
 #' @exportS3Method generics::tidy
-tidy.nce_gam <- function(x, parametric = TRUE, conf.int = FALSE, conf.level = 0.95, ...) {
+tidy.nce_gam <- function(x, parametric = TRUE,  # nolint: object_name_linter.
+                         conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   check_bool(parametric, "parametric")
   check_bool(conf.int, "conf.int")
   s <- summary(x)
@@ -76,7 +77,7 @@ tidy.nce_gam <- function(x, parametric = TRUE, conf.int = FALSE, conf.level = 0.
 
 #' @rdname nce_broom
 #' @exportS3Method generics::glance
-glance.nce_fit <- function(x, ...) {
+glance.nce_fit <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   v <- stats::vcov(x)
   out <- data.frame(log_normaliser = x$log_normaliser, log_normaliser_se = sqrt(max(v[1L, 1L], 0)),
@@ -89,8 +90,9 @@ glance.nce_fit <- function(x, ...) {
 
 #' @rdname nce_broom
 #' @exportS3Method generics::augment
-augment.nce_fit <- function(x, newdata = NULL, type.predict = c("link", "response"), se_fit = FALSE, ...) {
-  type.predict <- match.arg(type.predict)
+augment.nce_fit <- function(x, newdata = NULL,  # nolint: object_name_linter.
+                            type.predict = c("link", "response"), se_fit = FALSE, ...) {  # nolint: object_name_linter.
+  type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
   check_bool(se_fit, "se_fit")
   data <- if (is.null(newdata)) data_rows(x) else newdata
   p <- stats::predict(x, data, type = type.predict, se.fit = TRUE)

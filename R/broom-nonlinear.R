@@ -14,7 +14,7 @@ NULL
 
 #' @rdname nce_nls-broom
 #' @exportS3Method generics::tidy
-tidy.nce_nls <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+tidy.nce_nls <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   s <- summary(x)$coefficients
   out <- data.frame(term = rownames(s), estimate = s[, 1L], std.error = s[, 2L], statistic = s[, 3L],
                     p.value = s[, 4L], row.names = NULL)
@@ -28,7 +28,7 @@ tidy.nce_nls <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
 
 #' @rdname nce_nls-broom
 #' @exportS3Method generics::glance
-glance.nce_nls <- function(x, ...) {
+glance.nce_nls <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   data.frame(logLik = as.numeric(ll), AIC = stats::AIC(x), BIC = stats::BIC(x), nobs = x$n,
                        n_reference = x$m, df = attr(ll, "df"), log_normaliser = x$log_normaliser,
@@ -37,7 +37,7 @@ glance.nce_nls <- function(x, ...) {
 
 #' @rdname nce_nls-broom
 #' @exportS3Method generics::augment
-augment.nce_nls <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {
+augment.nce_nls <- function(x, data = NULL, newdata = NULL, se_fit = FALSE, ...) {  # nolint: object_name_linter.
   nd <- if (!is.null(newdata)) newdata else if (!is.null(data)) data else nl_data_rows(x)
   p <- stats::predict(x, nd, type = "link", se.fit = TRUE)
   out <- nd

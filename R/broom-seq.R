@@ -24,7 +24,8 @@ NULL
 
 #' @rdname tidy_seq
 #' @exportS3Method generics::tidy
-tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, se_type = c("sandwich", "naive"), ...) {
+tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: object_name_linter.
+                          se_type = c("sandwich", "naive"), ...) {
   se_type <- match.arg(se_type)
   check_bool(conf.int, "conf.int")
   cf <- stats::coef(x)
@@ -46,7 +47,7 @@ tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, se_type = c("s
 
 #' @rdname tidy_seq
 #' @exportS3Method generics::glance
-glance.snce_fit <- function(x, ...) {
+glance.snce_fit <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   data.frame(logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll), df = attr(ll, "df"),
              nobs = x$n, n_sequences = x$n_sequences, ratio = x$ratio, intercept = x$intercept$type,
@@ -55,9 +56,10 @@ glance.snce_fit <- function(x, ...) {
 
 #' @rdname tidy_seq
 #' @exportS3Method generics::augment
-augment.snce_fit <- function(x, newdata = NULL, type.predict = c("link", "log_kernel", "response"), se_fit = FALSE,
-                             ...) {
-  type.predict <- match.arg(type.predict)
+augment.snce_fit <- function(x, newdata = NULL,  # nolint: object_name_linter.
+                             type.predict = c("link", "log_kernel", "response"),  # nolint: object_name_linter.
+                             se_fit = FALSE, ...) {
+  type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
   check_bool(se_fit, "se_fit")
   d <- if (is.null(newdata)) x$transitions else newdata
   p <- if (is.null(newdata)) predict(x, type = type.predict, se.fit = TRUE) else
@@ -70,7 +72,7 @@ augment.snce_fit <- function(x, newdata = NULL, type.predict = c("link", "log_ke
 
 #' @rdname tidy_seq
 #' @exportS3Method generics::tidy
-tidy.latkes_collection <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+tidy.latkes_collection <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   out <- do.call(rbind, lapply(names(x$fits), function(nm) {
     t <- tidy.snce_fit(x$fits[[nm]], conf.int = conf.int, conf.level = conf.level)
     cbind(stats::setNames(data.frame(nm, stringsAsFactors = FALSE), x$by), t)
@@ -81,7 +83,7 @@ tidy.latkes_collection <- function(x, conf.int = FALSE, conf.level = 0.95, ...) 
 
 #' @rdname tidy_seq
 #' @exportS3Method generics::glance
-glance.latkes_collection <- function(x, ...) {
+glance.latkes_collection <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   data.frame(n_fits = length(x$fits), logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll),
              df = attr(ll, "df"), nobs = attr(ll, "nobs"),
@@ -90,7 +92,7 @@ glance.latkes_collection <- function(x, ...) {
 
 #' @rdname tidy_seq
 #' @exportS3Method generics::augment
-augment.latkes_collection <- function(x, ...) {
+augment.latkes_collection <- function(x, ...) {  # nolint: object_name_linter.
   out <- do.call(rbind, lapply(names(x$fits), function(nm) {
     a <- augment.snce_fit(x$fits[[nm]], ...)
     cbind(stats::setNames(data.frame(rep(nm, nrow(a)), stringsAsFactors = FALSE), x$by), a)

@@ -9,7 +9,7 @@
 #'   `std.error`, equal-tailed credible interval). `glance()`: one row on the fit.
 #' @name tidy.nce_lfire
 #' @exportS3Method generics::tidy
-tidy.nce_lfire <- function(x, conf.level = 0.95, ...) {
+tidy.nce_lfire <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   m <- posterior_moments(x)
   ci <- confint(x, level = conf.level)
   data.frame(term = names(m$mean), estimate = unname(m$mean), std.error = unname(m$sd),
@@ -19,7 +19,7 @@ tidy.nce_lfire <- function(x, conf.level = 0.95, ...) {
 
 #' @rdname tidy.nce_lfire
 #' @exportS3Method generics::glance
-glance.nce_lfire <- function(x, ...) {
+glance.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(n_values = nrow(x$theta), type = x$type, n_theta = x$n_theta, n_marginal = x$n_marginal,
              n_summaries = length(x$observed_summaries), penalty = x$penalty,
              n_failed = nrow(x$simulations$failures) + nrow(x$marginal$failures),
@@ -29,6 +29,6 @@ glance.nce_lfire <- function(x, ...) {
 
 #' @rdname tidy.nce_lfire
 #' @exportS3Method generics::augment
-augment.nce_lfire <- function(x, ...) {
+augment.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
   nce_unsupported("augment", x, "there are no data rows to augment (use predict() for the log ratios)")
 }

@@ -22,7 +22,7 @@ NULL
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::tidy
-tidy.vnce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+tidy.vnce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   cf <- x$coefficients
   se <- sqrt(diag(stats::vcov(x)))
   out <- data.frame(term = names(cf), estimate = unname(cf), std.error = unname(se),
@@ -38,7 +38,7 @@ tidy.vnce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::glance
-glance.vnce_fit <- function(x, ...) {
+glance.vnce_fit <- function(x, ...) {  # nolint: object_name_linter.
   ll <- tryCatch(stats::logLik(x), nce_error_unsupported = function(e) NULL)
   data.frame(nobs = stats::nobs(x), df = length(x$coefficients),
              logLik = if (is.null(ll)) NA_real_ else as.numeric(ll),
@@ -48,7 +48,7 @@ glance.vnce_fit <- function(x, ...) {
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::augment
-augment.vnce_fit <- function(x, data = NULL, ...) {
+augment.vnce_fit <- function(x, data = NULL, ...) {  # nolint: object_name_linter.
   out <- stats::model.frame(x)
   out$.fitted <- unname(stats::predict(x, type = "link"))
   out
@@ -56,17 +56,21 @@ augment.vnce_fit <- function(x, data = NULL, ...) {
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::tidy
-tidy.nce_bf <- function(x, conf.int = FALSE, conf.level = 0.95, ...) estimate_tidy(x, conf.int, conf.level)
+tidy.nce_bf <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  estimate_tidy(x, conf.int, conf.level)
+}
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::tidy
-tidy.nce_marglik <- function(x, conf.int = FALSE, conf.level = 0.95, ...) estimate_tidy(x, conf.int, conf.level)
+tidy.nce_marglik <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  estimate_tidy(x, conf.int, conf.level)
+}
 
-estimate_tidy <- function(x, conf.int, conf.level) {
+estimate_tidy <- function(x, conf_int, conf_level) {
   est <- stats::coef(x)
   out <- data.frame(term = names(est), estimate = unname(est), std.error = x$se, stringsAsFactors = FALSE)
-  if (conf.int) {
-    ci <- estimate_confint(x, conf.level)
+  if (conf_int) {
+    ci <- estimate_confint(x, conf_level)
     out$conf.low <- ci[1L, 1L]
     out$conf.high <- ci[1L, 2L]
   }
@@ -75,7 +79,7 @@ estimate_tidy <- function(x, conf.int, conf.level) {
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::glance
-glance.nce_bf <- function(x, ...) {
+glance.nce_bf <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(log_bf = x$log_bf, std.error = x$se, bf = x$bf, prob_model1 = x$prob[["model1"]],
              nobs = if (is.null(x$n) || anyNA(x$n)) NA_integer_ else as.integer(sum(x$n)),
              separated = isTRUE(x$separated), method = x$method, stringsAsFactors = FALSE)
@@ -83,7 +87,7 @@ glance.nce_bf <- function(x, ...) {
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::glance
-glance.nce_marglik <- function(x, ...) {
+glance.nce_marglik <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(logml = x$logml, std.error = x$se, std.error.iid = x$se_iid %||% NA_real_,
              nobs = x$n %||% NA_integer_, ess = x$ess %||% NA_real_, n_ref = x$n_ref %||% NA_integer_,
              separated = isTRUE(x$separated), stringsAsFactors = FALSE)
@@ -91,22 +95,24 @@ glance.nce_marglik <- function(x, ...) {
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::augment
-augment.nce_bf <- function(x, ...) refuse_estimate("augment")(x)
+augment.nce_bf <- function(x, ...) refuse_estimate("augment")(x)  # nolint: object_name_linter.
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::augment
-augment.nce_marglik <- function(x, ...) refuse_estimate("augment")(x)
+augment.nce_marglik <- function(x, ...) refuse_estimate("augment")(x)  # nolint: object_name_linter.
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::tidy
-tidy.nce_edge_roc <- function(x, ...) data.frame(term = "auc", estimate = x$auc, stringsAsFactors = FALSE)
+tidy.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
+  data.frame(term = "auc", estimate = x$auc, stringsAsFactors = FALSE)
+}
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::glance
-glance.nce_edge_roc <- function(x, ...) {
+glance.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(auc = x$auc, n_edges = x$n_edges, n_pairs = x$n_pairs, n_thresholds = nrow(x$roc) - 1L)
 }
 
 #' @rdname vnce_broom
 #' @exportS3Method generics::augment
-augment.nce_edge_roc <- function(x, ...) refuse_estimate("augment")(x)
+augment.nce_edge_roc <- function(x, ...) refuse_estimate("augment")(x)  # nolint: object_name_linter.

@@ -63,7 +63,7 @@ summary.nce_gam <- function(object, se_type = c("sandwich", "naive"), ...) {
 
 #' @export
 print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
-                                  signif.stars = getOption("show.signif.stars"), ...) {
+                                  signif.stars = getOption("show.signif.stars"), ...) {  # nolint: object_name_linter.
   cat("\nNoise-contrastive estimation with smooth terms (REML)\n\n")
   cat("Formula:\n")
   cat(deparse(x$nce$formula, width.cutoff = 100L), sep = "\n")
@@ -131,7 +131,7 @@ plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
 #' @export
 predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "response", "density",
                                                       "log_unnormalised", "lpmatrix", "terms"),
-                            se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
+                            se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   se_type <- match.arg(se_type)
   check_bool(se.fit, "se.fit")

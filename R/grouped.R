@@ -21,7 +21,8 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
   for (spec in gp$smooth.spec) {
     sms <- tryCatch(smooth_con(spec, data, knots),
       error = function(e) {
-        nce_abort(sprintf("cannot set up the smooth term %s: %s (for discrete or few distinct values use a smaller `k`, or parametric or factor terms)",
+        nce_abort(sprintf(paste("cannot set up the smooth term %s: %s (for discrete or few distinct values use a",
+                                "smaller `k`, or parametric or factor terms)"),
                           spec$label, conditionMessage(e)), "input", call = NULL)
       })
     for (sm in sms) {
@@ -65,16 +66,16 @@ smooth_con <- function(spec, data, knots) {
     j <- nrow(sm$C)
     if (j == 0L) {
       attr(sm, "qrc") <- "no constraints"
-      attr(sm, "nCons") <- 0
+      attr(sm, "nCons") <- 0  # nolint: object_name_linter.
       return(sm)
     }
     k <- ncol(sm$X)
     qrc <- qr(t(sm$C))
     z <- qr.qy(qrc, diag(k))[, (j + 1L):k, drop = FALSE]
     sm$X <- sm$X %*% z
-    sm$S <- lapply(sm$S, function(S) crossprod(z, S %*% z))
+    sm$S <- lapply(sm$S, function(s_j) crossprod(z, s_j %*% z))
     attr(sm, "qrc") <- qrc
-    attr(sm, "nCons") <- j
+    attr(sm, "nCons") <- j  # nolint: object_name_linter.
     sm$C <- NULL
     sm$rank <- pmin(sm$rank, k - j)
     sm$df <- sm$df - j
@@ -138,7 +139,7 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
 #' @return A `"cyclic.smooth"` object, as mgcv's constructor returns.
 #' @keywords internal
 #' @exportS3Method mgcv::smooth.construct
-smooth.construct.ncecc.smooth.spec <- function(object, data, knots) {
+smooth.construct.ncecc.smooth.spec <- function(object, data, knots) {  # nolint: object_name_linter.
   class(object) <- "cc.smooth.spec"
   x <- data[[object$term]]
   nk <- if (object$bs.dim < 0) 10L else object$bs.dim
@@ -158,7 +159,7 @@ smooth.construct.ncecc.smooth.spec <- function(object, data, knots) {
 
 # mgcv's pred.mat() of Predict.matrix.cyclic.smooth for x within the knots' range: row i is
 # BD[j1, ] a_i + BD[j, ] b_i + e_j1' c_i + e_j' d_i with j the knot interval of x_i.
-cc_basis <- function(x, knots, BD) {
+cc_basis <- function(x, knots, bd) {
   x <- as.numeric(x)
   knots <- as.numeric(knots)
   n <- length(knots)
@@ -169,11 +170,12 @@ cc_basis <- function(x, knots, BD) {
   hj <- h[j1]
   up <- knots[j1 + 1L] - x
   lo <- x - knots[j1]
-  X <- BD[j1, , drop = FALSE] * (up^3 / (6 * hj) - hj * up / 6) + BD[j, , drop = FALSE] * (lo^3 / (6 * hj) - hj * lo / 6)
+  basis <- bd[j1, , drop = FALSE] * (up^3 / (6 * hj) - hj * up / 6) +
+    bd[j, , drop = FALSE] * (lo^3 / (6 * hj) - hj * lo / 6)
   i <- seq_along(x)
-  X[cbind(i, j1)] <- X[cbind(i, j1)] + up / hj
-  X[cbind(i, j)] <- X[cbind(i, j)] + lo / hj
-  X
+  basis[cbind(i, j1)] <- basis[cbind(i, j1)] + up / hj
+  basis[cbind(i, j)] <- basis[cbind(i, j)] + lo / hj
+  basis
 }
 
 # Fit by REML on [A | one free intercept per group] (intercept = "transition"): the intercepts

@@ -5,7 +5,9 @@
 # parallel-safe streams drawn from R's RNG, so set.seed() makes the collection reproducible.
 latkes_by <- function(cl, data, by, env) {
   if (!is.data.frame(data)) nce_abort("`data` must be a data frame", "input")
-  if (!is.character(by) || length(by) != 1L || !by %in% names(data)) nce_abort("`by` must name a column of `data`", "input")
+  if (!is.character(by) || length(by) != 1L || !by %in% names(data)) {
+    nce_abort("`by` must name a column of `data`", "input")
+  }
   if (anyNA(data[[by]])) nce_abort(sprintf("`by` column %s has NA", by), "data")
   args <- lapply(as.list(cl)[-1L], eval, envir = env)
   args$by <- NULL
@@ -78,14 +80,16 @@ print.latkes_collection <- function(x, ...) {
 
 #' @rdname latkes_collection
 #' @export
-latkes_effects.latkes_collection <- function(object, n = 200, range = NULL, ...) {
+latkes_effects.latkes_collection <- function(object, n = 200, range = NULL, ...) {  # nolint: object_name_linter.
   effs <- lapply(object$fits, function(f) latkes_effects(f, n = 2L))
   labels <- unique(unlist(lapply(effs, names)))
   out <- list()
   for (lab in labels) {
     has <- vapply(effs, function(e) !is.null(e[[lab]]), TRUE)
     var <- attr(effs[[which(has)[1]]][[lab]], "variable")
-    r <- if (!is.null(range[[var]])) range[[var]] else {
+    r <- if (!is.null(range[[var]])) {
+      range[[var]]
+    } else {
       rr <- vapply(object$fits[has], effect_range, numeric(2), var = var)
       apply(rr, 1L, stats::median)
     }

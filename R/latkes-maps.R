@@ -14,7 +14,10 @@ latkes_maps <- function(maps, map_by, data = NULL) {
     nce_abort("`maps` must be a named list, e.g. list(saliency = M), with one distinct name per map feature", "input")
   }
   bad <- intersect(names(maps), c("x", "y", "x_prev", "y_prev", latkes_feature_names))
-  if (length(bad)) nce_abort(sprintf("map name(s) %s are names of coordinates or built-in features", paste(bad, collapse = ", ")), "input")
+  if (length(bad)) {
+    nce_abort(sprintf("map name(s) %s are names of coordinates or built-in features", paste(bad, collapse = ", ")),
+              "input")
+  }
   out <- lapply(names(maps), function(nm) {
     m <- maps[[nm]]
     if (is.list(m) && !is.data.frame(m)) {
@@ -31,7 +34,8 @@ latkes_maps <- function(maps, map_by, data = NULL) {
   names(out) <- names(maps)
   if (any(vapply(out, `[[`, TRUE, "per_image"))) {
     if (!is.character(map_by) || length(map_by) != 1L) {
-      nce_abort("`maps` holds lists of maps per image: `map_by` must name the column of `data` that chooses the map", "input")
+      nce_abort("`maps` holds lists of maps per image: `map_by` must name the column of `data` that chooses the map",
+                "input")
     }
     if (!is.null(data)) {
       if (!map_by %in% names(data)) nce_abort(sprintf("`map_by` column %s is not in `data`", map_by), "input")
@@ -86,7 +90,8 @@ add_map_features <- function(d, maps, map_by, window) {
   for (nm in names(maps)) {
     mp <- maps[[nm]]
     if (mp$per_image && !map_by %in% names(d)) {
-      nce_abort(sprintf("the map feature %s needs the column %s (the image of each row) in the data", nm, map_by), "input")
+      nce_abort(sprintf("the map feature %s needs the column %s (the image of each row) in the data", nm, map_by),
+                "input")
     }
     which <- map_index(mp, nm, if (mp$per_image) d[[map_by]] else rep(NA, nrow(d)), map_by)
     d[[nm]] <- rs(nce_bilinear(unname(mp$mats), which, as.double(d$x), as.double(d$y), as.double(window)))

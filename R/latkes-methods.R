@@ -7,7 +7,9 @@ print.latkes_fit <- function(x, ...) {
   w <- x$window
   cat(sprintf("LATKES window [%g, %g] x [%g, %g]", w[1], w[2], w[3], w[4]))
   nd <- lengths(x$dropped)
-  if (any(nd > 0)) cat(sprintf("; dropped: %d outside, %d zero-length saccade(s)", nd[["outside"]], nd[["zero_length"]]))
+  if (any(nd > 0)) {
+    cat(sprintf("; dropped: %d outside, %d zero-length saccade(s)", nd[["outside"]], nd[["zero_length"]]))
+  }
   cat("\n")
   invisible(x)
 }
@@ -73,7 +75,8 @@ print.latkes_fit <- function(x, ...) {
 #' @export
 predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "link", "response", "log_density", "density",
                                                          "lpmatrix", "terms"),
-                               se.fit = FALSE, normalise = c("grid", "intercept"), grid = c(64, 48), refine = 7,
+                               se.fit = FALSE,  # nolint: object_name_linter.
+                               normalise = c("grid", "intercept"), grid = c(64, 48), refine = 7,
                                extrapolate = TRUE, se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   type <- switch(type, log_density = "link", density = "response", type)
@@ -85,7 +88,7 @@ predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "link", "
   } else {
     check_data_frame(newdata, "newdata", min_rows = 0L)
     if (!all(c("x_prev", "y_prev") %in% names(newdata))) {
-      return(predict_raw_fixations(object, newdata, type = type, se.fit = se.fit, normalise = normalise,
+      return(predict_raw_fixations(object, newdata, type = type, se_fit = se.fit, normalise = normalise,
                                    grid = grid, refine = refine, extrapolate = extrapolate, se_type = se_type))
     }
     check_transition_rows(object, newdata)
@@ -132,8 +135,9 @@ cached_normaliser <- function(object, newdata, grid, gradient, refine, extrapola
   own <- is.environment(cache) && identical(newdata$.sequence, object$transitions$.sequence) &&
     nrow(newdata) == nrow(object$transitions) && identical(newdata$x, object$transitions$x) &&
     identical(newdata$x_prev, object$transitions$x_prev) && identical(newdata$y_prev, object$transitions$y_prev)
-  norm <- function() grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine,
-                                     extrapolate = extrapolate, call = NULL)
+  norm <- function() {
+    grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine, extrapolate = extrapolate, call = NULL)
+  }
   if (!own) return(norm())
   key <- paste(c(grid, refine, gradient, extrapolate), collapse = "/")
   if (is.null(cache[[key]])) cache[[key]] <- norm()
@@ -165,7 +169,7 @@ check_transition_rows <- function(object, nd, call = caller_call()) {
 }
 
 # Raw fixations: build the transitions as latkes() does and return one value per row.
-predict_raw_fixations <- function(object, newdata, type, se.fit, normalise, grid, refine, extrapolate, se_type) {
+predict_raw_fixations <- function(object, newdata, type, se_fit, normalise, grid, refine, extrapolate, se_type) {
   xc <- object$coords[["x"]]
   yc <- object$coords[["y"]]
   if (!all(c(xc, yc) %in% names(newdata))) {
@@ -193,7 +197,7 @@ predict_raw_fixations <- function(object, newdata, type, se.fit, normalise, grid
     se[st$trans$.row] <- p$se.fit
   }
   names(fit) <- names(se) <- rownames(newdata)
-  if (se.fit) list(fit = fit, se.fit = se) else fit
+  if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 
 # Kernel part of the row design: its columns in setup_predict()'s matrix and in coef().
@@ -240,8 +244,9 @@ cached_normaliser <- function(object, newdata, grid, gradient, refine, extrapola
   own <- is.environment(cache) && identical(newdata$.sequence, object$transitions$.sequence) &&
     nrow(newdata) == nrow(object$transitions) && identical(newdata$x, object$transitions$x) &&
     identical(newdata$x_prev, object$transitions$x_prev) && identical(newdata$y_prev, object$transitions$y_prev)
-  norm <- function() grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine,
-                                     extrapolate = extrapolate, call = NULL)
+  norm <- function() {
+    grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine, extrapolate = extrapolate, call = NULL)
+  }
   if (!own) return(norm())
   key <- paste(c(grid, refine, gradient, extrapolate), collapse = "/")
   if (is.null(cache[[key]])) cache[[key]] <- norm()
@@ -273,7 +278,7 @@ check_transition_rows <- function(object, nd, call = caller_call()) {
 }
 
 # Raw fixations: build the transitions as latkes() does and return one value per row.
-predict_raw_fixations <- function(object, newdata, type, se.fit, normalise, grid, refine, extrapolate, se_type) {
+predict_raw_fixations <- function(object, newdata, type, se_fit, normalise, grid, refine, extrapolate, se_type) {
   xc <- object$coords[["x"]]
   yc <- object$coords[["y"]]
   if (!all(c(xc, yc) %in% names(newdata))) {
@@ -301,7 +306,7 @@ predict_raw_fixations <- function(object, newdata, type, se.fit, normalise, grid
     se[st$trans$.row] <- p$se.fit
   }
   names(fit) <- names(se) <- rownames(newdata)
-  if (se.fit) list(fit = fit, se.fit = se) else fit
+  if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 
 # Kernel part of the row design: its columns in setup_predict()'s matrix and in coef().
@@ -509,7 +514,9 @@ kernel_eta <- function(object, nd, labels = NULL) {
 #' logLik(fit, newdata = d[d$trial == 2, ])
 #' @export
 logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), refine = 7, extrapolate = TRUE, ...) {
-  trans <- if (is.null(newdata)) object$transitions else {
+  trans <- if (is.null(newdata)) {
+    object$transitions
+  } else {
     prep <- latkes_prepare(newdata, object$coords[["x"]], object$coords[["y"]], object[["group_column"]], object$window,
                            object$outside, object$order, names(object[["maps"]]))
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
@@ -568,7 +575,8 @@ latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c
     xm <- mgcv::PredictMat(sm, nd)
     f <- drop(xm %*% object$coefficients[j])
     se <- sqrt(rowSums((xm %*% v[j, j, drop = FALSE]) * xm))
-    out[[sm$label]] <- structure(data.frame(value = nd[[var]], fit = f, se = se, lower = f - z * se, upper = f + z * se),
+    out[[sm$label]] <- structure(data.frame(value = nd[[var]], fit = f, se = se, lower = f - z * se,
+                                            upper = f + z * se),
                                  variable = var, edf = sum(object$edf[j]))
   }
   out
@@ -616,12 +624,15 @@ plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line
   check_probability(level, "level")
   eff <- latkes_effects(x, n = n_grid, level = level, se_type = se_type)
   pa <- x$row_setup$ncol
-  two_d <- Filter(function(sm) sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% terms) ||
-                                                (sm$first.para > pa && "intercept" %in% terms)), x$smooth)
+  two_d <- Filter(function(sm) {
+    sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% terms) || (sm$first.para > pa && "intercept" %in% terms))
+  }, x$smooth)
   one_int <- Filter(function(sm) sm$dim == 1L && sm$first.para > pa && "intercept" %in% terms, x$smooth)
   if (!"kernel" %in% terms) eff <- list()
   n_panels <- length(eff) + length(two_d) + length(one_int)
-  if (n_panels == 0L) nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")
+  if (n_panels == 0L) {
+    nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")
+  }
   if (combine && n_panels > 1L) {
     op <- graphics::par(mfrow = panel_layout(n_panels))
     on.exit(graphics::par(op))
@@ -630,7 +641,8 @@ plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line
   v <- stats::vcov(x, type = se_type)
   for (sm in one_int) {
     j <- sm$first.para:sm$last.para
-    nd <- stats::setNames(data.frame(seq(effect_range(x, sm$term)[1], effect_range(x, sm$term)[2], length.out = n_grid)), sm$term)
+    nd <- stats::setNames(data.frame(seq(effect_range(x, sm$term)[1], effect_range(x, sm$term)[2],
+                                         length.out = n_grid)), sm$term)
     xm <- mgcv::PredictMat(sm, nd)
     f <- drop(xm %*% x$coefficients[j])
     se <- sqrt(rowSums((xm %*% v[j, j, drop = FALSE]) * xm))
@@ -677,7 +689,8 @@ draw_effect <- function(e, label, angle, col, fit, add = FALSE) {
   graphics::plot(e$value, e$fit, type = "n", ylim = range(e$lower, e$upper), xlab = var, ylab = ylab,
                  xaxt = if (is_angle) "n" else "s")
   if (is_angle) angle_axis()
-  graphics::polygon(c(e$value, rev(e$value)), c(e$lower, rev(e$upper)), col = grDevices::adjustcolor(col, 0.3), border = NA)
+  graphics::polygon(c(e$value, rev(e$value)), c(e$lower, rev(e$upper)), col = grDevices::adjustcolor(col, 0.3),
+                    border = NA)
   graphics::lines(e$value, e$fit, lwd = 2, col = col)
   obs <- fit$nce_frame[[var]][fit$nce_frame$.label == 1]
   if (length(obs)) graphics::rug(obs, col = "grey50")
@@ -696,7 +709,8 @@ draw_image <- function(fit, sm, n) {
   }
   j <- sm$first.para:sm$last.para
   f <- matrix(drop(mgcv::PredictMat(sm, nd) %*% fit$coefficients[j]), n)
-  graphics::image(g1, g2, f, xlab = sm$term[1], ylab = sm$term[2], col = grDevices::hcl.colors(30, "Blues 3", rev = TRUE),
+  graphics::image(g1, g2, f, xlab = sm$term[1], ylab = sm$term[2],
+                  col = grDevices::hcl.colors(30, "Blues 3", rev = TRUE),
                   main = sprintf("%s (edf %.2f)", sm$label, sum(fit$edf[j])))
   graphics::contour(g1, g2, f, add = TRUE, drawlabels = FALSE, col = "grey40")
   src <- if (sm$first.para > fit$row_setup$ncol) fit$transitions else fit$nce_frame[fit$nce_frame$.label == 1, ]

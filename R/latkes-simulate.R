@@ -5,7 +5,8 @@
 #' Simulate LATKES fixation sequences from a known kernel
 #'
 #' Generates first-order chains with
-#' \deqn{p(y_t \mid y_{t-1}) \propto \exp\{b(|y_t - c|) + h_x(x_t) + h_y(y_t) + h(x_t, y_t) + r_d(|y_t - y_{t-1}|) + r_a(\angle(y_t - y_{t-1}))\}}
+#' \deqn{p(y_t \mid y_{t-1}) \propto \exp\{b(|y_t - c|) + h_x(x_t) + h_y(y_t) + h(x_t, y_t)
+#'   + r_d(|y_t - y_{t-1}|) + r_a(\angle(y_t - y_{t-1}))\}}
 #' on the window (c its centre), from user functions for any subset of the
 #' terms.
 #'
@@ -67,13 +68,15 @@ rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_tr
   mp <- latkes_maps(maps, if (any(vapply(maps, function(m) is.list(m) && !is.data.frame(m), TRUE))) "image")
   kernels <- if (is_kernel_list(kernel, names(mp))) rep(list(kernel), n_subjects) else kernel
   if (!is.list(kernels) || length(kernels) != n_subjects || !all(vapply(kernels, is_kernel_list, TRUE, names(mp)))) {
-    nce_abort(paste("`kernel` must be a named list of functions (radius, dist, angle, x, y, xy, or the names of `maps`)",
-                    "or a list of such lists, one per subject"), "input")
+    nce_abort(paste("`kernel` must be a named list of functions (radius, dist, angle, x, y, xy, or the names of",
+                    "`maps`) or a list of such lists, one per subject"), "input")
   }
   per_image <- Filter(function(m) m$per_image, mp)
   ids <- if (length(per_image)) {
     if (is.null(images)) images <- names(per_image[[1]]$mats)
-    if (!is.character(images) || !length(images) || anyNA(images)) nce_abort("`images` must be image ids (character)", "input")
+    if (!is.character(images) || !length(images) || anyNA(images)) {
+      nce_abort("`images` must be image ids (character)", "input")
+    }
     ids <- rep_len(images, n_trials)
     for (nm in names(per_image)) map_index(per_image[[nm]], nm, ids, "images")
     ids
@@ -85,13 +88,16 @@ rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_tr
   centre <- c(mean(window[1:2]), mean(window[3:4]))
   out <- lapply(seq_len(n_subjects), function(s) {
     k <- kernels[[s]]
-    term <- function(name, ...) if (is.null(k[[name]])) numeric(length(..1)) else check_values(k[[name]](...), name, length(..1))
+    term <- function(name, ...) {
+      if (is.null(k[[name]])) numeric(length(..1)) else check_values(k[[name]](...), name, length(..1))
+    }
     offset <- function(dx, dy) term("dist", sqrt(dx^2 + dy^2)) + term("angle", wrap_angle(atan2(dy, dx)))
     # One table per image: the map terms are state terms.
     xy <- vector("list", n_trials)
     for (id in unique(ids)) {
       state <- function(x, y) {
-        v <- term("radius", sqrt((x - centre[1])^2 + (y - centre[2])^2)) + term("x", x) + term("y", y) + term("xy", x, y)
+        v <- term("radius", sqrt((x - centre[1])^2 + (y - centre[2])^2)) + term("x", x) + term("y", y) +
+          term("xy", x, y)
         if (length(mp)) {
           cells <- add_map_features(data.frame(x = x, y = y, image = rep(id, length(x))), mp, "image", window)
           for (nm in names(mp)) v <- v + term(nm, cells[[nm]])
@@ -225,7 +231,9 @@ simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto"
       object$features(nd)
     }
     state <- function(x, y) kernel_eta(object, rows(x, y, x, y), parts$state)
-    offset <- function(dx, dy) kernel_eta(object, rows(centre[1] + dx, centre[2] + dy, centre[1], centre[2]), parts$offset)
+    offset <- function(dx, dy) {
+      kernel_eta(object, rows(centre[1] + dx, centre[2] + dy, centre[1], centre[2]), parts$offset)
+    }
     ch <- which(image[chains] == id)
     run <- run_lattice(lattice_tables(w, grid, state, offset), w, grid, trans$x_prev[first][chains[ch]],
                        trans$y_prev[first][chains[ch]], steps[ch])

@@ -1,7 +1,8 @@
 #' LATKES: log-additive transition kernels for fixation sequences
 #'
 #' Fits the spatial Markov chain
-#' \deqn{p(y_t \mid y_{t-1}, \ldots, y_{t-k}) \propto \exp\{\sum_i \beta_i v_i(y_t) + g(y_t, y_{t-1}, \ldots, y_{t-k})\}}
+#' \deqn{p(y_t \mid y_{t-1}, \ldots, y_{t-k}) \propto
+#'   \exp\{\sum_i \beta_i v_i(y_t) + g(y_t, y_{t-1}, \ldots, y_{t-k})\}}
 #' on a rectangular window (the screen) by sequential noise-contrastive
 #' estimation ([snce()]; Barthelme and Chopin, 2015, part IV): each observed
 #' fixation is contrasted with `ratio` reference points drawn uniformly over the
@@ -296,7 +297,8 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
   kd <- which(keep)
   rep_fix <- kd[c(FALSE, id[kd][-1] == id[kd][-length(kd)] & diff(d$x[kd]) == 0 & diff(d$y[kd]) == 0)]
   if (length(rep_fix)) {
-    nce_warn(sprintf("%d zero-length saccade(s) (a fixation at exactly the previous location, rows %s): the repeated fixation is dropped",
+    nce_warn(sprintf(paste("%d zero-length saccade(s) (a fixation at exactly the previous location, rows %s):",
+                           "the repeated fixation is dropped"),
                      length(rep_fix), format_positions(rep_fix)), "zero_length", call = NULL)
     keep[rep_fix] <- FALSE
   }

@@ -78,7 +78,7 @@ confint.nce_lfire <- function(object, parm, level = 0.95, ...) {
 #' @rdname lfire-methods
 #' @export
 predict.nce_lfire <- function(object, newdata = NULL, type = c("link", "response", "posterior", "lpmatrix"),
-                              se.fit = FALSE, ...) {
+                              se.fit = FALSE, ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   if (type == "lpmatrix") {
     nce_unsupported("predict(type = \"lpmatrix\")", object,
@@ -176,7 +176,8 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
   print(format(x$table, digits = digits))
   if (x$type == "draws") cat(sprintf("Effective sample size of the weights: %.1f\n", x$ess))
   cat(sprintf("\nSummaries used at the posterior mode (%s penalty): %d of %d: %s\n", x$penalty,
-              length(x$selected), x$n_summaries, if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
+              length(x$selected), x$n_summaries,
+              if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
   if (x$failures > 0L) cat(sprintf("%d simulations failed and were left out\n", x$failures))
   invisible(x)
 }
@@ -247,7 +248,7 @@ AIC.nce_lfire <- function(object, ..., k = 2) {
 }
 
 #' @export
-BIC.nce_lfire <- function(object, ...) {
+BIC.nce_lfire <- function(object, ...) {  # nolint: object_name_linter.
   nce_unsupported("BIC", object, "there is no likelihood (compare models through their posteriors)")
 }
 

@@ -167,7 +167,7 @@ model.matrix.nce_fit <- function(object, ...) {
 #' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
 #' coef(update(fit, . ~ . + I(y^2), ratio = 10))
 #' @export
-update.nce_fit <- function(object, formula., ..., evaluate = TRUE) {
+update.nce_fit <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
   call <- object$call
   if (is.null(call)) nce_unsupported("update", object, "the fit keeps no call to re-evaluate")
   extras <- match.call(expand.dots = FALSE)$...

@@ -114,7 +114,8 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_ess(ess, 1L, ucall)
   # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
-  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(), nce_threads()))
+  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(),
+                                  nce_threads()))
   xr <- ref$ref_draws
   colnames(xr) <- colnames(x)
   lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
@@ -122,7 +123,8 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
   bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
   if (length(bad)) {
-    nce_abort(sprintf("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be -Inf outside the support",
+    nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
+                            "-Inf outside the support"),
                       length(bad), length(lp_r), format_positions(bad)), "data")
   }
   r1 <- lp_e + ref$est_logjac - ref$est_logref
@@ -150,10 +152,13 @@ bounds_arg <- function(b, x, arg) {
   d <- ncol(x)
   if (!is.numeric(b) || anyNA(b)) nce_abort(sprintf("`%s` must be numeric without NA", arg), "input")
   if (length(b) == 1L) return(rep(as.double(b), d))
-  if (length(b) != d) nce_abort(sprintf("`%s` must have length 1 or %d (one per column), got %d", arg, d, length(b)), "input")
+  if (length(b) != d) {
+    nce_abort(sprintf("`%s` must have length 1 or %d (one per column), got %d", arg, d, length(b)), "input")
+  }
   if (!is.null(names(b)) && !is.null(colnames(x))) {
     if (!setequal(names(b), colnames(x))) {
-      nce_abort(sprintf("names of `%s` must be the columns of `draws` (%s)", arg, paste(colnames(x), collapse = ", ")), "input")
+      nce_abort(sprintf("names of `%s` must be the columns of `draws` (%s)", arg, paste(colnames(x), collapse = ", ")),
+                "input")
     }
     b <- b[colnames(x)]
   }

@@ -72,7 +72,7 @@ nl_data_rows <- function(object) {
 #' @export
 predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_density", "density",
                                                       "log_unnormalised", "lpmatrix"),
-                            se.fit = FALSE, ...) {
+                            se.fit = FALSE, ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   if (type == "lpmatrix") {
     nce_unsupported("predict(type = \"lpmatrix\")", object,

@@ -165,14 +165,14 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
 #' @export
 predict.nce_fit <- function(object, newdata, type = c("log_density", "link", "response", "density",
                                                       "log_unnormalised", "lpmatrix", "terms"),
-                            se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
+                            se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   check_bool(se.fit, "se.fit")
   newdata <- nce_predict_newdata(object, newdata)
   mm <- nce_model_matrix(object, newdata)
   x <- mm$x
   if (type == "lpmatrix") {
-    if (!is.null(mm$offset)) attr(x, "model.offset") <- mm$offset
+    if (!is.null(mm$offset)) attr(x, "model.offset") <- mm$offset  # nolint: object_name_linter.
     rownames(x) <- rownames(newdata)
     return(x)
   }
@@ -202,7 +202,7 @@ nce_predict_newdata <- function(object, newdata, call = caller_call()) {
 }
 
 # Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
-nce_finish_prediction <- function(object, newdata, fit, se, type, se.fit) {
+nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
   out <- nce_outside_support(object$reference, newdata)
   fit[out] <- -Inf
   se[out] <- NA_real_
@@ -212,7 +212,7 @@ nce_finish_prediction <- function(object, newdata, fit, se, type, se.fit) {
     se[out] <- 0
   }
   names(fit) <- names(se) <- rownames(newdata)
-  if (se.fit) list(fit = fit, se.fit = se) else fit
+  if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 
 # TRUE at complete rows where the reference's density is 0.
@@ -226,7 +226,7 @@ nce_outside_support <- function(ref, newdata) {
 }
 
 # Each term's contribution (uncentred, as mgcv), with the intercept as attribute "constant".
-nce_predict_terms <- function(x, beta, v, assign, tt, newdata, se.fit) {
+nce_predict_terms <- function(x, beta, v, assign, tt, newdata, se_fit) {
   labels <- attr(tt, "term.labels")
   b <- beta
   b[is.na(b)] <- 0
@@ -240,7 +240,7 @@ nce_predict_terms <- function(x, beta, v, assign, tt, newdata, se.fit) {
   }
   const <- if (attr(tt, "intercept") == 1L) unname(b[1L]) else 0
   attr(fit, "constant") <- const
-  if (se.fit) list(fit = fit, se.fit = se) else fit
+  if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 
 # Model matrix of the fit's terms at new points (NA rows kept as NA), and the formula's offset.

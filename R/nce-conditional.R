@@ -236,7 +236,8 @@ cond_blocks <- function(object, newdata, call = caller_call()) {
 #' @export
 predict.nce_conditional <- function(object, newdata,
                                     type = c("link", "response", "lpmatrix", "terms", "log_kernel", "log_normaliser"),
-                                    se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
+                                    se.fit = FALSE,  # nolint: object_name_linter.
+                                    se_type = c("sandwich", "naive"), ...) {
   type <- match.arg(type)
   v <- stats::vcov(object, type = match.arg(se_type))
   if (missing(newdata)) newdata <- cond_data_rows(object)
@@ -268,7 +269,7 @@ predict.nce_conditional <- function(object, newdata,
 
 # predict(type = "terms"): the model block's terms (parametric columns grouped by term, each
 # smooth), then the whole normaliser nu(z) (intercept and its terms in z) as one column.
-cond_terms <- function(object, x, v, se.fit, rn) {
+cond_terms <- function(object, x, v, se_fit, rn) {
   pa <- object$row_setup$ncol
   lab <- rep("(normaliser)", ncol(x))
   asgn <- attr(stats::model.matrix(stats::delete.response(object$row_setup$pterms),
@@ -280,7 +281,7 @@ cond_terms <- function(object, x, v, se.fit, rn) {
   beta <- object$coefficients
   fit <- vapply(cols, function(j) drop(x[, j, drop = FALSE] %*% beta[j]), numeric(nrow(x)))
   fit <- matrix(fit, nrow(x), dimnames = list(rn, names(cols)))
-  if (!se.fit) return(fit)
+  if (!se_fit) return(fit)
   se <- vapply(cols, function(j) sqrt(rowSums((x[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * x[, j, drop = FALSE])),
                numeric(nrow(x)))
   list(fit = fit, se.fit = matrix(se, nrow(x), dimnames = dimnames(fit)))
@@ -408,7 +409,7 @@ anova.nce_conditional <- function(object, ...) {
 }
 
 #' @export
-update.nce_conditional <- function(object, formula., ..., evaluate = TRUE) {
+update.nce_conditional <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
   cl <- object$call
   if (!missing(formula.)) {
     new <- formula.

@@ -113,7 +113,7 @@ ica_names <- function(d) sprintf("B[%d,%d]", rep(seq_len(d), each = d), rep(seq_
 #' mle <- ica_mle(x)
 #' round(mle$B %*% A, 2)   # close to a signed permutation matrix
 #' @export
-rica <- function(n, A) {
+rica <- function(n, A) {  # nolint: object_name_linter.
   check_count(n)
   if (!is.matrix(A) || !is.numeric(A) || nrow(A) != ncol(A) || any(!is.finite(A))) {
     nce_abort("`A` must be a square numeric matrix of finite values", "input")
@@ -146,7 +146,7 @@ ica_mle <- function(x, n_starts = 5L) {
 
 #' @rdname rica
 #' @export
-ica_B <- function(object) {
+ica_B <- function(object) {  # nolint: object_name_linter.
   if (!inherits(object, "nce_nls") || !identical(object$model$rust, "ica")) {
     nce_abort("`object` must be a fit of ica_model() by nce()", "input")
   }

@@ -135,7 +135,7 @@
 #' anova(fit, fit2)        # Wald test (sandwich) of the extra coefficient
 #' @export
 nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "poisson"),
-                knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,
+                knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,  # nolint: object_name_linter.
                 control = nce_control(), given = NULL,
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L) {
   nonlinear <- !is.null(start) || !is.null(model)
@@ -312,10 +312,10 @@ nce_subset_rows <- function(r, n, call = caller_call()) {
 }
 
 # Rows with NA or non-finite values (or NA weights): the error of old, or dropped with a warning.
-nce_handle_na <- function(d, w, rows, na.action, call = caller_call()) {
+nce_handle_na <- function(d, w, rows, na_action, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   bad <- which(!rows_finite(d) | (if (is.null(w)) FALSE else is.na(w)))
-  action <- nce_na_action(na.action, call)
+  action <- nce_na_action(na_action, call)
   if (!length(bad)) return(list(rows = integer(), omit = NULL))
   if (action == "na.fail") {
     nce_abort(sprintf(paste("`data` has NA or non-finite values in %d row(s) (%s);",
@@ -330,19 +330,19 @@ nce_handle_na <- function(d, w, rows, na.action, call = caller_call()) {
   list(rows = bad, omit = omit)
 }
 
-nce_na_action <- function(na.action, call) {
-  if (is.null(na.action)) return("na.fail")
-  if (is.character(na.action) && length(na.action) == 1L && na.action %in% c("na.fail", "na.omit", "na.exclude")) {
-    return(na.action)
+nce_na_action <- function(na_action, call) {
+  if (is.null(na_action)) return("na.fail")
+  if (is.character(na_action) && length(na_action) == 1L && na_action %in% c("na.fail", "na.omit", "na.exclude")) {
+    return(na_action)
   }
-  if (is.function(na.action)) {
+  if (is.function(na_action)) {
     for (f in c("na.fail", "na.omit", "na.exclude")) {
-      if (identical(na.action, get(f, envir = asNamespace("stats")))) return(f)
+      if (identical(na_action, get(f, envir = asNamespace("stats")))) return(f)
     }
   }
   nce_abort(sprintf(paste("`na.action` must be NULL, na.fail, na.omit or na.exclude (a function or its name),",
                           "not %s: NCE cannot fit rows with missing values (na.pass)."),
-                    describe_value(na.action)), "input", call = call)
+                    describe_value(na_action)), "input", call = call)
 }
 
 # Characters and factors where the reference generates numbers are refused, not coerced.

@@ -249,7 +249,9 @@ chain_ess <- function(x) {
   v <- mean(xc^2)
   if (v <= 0) return(length(x))
   maxlag <- min(nt - 1L, 200L)
-  rho <- vapply(seq_len(maxlag), function(k) mean(xc[(k + 1):nt, , drop = FALSE] * xc[1:(nt - k), , drop = FALSE]) / v, 1)
+  rho <- vapply(seq_len(maxlag), function(k) {
+    mean(xc[(k + 1):nt, , drop = FALSE] * xc[1:(nt - k), , drop = FALSE]) / v
+  }, 1)
   s <- 0
   for (k in seq(1L, maxlag - 1L, by = 2L)) {
     pair <- rho[k] + rho[k + 1L]

@@ -138,14 +138,14 @@ ref_categorical <- function(..., data = NULL, vars = NULL) {
 }
 
 #' @export
-ref_draw.nce_ref_bernoulli <- function(ref, n) {
+ref_draw.nce_ref_bernoulli <- function(ref, n) {  # nolint: object_name_linter.
   x <- rs(nce_ref_bernoulli_sample(ref$prob, as.double(n), draw_seed(), nce_threads()))
   colnames(x) <- ref$vars
   as.data.frame(x)
 }
 
 #' @export
-ref_logq.nce_ref_bernoulli <- function(ref, data) {
+ref_logq.nce_ref_bernoulli <- function(ref, data) {  # nolint: object_name_linter.
   x <- vapply(ref$vars, function(v) {
     z <- data[[v]]
     if (!(is.logical(z) || (is.numeric(z) && !is.factor(z)))) {
@@ -161,7 +161,7 @@ ref_logq.nce_ref_bernoulli <- function(ref, data) {
 }
 
 #' @export
-ref_draw.nce_ref_categorical <- function(ref, n) {
+ref_draw.nce_ref_categorical <- function(ref, n) {  # nolint: object_name_linter.
   x <- rs(nce_ref_categorical_sample(unname(ref$prob), as.double(n), draw_seed(), nce_threads()))
   out <- lapply(seq_along(ref$vars), function(j) factor(ref$levels[[j]][x[, j]], levels = ref$levels[[j]]))
   names(out) <- ref$vars
@@ -169,7 +169,7 @@ ref_draw.nce_ref_categorical <- function(ref, n) {
 }
 
 #' @export
-ref_logq.nce_ref_categorical <- function(ref, data) {
+ref_logq.nce_ref_categorical <- function(ref, data) {  # nolint: object_name_linter.
   x <- vapply(ref$vars, function(v) {
     code <- match(as.character(data[[v]]), ref$levels[[v]])
     code[is.na(code)] <- 0

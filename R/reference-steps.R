@@ -214,7 +214,7 @@ steps_matrix <- function(kernel, d) {
 }
 
 #' @export
-kernel_draw.nce_kernel_steps <- function(kernel, prev, n) {
+kernel_draw.nce_kernel_steps <- function(kernel, prev, n) {  # nolint: object_name_linter.
   x <- rs(nce_ref_steps_sample(steps_par(kernel), steps_matrix(kernel, prev), as.double(n), draw_seed(),
                                nce_threads()))
   colnames(x) <- kernel$vars
@@ -222,7 +222,7 @@ kernel_draw.nce_kernel_steps <- function(kernel, prev, n) {
 }
 
 #' @export
-kernel_logq.nce_kernel_steps <- function(kernel, x, prev) {
+kernel_logq.nce_kernel_steps <- function(kernel, x, prev) {  # nolint: object_name_linter.
   rs(nce_ref_steps_log_density(steps_par(kernel), steps_matrix(kernel, x), steps_matrix(kernel, prev), nce_threads()))
 }
 

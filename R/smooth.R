@@ -29,67 +29,67 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)
   if (is.null(weights)) weights <- rep(1, n)
-  G <- gam_setup(formula, data, fam, offset, knots)
-  m <- length(G$S)
-  if (!is.null(G$L)) {
+  setup <- gam_setup(formula, data, fam, offset, knots)
+  m <- length(setup$S)
+  if (!is.null(setup$L)) {
     nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")
   }
-  if (any(G$sp >= 0) && is.null(sp)) {
-    if (!all(G$sp >= 0)) {
+  if (any(setup$sp >= 0) && is.null(sp)) {
+    if (!all(setup$sp >= 0)) {
       nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input")
     }
-    sp <- G$sp
+    sp <- setup$sp
   }
   if (!is.null(sp)) {
     if (!is.numeric(sp) || length(sp) != m || any(!is.finite(sp)) || any(sp <= 0)) {
       nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty (%s)", m,
-                        paste(names(G$sp), collapse = ", ")), "input")
+                        paste(names(setup$sp), collapse = ", ")), "input")
     }
   }
-  penalties <- lapply(seq_len(m), function(j) list(start = G$off[j] - 1, S = G$S[[j]]))
-  y <- as.double(G$y)
-  x <- G$X
+  penalties <- lapply(seq_len(m), function(j) list(start = setup$off[j] - 1, S = setup$S[[j]]))
+  y <- as.double(setup$y)
+  x <- setup$X
   storage.mode(x) <- "double"
   rfam <- if (family == "binomial") "binomial" else "poisson"
-  res <- rs(nce_fit_reml(x, y, as.double(weights), as.double(G$offset), rfam,
+  res <- rs(nce_fit_reml(x, y, as.double(weights), as.double(setup$offset), rfam,
                          if (is.null(sample)) NULL else as.integer(sample),
                          penalties, if (is.null(sp)) NULL else as.double(sp),
                          control, nce_threads()))
-  cn <- G$term.names
+  cn <- setup$term.names
   p <- length(cn)
   named <- function(v) {
     v[is.nan(v)] <- NA_real_
     dimnames(v) <- list(cn, cn)
     v
   }
-  Vp <- named(res$vp)
-  Ve <- named(res$ve)
+  vp <- named(res$vp)
+  ve <- named(res$ve)
   s_lambda <- matrix(0, p, p)
   for (j in seq_len(m)) {
-    idx <- G$off[j] - 1 + seq_len(ncol(G$S[[j]]))
-    s_lambda[idx, idx] <- s_lambda[idx, idx] + res$sp[j] * G$S[[j]]
+    idx <- setup$off[j] - 1 + seq_len(ncol(setup$S[[j]]))
+    s_lambda[idx, idx] <- s_lambda[idx, idx] + res$sp[j] * setup$S[[j]]
   }
   # X'WX, F = Vp X'WX and R (R'R = X'WX) on the identifiable columns; aliased ones are 0.
   k <- !res$aliased
   xwx <- matrix(0, p, p)
-  xwx[k, k] <- solve(Vp[k, k, drop = FALSE]) - s_lambda[k, k, drop = FALSE]
+  xwx[k, k] <- solve(vp[k, k, drop = FALSE]) - s_lambda[k, k, drop = FALSE]
   xwx <- (xwx + t(xwx)) / 2
-  F <- Vp %*% xwx
+  f_mat <- vp %*% xwx
   ev <- eigen(xwx, symmetric = TRUE)
   mu <- res$fitted
   w <- if (family == "binomial") mu * (1 - mu) else mu
   wtdmu <- mean(y)
   nulldev <- sum(fam$dev.resids(y, rep(wtdmu, n), rep(1, n)))
   edf <- stats::setNames(res$edf, cn)
-  pred_formula <- G$pred.formula
-  attr(pred_formula, "full") <- stats::reformulate(all.vars(G$terms))
+  pred_formula <- setup$pred.formula
+  attr(pred_formula, "full") <- stats::reformulate(all.vars(setup$terms))
   list(
     coefficients = stats::setNames(res$coefficients, cn),
-    Vp = Vp, Ve = Ve,
+    Vp = vp, Ve = ve,
     Vs = if (is.null(res$cov_sandwich)) NULL else named(res$cov_sandwich),
-    edf = edf, edf1 = stats::setNames(2 * diag(F) - rowSums(F * t(F)), cn),
-    F = F, R = sqrt(pmax(ev$values, 0)) * t(ev$vectors),
-    sp = stats::setNames(res$sp, names(G$sp)), at_bound = res$at_bound,
+    edf = edf, edf1 = stats::setNames(2 * diag(f_mat) - rowSums(f_mat * t(f_mat)), cn),
+    F = f_mat, R = sqrt(pmax(ev$values, 0)) * t(ev$vectors),
+    sp = stats::setNames(res$sp, names(setup$sp)), at_bound = res$at_bound,
     family = fam, sig2 = 1, scale = 1, scale.estimated = FALSE,
     method = "REML", gcv.ubre = c(REML = res$reml), optimizer = c("newton", "rust"),
     linear.predictors = res$eta, fitted.values = mu, y = y,
@@ -99,10 +99,10 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     iter = res$inner_iterations, outer_iterations = res$outer_iterations,
     converged = res$converged, message = res$message, n_certain = res$n_certain,
     aliased = res$aliased, loglik = res$loglik,
-    smooth = G$smooth, nsdf = G$nsdf, formula = G$formula, var.summary = G$var.summary,
-    cmX = G$cmX, model = G$mf, terms = G$terms, pred.formula = pred_formula,
-    pterms = G$pterms, assign = G$assign, contrasts = G$contrasts, xlevels = G$xlevels,
-    offset = G$offset, Xcentre = G$Xcentre, min.edf = G$min.edf,
-    control = mgcv::gam.control(), paraPen = G$pP
+    smooth = setup$smooth, nsdf = setup$nsdf, formula = setup$formula, var.summary = setup$var.summary,
+    cmX = setup$cmX, model = setup$mf, terms = setup$terms, pred.formula = pred_formula,
+    pterms = setup$pterms, assign = setup$assign, contrasts = setup$contrasts, xlevels = setup$xlevels,
+    offset = setup$offset, Xcentre = setup$Xcentre, min.edf = setup$min.edf,
+    control = mgcv::gam.control(), paraPen = setup$pP
   )
 }

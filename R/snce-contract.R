@@ -227,26 +227,26 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
 #' @param evaluate If `FALSE`, return the call.
 #' @return The new fit (or its call).
 #' @export
-update.snce_fit <- function(object, formula., ..., evaluate = TRUE) {
+update.snce_fit <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
   update_seq(object, if (missing(formula.)) NULL else formula., list(...), evaluate, parent.frame())
 }
 
 #' @rdname update.snce_fit
 #' @export
-update.latkes_collection <- function(object, formula., ..., evaluate = TRUE) {
+update.latkes_collection <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
   update_seq(object, if (missing(formula.)) NULL else formula., list(...), evaluate, parent.frame())
 }
 
-update_seq <- function(object, formula., extras, evaluate, env) {
+update_seq <- function(object, new_formula, extras, evaluate, env) {
   call <- object$call
   if (is.null(call)) nce_unsupported("update", object, "the fit does not hold its call")
   fn <- as.character(call[[1L]])
   arg <- if (fn[length(fn)] == "latkes") "kernel" else "formula"
-  if (!is.null(formula.)) {
+  if (!is.null(new_formula)) {
     old <- stats::formula(object)
-    if (length(formula.) == 3L) formula. <- formula.[-2L]
+    if (length(new_formula) == 3L) new_formula <- new_formula[-2L]
     lhs <- function(f) stats::as.formula(paste("..y", deparse1(f)))
-    new <- stats::update.formula(lhs(old), lhs(formula.))
+    new <- stats::update.formula(lhs(old), lhs(new_formula))
     call[[arg]] <- new[-2L]
   }
   for (nm in names(extras)) call[[nm]] <- extras[[nm]]

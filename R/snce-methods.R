@@ -36,7 +36,7 @@ setup_predict <- function(setup, newdata, intercept) {
 #' @export
 predict.snce_fit <- function(object, newdata, type = c("log_kernel", "link", "response", "log_density", "lpmatrix",
                                                        "terms"),
-                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {
+                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   check_bool(se.fit, "se.fit")
   v <- stats::vcov(object, type = match.arg(se_type))
@@ -56,8 +56,9 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "link", "re
     cols <- split(seq_len(pa), factor(labels[ia], levels = unique(labels[ia])))
     cols <- cols[names(cols) != "(Intercept)"]
     fit <- vapply(cols, function(j) drop(xa[, j, drop = FALSE] %*% beta[j]), numeric(nrow(newdata)))
-    se <- vapply(cols, function(j) sqrt(rowSums((xa[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * xa[, j, drop = FALSE])),
-                 numeric(nrow(newdata)))
+    se <- vapply(cols, function(j) {
+      sqrt(rowSums((xa[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * xa[, j, drop = FALSE]))
+    }, numeric(nrow(newdata)))
     fit <- matrix(fit, nrow(newdata), dimnames = list(rownames(newdata), names(cols)))
     se <- matrix(se, nrow(newdata), dimnames = dimnames(fit))
     return(if (se.fit) list(fit = fit, se.fit = se) else fit)
@@ -216,7 +217,9 @@ plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich"
   v <- stats::vcov(x, type = match.arg(se_type))
   check_probability(level, "level")
   sms <- x$smooth
-  if (!length(sms)) nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")
+  if (!length(sms)) {
+    nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")
+  }
   if (is.null(select)) select <- seq_along(sms)
   if (!is.numeric(select) || anyNA(select) || any(!select %in% seq_along(sms))) {
     nce_abort(sprintf("`select` must index the %d smooth term(s)", length(sms)), "input")
@@ -239,7 +242,9 @@ plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich"
       v1 <- sm$term
       nd <- data.frame(seq(min(src[[v1]]), max(src[[v1]]), length.out = n_grid))
       names(nd) <- v1
-      if (!identical(sm$by, "NA")) nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src[[sm$by]])) else 1
+      if (!identical(sm$by, "NA")) {
+        nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src[[sm$by]])) else 1
+      }
       xm <- mgcv::PredictMat(sm, nd)
       f <- drop(xm %*% x$coefficients[j])
       se <- sqrt(rowSums((xm %*% v[j, j]) * xm))

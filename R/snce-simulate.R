@@ -42,7 +42,9 @@ simulate.snce_fit <- function(object, nsim = 1, seed = NULL, candidates = 200, .
   len <- lengths(steps)[chains]
   # prev[[j]]: data frame (one row per chain) of the state j steps back
   first <- vapply(steps, `[`, 1L, 1L)[chains]
-  prev <- lapply(seq_len(order), function(j) stats::setNames(trans[first, vapply(vars, lag_name, "", j), drop = FALSE], vars))
+  prev <- lapply(seq_len(order), function(j) {
+    stats::setNames(trans[first, vapply(vars, lag_name, "", j), drop = FALSE], vars)
+  })
   out <- list()
   for (j in rev(seq_len(order))) {
     out[[length(out) + 1L]] <- cbind(prev[[j]], .chain = seq_along(chains), .step = 1L - j)

@@ -187,8 +187,12 @@ take_rows <- function(df, i) {
 # `order` states before, and `.sequence`; `cur` holds their rows in `data`.
 sequence_transitions <- function(data, vars, group, order, time) {
   missing <- setdiff(vars, names(data))
-  if (length(missing)) nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(missing, collapse = ", ")), "input")
-  seq_id <- if (is.null(group)) rep(1L, nrow(data)) else {
+  if (length(missing)) {
+    nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(missing, collapse = ", ")), "input")
+  }
+  seq_id <- if (is.null(group)) {
+    rep(1L, nrow(data))
+  } else {
     if (!is.character(group) || length(group) != 1L || !group %in% names(data)) {
       nce_abort("`group` must name a column of `data`", "input")
     }

@@ -24,27 +24,27 @@
 #' @export
 ring_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
   check_graph_args(d, low, high, diag, margin)
-  K <- matrix(0, d, d)
+  k_mat <- matrix(0, d, d)
   w <- stats::runif(d, low, high)
-  K[cbind(seq_len(d - 1L), 2:d)] <- w[-d]
-  K[1L, d] <- w[d]
-  finish_graph(K, diag, margin)
+  k_mat[cbind(seq_len(d - 1L), 2:d)] <- w[-d]
+  k_mat[1L, d] <- w[d]
+  finish_graph(k_mat, diag, margin)
 }
 
 #' @rdname ring_graph
 #' @export
 hub_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
   check_graph_args(d, low, high, diag, margin)
-  K <- ring_graph(d, low, high, diag = 1, margin = margin)
-  K <- K * upper.tri(K)
+  k_mat <- ring_graph(d, low, high, diag = 1, margin = margin)
+  k_mat <- k_mat * upper.tri(k_mat)
   n_hubs <- max(1L, round(d / 10))
   n_links <- max(1L, round(d / 4))
   for (h in sample.int(d, n_hubs)) {
     for (j in sample(setdiff(seq_len(d), h), n_links)) {
-      K[min(h, j), max(h, j)] <- stats::runif(1L, low, high)
+      k_mat[min(h, j), max(h, j)] <- stats::runif(1L, low, high)
     }
   }
-  finish_graph(K, diag, margin)
+  finish_graph(k_mat, diag, margin)
 }
 
 check_graph_args <- function(d, low, high, diag, margin, call = caller_call()) {
@@ -57,16 +57,16 @@ check_graph_args <- function(d, low, high, diag, margin, call = caller_call()) {
 }
 
 # Symmetrise an upper-triangular weight matrix and set a common diagonal.
-finish_graph <- function(U, diag, margin) {
-  K <- U + t(U)
-  graph <- K != 0
-  if (is.null(diag)) diag <- max(rowSums(abs(K))) * (1 + margin)
-  base::diag(K) <- diag
-  if (any(rowSums(abs(K)) - base::diag(K) >= base::diag(K))) {
+finish_graph <- function(upper, diag, margin) {
+  k_mat <- upper + t(upper)
+  graph <- k_mat != 0
+  if (is.null(diag)) diag <- max(rowSums(abs(k_mat))) * (1 + margin)
+  base::diag(k_mat) <- diag
+  if (any(rowSums(abs(k_mat)) - base::diag(k_mat) >= base::diag(k_mat))) {
     nce_abort(sprintf("`diag` = %g does not make the matrix diagonally dominant", diag), call = sys.call(-1L))
   }
-  attr(K, "graph") <- graph
-  K
+  attr(k_mat, "graph") <- graph
+  k_mat
 }
 
 
@@ -93,10 +93,10 @@ finish_graph <- function(U, diag, margin) {
 #' x <- rtgm(500, K)
 #' colMeans(x)
 #' @export
-rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NULL) {
+rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NULL) {  # nolint: object_name_linter.
   call <- sys.call()
   check_count(n, "n", max = 2^52, call = call)
-  K <- check_precision(K, "K", call = call)
+  K <- check_precision(K, "K", call = call)  # nolint: object_name_linter.
   d <- ncol(K)
   if (!is.numeric(mean) || !(length(mean) %in% c(1L, d)) || any(!is.finite(mean))) {
     nce_abort(sprintf("`mean` must be one number or %d finite numbers, not %s.", d, describe_value(mean)), call = call)
@@ -117,27 +117,30 @@ rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NU
 }
 
 # A symmetric positive definite numeric matrix, or a classed error naming `arg`.
-check_precision <- function(K, arg, call = caller_call()) {
-  if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K) || nrow(K) < 1L) {
-    nce_abort(sprintf("`%s` must be a square numeric matrix, not %s.", arg, describe_value(K)), call = call)
+check_precision <- function(k_mat, arg, call = caller_call()) {
+  if (!is.matrix(k_mat) || !is.numeric(k_mat) || nrow(k_mat) != ncol(k_mat) || nrow(k_mat) < 1L) {
+    nce_abort(sprintf("`%s` must be a square numeric matrix, not %s.", arg, describe_value(k_mat)), call = call)
   }
-  if (any(!is.finite(K))) {
+  if (any(!is.finite(k_mat))) {
     nce_abort(sprintf("`%s` has missing or infinite entries (%d of them): give finite values.", arg,
-                      sum(!is.finite(K))),
+                      sum(!is.finite(k_mat))),
               call = call)
   }
-  if (max(abs(K - t(K))) > 1e-8 * max(1, max(abs(K)))) {
-    nce_abort(sprintf("`%s` must be symmetric (largest asymmetry %.3g).", arg, max(abs(K - t(K)))), call = call)
+  if (max(abs(k_mat - t(k_mat))) > 1e-8 * max(1, max(abs(k_mat)))) {
+    nce_abort(sprintf("`%s` must be symmetric (largest asymmetry %.3g).", arg, max(abs(k_mat - t(k_mat)))), call = call)
   }
-  K <- (K + t(K)) / 2
-  ok <- tryCatch({ chol(K); TRUE }, error = function(e) FALSE)
+  k_mat <- (k_mat + t(k_mat)) / 2
+  ok <- tryCatch({
+    chol(k_mat)
+    TRUE
+  }, error = function(e) FALSE)
   if (!ok) {
-    ev <- min(eigen(K, symmetric = TRUE, only.values = TRUE)$values)
+    ev <- min(eigen(k_mat, symmetric = TRUE, only.values = TRUE)$values)
     nce_abort(sprintf("`%s` is not positive definite (smallest eigenvalue %.3g).", arg, ev), call = call)
   }
-  storage.mode(K) <- "double"
-  attr(K, "graph") <- NULL
-  K
+  storage.mode(k_mat) <- "double"
+  attr(k_mat, "graph") <- NULL
+  k_mat
 }
 
 #' Edges of an estimated graph
@@ -161,11 +164,11 @@ check_precision <- function(K, arg, call = caller_call()) {
 #' @export
 tgm_edges <- function(x, threshold = 0, abs = FALSE, ...) {
   call <- sys.call()
-  K <- precision_of(x, call)
+  k_mat <- precision_of(x, call)
   check_number(threshold, "threshold", allow_infinite = TRUE, call = call)
   check_bool(abs, "abs", call = call)
-  ij <- which(upper.tri(K), arr.ind = TRUE)
-  w <- K[ij]
+  ij <- which(upper.tri(k_mat), arr.ind = TRUE)
+  w <- k_mat[ij]
   keep <- !is.na(w) & (if (abs) base::abs(w) else w) > threshold
   out <- data.frame(from = ij[keep, 1L], to = ij[keep, 2L], weight = w[keep])
   out <- out[order(-(if (abs) base::abs(out$weight) else out$weight)), , drop = FALSE]
@@ -181,12 +184,12 @@ edges <- function(x, threshold = 0, abs = FALSE, ...) {
 }
 
 precision_of <- function(x, call = caller_call()) {
-  K <- if (inherits(x, "vnce_tgm")) x$precision else x
-  if (!is.matrix(K) || !is.numeric(K) || nrow(K) != ncol(K) || nrow(K) < 2L) {
+  k_mat <- if (inherits(x, "vnce_tgm")) x$precision else x
+  if (!is.matrix(k_mat) || !is.numeric(k_mat) || nrow(k_mat) != ncol(k_mat) || nrow(k_mat) < 2L) {
     nce_abort(sprintf(paste("`x` must be a vnce() fit of a truncated Gaussian graphical model or a square numeric",
-                            "matrix with at least two rows, not %s."), describe_value(K)), call = call)
+                            "matrix with at least two rows, not %s."), describe_value(k_mat)), call = call)
   }
-  K
+  k_mat
 }
 
 #' ROC curve and AUC of edge recovery
@@ -209,18 +212,18 @@ precision_of <- function(x, call = caller_call()) {
 #' @export
 edge_roc <- function(x, truth, abs = FALSE) {
   call <- sys.call()
-  K <- precision_of(x, call)
+  k_mat <- precision_of(x, call)
   check_bool(abs, "abs", call = call)
-  G <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth
-  if (!is.matrix(G) || !identical(dim(G), dim(K))) {
+  g_true <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth
+  if (!is.matrix(g_true) || !identical(dim(g_true), dim(k_mat))) {
     nce_abort(sprintf("`truth` must be a matrix of the same size as the estimate (%d x %d), not %s.",
-                      nrow(K), ncol(K), describe_value(G)), call = call)
+                      nrow(k_mat), ncol(k_mat), describe_value(g_true)), call = call)
   }
-  if (anyNA(G)) nce_abort("`truth` has missing entries: every pair must be an edge or not.", call = call)
-  G <- if (is.logical(G)) G else G != 0
-  up <- upper.tri(K)
-  score <- if (abs) base::abs(K[up]) else K[up]
-  edge <- G[up]
+  if (anyNA(g_true)) nce_abort("`truth` has missing entries: every pair must be an edge or not.", call = call)
+  g_true <- if (is.logical(g_true)) g_true else g_true != 0
+  up <- upper.tri(k_mat)
+  score <- if (abs) base::abs(k_mat[up]) else k_mat[up]
+  edge <- g_true[up]
   if (anyNA(score)) {
     # a missing score would be ranked as if it were information; refuse rather than guess
     nce_abort(sprintf(paste("the estimate has %d missing (NA or NaN) off-diagonal entries of %d: an AUC needs a",

@@ -50,10 +50,10 @@ NULL
 #' @export
 vcov.vnce_fit <- function(object, ...) {
   nm <- names(object$coefficients)
-  V <- if (inherits(object, "vnce_tgm")) tgm_vcov(object) else if (inherits(object, "vnce_mog")) mog_vcov(object) else
+  v <- if (inherits(object, "vnce_tgm")) tgm_vcov(object) else if (inherits(object, "vnce_mog")) mog_vcov(object) else
     custom_vcov(object)
-  dimnames(V) <- list(nm, nm)
-  V
+  dimnames(v) <- list(nm, nm)
+  v
 }
 
 tgm_vcov <- function(object) {
@@ -81,13 +81,13 @@ tgm_vcov <- function(object) {
                       names(dg)[j], names(dg)[j], dg[j], res$message), "numerical", call = caller_call(2L))
   }
   res <- rs(res, call = caller_call(2L))
-  V <- res$vcov[seq_len(nt), seq_len(nt), drop = FALSE]
+  v <- res$vcov[seq_len(nt), seq_len(nt), drop = FALSE]
   # Rust packs K's upper triangle row by row; coef() holds it column by column.
   up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)
   key_r <- c(sprintf("%d,%d", up[, 1L], up[, 2L]), "c")
   rust <- sub("^K\\[(.*)\\]$", "\\1", res$names[seq_len(nt)])
   o <- match(key_r, rust)
-  V[o, o, drop = FALSE]
+  v[o, o, drop = FALSE]
 }
 
 mog_vcov <- function(object) {
@@ -95,11 +95,11 @@ mog_vcov <- function(object) {
   cc <- object$coefficients[["c"]]
   vn <- object$method != "nce"
   p <- if (vn) c(log(th), cc, object$variational$w) else c(log(th), cc)
-  V <- rs(nce_vnce_mog_vcov(object$x, object$noise$y, object$model$sigma1, object$noise$mean, object$noise$sd,
+  v <- rs(nce_vnce_mog_vcov(object$x, object$noise$y, object$model$sigma1, object$noise$mean, object$noise$sd,
                             as.double(p), if (vn) "vnce" else "nce", nce_threads()), call = caller_call(2L))
-  V <- V[1:2, 1:2, drop = FALSE]
-  J <- diag(c(th, 1))                      # delta method: d theta / d log theta = theta
-  J %*% V %*% J
+  v <- v[1:2, 1:2, drop = FALSE]
+  jac <- diag(c(th, 1))                      # delta method: d theta / d log theta = theta
+  jac %*% v %*% jac
 }
 
 #' @rdname vnce_methods
@@ -201,9 +201,9 @@ simulate.vnce_fit <- function(object, nsim = 1, seed = NULL, ...) {
     }
     d <- object$d
     check_size(8 * 2 * nsim * n * d, "nsim", "simulate()")
-    K <- unname(object$precision)
+    k_mat <- unname(object$precision)
     return(lapply(seq_len(nsim), function(i) {
-      x <- rs(nce_rtgm(as.double(n), K, rep(0, d), 100L, 10L, 1L, NULL, draw_seed(), nce_threads(), FALSE))
+      x <- rs(nce_rtgm(as.double(n), k_mat, rep(0, d), 100L, 10L, 1L, NULL, draw_seed(), nce_threads(), FALSE))
       colnames(x) <- colnames(object$precision)
       x
     }))
@@ -229,12 +229,12 @@ update.vnce_fit <- function(object, ..., evaluate = TRUE) {
 tgm_lpmatrix <- function(object, x) {
   d <- object$d
   up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)
-  X <- vapply(seq_len(nrow(up)), function(k) {
+  lp <- vapply(seq_len(nrow(up)), function(k) {
     i <- up[k, 1L]
     j <- up[k, 2L]
     if (i == j) -x[, i]^2 / 2 else -x[, i] * x[, j]
   }, numeric(nrow(x)))
-  X <- cbind(matrix(X, nrow(x)), -1)
-  colnames(X) <- names(object$coefficients)
-  X
+  lp <- cbind(matrix(lp, nrow(x)), -1)
+  colnames(lp) <- names(object$coefficients)
+  lp
 }

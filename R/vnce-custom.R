@@ -66,7 +66,9 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
   noise <- model$noise
   if (is.null(noise)) noise <- normal_noise(x)
   y <- noise$sample(m)
-  if (NROW(y) != m || NCOL(y) != NCOL(x)) nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)
+  if (NROW(y) != m || NCOL(y) != NCOL(x)) {
+    nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)
+  }
   parts <- custom_parts(model, x, y, log(nu), noise, call)
   custom_check_start(parts, model, call)
   p <- length(model$theta)
@@ -130,8 +132,10 @@ normal_noise <- function(x) {
       y <- matrix(stats::rnorm(n * d, rep(mu, each = n), rep(s, each = n)), n, d)
       if (d == 1L) as.vector(y) else y
     },
-    log_density = function(y) rowSums(matrix(stats::dnorm(as.matrix(y), rep(mu, each = NROW(y)),
-                                                          rep(s, each = NROW(y)), log = TRUE), NROW(y)))
+    log_density = function(y) {
+      rowSums(matrix(stats::dnorm(as.matrix(y), rep(mu, each = NROW(y)), rep(s, each = NROW(y)), log = TRUE),
+                     NROW(y)))
+    }
   )
 }
 
@@ -139,20 +143,26 @@ normal_noise <- function(x) {
 custom_parts <- function(model, x, y, log_nu, noise, call) {
   lpx <- noise$log_density(x)
   lpy <- noise$log_density(y)
-  if (length(lpx) != NROW(x) || any(!is.finite(lpx))) nce_abort("`noise$log_density()` must be finite at every data point", call = call)
-  if (length(lpy) != NROW(y) || any(!is.finite(lpy))) nce_abort("`noise$log_density()` must be finite at every noise point", call = call)
+  if (length(lpx) != NROW(x) || any(!is.finite(lpx))) {
+    nce_abort("`noise$log_density()` must be finite at every data point", call = call)
+  }
+  if (length(lpy) != NROW(y) || any(!is.finite(lpy))) {
+    nce_abort("`noise$log_density()` must be finite at every noise point", call = call)
+  }
   fx <- as.matrix(model$q_features(x))
-  if (nrow(fx) != NROW(x) || any(!is.finite(fx))) nce_abort("`q_features(x)` must give one finite row per point", call = call)
-  L <- length(model$latent)
+  if (nrow(fx) != NROW(x) || any(!is.finite(fx))) {
+    nce_abort("`q_features(x)` must give one finite row per point", call = call)
+  }
+  n_latent <- length(model$latent)
   eval_at <- function(pts, theta) {
-    vapply(seq_len(L), function(l) {
+    vapply(seq_len(n_latent), function(l) {
       v <- model$log_phi(pts, model$latent[[l]], theta)
       if (length(v) != NROW(pts)) nce_abort("`log_phi` must return one value per point", call = call)
       v
     }, numeric(NROW(pts)))
   }
   grads <- function(pts, theta) {
-    lapply(seq_len(L), function(l) {
+    lapply(seq_len(n_latent), function(l) {
       g <- as.matrix(model$grad(pts, model$latent[[l]], theta))
       if (nrow(g) != NROW(pts) || ncol(g) != length(theta)) {
         nce_abort(sprintf("`grad` must return a %d x %d matrix", NROW(pts), length(theta)), call = call)
@@ -160,7 +170,7 @@ custom_parts <- function(model, x, y, log_nu, noise, call) {
       g
     })
   }
-  list(x = x, y = y, lpx = lpx, lpy = lpy, fx = fx, log_nu = log_nu, n = NROW(x), L = L,
+  list(x = x, y = y, lpx = lpx, lpy = lpy, fx = fx, log_nu = log_nu, n = NROW(x), L = n_latent,
        lphi_x = function(theta) matrix(eval_at(x, theta), NROW(x)),
        lphi_y = function(theta) matrix(eval_at(y, theta), NROW(y)),
        grad_x = function(theta) grads(x, theta), grad_y = function(theta) grads(y, theta))
@@ -188,10 +198,10 @@ custom_noise_term <- function(parts, theta) {
 # distribution is that matrix (EM's M-step) and only theta moves.
 custom_objective <- function(parts, theta, w, q_fixed = NULL) {
   lx <- parts$lphi_x(theta)
-  L <- parts$L
+  n_latent <- parts$L
   if (is.null(q_fixed)) {
-    W <- matrix(w, ncol(parts$fx), L - 1L)
-    eta <- cbind(0, parts$fx %*% W)
+    w_mat <- matrix(w, ncol(parts$fx), n_latent - 1L)
+    eta <- cbind(0, parts$fx %*% w_mat)
     logq <- eta - row_lse(eta)
   } else {
     logq <- log(pmax(q_fixed, 1e-300))
@@ -201,7 +211,7 @@ custom_objective <- function(parts, theta, w, q_fixed = NULL) {
   f <- stats::plogis(a, log.p = TRUE)
   s <- stats::plogis(a)
   gx <- parts$grad_x(theta)
-  g_theta <- Reduce(`+`, lapply(seq_len(L), function(l) colSums(gx[[l]] * (q[, l] * (1 - s[, l])))))
+  g_theta <- Reduce(`+`, lapply(seq_len(n_latent), function(l) colSums(gx[[l]] * (q[, l] * (1 - s[, l])))))
   nz <- custom_noise_term(parts, theta)
   value <- (sum(q * f) + nz$value) / parts$n
   grad <- (g_theta + nz$grad) / parts$n
@@ -251,32 +261,32 @@ custom_check_start <- function(parts, model, call) {
 # Per-row scores of the summed objective (data rows, then noise rows): VNCE over (theta, W), or
 # NCE on the marginal over theta.
 custom_row_scores <- function(parts, theta, w, method) {
-  L <- parts$L
+  n_latent <- parts$L
   ly <- parts$lphi_y(theta)
   by <- row_lse(ly) - parts$log_nu - parts$lpy
   smy <- exp(ly - row_lse(ly))
   gy <- parts$grad_y(theta)
-  noise <- Reduce(`+`, lapply(seq_len(L), function(l) gy[[l]] * (-stats::plogis(by) * smy[, l])))
+  noise <- Reduce(`+`, lapply(seq_len(n_latent), function(l) gy[[l]] * (-stats::plogis(by) * smy[, l])))
   lx <- parts$lphi_x(theta)
   gx <- parts$grad_x(theta)
   if (method != "vnce") {
     a <- row_lse(lx) - parts$log_nu - parts$lpx
     sm <- exp(lx - row_lse(lx))
-    data <- Reduce(`+`, lapply(seq_len(L), function(l) gx[[l]] * ((1 - stats::plogis(a)) * sm[, l])))
+    data <- Reduce(`+`, lapply(seq_len(n_latent), function(l) gx[[l]] * ((1 - stats::plogis(a)) * sm[, l])))
     return(rbind(data, noise))
   }
-  W <- matrix(w, ncol(parts$fx), L - 1L)
-  eta <- cbind(0, parts$fx %*% W)
+  w_mat <- matrix(w, ncol(parts$fx), n_latent - 1L)
+  eta <- cbind(0, parts$fx %*% w_mat)
   logq <- eta - row_lse(eta)
   q <- exp(logq)
   a <- lx - logq - parts$log_nu - parts$lpx
   f <- stats::plogis(a, log.p = TRUE)
   s <- stats::plogis(a)
-  data <- Reduce(`+`, lapply(seq_len(L), function(l) gx[[l]] * (q[, l] * (1 - s[, l]))))
+  data <- Reduce(`+`, lapply(seq_len(n_latent), function(l) gx[[l]] * (q[, l] * (1 - s[, l]))))
   gam <- q * (f - (1 - s))
   d_eta <- (gam - q * rowSums(gam))[, -1L, drop = FALSE]
   # column-major vec of fx' d_eta, row by row: feature index fastest, then latent value
-  gw <- do.call(cbind, lapply(seq_len(L - 1L), function(l) parts$fx * d_eta[, l]))
+  gw <- do.call(cbind, lapply(seq_len(n_latent - 1L), function(l) parts$fx * d_eta[, l]))
   rbind(cbind(data, gw), cbind(noise, matrix(0, nrow(noise), length(w))))
 }
 
@@ -292,38 +302,38 @@ custom_vcov <- function(object) {
     g <- if (vn) custom_objective(parts, v[seq_len(p)], v[-seq_len(p)])$grad else custom_nce(parts, v)$grad
     g * parts$n
   }
-  H <- numeric_hessian(par, grad)
-  S <- custom_row_scores(parts, theta, if (vn) object$variational$w else NULL, if (vn) "vnce" else "nce")
-  V <- two_sample_sandwich(H, S, parts$n)
-  V <- V[seq_len(p), seq_len(p), drop = FALSE]
-  dimnames(V) <- list(names(theta), names(theta))
-  V
+  hess <- numeric_hessian(par, grad)
+  scores <- custom_row_scores(parts, theta, if (vn) object$variational$w else NULL, if (vn) "vnce" else "nce")
+  vc <- two_sample_sandwich(hess, scores, parts$n)
+  vc <- vc[seq_len(p), seq_len(p), drop = FALSE]
+  dimnames(vc) <- list(names(theta), names(theta))
+  vc
 }
 
 numeric_hessian <- function(x, grad, rel = 1e-5) {
   p <- length(x)
-  H <- matrix(0, p, p)
+  hess <- matrix(0, p, p)
   for (j in seq_len(p)) {
     h <- rel * max(1, abs(x[j]))
     xp <- x
     xm <- x
     xp[j] <- x[j] + h
     xm[j] <- x[j] - h
-    H[, j] <- (grad(xp) - grad(xm)) / (2 * h)
+    hess[, j] <- (grad(xp) - grad(xm)) / (2 * h)
   }
-  (H + t(H)) / 2
+  (hess + t(hess)) / 2
 }
 
 # H^{-1} V H^{-1} with V the scores' centred outer products summed within the data rows (the
 # first n) and within the noise rows.
-two_sample_sandwich <- function(H, S, n) {
-  cen <- function(A) sweep(A, 2L, colMeans(A))
-  A <- rbind(cen(S[seq_len(n), , drop = FALSE]), cen(S[-seq_len(n), , drop = FALSE]))
-  Hi <- tryCatch(solve(-H), error = function(e) NULL)
-  if (is.null(Hi) || any(!is.finite(H))) {
+two_sample_sandwich <- function(hess, scores, n) {
+  cen <- function(centred) sweep(centred, 2L, colMeans(centred))
+  centred <- rbind(cen(scores[seq_len(n), , drop = FALSE]), cen(scores[-seq_len(n), , drop = FALSE]))
+  hess_inv <- tryCatch(solve(-hess), error = function(e) NULL)
+  if (is.null(hess_inv) || any(!is.finite(hess))) {
     nce_abort("the Hessian of the objective is singular at the estimate: the parameters are not identified",
               "numerical", call = NULL)
   }
-  V <- Hi %*% crossprod(A) %*% Hi
-  (V + t(V)) / 2
+  vc <- hess_inv %*% crossprod(centred) %*% hess_inv
+  (vc + t(vc)) / 2
 }

@@ -47,12 +47,12 @@ summary.vnce_fit <- function(object, threshold = 0.1, ...) {
   out <- list(description = vnce_description(object), objective = object$objective,
               nce_objective = object$nce_objective, converged = object$converged,
               iterations = object$iterations, message = object$message)
-  V <- tryCatch(stats::vcov(object), nce_error = function(e) e)
-  se <- if (inherits(V, "error")) {
-    out$se_note <- conditionMessage(V)
+  vc <- tryCatch(stats::vcov(object), nce_error = function(e) e)
+  se <- if (inherits(vc, "error")) {
+    out$se_note <- conditionMessage(vc)
     stats::setNames(rep(NA_real_, length(object$coefficients)), names(object$coefficients))
   } else {
-    sqrt(diag(V))
+    sqrt(diag(vc))
   }
   if (inherits(object, "vnce_tgm")) {
     ed <- tgm_edges(object, threshold)
@@ -90,7 +90,9 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
   }
   if (!is.null(x$se_note)) cat("Standard errors unavailable:", x$se_note, "\n")
   cat(sprintf("\nVNCE objective %s", format(x$objective, digits = digits + 3L)))
-  if (!is.null(x$nce_objective)) cat(sprintf(", NCE objective at the estimate %s", format(x$nce_objective, digits = digits + 3L)))
+  if (!is.null(x$nce_objective)) {
+    cat(sprintf(", NCE objective at the estimate %s", format(x$nce_objective, digits = digits + 3L)))
+  }
   cat(sprintf("\nOptimiser: %s after %d iterations (%s)\n", if (isTRUE(x$converged)) "converged" else "not converged",
               x$iterations, x$message))
   invisible(x)
@@ -131,7 +133,7 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' head(predict(fit))
 #' @export
 predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "link", "response", "lpmatrix", "log_phi"),
-                             se.fit = FALSE, n_draws = 1000, ...) {
+                             se.fit = FALSE, n_draws = 1000, ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   if (type == "log_phi") type <- "link"
   check_bool(se.fit, "se.fit")
@@ -146,9 +148,9 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "link", 
   }
   storage.mode(x) <- "double"
   if (type != "impute") {
-    X <- tgm_lpmatrix(object, x)
-    if (type == "lpmatrix") return(X)
-    return(linear_prediction(object, X, type, se.fit))
+    lp <- tgm_lpmatrix(object, x)
+    if (type == "lpmatrix") return(lp)
+    return(linear_prediction(object, lp, type, se.fit))
   }
   if (se.fit) {
     nce_unsupported("predict(se.fit = TRUE, type = \"impute\")", object, paste(
@@ -158,33 +160,33 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "link", 
   if (any(x <= 0, na.rm = TRUE)) nce_abort("`newdata` must be positive (the model lives on the positive orthant).")
   check_size(8 * 4 * nrow(x) * object$d + 8 * n_draws * object$d * 4, "n_draws", "imputation")
   if (identical(object$variational$family, "ghk")) {
-    K <- unname(object$precision)
-    out <- rs(nce_ghk_impute(unname(x), K, as.integer(n_draws), draw_seed(), nce_threads()))
+    k_mat <- unname(object$precision)
+    out <- rs(nce_ghk_impute(unname(x), k_mat, as.integer(n_draws), draw_seed(), nce_threads()))
     dimnames(out) <- dimnames(x)
     return(out)
   }
   mu <- object$variational$mu
-  Lam <- object$variational$prec
+  lam <- object$variational$prec
   lx <- log(x)
   for (i in which(rowSums(is.na(x)) > 0L)) {
     m <- is.na(x[i, ])
     o <- !m
-    A <- Lam[m, m, drop = FALSE]
-    Ai <- solve(A)
-    mc <- mu[m] - Ai %*% Lam[m, o, drop = FALSE] %*% (lx[i, o] - mu[o])
-    x[i, m] <- exp(as.vector(mc) + diag(Ai) / 2)
+    lam_mm <- lam[m, m, drop = FALSE]
+    lam_mm_inv <- solve(lam_mm)
+    mc <- mu[m] - lam_mm_inv %*% lam[m, o, drop = FALSE] %*% (lx[i, o] - mu[o])
+    x[i, m] <- exp(as.vector(mc) + diag(lam_mm_inv) / 2)
   }
   x
 }
 
 # link / response from a linear predictor X %*% coef, with delta-method SEs from vcov().
-linear_prediction <- function(object, X, type, se.fit) {
-  eta <- drop(X %*% object$coefficients)
-  names(eta) <- rownames(X)
+linear_prediction <- function(object, lp, type, se_fit) {
+  eta <- drop(lp %*% object$coefficients)
+  names(eta) <- rownames(lp)
   fit <- if (type == "response") exp(eta) else eta
-  if (!se.fit) return(fit)
-  V <- stats::vcov(object)
-  se <- sqrt(pmax(rowSums((X %*% V) * X), 0))
+  if (!se_fit) return(fit)
+  vc <- stats::vcov(object)
+  se <- sqrt(pmax(rowSums((lp %*% vc) * lp), 0))
   if (type == "response") se <- se * fit
   list(fit = fit, se.fit = se)
 }
@@ -192,7 +194,7 @@ linear_prediction <- function(object, X, type, se.fit) {
 #' @rdname predict.vnce_tgm
 #' @export
 predict.vnce_fit <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix", "log_phi"),
-                             se.fit = FALSE, ...) {
+                             se.fit = FALSE, ...) {  # nolint: object_name_linter.
   type <- match.arg(type)
   if (type == "log_phi") type <- "link"
   check_bool(se.fit, "se.fit")
@@ -213,9 +215,9 @@ predict.vnce_fit <- function(object, newdata = NULL, type = c("link", "response"
   eta <- vnce_log_phi(object, x)
   fit <- if (type == "response") exp(eta) else eta
   if (!se.fit) return(fit)
-  G <- vnce_log_phi_grad(object, x)
-  V <- stats::vcov(object)
-  se <- sqrt(pmax(rowSums((G %*% V) * G), 0))
+  grad <- vnce_log_phi_grad(object, x)
+  vc <- stats::vcov(object)
+  se <- sqrt(pmax(rowSums((grad %*% vc) * grad), 0))
   if (type == "response") se <- se * fit
   list(fit = fit, se.fit = se)
 }
@@ -256,29 +258,31 @@ vnce_log_phi_grad <- function(fit, g) {
 #' @export
 plot.vnce_fit <- function(x, truth = NULL, ...) {
   if (inherits(x, "vnce_tgm")) {
-    K <- x$precision
-    off <- K
+    k_mat <- x$precision
+    off <- k_mat
     diag(off) <- NA
     if (!is.null(truth)) {
       op <- graphics::par(mfrow = c(1L, 2L))
       on.exit(graphics::par(op))
     }
-    d <- ncol(K)
+    d <- ncol(k_mat)
     lim <- max(abs(off), na.rm = TRUE)
     graphics::image(seq_len(d), seq_len(d), off[, d:1], zlim = c(-lim, lim), axes = FALSE, xlab = "", ylab = "",
-                    col = grDevices::hcl.colors(41L, "Blue-Red 3", rev = TRUE), main = "Estimated K (off-diagonal)", ...)
-    graphics::axis(1, seq_len(d), colnames(K), las = 2, cex.axis = 0.7)
-    graphics::axis(2, seq_len(d), rev(colnames(K)), las = 1, cex.axis = 0.7)
+                    col = grDevices::hcl.colors(41L, "Blue-Red 3", rev = TRUE), main = "Estimated K (off-diagonal)",
+                    ...)
+    graphics::axis(1, seq_len(d), colnames(k_mat), las = 2, cex.axis = 0.7)
+    graphics::axis(2, seq_len(d), rev(colnames(k_mat)), las = 1, cex.axis = 0.7)
     if (!is.null(truth)) {
-      G <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth != 0
-      diag(G) <- FALSE
-      ij <- which(G, arr.ind = TRUE)
+      g_true <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth != 0
+      diag(g_true) <- FALSE
+      ij <- which(g_true, arr.ind = TRUE)
       graphics::rect(ij[, 1] - 0.5, d + 1 - ij[, 2] - 0.5, ij[, 1] + 0.5, d + 1 - ij[, 2] + 0.5, border = "black")
       plot(edge_roc(x, truth))
     }
   } else {
     if (NCOL(x$x) != 1L) nce_abort("plot() draws one-dimensional fits only")
-    graphics::hist(x$x, breaks = 40, freq = FALSE, main = vnce_description(x), xlab = "x", col = "grey90", border = "white", ...)
+    graphics::hist(x$x, breaks = 40, freq = FALSE, main = vnce_description(x), xlab = "x", col = "grey90",
+                   border = "white", ...)
     g <- seq(min(x$x), max(x$x), length.out = 400)
     graphics::lines(g, exp(vnce_log_phi(x, g)), col = "firebrick", lwd = 2)
   }

@@ -3,8 +3,12 @@
 fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call = sys.call(-1L)) {
   if (method != "vnce") {
     nce_abort(paste0("method = \"", method, "\" is not available for tgm_model(): ",
-                     if (method == "em") "the posterior of the missing values is not tractable"
-                     else "its marginal over missing values is not tractable; use impute = \"mean\" or \"complete\" for NCE baselines"),
+                     if (method == "em") {
+                       "the posterior of the missing values is not tractable"
+                     } else {
+                       paste("its marginal over missing values is not tractable; use impute = \"mean\" or",
+                             "\"complete\" for NCE baselines")
+                     }),
               call = call)
   }
   if (nu != round(nu)) {
@@ -46,8 +50,8 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
                          model$family), call)
   vars <- colnames(x)
   if (is.null(vars)) vars <- paste0("x", seq_len(d))
-  K <- res$K
-  dimnames(K) <- list(vars, vars)
+  k_mat <- res$K
+  dimnames(k_mat) <- list(vars, vars)
   variational <- if (model$family == "ghk") {
     list(family = "ghk")
   } else {
@@ -55,10 +59,10 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
     dimnames(prec) <- list(vars, vars)
     list(family = "lognormal", mu = stats::setNames(res$mu, vars), prec = prec)
   }
-  up <- which(upper.tri(K, diag = TRUE), arr.ind = TRUE)
-  coefs <- c(stats::setNames(K[up], sprintf("K[%s,%s]", vars[up[, 1L]], vars[up[, 2L]])), c = res$c)
+  up <- which(upper.tri(k_mat, diag = TRUE), arr.ind = TRUE)
+  coefs <- c(stats::setNames(k_mat[up], sprintf("K[%s,%s]", vars[up[, 1L]], vars[up[, 2L]])), c = res$c)
   structure(list(
-    coefficients = coefs, precision = K, c = res$c,
+    coefficients = coefs, precision = k_mat, c = res$c,
     variational = variational,
     objective = res$objective, converged = res$converged, iterations = res$iterations,
     evaluations = res$evaluations, message = res$message, grad_norm = res$grad_norm,
@@ -71,7 +75,9 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
 tgm_data <- function(x, call) {
   if (is.data.frame(x)) {
     ok <- vapply(x, is.numeric, TRUE)
-    if (!all(ok)) nce_abort(sprintf("`x` has non-numeric columns: %s", paste(names(x)[!ok], collapse = ", ")), call = call)
+    if (!all(ok)) {
+      nce_abort(sprintf("`x` has non-numeric columns: %s", paste(names(x)[!ok], collapse = ", ")), call = call)
+    }
     x <- as.matrix(x)
   }
   if (!is.matrix(x) || !is.numeric(x)) {
@@ -88,15 +94,19 @@ tgm_data <- function(x, call) {
   bad <- !is.na(x) & x <= 0
   if (any(bad)) {
     r <- which(bad, arr.ind = TRUE)[1L, ]
-    nce_abort(sprintf("`x` must be positive for the truncated Gaussian model on the positive orthant: %d values are not (first %g at row %d, column %d)",
+    nce_abort(sprintf(paste("`x` must be positive for the truncated Gaussian model on the positive orthant:",
+                            "%d values are not (first %g at row %d, column %d)"),
                       sum(bad), x[r[1], r[2]], r[1], r[2]), call = call)
   }
   miss <- is.na(x)
   empty_rows <- which(rowSums(!miss) == 0L)
-  if (length(empty_rows)) nce_abort(sprintf("`x` has rows with every value missing: %s", format_positions(empty_rows)), call = call)
+  if (length(empty_rows)) {
+    nce_abort(sprintf("`x` has rows with every value missing: %s", format_positions(empty_rows)), call = call)
+  }
   empty_cols <- which(colSums(!miss) < 2L)
   if (length(empty_cols)) {
-    nce_abort(sprintf("`x` has columns with fewer than two observed values: %s", format_positions(empty_cols)), call = call)
+    nce_abort(sprintf("`x` has columns with fewer than two observed values: %s", format_positions(empty_cols)),
+              call = call)
   }
   x
 }
@@ -105,7 +115,9 @@ tgm_data <- function(x, call) {
 tgm_noise <- function(x, call) {
   fits <- lapply(seq_len(ncol(x)), function(j) {
     v <- x[!is.na(x[, j]), j]
-    if (length(unique(v)) < 2L) nce_abort(sprintf("column %d of `x` has fewer than two distinct observed values", j), call = call)
+    if (length(unique(v)) < 2L) {
+      nce_abort(sprintf("column %d of `x` has fewer than two distinct observed values", j), call = call)
+    }
     rs(nce_truncnorm_fit(v, 0), call)
   })
   list(mean = vapply(fits, `[[`, 0, "mean"), sd = vapply(fits, `[[`, 0, "sd"))
@@ -115,10 +127,10 @@ tgm_noise <- function(x, call) {
 # normaliser, and the lognormal family matched to the observed log values.
 tgm_start <- function(x, user, call) {
   d <- ncol(x)
-  K <- diag(1 / colMeans(x^2, na.rm = TRUE), d)
+  k_mat <- diag(1 / colMeans(x^2, na.rm = TRUE), d)
   lx <- log(x)
   v <- apply(lx, 2L, stats::var, na.rm = TRUE)
-  start <- list(K = K, c = sum(0.5 * log(pi / (2 * diag(K)))), mu = colMeans(lx, na.rm = TRUE),
+  start <- list(K = k_mat, c = sum(0.5 * log(pi / (2 * diag(k_mat)))), mu = colMeans(lx, na.rm = TRUE),
                 prec = diag(1 / pmax(v, 1e-6), d))
   if (!is.null(user$K)) {
     start$K <- check_precision(user$K, "start$K", call = call)
@@ -145,4 +157,4 @@ tgm_start <- function(x, user, call) {
 }
 
 # A start for c given K: the log normaliser of the diagonal part (exact when K is diagonal).
-tgm_log_normaliser_bound <- function(K) sum(0.5 * log(pi / (2 * diag(K))))
+tgm_log_normaliser_bound <- function(k_mat) sum(0.5 * log(pi / (2 * diag(k_mat))))

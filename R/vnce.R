@@ -134,27 +134,30 @@ vnce_check_size <- function(x, model, nu, n_latent, call) {
 # positive definite, or a positive diagonal with non-negative off-diagonal entries, suffice;
 # otherwise, for d <= 12, Kaplan's (2000) criterion: K is strictly copositive iff no principal
 # submatrix has an eigenvector with positive entries and a non-positive eigenvalue.
-tgm_normalisable <- function(K, max_exact = 12L) {
-  K <- unname((K + t(K)) / 2)
-  d <- ncol(K)
-  dg <- diag(K)
-  if (any(!is.finite(K))) return(list(status = "unknown", why = "K has non-finite entries"))
+tgm_normalisable <- function(k_mat, max_exact = 12L) {
+  k_mat <- unname((k_mat + t(k_mat)) / 2)
+  d <- ncol(k_mat)
+  dg <- diag(k_mat)
+  if (any(!is.finite(k_mat))) return(list(status = "unknown", why = "K has non-finite entries"))
   if (any(dg <= 0)) {
     j <- which(dg <= 0)
     return(list(status = "improper", why = sprintf(
       "K[%d,%d] = %.3g is not positive: phi does not decay along coordinate %d", j[1L], j[1L], dg[j[1L]], j[1L])))
   }
-  if (!inherits(try(chol(K), silent = TRUE), "try-error")) return(list(status = "proper", why = "K is positive definite"))
-  off <- K
+  if (!inherits(try(chol(k_mat), silent = TRUE), "try-error")) {
+    return(list(status = "proper", why = "K is positive definite"))
+  }
+  off <- k_mat
   diag(off) <- 0
   if (all(off >= 0)) return(list(status = "proper", why = "K has a positive diagonal and no negative entries"))
   if (d > max_exact) {
     return(list(status = "unknown", why = sprintf(
-      "K is not positive definite and has negative entries; exact copositivity is checked for d <= %d only", max_exact)))
+      paste("K is not positive definite and has negative entries; exact copositivity is checked for d <= %d",
+            "only"), max_exact)))
   }
   for (size in 2:d) {
     for (s in utils::combn(d, size, simplify = FALSE)) {
-      e <- eigen(K[s, s, drop = FALSE], symmetric = TRUE)
+      e <- eigen(k_mat[s, s, drop = FALSE], symmetric = TRUE)
       for (k in which(e$values <= 0)) {
         v <- e$vectors[, k]
         if (all(v > 0) || all(v < 0)) {
@@ -224,8 +227,9 @@ vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, e
 #'   vignette "Missing data with VNCE").
 #' @param start For `tgm_model()`: `NULL` or a list with any of `K` (positive definite start for the
 #'   precision matrix), `c`, `mu` and `prec` (mean and precision of the lognormal variational family
-#'   on log x; used by `family = "lognormal"`). Defaults: K diagonal with 1 / mean(x_j^2), c its exact log normaliser, mu and prec
-#'   from the observed log values. For `mog_model()`: `NULL` or a list with `theta`, `c` and `w`.
+#'   on log x; used by `family = "lognormal"`). Defaults: K diagonal with 1 / mean(x_j^2), c its exact log
+#'   normaliser, mu and prec from the observed log values. For `mog_model()`: `NULL` or a list with `theta`, `c`
+#'   and `w`.
 #' @param sigma1 The known standard deviation of the first component.
 #' @return A model specification (class `vnce_model`).
 #' @examples
@@ -258,7 +262,8 @@ mog_model <- function(sigma1 = 1, start = NULL) {
 #' @export
 print.vnce_model <- function(x, ...) {
   desc <- switch(x$type,
-    tgm = sprintf("truncated Gaussian graphical model, phi(x) = exp(-x'Kx/2 - c) on x > 0 (%s variational family)", x$family),
+    tgm = sprintf("truncated Gaussian graphical model, phi(x) = exp(-x'Kx/2 - c) on x > 0 (%s variational family)",
+                  x$family),
     mog = sprintf("unnormalised mixture of N(0, %g^2) and N(0, theta^2)", x$sigma1),
     custom = sprintf("custom model with %d parameters and a latent variable on %d values",
                      length(x$theta), length(x$latent))
