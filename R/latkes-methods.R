@@ -36,7 +36,7 @@ print.latkes_fit <- function(x, ...) {
 #' rule on `grid` cells over the window (64 x 48 by default), with the
 #' `refine` x `refine` cells nearest the previous fixation (where the saccade
 #' length and direction change fastest: direction is undefined at the previous
-#' fixation) split into 8 x 8 sub-cells, twice over; with `extrapolate`
+#' fixation) split into 8 x 8 sub-cells; with `extrapolate`
 #' (default) the rule is also applied on a grid twice as fine and the two are
 #' combined by Richardson extrapolation, \eqn{(4 Z_{h/2} - Z_h) / 3}. On the
 #' eye-movement data of the package's demo this normalises to within 1e-3 of a
@@ -126,115 +126,6 @@ predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "link", "
     if (se.fit) se <- fit * se
   }
   if (se.fit) list(fit = fit, se.fit = se) else fit
-}
-
-# grid_normaliser(), remembered for the fit's own transitions (fitted(), logLik(), AIC() and
-# glance() all need it) in the fit's cache environment.
-cached_normaliser <- function(object, newdata, grid, gradient, refine, extrapolate) {
-  cache <- object[["cache"]]
-  own <- is.environment(cache) && identical(newdata$.sequence, object$transitions$.sequence) &&
-    nrow(newdata) == nrow(object$transitions) && identical(newdata$x, object$transitions$x) &&
-    identical(newdata$x_prev, object$transitions$x_prev) && identical(newdata$y_prev, object$transitions$y_prev)
-  norm <- function() {
-    grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine, extrapolate = extrapolate, call = NULL)
-  }
-  if (!own) return(norm())
-  key <- paste(c(grid, refine, gradient, extrapolate), collapse = "/")
-  if (is.null(cache[[key]])) cache[[key]] <- norm()
-  cache[[key]]
-}
-
-# Exactly 0 density (log density -Inf) outside the window: the kernel's support.
-inside_window <- function(object, nd) {
-  w <- object$window
-  nd$x >= w[1] & nd$x <= w[2] & nd$y >= w[3] & nd$y <= w[4]
-}
-
-# Transitions given in the internal names: the columns the fit needs, without NA.
-check_transition_rows <- function(object, nd, call = caller_call()) {
-  need <- c("x", "y", "x_prev", "y_prev", if (object$order == 2) c("x_prev2", "y_prev2"))
-  miss <- setdiff(need, names(nd))
-  if (length(miss)) {
-    nce_abort(sprintf("`newdata` lacks column(s) %s: give transitions (x, y, x_prev, y_prev%s) or raw fixations",
-                      paste(miss, collapse = ", "), if (object$order == 2) ", x_prev2, y_prev2" else ""),
-              "input", call = call)
-  }
-  check_numeric_columns(nd, need, "newdata", call = call)
-  bad <- which(!rows_finite(nd[need]))
-  if (length(bad)) {
-    nce_abort(sprintf("`newdata` has NA or non-finite coordinates in %d row(s) (%s): drop or impute them",
-                      length(bad), format_positions(bad)), "input", call = call)
-  }
-  invisible(nd)
-}
-
-# Raw fixations: build the transitions as latkes() does and return one value per row.
-predict_raw_fixations <- function(object, newdata, type, se_fit, normalise, grid, refine, extrapolate, se_type) {
-  xc <- object$coords[["x"]]
-  yc <- object$coords[["y"]]
-  if (!all(c(xc, yc) %in% names(newdata))) {
-    nce_abort(sprintf(paste("`newdata` has neither transitions (x, y, x_prev, y_prev) nor raw fixations",
-                            "(coordinate columns %s, %s)"), xc, yc), "input", call = NULL)
-  }
-  if (type == "terms") nce_abort("type = \"terms\" needs transitions (x, y, x_prev, y_prev), not raw fixations",
-                                 "input", call = NULL)
-  g <- object[["group_column"]]
-  if (!is.null(g) && !g %in% names(newdata)) {
-    nce_abort(sprintf("raw fixations in `newdata` need the group column %s", g), "input", call = NULL)
-  }
-  d <- newdata
-  d$.row <- seq_len(nrow(d))
-  prep <- suppressWarnings(latkes_prepare(d, xc, yc, g, object$window, "drop", object$order,
-                                          names(object[["maps"]])))
-  st <- tryCatch(suppressWarnings(sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)),
-                 nce_error_data = function(e) NULL)
-  fit <- rep(NA_real_, nrow(newdata))
-  se <- rep(NA_real_, nrow(newdata))
-  if (!is.null(st)) {
-    p <- predict.latkes_fit(object, st$trans, type = type, se.fit = TRUE, normalise = normalise, grid = grid,
-                            refine = refine, extrapolate = extrapolate, se_type = se_type)
-    fit[st$trans$.row] <- p$fit
-    se[st$trans$.row] <- p$se.fit
-  }
-  names(fit) <- names(se) <- rownames(newdata)
-  if (se_fit) list(fit = fit, se.fit = se) else fit
-}
-
-# Kernel part of the row design: its columns in setup_predict()'s matrix and in coef().
-kernel_columns <- function(object) {
-  a_int <- !identical(object$row_setup$intercept, FALSE) && object$intercept$type != "transition"
-  pa <- object$row_setup$ncol
-  list(intercept = a_int, design = if (a_int) seq_len(pa)[-1L] else seq_len(pa),
-       coef = if (a_int) seq_len(pa)[-1L] else seq_len(pa))
-}
-
-# Quadrature points of the window for a previous fixation at (px, py): the midpoints of a
-# `grid` of cells, where the cells within refine %/% 2 cells of (px, py) are each split into
-# 8 x 8 sub-cells, and so on `levels` times (the kernel changes fastest at the previous
-# fixation, where the saccade's direction is undefined). Returns x, y and the log area of
-# each point.
-window_points <- function(w, grid, px, py, refine, levels = 2L) {
-  hx <- (w[2] - w[1]) / grid[1]
-  hy <- (w[4] - w[3]) / grid[2]
-  cx <- w[1] + (rep(seq_len(grid[1]), grid[2]) - 0.5) * hx
-  cy <- w[3] + (rep(seq_len(grid[2]), each = grid[1]) - 0.5) * hy
-  h <- refine %/% 2
-  xs <- ys <- la <- list()
-  off <- (seq_len(8L) - 4.5) / 8
-  for (level in 0:levels) {
-    near <- if (level < levels && refine > 0) abs(cx - px) < (h + 0.5) * hx & abs(cy - py) < (h + 0.5) * hy else
-      rep(FALSE, length(cx))
-    xs[[level + 1L]] <- cx[!near]
-    ys[[level + 1L]] <- cy[!near]
-    la[[level + 1L]] <- rep(log(hx * hy), sum(!near))
-    if (!any(near)) break
-    # Sub-cells of each near cell: 8 x 8, x fastest.
-    cx <- as.vector(outer(rep(off * hx, 8L), cx[near], "+"))
-    cy <- as.vector(outer(rep(off * hy, each = 8L), cy[near], "+"))
-    hx <- hx / 8
-    hy <- hy / 8
-  }
-  list(x = unlist(xs), y = unlist(ys), log_area = unlist(la))
 }
 
 # grid_normaliser(), remembered for the fit's own transitions (fitted(), logLik(), AIC() and
