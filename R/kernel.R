@@ -10,6 +10,10 @@
 #' @param window `NULL`, or a named list of ranges (`list(x = c(0, 1024))`)
 #'   for the columns to truncate; the density is renormalised on the window.
 #' @return A reference kernel (class `nce_kernel`) for [snce()].
+#' @section What it refuses:
+#' * `sd` not a named vector of finite numbers > 0 (`nce_error_input`);
+#' * `window` not a named list for columns of `sd`, or a range that is not two numbers with
+#'   lower < upper (`nce_error_input`). Infinite ends are allowed (one-sided truncation).
 #' @examples
 #' kernel_normal(c(x = 50, y = 50), window = list(x = c(0, 1024), y = c(0, 768)))
 #' @export
@@ -46,6 +50,10 @@ kernel_normal <- function(sd, window = NULL) {
 #'   rows) returning log q(x | prev) for each row.
 #' @param vars State columns the kernel generates.
 #' @return A reference kernel (class `nce_kernel`) for [snce()].
+#' @section What it refuses:
+#' * `sample` or `log_density` not a function, or `vars` not a non-empty character vector
+#'   without NA or "" (`nce_error_input`). What the functions return is checked when
+#'   [snce()] calls them.
 #' @examples
 #' k <- kernel_custom(function(prev, n) data.frame(y = runif(nrow(prev) * n)),
 #'                    function(x, prev) rep(0, nrow(x)), vars = "y")

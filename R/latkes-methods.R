@@ -435,6 +435,10 @@ logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), refine =
 #'   `fit`, `se`, `lower`, `upper`; attributes `variable` and `edf`. For a
 #'   collection, a list of data frames with one column of curves per fit
 #'   (`fit_<level>`), centred to mean zero, and their pointwise `mean`.
+#' @section What it refuses:
+#' * for a `latkes_fit`, `n` not a whole number >= 2 or `level` not a number strictly between
+#'   0 and 1 (`nce_error_input`); `se_type` not one of the choices (an error from
+#'   [match.arg()]).
 #' @examples
 #' set.seed(1)
 #' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))

@@ -45,6 +45,16 @@
 #' @return Data frame with columns `subject`, `trial`, `fixation` (index
 #'   within the trial), `x`, `y` (and `image` with maps per image);
 #'   attributes `window` and `grid`.
+#' @section What it refuses:
+#' * `n_subjects` or `n_trials` not a whole number >= 1, `n` not a whole number >= `n_trials`
+#'   (each trial needs a fixation) (`nce_error_input`);
+#' * `window` not four finite numbers with xmin < xmax, ymin < ymax and finite widths; `grid`
+#'   not two whole numbers >= 1 (`nce_error_input`);
+#' * kernel tables for `grid`, or `n` fixations, that would not fit in memory
+#'   (`nce_error_size`, checked before allocating);
+#' * `kernel` not a named list of functions (or one such list per subject), a kernel function
+#'   not returning one number (or -Inf) per input, `maps` or `images` not as [latkes()] takes
+#'   them (`nce_error_input`); an image id without a map (`nce_error_data`).
 #' @examples
 #' set.seed(1)
 #' k <- list(radius = function(r) -r / 200, dist = function(d) -d / 100,

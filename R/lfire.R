@@ -13,6 +13,10 @@
 #' @param chunk_size Simulations per unit of parallel work for the prior-predictive sample
 #'   (see [simulate_summaries()]).
 #' @return A list for the `control` argument of [lfire()].
+#' @section What it refuses:
+#' * `nlambda` not a whole number in 1..10000, `lambda_min_ratio` not a number strictly
+#'   between 0 and 1, `nfolds` not a whole number in 2..1000, `lambda` not "min" or "1se",
+#'   `chunk_size` not a whole number >= 1 (`nce_error_input`).
 #' @examples
 #' lfire_control(nfolds = 5)
 #' @export
@@ -63,6 +67,18 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @return An object of class `nce_lfire`: `theta`, `log_ratio`, `log_prior`, `posterior`
 #'   (weights summing to 1), the fits (`intercept`, `beta` on standardised summaries,
 #'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds).
+#' @section What it refuses:
+#' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n_theta` or
+#'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `type` not
+#'   one of the choices, `control` not from [lfire_control()] (`nce_error_input`);
+#' * `theta` without the prior's parameter columns or with non-finite values; `summaries`
+#'   failing on, or giving non-finite values for, the observed data; cached `marginal` or
+#'   `simulations` not from [simulate_summaries()], with another number of summaries, or
+#'   run at other parameter values; a summary constant over the prior-predictive sample
+#'   (it cannot be standardised) (`nce_error_input`);
+#' * simulations at `theta` that would not fit in memory (`nce_error_size`, checked before
+#'   simulating); fewer than two successful prior-predictive simulations
+#'   (`nce_error_simulation`).
 #' @references Thomas, O., Dutta, R., Corander, J., Kaski, S. and Gutmann, M. U. (2020).
 #'   Likelihood-free inference by ratio estimation. Bayesian Analysis.
 #' @examples

@@ -14,6 +14,9 @@
 #'   uses central finite differences, with a warning of class `nce_warning_finite_difference`.
 #' @param name A label for printing.
 #' @return An object of class `nce_model`.
+#' @section What it refuses:
+#' * `log_f` not a function, `gradient` not a function or `NULL`, `name` not one string
+#'   (`nce_error_input`). What the functions return is checked when [nce()] calls them.
 #' @seealso [nce()], [ica_model()].
 #' @examples
 #' # A normal density in its location and log scale
@@ -51,6 +54,8 @@ nce_model <- function(log_f, gradient = NULL, name = "user model") {
 #' @param vars The data columns x (default: the reference's columns).
 #' @return An object of class `nce_model` (`ica_mle()` fits the same model by maximum
 #'   likelihood).
+#' @section What it refuses:
+#' * `vars` not `NULL` or a non-empty character vector without NA (`nce_error_input`).
 #' @references Gutmann, M. and Hyvarinen, A. (2010). Noise-contrastive estimation: a new
 #'   estimation principle for unnormalized statistical models. AISTATS.
 #' @examples
@@ -106,6 +111,13 @@ ica_names <- function(d) sprintf("B[%d,%d]", rep(seq_len(d), each = d), rep(seq_
 #' @param object A fit of [ica_model()] by [nce()].
 #' @return `rica()`: a data frame with columns `x1`, ..., `xd`. `ica_mle()`: a list with `B`, `c`,
 #'   `loglik` (the log-likelihood) and `converged`. `ica_B()`: a matrix.
+#' @section What it refuses:
+#' * `rica()`: `n` not a whole number >= 1, `A` not a square numeric matrix of finite values
+#'   (`nce_error_input`); `n` points that would not fit in memory (`nce_error_size`, checked
+#'   before allocating);
+#' * `ica_mle()`: `x` not a numeric matrix or data frame of finite values with more rows than
+#'   columns, `n_starts` not a whole number >= 1 (`nce_error_input`);
+#' * `ica_B()`: `object` not a fit of [ica_model()] by [nce()] (`nce_error_input`).
 #' @examples
 #' set.seed(2)
 #' A <- matrix(c(1, 0.5, -0.3, 0.8), 2)

@@ -40,6 +40,10 @@ draw_seed <- function() {
 #' @return A list for the `control` argument of [nce()]. `nce(control =)` also
 #'   takes a plain list of some of these settings, e.g. `list(maxit = 5)`,
 #'   merged into these defaults.
+#' @section What it refuses:
+#' * `epsilon` not one finite number > 0, `maxit` not a whole number >= 1 (`nce_error_input`).
+#'   A list given to `nce(control =)` with unknown or unnamed settings is refused by [nce()]
+#'   (`nce_error_input`).
 #' @examples
 #' nce_control(epsilon = 1e-12)
 #' @export

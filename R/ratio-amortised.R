@@ -22,6 +22,16 @@
 #'   draws, one simulation per draw) to reuse.
 #' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
 #'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `time`.
+#' @section What it refuses:
+#' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n` not a whole
+#'   number >= 10, `n_shuffle` not in 1..100, `batch` not TRUE/FALSE, `formula` not
+#'   one-sided, `simulations` not from [simulate_summaries()] or lacking the prior's
+#'   parameters (`nce_error_input`);
+#' * summary names that clash with parameter names or `y`, or parameter or summary names
+#'   that are not syntactic (they become formula terms) (`nce_error_input`);
+#' * simulations that would not fit in memory (`nce_error_size`, checked before simulating);
+#'   fewer than 10 successful simulations (`nce_error_simulation`); a classifier fit that
+#'   fails keeps its engine error's class.
 #' @references Hermans, J., Begy, V. and Louppe, G. (2020). Likelihood-free MCMC with
 #'   amortized approximate ratio estimators. ICML.
 #' @examples
@@ -166,6 +176,12 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 #' @param scale Metropolis: proposal sd per parameter (default: from an importance pass).
 #' @return An object of class `nce_ratio_posterior`: `draws` (matrix), `weights`, `ess`,
 #'   `acceptance` (Metropolis), with `summary()`, `coef()`, `vcov()`, `confint()`, `plot()`.
+#' @section What it refuses:
+#' * `object` not an `nce_ratio`, `n_draws` not a whole number >= 10, `method` not
+#'   "importance" or "metropolis", `n_chains` not a whole number >= 2, `burnin` not a whole
+#'   number >= 0 (`nce_error_input`);
+#' * `summaries` failing on `observed`, giving non-finite values, or giving another number
+#'   of summaries than the simulations (`nce_error_input`).
 #' @export
 ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("importance", "metropolis"),
                             n_chains = 100L, burnin = 100L, scale = NULL) {

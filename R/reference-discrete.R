@@ -20,6 +20,14 @@
 #' @return A reference distribution (class `nce_reference`) for [nce()]; its
 #'   draws are numeric 0/1 columns, and data columns may be numeric 0/1 or
 #'   logical.
+#' @section What it refuses:
+#' All refusals are errors of class `nce_error_input`:
+#' * both or neither of `prob` and `data`; `vars` not distinct non-empty names;
+#' * `prob` not finite probabilities strictly between 0 and 1 (0 or 1 would give states the
+#'   reference never draws), several `prob` not named by column, one unnamed `prob` without
+#'   `vars`;
+#' * `data` not a data frame with at least one row, `vars` not in `data`, or a used column
+#'   holding anything but 0/1 (or TRUE/FALSE), NA included.
 #' @examples
 #' ref_bernoulli(c(y1 = 0.5, y2 = 0.2))
 #' ref_bernoulli(0.5, vars = paste0("s", 1:5))
@@ -88,6 +96,12 @@ is_binary_column <- function(v) {
 #'   character column).
 #' @return A reference distribution (class `nce_reference`) for [nce()]; its
 #'   draws are factor columns with the given levels.
+#' @section What it refuses:
+#' All refusals are errors of class `nce_error_input`:
+#' * columns given both in `...` and `data`, unnamed or duplicated column names, `data` not a
+#'   data frame with rows, or without factor or character columns; `vars` not in `data`;
+#' * a column that is not levels (character or factor) or named probabilities, fewer than
+#'   two distinct levels, NA levels, or probabilities not each > 0 summing to 1.
 #' @examples
 #' ref_categorical(s1 = c("a", "b", "c"), s2 = c(a = 0.2, b = 0.3, c = 0.5))
 #' ref_categorical(data = data.frame(s = factor(c("x", "y", "x"))))

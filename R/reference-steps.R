@@ -18,6 +18,11 @@
 #' @param group Name of the column that splits `data` into sequences (bursts),
 #'   or `NULL` for one sequence.
 #' @return A numeric vector, one heading per row of `data`.
+#' @section What it refuses:
+#' * `data` not a data frame with at least one row, `x`/`y`/`group` not one string or not
+#'   columns of `data`, coordinate columns not numeric (`nce_error_input`);
+#' * NA or infinite coordinates, or NA in the `group` column (`nce_error_data`): split the
+#'   track at gaps with `group` instead.
 #' @examples
 #' d <- data.frame(x = c(0, 1, 1, 0), y = c(0, 0, 1, 1))
 #' step_headings(d)
@@ -97,6 +102,14 @@ track_columns <- function(data, x, y, group, call = caller_call()) {
 #'   parameters and, for those fitted, their covariance (`vcov$step` for
 #'   shape and scale, `vcov$kappa`; inverse Fisher information) and the number
 #'   of steps used (`n_steps`).
+#' @section What it refuses:
+#' * `angle` not "vonmises" or "uniform"; `x`, `y` or `heading` not one string or not three
+#'   different columns; `shape` or `scale` not > 0, only one of them given; `kappa` not
+#'   between 0 and 1e5 or given with `angle = "uniform"`; `data` missing when a parameter must be
+#'   fitted (`nce_error_input`);
+#' * a `data` track as refused by [step_headings()]; fewer than two steps of positive length,
+#'   all step lengths equal (no gamma fits them), or fewer than two turning angles to fit
+#'   `kappa` (`nce_error_data`).
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(x = cumsum(rgamma(50, 2, scale = 10)), y = cumsum(rnorm(50, 0, 5)))

@@ -11,6 +11,9 @@ new_reference <- function(kind, vars, ..., class = "nce_ref_builtin") {
 #'
 #' @param ... Named ranges, one per column: `y = c(0, 1)`.
 #' @return A reference distribution (class `nce_reference`) for [nce()].
+#' @section What it refuses:
+#' * unnamed `...`, or a range that is not two finite numbers with lower < upper
+#'   (`nce_error_input`).
 #' @examples
 #' ref_uniform(y = c(0, 1))
 #' ref_uniform(x = c(0, 1024), y = c(0, 768))
@@ -46,6 +49,12 @@ ref_uniform <- function(...) {
 #'   mean vector, also positionally `ref_normal(c(y = 0), 4)`) still works
 #'   and gives a warning of class `nce_warning_deprecated`.
 #' @return A reference distribution (class `nce_reference`) for [nce()].
+#' @section What it refuses:
+#' * unnamed or missing `...`; a column not given as `c(mean, sd)` of finite numbers with
+#'   sd > 0 (or, with `cov`, not one finite mean) (`nce_error_input`);
+#' * `cov` not a finite square matrix with one row per column (`nce_error_input`), or not
+#'   symmetric positive definite (checked in Rust when the reference is built, so a bad
+#'   covariance fails here rather than in [nce()]) (`nce_error_input`).
 #' @examples
 #' ref_normal(y = c(0, 2))                      # mean 0, sd 2
 #' ref_normal(a = 0, b = 1, cov = diag(2))      # bivariate, with a covariance
@@ -118,6 +127,12 @@ ref_normal_build <- function(mean, cov, call) {
 #' @param inflate Factor applied to the covariance (normal).
 #' @param expand Fraction of each range added on both sides (uniform).
 #' @return A reference distribution (class `nce_reference`) for [nce()].
+#' @section What it refuses:
+#' * `data` not a data frame, with fewer than two rows, or without numeric columns to
+#'   cover; `vars` not in `data`; a used column that is not numeric (characters and factors
+#'   are not coerced) or has NA or infinite values (`nce_error_input`);
+#' * `expand` not one finite number >= 0, or (normal) `inflate` not one finite number > 0
+#'   (`nce_error_input`).
 #' @examples
 #' df <- data.frame(a = rnorm(100), b = rnorm(100))
 #' ref_fit(df, "normal")
@@ -157,6 +172,10 @@ ref_fit <- function(data, family = c("normal", "uniform"), vars = NULL,
 #'   each row (finite on the support, `-Inf` outside).
 #' @param vars Names of the columns the reference generates.
 #' @return A reference distribution (class `nce_reference`) for [nce()].
+#' @section What it refuses:
+#' * `sample` or `log_density` not a function, or `vars` not a non-empty character vector
+#'   without NA or "" (`nce_error_input`). What the functions return is checked when [nce()]
+#'   calls them.
 #' @examples
 #' # An exponential reference on [0, Inf)
 #' r <- ref_custom(function(n) data.frame(y = rexp(n)),

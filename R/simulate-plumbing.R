@@ -17,6 +17,16 @@
 #' @param names Parameter names.
 #' @param lower,upper Optional support bounds per parameter (used for grids and MCMC).
 #' @return An object of class `nce_prior`.
+#' @section What it refuses:
+#' All refusals are errors of class `nce_error_input`:
+#' * `prior_uniform()`: unnamed `...`, or a range that is not two finite numbers with
+#'   lower < upper;
+#' * `prior_normal()`: `mean` not a named vector of finite numbers, or `sd` not one finite
+#'   number > 0 per element of `mean`;
+#' * `prior_custom()`: `sample` or `log_density` not a function, `names` not a non-empty
+#'   character vector without NA or "", `lower`/`upper` not one bound per name with
+#'   lower < upper. A `sample(n)` whose draws lack a parameter column is refused when
+#'   the prior is sampled.
 #' @examples
 #' pr <- prior_uniform(theta1 = c(-1, 1), theta2 = c(0, 1))
 #' pr$sample(3)
@@ -140,6 +150,13 @@ as_theta_matrix <- function(theta, names, call = caller_call(), what = "`theta`"
 #' @param ranges Optional named list of ranges overriding the prior's bounds.
 #' @return A matrix of parameter rows (all combinations), with attribute `"grid"`
 #'   holding the points per parameter; [lfire()] treats it as a grid.
+#' @section What it refuses:
+#' * `prior` not an `nce_prior`, or `n` not one whole number >= 1 or one per parameter
+#'   (`nce_error_input`);
+#' * a grid that would not fit in memory (`nce_error_size`, checked before allocating;
+#'   `options(nce.max_memory =)` sets the limit);
+#' * a parameter without a finite range in the prior or in `ranges` (`nce_error_input`):
+#'   a grid needs bounds, so a `prior_normal()` needs `ranges`.
 #' @details Points are the midpoints of `n` equal cells, so they avoid the support's edges.
 #' @examples
 #' theta_grid(prior_uniform(a = c(0, 1), b = c(-1, 1)), n = 3)
@@ -192,6 +209,14 @@ theta_grid <- function(prior, n = 25L, ranges = NULL) {
 #'   `ok`, `failures` (a data frame of the failed simulations and why), `time` (seconds).
 #'   Failed simulations (an error, or a non-finite or wrong-length summary) are counted
 #'   and reported with a warning of class `nce_warning_simulation`, never dropped silently.
+#' @section What it refuses:
+#' * `simulator` or `summaries` not a function, `n` or `chunk_size` not a whole number >= 1,
+#'   `batch` not TRUE or FALSE (`nce_error_input`);
+#' * `theta` not a numeric matrix or data frame with named columns and at least one row, or
+#'   with NA or infinite values (`nce_error_input`);
+#' * `nrow(theta) * n` simulations whose results would not fit in memory (`nce_error_size`,
+#'   checked before simulating). Failed single simulations are not refused: they are
+#'   counted and reported with a warning.
 #' @examples
 #' sim <- function(theta) rnorm(20, theta[["mu"]])
 #' set.seed(1)

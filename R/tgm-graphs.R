@@ -16,6 +16,13 @@
 #' @param margin Relative margin of diagonal dominance used when `diag` is `NULL`.
 #' @return A symmetric d x d precision matrix `K` with attribute `graph`, the logical adjacency matrix.
 #'   Uses R's random number generator (call [set.seed()] first).
+#' @section What it refuses:
+#' * `d` not a whole number in 3..46340, `low` not a number > 0, `high` not a number >= `low`,
+#'   `diag` not `NULL` or a number > 0, `margin` not a number > 0 (`nce_error_input`);
+#' * a `d` x `d` matrix that would not fit in memory (`nce_error_size`, checked before
+#'   allocating);
+#' * a `diag` too small to make the matrix diagonally dominant (`nce_error_input`): the
+#'   matrix would not be guaranteed positive definite.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(6)
@@ -157,6 +164,10 @@ check_precision <- function(k_mat, arg, call = caller_call()) {
 #' @param ... Unused.
 #' @return A data frame with columns `from`, `to` and `weight`, ordered by decreasing weight.
 #'   Refused: a non-square or non-numeric `x`, a `threshold` that is not one number.
+#' @section What it refuses:
+#' * `x` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
+#'   with at least two rows, `threshold` not one number (infinite allowed), `abs` not TRUE or
+#'   FALSE (`nce_error_input`).
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(6)
@@ -204,6 +215,13 @@ precision_of <- function(x, call = caller_call()) {
 #' @param abs Score by absolute value.
 #' @return A list of class `nce_edge_roc` with `auc` and `roc`, a data frame of false- and
 #'   true-positive rates by threshold; `plot()` draws the curve.
+#' @section What it refuses:
+#' * `x` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
+#'   with at least two rows, `abs` not TRUE or FALSE (`nce_error_input`);
+#' * `truth` not a matrix of the same size, with NA entries, or without both edges and
+#'   non-edges (no AUC is defined then) (`nce_error_input`);
+#' * NA or NaN off-diagonal entries in the estimate (`nce_error_data`): a missing score
+#'   would be ranked as if it were information.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(8)

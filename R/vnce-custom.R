@@ -21,6 +21,11 @@
 #' @param noise `NULL` for independent normals fitted to the data's columns, or a list with
 #'   `sample = function(n)` and `log_density = function(x)`.
 #' @return A model specification (class `vnce_model`).
+#' @section What it refuses:
+#' * `log_phi`, `grad` or `q_features` not a function, `theta` not finite numbers, `latent`
+#'   not at least two distinct values without NA, `noise` not `NULL` or a list with functions
+#'   `sample` and `log_density` (`nce_error_input`). What the functions return is checked by
+#'   [vnce()].
 #' @examples
 #' # the mixture of mog_model(), written by hand (parameters log theta and c)
 #' lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))

@@ -192,6 +192,9 @@ warn_improper <- function(nz, call) {
 #' @param em_maxit,em_tol Maximum number of EM iterations and tolerance on the change of the NCE
 #'   objective between them (`method = "em"`).
 #' @return A list of class `vnce_control`.
+#' @section What it refuses:
+#' * `maxit` or `em_maxit` not a whole number >= 1, `memory` not a whole number in 1..1000,
+#'   `gtol`, `ftol` or `em_tol` not one finite number >= 0 (`nce_error_input`).
 #' @examples
 #' vnce_control(maxit = 500)
 #' @export
@@ -232,6 +235,11 @@ vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, e
 #'   and `w`.
 #' @param sigma1 The known standard deviation of the first component.
 #' @return A model specification (class `vnce_model`).
+#' @section What it refuses:
+#' * `family` not a character vector (`nce_error_input`), or not "ghk" or "lognormal" (an
+#'   error from [match.arg()]);
+#' * `start` not `NULL` or a list whose names are among those listed above (`nce_error_input`);
+#' * `mog_model()`: `sigma1` not one finite number > 0 (`nce_error_input`).
 #' @examples
 #' tgm_model()
 #' mog_model(sigma1 = 1)
@@ -282,6 +290,10 @@ print.vnce_model <- function(x, ...) {
 #' @param theta Standard deviation of the second component.
 #' @param sigma1 Standard deviation of the first component.
 #' @return A numeric vector.
+#' @section What it refuses:
+#' * `n` not a whole number >= 0, `theta` or `sigma1` not one finite number > 0
+#'   (`nce_error_input`);
+#' * `n` draws that would not fit in memory (`nce_error_size`, checked before allocating).
 #' @examples
 #' set.seed(1)
 #' summary(rmog(1000, theta = 4))
