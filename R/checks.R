@@ -156,3 +156,13 @@ nce_unsupported <- function(method, object, why, call = caller_call()) {
   nce_abort(sprintf("%s() is not available for a %s: %s", method, class(object)[1L], why),
             "unsupported", call = call)
 }
+
+# match.arg() with a classed error naming the argument and the choices.
+check_choice <- function(x, choices, arg = deparse(substitute(x)), call = caller_call()) {
+  call <- call
+  if (identical(x, choices)) return(choices[1L])
+  if (!is.character(x) || length(x) != 1L || is.na(x) || !x %in% choices) {
+    check_fail(sprintf("one of %s", paste0("\"", choices, "\"", collapse = ", ")), x, arg, call)
+  }
+  x
+}

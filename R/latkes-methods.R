@@ -437,8 +437,7 @@ logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), refine =
 #'   (`fit_<level>`), centred to mean zero, and their pointwise `mean`.
 #' @section What it refuses:
 #' * for a `latkes_fit`, `n` not a whole number >= 2 or `level` not a number strictly between
-#'   0 and 1 (`nce_error_input`); `se_type` not one of the choices (an error from
-#'   [match.arg()]).
+#'   0 and 1, or `se_type` not "sandwich" or "naive" (`nce_error_input`).
 #' @examples
 #' set.seed(1)
 #' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))
@@ -453,7 +452,7 @@ latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c
                                       range = NULL, ...) {
   check_count(n, "n", min = 2)
   check_probability(level, "level")
-  v <- stats::vcov(object, type = match.arg(se_type))
+  v <- stats::vcov(object, type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
   z <- stats::qnorm(1 - (1 - level) / 2)
   pa <- object$row_setup$ncol
   out <- list()

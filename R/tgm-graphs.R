@@ -31,19 +31,24 @@
 #' @export
 ring_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
   check_graph_args(d, low, high, diag, margin)
+  finish_graph(ring_upper(d, low, high), diag, margin)
+}
+
+# The ring's edge weights as an upper-triangular matrix (i, i + 1) and (1, d).
+ring_upper <- function(d, low, high) {
   k_mat <- matrix(0, d, d)
   w <- stats::runif(d, low, high)
   k_mat[cbind(seq_len(d - 1L), 2:d)] <- w[-d]
   k_mat[1L, d] <- w[d]
-  finish_graph(k_mat, diag, margin)
+  k_mat
 }
 
 #' @rdname ring_graph
 #' @export
 hub_graph <- function(d, low = 0.3, high = 0.5, diag = NULL, margin = 0.1) {
   check_graph_args(d, low, high, diag, margin)
-  k_mat <- ring_graph(d, low, high, diag = 1, margin = margin)
-  k_mat <- k_mat * upper.tri(k_mat)
+  # The ring's weights only: its diagonal is set once, by finish_graph(), for the whole graph.
+  k_mat <- ring_upper(d, low, high)
   n_hubs <- max(1L, round(d / 10))
   n_links <- max(1L, round(d / 4))
   for (h in sample.int(d, n_hubs)) {

@@ -74,8 +74,8 @@ vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce
                  impute = c("latent", "mean", "complete"), control = vnce_control()) {
   cl <- match.call()
   call <- sys.call()
-  method <- match.arg(method)
-  impute <- match.arg(impute)
+  method <- check_choice(method, c("vnce", "em", "nce"), "method")
+  impute <- check_choice(impute, c("latent", "mean", "complete"), "impute")
   if (!inherits(model, "vnce_model")) {
     nce_abort(sprintf("`model` must be a model specification from tgm_model(), mog_model() or custom_model(), not %s.",
                       describe_value(model)), call = call)
@@ -236,8 +236,7 @@ vnce_control <- function(maxit = 2000, gtol = 1e-6, ftol = 1e-12, memory = 10, e
 #' @param sigma1 The known standard deviation of the first component.
 #' @return A model specification (class `vnce_model`).
 #' @section What it refuses:
-#' * `family` not a character vector (`nce_error_input`), or not "ghk" or "lognormal" (an
-#'   error from [match.arg()]);
+#' * `family` not "ghk" or "lognormal" (`nce_error_input`);
 #' * `start` not `NULL` or a list whose names are among those listed above (`nce_error_input`);
 #' * `mog_model()`: `sigma1` not one finite number > 0 (`nce_error_input`).
 #' @examples
@@ -248,7 +247,7 @@ tgm_model <- function(family = c("ghk", "lognormal"), start = NULL) {
   if (!is.character(family) || length(family) < 1L || anyNA(family)) {
     nce_abort(sprintf("`family` must be \"ghk\" or \"lognormal\", not %s.", describe_value(family)))
   }
-  family <- match.arg(family)
+  family <- check_choice(family, c("ghk", "lognormal"), "family")
   if (!is.null(start) && (!is.list(start) || !all(names(start) %in% c("K", "c", "mu", "prec")))) {
     nce_abort(sprintf("`start` must be NULL or a list with elements among K, c, mu and prec, not %s.",
                       describe_value(start)))

@@ -61,3 +61,15 @@ test_that("rtgm() checks its arguments and does not depend on the thread count",
   set.seed(4); b <- withr_threads(2, rtgm(100, K, chains = 2))
   expect_identical(a, b)
 })
+
+test_that("hub_graph() with heavy weights sets its own diagonal (regression: ring_graph(diag = 1) inside)", {
+  set.seed(1)
+  k <- hub_graph(10, low = 0.6, high = 0.8)
+  expect_true(all(diag(k) > rowSums(abs(k)) - diag(k)))
+  expect_gt(min(eigen(k, symmetric = TRUE, only.values = TRUE)$values), 0)
+})
+
+test_that("choice arguments give classed errors naming the argument", {
+  expect_error(tgm_model("foo"), "`family`", class = "nce_error_input")
+  expect_error(vnce(rtgm(20, ring_graph(3)), method = "bogus"), "`method`", class = "nce_error_input")
+})

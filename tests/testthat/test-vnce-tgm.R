@@ -142,5 +142,5 @@ test_that("the paper's lognormal family is still available and gives a positive 
   expect_true(fit$converged)
   imp <- predict(fit)
   expect_false(anyNA(imp))
-  expect_error(tgm_model("normal"), "should be one of", class = "error")
+  expect_error(tgm_model("normal"), "must be one of", class = "nce_error_input")
 })
