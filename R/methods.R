@@ -35,23 +35,33 @@ vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 #' confint(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
 confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  check_probability(level, "level")
+  call <- sys.call()
+  wald_confint(object, parm, level, match.arg(type), call = call)
+}
+
+# Wald intervals from coef() and vcov(type =): the confint() of every class whose coefficients
+# are asymptotically normal with the (sandwich or naive) covariance.
+wald_confint <- function(object, parm, level, type, call) {
+  check_probability(level, "level", call = call)
   cf <- stats::coef(object)
-  se <- sqrt(pmax(diag(stats::vcov(object, type = match.arg(type))), 0))
+  se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
   pnames <- names(cf)
   if (missing(parm)) {
     parm <- pnames
   } else if (is.numeric(parm)) {
     if (anyNA(parm) || any(parm < 1 | parm > length(pnames) | parm != round(parm))) {
-      nce_abort(sprintf("`parm` must be coefficient names or indices from 1 to %d", length(pnames)), "input")
+      nce_abort(sprintf("`parm` must be coefficient names or indices from 1 to %d", length(pnames)), "input",
+                call = call)
     }
     parm <- pnames[parm]
   } else if (!is.character(parm)) {
-    nce_abort(sprintf("`parm` must be coefficient names or indices, not %s.", describe_value(parm)), "input")
+    nce_abort(sprintf("`parm` must be coefficient names or indices, not %s.", describe_value(parm)), "input",
+              call = call)
   }
   unknown <- setdiff(parm, pnames)
   if (length(unknown)) {
-    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
+    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input",
+              call = call)
   }
   a <- (1 - level) / 2
   pct <- paste(format(100 * c(a, 1 - a), trim = TRUE, scientific = FALSE, digits = 3), "%")

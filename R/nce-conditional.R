@@ -305,20 +305,8 @@ coef.nce_conditional <- function(object, ...) object$coefficients
 
 #' @export
 confint.nce_conditional <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  check_number(level, "level", min = 0, max = 1, exclusive_min = TRUE)
-  if (level >= 1) check_fail("one number in (0, 1)", level, "level", caller_call(0L))
-  cf <- object$coefficients
-  se <- sqrt(diag(stats::vcov(object, type = match.arg(type))))
-  if (missing(parm)) parm <- names(cf) else if (is.numeric(parm)) parm <- names(cf)[parm]
-  unknown <- setdiff(parm, names(cf))
-  if (length(unknown)) {
-    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
-  }
-  a <- (1 - level) / 2
-  z <- stats::qnorm(1 - a)
-  ci <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
-  dimnames(ci) <- list(parm, paste(format(100 * c(a, 1 - a), trim = TRUE, scientific = FALSE, digits = 3), "%"))
-  ci
+  call <- sys.call()
+  wald_confint(object, parm, level, match.arg(type), call = call)
 }
 
 #' @export

@@ -25,21 +25,8 @@ vcov.snce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 
 #' @export
 confint.snce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  check_probability(level, "level")
-  cf <- stats::coef(object)
-  se <- sqrt(pmax(diag(stats::vcov(object, type = match.arg(type))), 0))
-  pnames <- names(cf)
-  if (missing(parm)) parm <- pnames else if (is.numeric(parm)) parm <- pnames[parm]
-  unknown <- setdiff(parm, pnames)
-  if (length(unknown) || anyNA(parm)) {
-    nce_abort(sprintf("`parm` names unknown coefficient(s): %s", paste(unknown, collapse = ", ")), "input")
-  }
-  a <- (1 - level) / 2
-  pct <- paste(format(100 * c(a, 1 - a), trim = TRUE, scientific = FALSE, digits = 3), "%")
-  z <- stats::qnorm(1 - a)
-  ci <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
-  dimnames(ci) <- list(parm, pct)
-  ci
+  call <- sys.call()
+  wald_confint(object, parm, level, match.arg(type), call = call)
 }
 
 #' @export
