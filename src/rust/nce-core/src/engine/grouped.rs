@@ -12,7 +12,7 @@ use crate::irls::{GlmFit, Problem};
 use crate::linalg::aliased_columns;
 use crate::penalty::PenaltySet;
 use crate::pirls::{self, Cand};
-use crate::reml::{optimise, weight_derivs, Derivs, RemlControl, RemlFit};
+use crate::reml::{offset_only_intercept, optimise, weight_derivs, Derivs, RemlControl, RemlFit};
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use rayon::prelude::*;
 use std::sync::OnceLock;
@@ -1036,31 +1036,6 @@ fn free_auto_rho(gd: &GroupedDesign, prob: &Problem, pens: &PenaltySet) -> Vec<f
             }
         })
         .collect()
-}
-
-/// The intercept of the offset-only model (as `reml::intercept_start`).
-fn offset_only_intercept(prob: &Problem) -> Option<f64> {
-    let mut c = 0.0;
-    for _ in 0..50 {
-        let (mut g, mut w) = (0.0, 0.0);
-        for r in 0..prob.y.len() {
-            let pw = prob.prior_weights[r];
-            if pw > 0.0 {
-                let (_, gr, wr, _) = pirls::row_terms(prob.family, prob.y[r], prob.offset[r] + c);
-                g += pw * gr;
-                w += pw * wr;
-            }
-        }
-        if w.is_nan() || w <= 0.0 || !g.is_finite() {
-            return None;
-        }
-        let dc = (g / w).clamp(-10.0, 10.0);
-        c += dc;
-        if dc.abs() < 1e-8 {
-            break;
-        }
-    }
-    c.is_finite().then_some(c)
 }
 
 #[cfg(test)]

@@ -532,6 +532,15 @@ fn newton_step(hess: &DMatrix<f64>, grad: &[f64], free: &[usize], max_step: f64)
 /// log density ratio).
 fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
     let j = d.intercept_column()?;
+    let c = offset_only_intercept(prob)?;
+    let mut b = vec![0.0; d.ncol()];
+    b[j] = c;
+    Some(b)
+}
+
+/// The intercept of the offset-only model, by Newton steps on the one coefficient (capped at 10
+/// a step); None when the weights vanish or it does not stay finite.
+pub(crate) fn offset_only_intercept(prob: &Problem) -> Option<f64> {
     let mut c = 0.0;
     for _ in 0..50 {
         let (mut g, mut w) = (0.0, 0.0);
@@ -552,12 +561,7 @@ fn intercept_start<D: Design>(d: &D, prob: &Problem) -> Option<Vec<f64>> {
             break;
         }
     }
-    if !c.is_finite() {
-        return None;
-    }
-    let mut b = vec![0.0; d.ncol()];
-    b[j] = c;
-    Some(b)
+    c.is_finite().then_some(c)
 }
 
 /// Longer steps for smoothing parameters in the exponential tail of the score.
