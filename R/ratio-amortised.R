@@ -81,7 +81,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   }
   m <- nrow(th)
   if (m < 10L) nce_abort("fewer than 10 simulations succeeded.", "simulation", call = ucall)
-  if (is.null(formula)) formula <- default_ratio_formula(prior$names, snames)
+  if (is.null(formula)) formula <- default_ratio_formula(prior$names, snames, cbind(th, s))
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
@@ -106,10 +106,26 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
             class = "nce_ratio")
 }
 
-default_ratio_formula <- function(pars, snames) {
-  main <- c(sprintf("s(%s, k = 5)", pars), sprintf("s(%s, k = 5)", snames))
-  inter <- as.vector(outer(pars, snames, function(a, b) sprintf("ti(%s, %s, k = 4)", a, b)))
-  stats::as.formula(paste("~", paste(c(main, inter), collapse = " + ")))
+# A smooth of each parameter and summary (k = 5) and a ti() interaction (k = 4) of each
+# pair. With `data`, basis sizes are capped by the number of distinct values (a count summary
+# at an uninformative design takes only a few): 3 or 4 values give a smaller basis, 2 a
+# linear term, 1 (constant) no term; interactions need 3 values on both sides.
+default_ratio_formula <- function(pars, snames, data = NULL) {
+  vars <- c(pars, snames)
+  nu <- stats::setNames(rep(Inf, length(vars)), vars)
+  if (!is.null(data)) nu[] <- vapply(vars, function(v) length(unique(data[, v])), 1)
+  main_term <- function(v) {
+    if (nu[[v]] >= 3) return(sprintf("s(%s, k = %d)", v, as.integer(min(5, nu[[v]]))))
+    if (nu[[v]] == 2) v else NULL
+  }
+  main <- unlist(lapply(c(pars, snames), main_term))
+  inter <- unlist(lapply(pars, function(a) lapply(snames, function(b) {
+    if (min(nu[[a]], nu[[b]]) >= 3) sprintf("ti(%s, %s, k = %d)", a, b, as.integer(min(4, nu[[a]], nu[[b]])))
+    else if (min(nu[[a]], nu[[b]]) == 2) sprintf("%s:%s", a, b)
+  })))
+  terms <- c(main, inter)
+  if (!length(terms)) terms <- "1"
+  stats::as.formula(paste("~", paste(terms, collapse = " + ")))
 }
 
 # Log ratio of the classifier at rows of parameters and summaries (mgcv's prediction basis),
@@ -168,7 +184,9 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 #' by random-walk Metropolis run as `n_chains` parallel chains whose log ratios are
 #' evaluated together (acceptance rate and effective sample size reported).
 #'
-#' @param object An `nce_ratio` from [ratio_amortised()].
+#' @param object An `nce_ratio` from [ratio_amortised()], or a design result whose
+#'   classifier serves: an `nce_eig` ([design_eig()]) or an `nce_design` ([design_optimise()],
+#'   the classifier of its last evaluation, at the chosen design).
 #' @param observed The observed data, as `summaries` takes it.
 #' @param n_draws Importance: number of prior draws. Metropolis: total draws kept.
 #' @param method `"importance"` or `"metropolis"`.
@@ -177,7 +195,8 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 #' @return An object of class `nce_ratio_posterior`: `draws` (matrix), `weights`, `ess`,
 #'   `acceptance` (Metropolis), with `summary()`, `coef()`, `vcov()`, `confint()`, `plot()`.
 #' @section What it refuses:
-#' * `object` not an `nce_ratio`, `n_draws` not a whole number >= 10, `method` not
+#' * `object` not an `nce_ratio` (or an `nce_eig`, or an `nce_design` with a final
+#'   evaluation), `n_draws` not a whole number >= 10, `method` not
 #'   "importance" or "metropolis", `n_chains` not a whole number >= 2, `burnin` not a whole
 #'   number >= 0 (`nce_error_input`);
 #' * `summaries` failing on `observed`, giving non-finite values, or giving another number
@@ -186,7 +205,7 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("importance", "metropolis"),
                             n_chains = 100L, burnin = 100L, scale = NULL) {
   ucall <- sys.call()
-  if (!inherits(object, "nce_ratio")) check_fail("an nce_ratio from ratio_amortised()", object, "object", ucall)
+  object <- as_ratio(object, ucall)
   check_count(n_draws, min = 10)
   method <- sim_match_arg(method, c("importance", "metropolis"), "method", ucall)
   check_count(n_chains, min = 2)
@@ -218,6 +237,22 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
   }
   structure(c(res, list(method = method, observed_summaries = s_obs, time = proc.time()[["elapsed"]] - t0)),
             class = "nce_ratio_posterior")
+}
+
+# The classifier behind a ratio object: itself, an nce_eig's, or an nce_design's final one.
+as_ratio <- function(object, call) {
+  if (inherits(object, "nce_eig")) object <- object$ratio
+  if (inherits(object, "nce_design")) {
+    if (is.null(object$final)) {
+      nce_abort("this design result has no final evaluation (`n_final = 0`): rerun with `n_final` >= 40.",
+                "input", call = call)
+    }
+    object <- object$final$ratio
+  }
+  if (!inherits(object, "nce_ratio")) {
+    check_fail("an nce_ratio from ratio_amortised() (or an nce_eig or nce_design)", object, "object", call)
+  }
+  object
 }
 
 # Random-walk Metropolis with n_chains chains moved together (one vectorised log-ratio

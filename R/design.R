@@ -1,0 +1,535 @@
+# Experimental design for simulator models by ratio estimation (Kleinegesse and Gutmann 2019,
+# 2020). The expected information gain of a design d is the mutual information between the
+# parameters and the data at d, the mean of log p(x | theta, d) / p(x | d) over the joint
+# distribution; an amortised ratio classifier ([ratio_amortised()]) fitted to simulations at d
+# estimates that log ratio, and held-out simulations turn it into an estimate of the EIG.
+
+#' Expected information gain of a design, by ratio estimation
+#'
+#' Simulates `n` pairs (theta, x) at the design `design` (theta from the prior), fits the
+#' amortised ratio classifier of [ratio_amortised()] on a training part, and estimates the
+#' expected information gain
+#' \deqn{\mathrm{EIG}(d) = E_{p(x, \theta \mid d)} \log \frac{p(x \mid \theta, d)}{p(x \mid d)}}{
+#' EIG(d) = E log p(x | theta, d) / p(x | d)}
+#' on the held-out pairs, with the fitted log ratio \eqn{h}:
+#' * `plugin`: the mean of \eqn{h} over held-out joint pairs (Kleinegesse and Gutmann 2019). It
+#'   estimates the EIG itself; its error is the Monte Carlo error plus the classifier's bias.
+#' * `nwj`: the lower bound of Nguyen, Wainwright and Jordan (2010),
+#'   \eqn{E_{joint}[h] + 1 - E_{marginal}[e^h]}, which is below the EIG for any \eqn{h}
+#'   (in expectation) and equal to it at the true log ratio. The marginal expectation averages
+#'   \eqn{e^h} over `n_marginal` shuffles of the held-out parameters.
+#' * `jsd`: the lower bound \eqn{\log 2 - \bar J(h) / 2} on the Jensen-Shannon divergence
+#'   between the joint and the product of marginals (Kleinegesse and Gutmann 2020), where
+#'   \eqn{\bar J} is the logistic loss with one marginal pair per joint pair. It bounds a
+#'   different quantity (at most log 2), the proxy of the 2020 paper, not the EIG.
+#'
+#' Standard errors are Monte Carlo standard errors over the held-out pairs: each pair
+#' contributes one term (its log ratio, and for the bounds its own shuffled terms), and the
+#' standard error is the terms' standard deviation over the square root of their number.
+#' They do not include the classifier's own estimation error (the training part is fixed).
+#'
+#' @param simulator The simulator at a design: `function(theta, design)` taking a named
+#'   parameter vector and a named design vector and returning one data set; with `batch = TRUE`,
+#'   `function(theta, n, design)` taking an n-row parameter matrix and returning n data sets.
+#' @param summaries `function(x)` giving the summary statistics of one data set (with
+#'   `batch = TRUE`, of a batch, as an n-row matrix with named columns); see
+#'   [simulate_summaries()].
+#' @param prior An `nce_prior` ([prior_uniform()], [prior_custom()], ...).
+#' @param design The design: a named numeric vector (e.g. `c(t = 1)`).
+#' @param n Simulations (pairs) at the design; `holdout` of them are held out.
+#' @param batch Whether `simulator` and `summaries` work on batches.
+#' @param formula The classifier's right-hand side (see [ratio_amortised()]); by default a
+#'   smooth of each parameter and summary and their tensor-product interactions, with basis
+#'   sizes capped by the number of distinct values (counts at an uninformative design take few).
+#' @param n_shuffle Shuffled pairs per joint pair in the classifier's training set. The
+#'   default, 5, fills the corners of the product of marginals that joint pairs rarely reach;
+#'   with 1, the classifier separates joint from shuffled pairs there almost perfectly and its
+#'   log ratio diverges (seen on the death model at late times with 500 training pairs).
+#' @param holdout Fraction of the pairs held out to estimate the EIG.
+#' @param n_marginal Shuffles of the held-out pairs for the marginal terms of the bounds.
+#' @return An object of class `nce_eig`: `design`, `estimates` (a data frame: `estimator`,
+#'   `estimate`, `std.error`), `cov` (their Monte Carlo covariance), `ratio` (the
+#'   `nce_ratio` classifier, which [ratio_posterior()] turns into a posterior), `log_ratio`
+#'   (held-out joint log ratios), `n_train`, `n_test`, `time`.
+#' @section What it refuses:
+#' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `design` not a
+#'   named vector of finite numbers, `n` not a whole number >= 40, `batch` not TRUE/FALSE,
+#'   `holdout` not strictly between 0 and 1 (or leaving fewer than 20 pairs on either side),
+#'   `n_shuffle` not in 1..100, `n_marginal` not in 1..1000 (`nce_error_input`);
+#' * simulations that would not fit in memory (`nce_error_size`, checked before simulating);
+#'   fewer than 40 successful simulations (`nce_error_simulation`); failed simulations are
+#'   counted and reported with a warning of class `nce_warning_simulation`.
+#' @references Kleinegesse, S. and Gutmann, M. U. (2019). Efficient Bayesian experimental
+#'   design for implicit models. AISTATS.
+#'
+#'   Kleinegesse, S. and Gutmann, M. U. (2020). Bayesian experimental design for implicit
+#'   models by mutual information neural estimation. ICML.
+#'
+#'   Nguyen, X., Wainwright, M. J. and Jordan, M. I. (2010). Estimating divergence functionals
+#'   and the likelihood ratio by convex risk minimization. IEEE Trans. Inf. Theory.
+#' @seealso [design_optimise()] to choose the design, [death_model()] for an example with
+#'   an exact EIG.
+#' @examples
+#' dm <- death_model()
+#' set.seed(1)
+#' e <- design_eig(dm$simulator, dm$summaries, dm$prior, design = c(t = 1), n = 1000, batch = TRUE)
+#' e
+#' death_model_eig(1)  # the exact value
+#' @export
+design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = FALSE, formula = NULL,
+                       n_shuffle = 5L, holdout = 0.5, n_marginal = 10L) {
+  call <- match.call()
+  ucall <- sys.call()
+  check_function(simulator)
+  check_function(summaries)
+  if (!inherits(prior, "nce_prior")) check_fail("an nce_prior (see prior_uniform())", prior, "prior", ucall)
+  design <- check_design_vector(design, "design", ucall)
+  check_count(n, min = 40)
+  check_bool(batch)
+  check_count(n_shuffle, max = 100)
+  check_probability(holdout)
+  check_count(n_marginal, max = 1000)
+  n_test <- round(holdout * n)
+  if (n_test < 20L || n - n_test < 20L) {
+    nce_abort(sprintf("`holdout` = %s leaves %d pairs to train and %d to test: each needs at least 20.",
+                      format(holdout), n - n_test, n_test), "input", call = ucall)
+  }
+  if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
+    check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
+  }
+  check_size(8 * n * (length(prior$names) + 22) * (1 + n_shuffle + n_marginal), "n", "the simulations",
+             call = ucall)
+  out <- eig_at_design(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout, n_marginal,
+                       ucall)
+  out$call <- call
+  out$args <- list(simulator = simulator, summaries = summaries, prior = prior, design = design, n = n,
+                   batch = batch, formula = formula, n_shuffle = n_shuffle, holdout = holdout,
+                   n_marginal = n_marginal)
+  out
+}
+
+check_design_vector <- function(design, arg, call) {
+  if (is.data.frame(design) && nrow(design) == 1L) design <- unlist(design)
+  if (!is.numeric(design) || length(design) < 1L || is.null(names(design)) || any(names(design) == "") ||
+      anyNA(names(design)) || any(!is.finite(design)) || anyDuplicated(names(design))) {
+    check_fail("a named vector of finite numbers such as c(t = 1)", design, arg, call)
+  }
+  stats::setNames(as.double(design), names(design))
+}
+
+# The simulator at one design, in the form run_simulations() calls; built here so that the
+# closure future sends to the workers holds only the simulator and the design.
+design_simulator <- function(simulator, design, batch) {
+  force(simulator)
+  force(design)
+  if (batch) function(theta, n) simulator(theta, n, design) else function(theta) simulator(theta, design)
+}
+
+# Simulate, fit the classifier on the training part and estimate the EIG on the held-out part.
+eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout,
+                          n_marginal, call) {
+  sim_d <- design_simulator(simulator, design, batch)
+  th <- as_theta_matrix(prior$sample(n), prior$names, call = call)
+  sims <- run_simulations(sim_d, summaries, th, 1L, batch, 100L, call = call)
+  ok <- which(sims$ok)
+  if (length(ok) < 40L) {
+    nce_abort(sprintf("only %d of %d simulations at the design succeeded; at least 40 are needed.",
+                      length(ok), n), "simulation", call = call)
+  }
+  n_test <- max(20L, round(holdout * length(ok)))
+  test <- ok[seq.int(length(ok) - n_test + 1L, length(ok))]
+  train <- setdiff(ok, test)
+  th_tr <- sims$theta[train, prior$names, drop = FALSE]
+  s_tr <- sims$summaries[train, , drop = FALSE]
+  if (is.null(formula)) formula <- default_ratio_formula(prior$names, colnames(s_tr), cbind(th_tr, s_tr))
+  ratio <- ratio_amortised(sim_d, summaries, prior, n = length(train), formula = formula, batch = batch,
+                           n_shuffle = n_shuffle, simulations = subset_simulations(sims, train))
+  ratio$time[["simulation"]] <- sims$time
+  ratio$call <- NULL
+  t0 <- proc.time()[["elapsed"]]
+  th_te <- sims$theta[test, prior$names, drop = FALSE]
+  s_te <- sims$summaries[test, , drop = FALSE]
+  h <- ratio_log_ratio(ratio, th_te, s_te)
+  m <- length(test)
+  perms <- vapply(seq_len(n_marginal), function(k) sample.int(m), integer(m))
+  idx <- as.vector(perms)
+  h_marg <- matrix(ratio_log_ratio(ratio, th_te[idx, , drop = FALSE], s_te[rep(seq_len(m), n_marginal), ,
+                                                                          drop = FALSE]), m, n_marginal)
+  terms <- eig_terms(h, h_marg)
+  est <- colMeans(terms)
+  cv <- stats::cov(terms) / m
+  estimates <- data.frame(estimator = c("plugin", "nwj", "jsd"), estimate = unname(est),
+                          std.error = sqrt(pmax(diag(cv), 0)), stringsAsFactors = FALSE)
+  structure(list(design = design, estimates = estimates, cov = cv, ratio = ratio, log_ratio = h,
+                 log_ratio_marginal = h_marg[, 1L], held_out = data.frame(th_te, s_te, check.names = FALSE),
+                 n = n, n_train = length(train), n_test = m, n_failed = sum(!sims$ok), n_marginal = n_marginal,
+                 time = c(simulation = sims$time, fitting = ratio$time[["fitting"]],
+                          estimation = proc.time()[["elapsed"]] - t0)),
+            class = "nce_eig")
+}
+
+# Per-pair terms of the three estimators: the joint log ratio; h + 1 - mean_k exp(h_k) (NWJ);
+# log 2 - (log(1 + e^-h) + mean_k log(1 + e^h_k)) / 2 (JSD bound). exp() is capped so that a
+# wild extrapolation of the classifier gives a large, finite, penalty.
+eig_terms <- function(h, h_marg) {
+  e_marg <- rowMeans(exp(pmin(h_marg, 700)))
+  cbind(plugin = h, nwj = h + 1 - e_marg,
+        jsd = log(2) - (log1pexp_r(-h) + rowMeans(log1pexp_r(h_marg))) / 2)
+}
+
+log1pexp_r <- function(x) ifelse(x > 35, x, log1p(exp(pmin(x, 35))))
+
+subset_simulations <- function(sims, rows) {
+  structure(list(theta = sims$theta[rows, , drop = FALSE], index = seq_along(rows),
+                 summaries = sims$summaries[rows, , drop = FALSE], ok = sims$ok[rows],
+                 failures = sims$failures[0L, , drop = FALSE], time = sims$time),
+            class = "nce_simulations")
+}
+
+#' Choose a design that maximises the expected information gain
+#'
+#' Estimates the EIG ([design_eig()]) on a coarse set of designs over the box
+#' `lower`..`upper` (1 or 2 design variables), smooths the noisy estimates with a GAM and
+#' refines: each round adds designs in a shrinking window around the smooth's maximum and
+#' refits. The chosen design is the maximiser of the final smooth; its uncertainty band comes
+#' from the smooth's posterior (draws of the GAM coefficients from their Bayesian covariance,
+#' the maximiser of each draw, and their quantiles). A last [design_eig()] run at the chosen
+#' design (`n_final` simulations) gives an independent EIG estimate there and the classifier
+#' for the posterior of an observation made at that design ([ratio_posterior()] takes the
+#' result directly).
+#'
+#' The smooth is fitted by [mgcv::gam()] (Gaussian, REML), not the package's Rust engine:
+#' the engine fits binomial and Poisson likelihoods with a known scale, and these estimates are
+#' Gaussian with an unknown scale (the Monte Carlo error plus the classifier's design-to-design
+#' bias). Estimates are weighted by their inverse Monte Carlo variances (floored at a tenth of
+#' the median so a near-deterministic design does not take all the weight).
+#'
+#' @inheritParams design_eig
+#' @param lower,upper Named numeric vectors (same names, 1 or 2 design variables): the box.
+#' @param n Simulations per evaluated design.
+#' @param n_initial Designs in the coarse set: equally spaced (1-D), or about
+#'   `n_initial` on a square grid (2-D).
+#' @param n_refine Designs added per refinement round.
+#' @param rounds Refinement rounds.
+#' @param estimator Which estimate the smooth maximises: `"plugin"`, `"nwj"` or `"jsd"`
+#'   (see [design_eig()]).
+#' @param level Level of the uncertainty band.
+#' @param n_final Simulations of the last evaluation at the chosen design (0: none; then
+#'   the result holds no classifier and gives no posterior).
+#' @return An object of class `nce_design`: `best` (the chosen design), `band` (its
+#'   uncertainty band per design variable), `eig` (the smooth's EIG at `best`, with
+#'   standard error), `evaluations` (designs, estimates, standard errors, round), `smooth`
+#'   (the `gam`), `grid` (the smooth and its pointwise band on a fine grid), `final` (the
+#'   `nce_eig` at `best`), `time`.
+#' @section What it refuses:
+#' * `lower`/`upper` not named finite vectors with the same 1 or 2 names and lower < upper;
+#'   `n_initial` not a whole number >= 4 (1-D) or >= 9 (2-D), `n_refine` not in 1..100,
+#'   `rounds` not in 0..10, `estimator` not one of the choices, `level` not strictly
+#'   between 0 and 1, `n_final` not 0 or a whole number >= 40 (`nce_error_input`); the
+#'   arguments of [design_eig()] as it refuses them.
+#' @seealso [death_model()] (an example with an exact EIG curve), [ratio_posterior()].
+#' @examples
+#' dm <- death_model()
+#' set.seed(1)
+#' opt <- design_optimise(dm$simulator, dm$summaries, dm$prior, lower = c(t = 0.01), upper = c(t = 4),
+#'                        n = 600, n_initial = 6, n_refine = 3, rounds = 1, batch = TRUE, n_final = 600)
+#' opt
+#' @export
+design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L, batch = FALSE,
+                            n_initial = NULL, n_refine = NULL, rounds = 2L,
+                            estimator = c("plugin", "nwj", "jsd"), level = 0.95, n_final = n,
+                            formula = NULL, n_shuffle = 5L, holdout = 0.5, n_marginal = 10L) {
+  call <- match.call()
+  ucall <- sys.call()
+  check_function(simulator)
+  check_function(summaries)
+  if (!inherits(prior, "nce_prior")) check_fail("an nce_prior (see prior_uniform())", prior, "prior", ucall)
+  lower <- check_design_vector(lower, "lower", ucall)
+  upper <- check_design_vector(upper, "upper", ucall)
+  if (length(lower) > 2L || !identical(sort(names(lower)), sort(names(upper))) || length(upper) != length(lower)) {
+    nce_abort("`lower` and `upper` must name the same one or two design variables.", "input", call = ucall)
+  }
+  upper <- upper[names(lower)]
+  if (any(lower >= upper)) {
+    nce_abort(sprintf("`lower` must be below `upper` for every design variable (%s).",
+                      paste(names(lower)[lower >= upper], collapse = ", ")), "input", call = ucall)
+  }
+  dim_d <- length(lower)
+  if (is.null(n_initial)) n_initial <- if (dim_d == 1L) 9L else 25L
+  if (is.null(n_refine)) n_refine <- if (dim_d == 1L) 4L else 9L
+  check_count(n_initial, min = if (dim_d == 1L) 4 else 9, max = 1000)
+  check_count(n_refine, max = 100)
+  check_count(rounds, min = 0, max = 10)
+  estimator <- sim_match_arg(estimator, c("plugin", "nwj", "jsd"), "estimator", ucall)
+  check_probability(level)
+  check_count(n_final, min = 0)
+  if (n_final > 0 && n_final < 40) check_fail("0 or a whole number >= 40", n_final, "n_final", ucall)
+  check_count(n, min = 40)
+  check_bool(batch)
+  check_count(n_shuffle, max = 100)
+  check_probability(holdout)
+  check_count(n_marginal, max = 1000)
+  if (round(holdout * n) < 20L || n - round(holdout * n) < 20L) {
+    nce_abort("`holdout` and `n` must leave at least 20 pairs to train and 20 to test.", "input", call = ucall)
+  }
+  if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
+    check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
+  }
+  n_designs <- n_initial + rounds * n_refine
+  check_size(8 * max(n, n_final) * (length(prior$names) + 22) * (1 + n_shuffle + n_marginal), "n",
+             "the simulations", call = ucall)
+  t0 <- proc.time()[["elapsed"]]
+  evaluate <- function(designs, round) {
+    rows <- lapply(seq_len(nrow(designs)), function(i) {
+      d <- stats::setNames(designs[i, ], names(lower))
+      e <- eig_at_design(simulator, summaries, prior, d, n, batch, formula, n_shuffle, holdout, n_marginal, ucall)
+      est <- e$estimates
+      data.frame(as.list(d), plugin = est$estimate[1], plugin_se = est$std.error[1], nwj = est$estimate[2],
+                 nwj_se = est$std.error[2], jsd = est$estimate[3], jsd_se = est$std.error[3],
+                 round = round, check.names = FALSE)
+    })
+    do.call(rbind, rows)
+  }
+  evals <- evaluate(initial_designs(lower, upper, n_initial), 0L)
+  sm <- fit_eig_smooth(evals, names(lower), estimator, ucall)
+  for (r in seq_len(rounds)) {
+    best <- smooth_argmax(sm, lower, upper)
+    evals <- rbind(evals, evaluate(refine_designs(best, lower, upper, n_refine, r), r))
+    sm <- fit_eig_smooth(evals, names(lower), estimator, ucall)
+  }
+  grid <- design_grid(lower, upper)
+  pr <- stats::predict(sm, newdata = grid, se.fit = TRUE)
+  z <- stats::qnorm(1 - (1 - level) / 2)
+  grid$fit <- as.double(pr$fit)
+  grid$se.fit <- as.double(pr$se.fit)
+  grid$lower <- grid$fit - z * grid$se.fit
+  grid$upper <- grid$fit + z * grid$se.fit
+  best <- unlist(grid[which.max(grid$fit), names(lower), drop = FALSE])
+  draws <- argmax_draws(sm, grid[names(lower)], 1000L)
+  a <- (1 - level) / 2
+  band <- t(vapply(names(lower), function(v) stats::quantile(draws[, v], c(a, 1 - a), names = FALSE), numeric(2)))
+  colnames(band) <- sprintf("%s %%", format(100 * c(a, 1 - a), trim = TRUE))
+  eig_best <- c(estimate = grid$fit[which.max(grid$fit)], std.error = grid$se.fit[which.max(grid$fit)])
+  final <- NULL
+  if (n_final > 0) {
+    final <- eig_at_design(simulator, summaries, prior, best, n_final, batch, formula, n_shuffle, holdout,
+                           n_marginal, ucall)
+  }
+  structure(list(call = call, best = best, band = band, eig = eig_best, level = level, estimator = estimator,
+                 evaluations = evals, smooth = sm, grid = grid, argmax_draws = draws, final = final,
+                 lower = lower, upper = upper, prior = prior, n = n, n_designs = nrow(evals),
+                 args = list(simulator = simulator, summaries = summaries, prior = prior, lower = lower,
+                             upper = upper, n = n, batch = batch, n_initial = n_initial, n_refine = n_refine,
+                             rounds = rounds, estimator = estimator, level = level, n_final = n_final,
+                             formula = formula, n_shuffle = n_shuffle, holdout = holdout,
+                             n_marginal = n_marginal),
+                 time = proc.time()[["elapsed"]] - t0),
+            class = "nce_design")
+}
+
+initial_designs <- function(lower, upper, n_initial) {
+  if (length(lower) == 1L) {
+    return(matrix(seq(lower, upper, length.out = n_initial), ncol = 1L, dimnames = list(NULL, names(lower))))
+  }
+  k <- ceiling(sqrt(n_initial))
+  pts <- lapply(seq_along(lower), function(j) seq(lower[j], upper[j], length.out = k))
+  names(pts) <- names(lower)
+  as.matrix(expand.grid(pts, KEEP.OUT.ATTRS = FALSE))
+}
+
+# New designs around the smooth's maximum: a window of a quarter of the range in round 1,
+# halved each round, moved inside the box.
+refine_designs <- function(best, lower, upper, n_refine, round) {
+  half <- (upper - lower) / 8 / 2^(round - 1)
+  lo <- pmax(lower, pmin(best - half, upper - 2 * half))
+  hi <- pmin(upper, lo + 2 * half)
+  if (length(lower) == 1L) {
+    pts <- if (n_refine == 1L) best else seq(lo, hi, length.out = n_refine)
+    return(matrix(pts, ncol = 1L, dimnames = list(NULL, names(lower))))
+  }
+  k <- max(1L, floor(sqrt(n_refine)))
+  pts <- lapply(seq_along(lower), function(j) if (k == 1L) best[j] else seq(lo[j], hi[j], length.out = k))
+  names(pts) <- names(lower)
+  g <- as.matrix(expand.grid(pts, KEEP.OUT.ATTRS = FALSE))
+  extra <- n_refine - nrow(g)
+  if (extra > 0L) {
+    g <- rbind(g, matrix(stats::runif(extra * 2L, rep(lo, each = extra), rep(hi, each = extra)), extra, 2L,
+                         dimnames = list(NULL, names(lower))))
+  }
+  g
+}
+
+design_grid <- function(lower, upper) {
+  k <- if (length(lower) == 1L) 401L else 61L
+  pts <- lapply(seq_along(lower), function(j) seq(lower[j], upper[j], length.out = k))
+  names(pts) <- names(lower)
+  expand.grid(pts, KEEP.OUT.ATTRS = FALSE)
+}
+
+fit_eig_smooth <- function(evals, vars, estimator, call) {
+  y <- evals[[estimator]]
+  se <- evals[[paste0(estimator, "_se")]]
+  ok <- is.finite(y) & is.finite(se)
+  dat <- evals[ok, , drop = FALSE]
+  dat$.y <- y[ok]
+  v <- pmax(se[ok]^2, stats::median(se[ok]^2) / 10, 1e-12)
+  dat$.w <- (1 / v) / mean(1 / v)
+  n_unique <- nrow(unique(dat[vars]))
+  if (n_unique < 4L) {
+    nce_abort(sprintf("only %d designs gave finite EIG estimates: at least 4 are needed for the smooth.", n_unique),
+              "simulation", call = call)
+  }
+  f <- if (length(vars) == 1L) {
+    sprintf(".y ~ s(%s, k = %d)", vars, min(10L, n_unique - 1L))
+  } else {
+    sprintf(".y ~ s(%s, %s, k = %d)", vars[1], vars[2], min(30L, n_unique - 1L))
+  }
+  mgcv::gam(stats::as.formula(f), data = dat, weights = dat$.w, method = "REML")
+}
+
+smooth_argmax <- function(sm, lower, upper) {
+  grid <- design_grid(lower, upper)
+  f <- stats::predict(sm, newdata = grid)
+  unlist(grid[which.max(f), , drop = FALSE])
+}
+
+# Maximisers of draws from the smooth's Bayesian posterior (coefficients ~ N(beta, Vp)).
+argmax_draws <- function(sm, grid, n_draws) {
+  x <- stats::predict(sm, newdata = grid, type = "lpmatrix")
+  b <- mgcv::rmvn(n_draws, stats::coef(sm), sm$Vp)
+  f <- x %*% t(b)
+  i <- apply(f, 2L, which.max)
+  as.matrix(grid[i, , drop = FALSE])
+}
+
+#' The death model of Kleinegesse and Gutmann (2019), with its exact EIG
+#'
+#' `death_model()` returns the simulator, summaries and prior of the death model: `N`
+#' individuals, each dead by time t with probability 1 - exp(-b t), so the number dead is
+#' \eqn{y \sim \mathrm{Binomial}(N, 1 - e^{-b t})}{y ~ Binomial(N, 1 - exp(-b t))}, with the
+#' prior b ~ N(mean, sd) truncated to b > 0 and the design t (the measurement time; the
+#' papers take t in \[0.01, 4\]). With `groups = 2`, two independent groups of `N` are
+#' measured, at t1 and t2 (a two-dimensional design).
+#'
+#' `death_model_eig()` computes the exact expected information gain (the mutual information
+#' between b and y at t) by quadrature: composite Simpson over b on \[0, mean + 12 sd\] with
+#' `nodes` points, and exact summation over y. `death_model_jsd()` does the same for the
+#' Jensen-Shannon divergence between p(b, y | t) and p(b) p(y | t), which the `jsd` bound of
+#' [design_eig()] estimates from below. Values are in nats.
+#'
+#' @param n_individuals N, the group size.
+#' @param prior_mean,prior_sd The prior's normal mean and sd before truncation to b > 0.
+#' @param groups 1 (design `t`) or 2 (designs `t1`, `t2`).
+#' @param t Measurement times: a vector (one group), or a two-column matrix (two groups).
+#' @param nodes Quadrature points over b (odd).
+#' @return `death_model()`: a list with `simulator` (batch form, `function(theta, n, design)`),
+#'   `summaries` (the count `dead`, or `dead1`, `dead2`), `prior` (an `nce_prior` on `b`),
+#'   `lower`, `upper` (the design box), `eig` (the exact EIG as a function of the design).
+#'   `death_model_eig()`, `death_model_jsd()`: one value per time (or row of `t`).
+#' @section What it refuses:
+#' * `n_individuals` not a whole number in 1..10000, `prior_mean` not finite, `prior_sd` not
+#'   above 0, `groups` not 1 or 2, `nodes` not an odd whole number in 101..100001 (`nce_error_input`);
+#' * `t` not finite and > 0, or a matrix without two columns (`nce_error_input`).
+#' @references Kleinegesse, S. and Gutmann, M. U. (2019). Efficient Bayesian experimental
+#'   design for implicit models. AISTATS.
+#' @examples
+#' death_model_eig(c(0.5, 1, 1.5, 3))
+#' dm <- death_model()
+#' dm$simulator(cbind(b = c(0.5, 2)), 2, c(t = 1))
+#' @export
+death_model <- function(n_individuals = 50L, prior_mean = 1, prior_sd = 1, groups = 1L) {
+  check_count(n_individuals, max = 1e4)
+  check_number(prior_mean)
+  check_number(prior_sd, min = 0, exclusive_min = TRUE)
+  check_count(groups, max = 2)
+  n_ind <- as.integer(n_individuals)
+  p0 <- stats::pnorm(0, prior_mean, prior_sd)
+  prior <- prior_custom(
+    sample = function(n) {
+      u <- stats::runif(n, p0, 1)
+      cbind(b = pmax(stats::qnorm(u, prior_mean, prior_sd), .Machine$double.xmin))
+    },
+    log_density = function(theta) {
+      b <- theta[, "b"]
+      ifelse(b > 0, stats::dnorm(b, prior_mean, prior_sd, log = TRUE) - stats::pnorm(0, prior_mean, prior_sd,
+                                                                                      lower.tail = FALSE, log.p = TRUE),
+             -Inf)
+    },
+    names = "b", lower = 0, upper = Inf
+  )
+  if (groups == 1L) {
+    simulator <- function(theta, n, design) {
+      cbind(dead = stats::rbinom(n, n_ind, 1 - exp(-theta[, "b"] * design[["t"]])))
+    }
+    lower <- c(t = 0.01)
+    upper <- c(t = 4)
+    eig <- function(design) death_model_eig(design, n_ind, prior_mean, prior_sd)
+  } else {
+    simulator <- function(theta, n, design) {
+      cbind(dead1 = stats::rbinom(n, n_ind, 1 - exp(-theta[, "b"] * design[["t1"]])),
+            dead2 = stats::rbinom(n, n_ind, 1 - exp(-theta[, "b"] * design[["t2"]])))
+    }
+    lower <- c(t1 = 0.01, t2 = 0.01)
+    upper <- c(t1 = 4, t2 = 4)
+    eig <- function(design) death_model_eig(matrix(design, ncol = 2L), n_ind, prior_mean, prior_sd)
+  }
+  list(simulator = simulator, summaries = function(x) x, prior = prior, lower = lower, upper = upper, eig = eig,
+       n_individuals = n_ind, prior_mean = prior_mean, prior_sd = prior_sd, groups = groups)
+}
+
+#' @rdname death_model
+#' @export
+death_model_eig <- function(t, n_individuals = 50L, prior_mean = 1, prior_sd = 1, nodes = 2001L) {
+  death_quadrature(t, n_individuals, prior_mean, prior_sd, nodes, "eig", sys.call())
+}
+
+#' @rdname death_model
+#' @export
+death_model_jsd <- function(t, n_individuals = 50L, prior_mean = 1, prior_sd = 1, nodes = 2001L) {
+  death_quadrature(t, n_individuals, prior_mean, prior_sd, nodes, "jsd", sys.call())
+}
+
+death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what, call) {
+  check_count(n_individuals, max = 1e4, call = call)
+  check_number(prior_mean, call = call)
+  check_number(prior_sd, min = 0, exclusive_min = TRUE, call = call)
+  check_count(nodes, min = 101, max = 100001, call = call)
+  if (nodes %% 2 == 0) check_fail("an odd whole number (Simpson's rule)", nodes, "nodes", call)
+  if (is.data.frame(t)) t <- as.matrix(t)
+  if (!is.numeric(t) || length(t) < 1L || any(!is.finite(t)) || any(t <= 0)) {
+    check_fail("finite measurement times > 0", t, "t", call)
+  }
+  if (is.matrix(t) && ncol(t) > 2L) check_fail("a vector or a matrix of two columns", t, "t", call)
+  t <- if (is.matrix(t)) t else matrix(t, ncol = 1L)
+  nb <- as.integer(nodes)
+  b <- seq(0, max(prior_mean, 0) + 12 * prior_sd, length.out = nb)
+  w <- rep(c(2, 4), length.out = nb)
+  w[c(1L, nb)] <- 1
+  w <- w * (b[2L] - b[1L]) / 3
+  pw <- w * stats::dnorm(b, prior_mean, prior_sd) / stats::pnorm(0, prior_mean, prior_sd, lower.tail = FALSE)
+  pw <- pw / sum(pw)
+  y <- 0:n_individuals
+  apply(t, 1L, function(tt) {
+    # p(y | b) over (y, b); with two groups, the product over the pairs (y1, y2).
+    lik <- function(ti) {
+      p <- 1 - exp(-b * ti)
+      outer(y, p, function(yy, pp) stats::dbinom(yy, n_individuals, pp))
+    }
+    py_b <- lik(tt[1L])
+    if (length(tt) == 2L) {
+      l2 <- lik(tt[2L])
+      py_b <- do.call(rbind, lapply(y + 1L, function(i) sweep(l2, 2L, py_b[i, ], "*")))
+    }
+    py <- as.vector(py_b %*% pw)
+    if (what == "eig") {
+      r <- py_b * (log(py_b) - log(py))
+      r[py_b == 0] <- 0
+    } else {
+      m <- (py_b + py) / 2
+      a <- py_b * (log(py_b) - log(m))
+      a[py_b == 0] <- 0
+      r <- (a + py * (log(py) - log(m))) / 2
+    }
+    sum(colSums(r) * pw)
+  })
+}
