@@ -251,15 +251,16 @@ summary.nce_design <- function(object, ...) {
   keep <- c(vars, object$estimator, paste0(object$estimator, "_se"), "round")
   structure(list(print = utils::capture.output(print(object)), evaluations = ev[keep],
                  smooth_edf = sum(sm$edf) - 1, deviance_explained = summary(sm)$dev.expl,
-                 scale = sm$sig2), class = "summary.nce_design")
+                 inflation = sm$sig2 * object$smooth_weight_scale), class = "summary.nce_design")
 }
 
 #' @rdname nce_design-methods
 #' @export
 print.summary.nce_design <- function(x, digits = 3L, ...) {
   writeLines(x$print)
-  cat(sprintf("Smooth of the estimates: edf %.2f, deviance explained %.3f, scale %.3g (1 = Monte Carlo error only)\n",
-              x$smooth_edf, x$deviance_explained, x$scale))
+  cat(sprintf("Smooth of the estimates: edf %.2f, deviance explained %.3f\n", x$smooth_edf, x$deviance_explained))
+  cat(sprintf("Residual variance / Monte Carlo variance: %.3g (above 1: the classifier's bias varies by design)\n",
+              x$inflation))
   cat("Evaluated designs:\n")
   print(format(x$evaluations, digits = digits), row.names = FALSE)
   invisible(x)
@@ -383,8 +384,11 @@ plot.nce_design <- function(x, truth = NULL, ...) {
                     ylab = vars[2], main = sprintf("Expected information gain (%s)", x$estimator), ...)
     graphics::contour(u1, u2, z, add = TRUE)
     if (!is.null(truth)) {
-      zt <- matrix(truth(as.matrix(g[vars])), length(u1), length(u2))
-      graphics::contour(u1, u2, zt, add = TRUE, col = "blue", lty = 2)
+      # A coarser grid for the reference: exact surfaces are often slow to compute.
+      v1 <- seq(min(u1), max(u1), length.out = 21L)
+      v2 <- seq(min(u2), max(u2), length.out = 21L)
+      zt <- matrix(truth(as.matrix(expand.grid(stats::setNames(list(v1, v2), vars)))), 21L, 21L)
+      graphics::contour(v1, v2, zt, add = TRUE, col = "blue", lty = 2)
     }
     graphics::points(ev[[vars[1]]], ev[[vars[2]]], pch = 3, cex = 0.6)
     graphics::rect(x$band[1, 1], x$band[2, 1], x$band[1, 2], x$band[2, 2], lty = 2)

@@ -318,6 +318,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   structure(list(call = call, best = best, band = band, eig = eig_best, level = level, estimator = estimator,
                  evaluations = evals, smooth = sm, grid = grid, argmax_draws = draws, final = final,
                  lower = lower, upper = upper, prior = prior, n = n, n_designs = nrow(evals),
+                 smooth_weight_scale = sm$nce_weight_scale,
                  args = list(simulator = simulator, summaries = summaries, prior = prior, lower = lower,
                              upper = upper, n = n, batch = batch, n_initial = n_initial, n_refine = n_refine,
                              rounds = rounds, estimator = estimator, level = level, n_final = n_final,
@@ -374,6 +375,8 @@ fit_eig_smooth <- function(evals, vars, estimator, call) {
   dat$.y <- y[ok]
   v <- pmax(se[ok]^2, stats::median(se[ok]^2) / 10, 1e-12)
   dat$.w <- (1 / v) / mean(1 / v)
+  # The smooth's residual variance at a design is sig2 / w = sig2 mean(1 / v) v: sig2 mean(1 / v)
+  # is the ratio of residual to Monte Carlo variance.
   n_unique <- nrow(unique(dat[vars]))
   if (n_unique < 4L) {
     nce_abort(sprintf("only %d designs gave finite EIG estimates: at least 4 are needed for the smooth.", n_unique),
@@ -384,7 +387,9 @@ fit_eig_smooth <- function(evals, vars, estimator, call) {
   } else {
     sprintf(".y ~ s(%s, %s, k = %d)", vars[1], vars[2], min(30L, n_unique - 1L))
   }
-  mgcv::gam(stats::as.formula(f), data = dat, weights = dat$.w, method = "REML")
+  sm <- mgcv::gam(stats::as.formula(f), data = dat, weights = dat$.w, method = "REML")
+  sm$nce_weight_scale <- mean(1 / v)
+  sm
 }
 
 smooth_argmax <- function(sm, lower, upper) {
@@ -412,8 +417,9 @@ argmax_draws <- function(sm, grid, n_draws) {
 #' measured, at t1 and t2 (a two-dimensional design).
 #'
 #' `death_model_eig()` computes the exact expected information gain (the mutual information
-#' between b and y at t) by quadrature: composite Simpson over b on \[0, mean + 12 sd\] with
-#' `nodes` points, and exact summation over y. `death_model_jsd()` does the same for the
+#' between b and y at t) by quadrature: composite Simpson in \eqn{u = \sqrt b}{u = sqrt(b)} over
+#' b in \[0, mean + 12 sd\] with `nodes` points (agreeing with adaptive quadrature to about
+#' 1e-8), and exact summation over y. `death_model_jsd()` does the same for the
 #' Jensen-Shannon divergence between p(b, y | t) and p(b) p(y | t), which the `jsd` bound of
 #' [design_eig()] estimates from below. Values are in nats.
 #'
@@ -502,34 +508,43 @@ death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what
   if (is.matrix(t) && ncol(t) > 2L) check_fail("a vector or a matrix of two columns", t, "t", call)
   t <- if (is.matrix(t)) t else matrix(t, ncol = 1L)
   nb <- as.integer(nodes)
-  b <- seq(0, max(prior_mean, 0) + 12 * prior_sd, length.out = nb)
+  # Simpson's rule in u = sqrt(b): p log p behaves like b log b near b = 0, which is not smooth
+  # in b (Simpson in b converges slowly, about 4e-5 off at 2001 points) but is in u.
+  u <- seq(0, sqrt(max(prior_mean, 0) + 12 * prior_sd), length.out = nb)
+  b <- u^2
   w <- rep(c(2, 4), length.out = nb)
   w[c(1L, nb)] <- 1
-  w <- w * (b[2L] - b[1L]) / 3
+  w <- w * (u[2L] - u[1L]) / 3 * 2 * u
   pw <- w * stats::dnorm(b, prior_mean, prior_sd) / stats::pnorm(0, prior_mean, prior_sd, lower.tail = FALSE)
   pw <- pw / sum(pw)
   y <- 0:n_individuals
+  lik <- function(ti) outer(y, 1 - exp(-b * ti), function(yy, pp) stats::dbinom(yy, n_individuals, pp))
+  plogp <- function(p) ifelse(p > 0, p * log(p), 0)
   apply(t, 1L, function(tt) {
-    # p(y | b) over (y, b); with two groups, the product over the pairs (y1, y2).
-    lik <- function(ti) {
-      p <- 1 - exp(-b * ti)
-      outer(y, p, function(yy, pp) stats::dbinom(yy, n_individuals, pp))
+    l1 <- lik(tt[1L])
+    if (what == "eig") {
+      # EIG = H(y) - E_b H(y | b); with two groups, y = (y1, y2) independent given b, so
+      # p(y1, y2) = L1 diag(w) L2' and H(y | b) = H(y1 | b) + H(y2 | b).
+      h_cond <- -colSums(plogp(l1))
+      if (length(tt) == 1L) {
+        py <- as.vector(l1 %*% pw)
+      } else {
+        l2 <- lik(tt[2L])
+        h_cond <- h_cond - colSums(plogp(l2))
+        py <- l1 %*% (pw * t(l2))
+      }
+      return(-sum(plogp(py)) - sum(pw * h_cond))
     }
-    py_b <- lik(tt[1L])
+    py_b <- l1
     if (length(tt) == 2L) {
       l2 <- lik(tt[2L])
-      py_b <- do.call(rbind, lapply(y + 1L, function(i) sweep(l2, 2L, py_b[i, ], "*")))
+      py_b <- do.call(rbind, lapply(y + 1L, function(i) sweep(l2, 2L, l1[i, ], "*")))
     }
     py <- as.vector(py_b %*% pw)
-    if (what == "eig") {
-      r <- py_b * (log(py_b) - log(py))
-      r[py_b == 0] <- 0
-    } else {
-      m <- (py_b + py) / 2
-      a <- py_b * (log(py_b) - log(m))
-      a[py_b == 0] <- 0
-      r <- (a + py * (log(py) - log(m))) / 2
-    }
+    m <- (py_b + py) / 2
+    a <- py_b * (log(py_b) - log(m))
+    a[py_b == 0] <- 0
+    r <- (a + py * (log(py) - log(m))) / 2
     sum(colSums(r) * pw)
   })
 }

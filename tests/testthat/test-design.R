@@ -1,0 +1,150 @@
+# Experimental design by ratio estimation, against the exact EIG of the death model
+# (Kleinegesse and Gutmann 2019): y ~ Binomial(50, 1 - exp(-b t)), b ~ N(1, 1) truncated to b > 0.
+
+# Independent check of the quadrature: stats::integrate over b of the sum over y.
+eig_by_integrate <- function(t, n = 50) {
+  z <- pnorm(1)
+  py <- vapply(0:n, function(y) {
+    integrate(function(b) dnorm(b, 1, 1) / z * dbinom(y, n, 1 - exp(-b * t)), 0, Inf, rel.tol = 1e-10)$value
+  }, 1)
+  integrate(function(b) vapply(b, function(bb) {
+    p <- dbinom(0:n, n, 1 - exp(-bb * t))
+    dnorm(bb, 1, 1) / z * sum(ifelse(p > 0, p * (log(p) - log(py)), 0))
+  }, 1), 0, Inf, rel.tol = 1e-10)$value
+}
+
+test_that("the exact EIG of the death model agrees with adaptive quadrature", {
+  for (t in c(0.05, 1, 3)) {
+    expect_equal(death_model_eig(t), eig_by_integrate(t), tolerance = 1e-6)
+  }
+  # The curve: EIG > 0, maximal near t = 1.28 (grid step 0.01), JSD below log 2.
+  tt <- seq(0.01, 4, by = 0.01)
+  e <- death_model_eig(tt)
+  expect_true(all(e > 0))
+  expect_equal(tt[which.max(e)], 1.28)
+  expect_true(all(death_model_jsd(c(0.1, 1, 4)) < log(2)))
+  # Two groups measured at the same time carry more information than one, less than twice.
+  e2 <- death_model_eig(cbind(1, 1))
+  expect_gt(e2, death_model_eig(1))
+  expect_lt(e2, 2 * death_model_eig(1))
+  # Two groups at t1 = t2 = t are one group of 100 at t.
+  expect_equal(e2, death_model_eig(1, n_individuals = 100), tolerance = 1e-8)
+})
+
+test_that("design_eig estimates the exact EIG at a few designs", {
+  dm <- death_model()
+  for (t in c(0.5, 1.3)) {
+    set.seed(11)
+    e <- design_eig(dm$simulator, dm$summaries, dm$prior, design = c(t = t), n = 1000, batch = TRUE)
+    expect_s3_class(e, "nce_eig")
+    truth <- death_model_eig(t)
+    se <- e$estimates$std.error
+    # Plug-in: within 0.15 nats (about 3 Monte Carlo SEs plus the classifier's bias).
+    expect_lt(abs(coef(e)[["plugin"]] - truth), 0.15)
+    expect_lt(se[1], 0.08)
+    # NWJ is a lower bound: not above the truth by more than 3 SEs.
+    expect_lt(coef(e)[["nwj"]], truth + 3 * se[2])
+    # The JSD bound: below the exact JSD (3 SEs) and within 0.05 of it.
+    jsd <- death_model_jsd(t)
+    expect_lt(coef(e)[["jsd"]], jsd + 3 * se[3])
+    expect_lt(abs(coef(e)[["jsd"]] - jsd), 0.05)
+  }
+})
+
+test_that("the same seed gives the same estimate under a multisession plan", {
+  skip_if_not_installed("future.apply")
+  dm <- death_model()
+  run <- function() {
+    set.seed(3)
+    coef(design_eig(dm$simulator, dm$summaries, dm$prior, design = c(t = 1), n = 300, batch = TRUE))
+  }
+  a <- run()
+  old <- future::plan(future::multisession, workers = 2)
+  on.exit(future::plan(old), add = TRUE)
+  expect_equal(run(), a, tolerance = 1e-10)
+})
+
+# One optimisation shared by the tests below (made on first use).
+fit_death_design <- local({
+  fit <- NULL
+  function() {
+    if (is.null(fit)) {
+      dm <- death_model()
+      set.seed(7)
+      fit <<- design_optimise(dm$simulator, dm$summaries, dm$prior, lower = dm$lower, upper = dm$upper, n = 1000,
+                              batch = TRUE, n_initial = 8, n_refine = 4, rounds = 1)
+    }
+    fit
+  }
+})
+
+test_that("design_optimise chooses a time near the exact argmax of the death model", {
+  o <- fit_death_design()
+  expect_s3_class(o, "nce_design")
+  t_hat <- coef(o)[["t"]]
+  exact <- death_model_eig(seq(0.01, 4, by = 0.01))
+  # The exact curve is flat near its maximum (t = 1.28): within 0.06 nats of it on [0.75, 2.05].
+  # Stated tolerance: the exact EIG at the chosen t within 0.06 of the maximum (so t in that set).
+  expect_gt(death_model_eig(t_hat), max(exact) - 0.06)
+  expect_lt(abs(t_hat - 1.28), 0.8)
+  expect_true(o$band[1, 1] <= t_hat && t_hat <= o$band[1, 2])
+  # The smooth's EIG at the chosen design and the new evaluation there: within 0.15 of the truth.
+  expect_lt(abs(o$eig[["estimate"]] - death_model_eig(t_hat)), 0.15)
+  expect_lt(abs(coef(o$final)[["plugin"]] - death_model_eig(t_hat)), 0.15)
+  # Methods.
+  expect_equal(nobs(o), nrow(o$evaluations))
+  expect_equal(fitted(o) + residuals(o), o$evaluations$plugin)
+  p <- predict(o, data.frame(t = c(0.5, 1.3)), se.fit = TRUE)
+  expect_equal(length(p$se.fit), 2L)
+  expect_lt(max(abs(p$fit - death_model_eig(c(0.5, 1.3)))), 0.15)
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(o, truth = function(d) death_model_eig(d[, "t"])))
+
+  # The posterior at the chosen design for an observation, against the exact posterior.
+  set.seed(8)
+  y_obs <- matrix(c(dead = 25), 1, dimnames = list(NULL, "dead"))
+  post <- ratio_posterior(o, y_obs, n_draws = 20000)
+  b <- seq(1e-4, 8, length.out = 8001)
+  w <- dnorm(b, 1, 1) * dbinom(25, 50, 1 - exp(-b * t_hat))
+  w <- w / sum(w)
+  m <- sum(w * b)
+  s <- sqrt(sum(w * (b - m)^2))
+  # Stated tolerances: mean within a third of the posterior sd, sd within 30 %.
+  expect_lt(abs(coef(post)[["b"]] - m), s / 3)
+  expect_equal(sqrt(vcov(post)[1, 1]), s, tolerance = 0.3)
+})
+
+test_that("print and summary of design results", {
+  dm <- death_model()
+  set.seed(4)
+  e <- design_eig(dm$simulator, dm$summaries, dm$prior, design = c(t = 1), n = 200, batch = TRUE)
+  o <- fit_death_design()
+  no_time <- function(x) gsub("[0-9.]+ s$", "<time> s", x)
+  local_reproducible_output(width = 100)
+  expect_snapshot({
+    print(e, digits = 2)
+    print(summary(e))
+    print(o, digits = 2)
+    print(summary(o), digits = 2)
+  }, transform = no_time)
+  o$final <- NULL
+  expect_error(ratio_posterior(o, matrix(c(dead = 3), 1, dimnames = list(NULL, "dead"))), class = "nce_error_input")
+})
+
+test_that("a two-dimensional design: two groups measured at t1 and t2", {
+  dm <- death_model(groups = 2)
+  set.seed(9)
+  o <- design_optimise(dm$simulator, dm$summaries, dm$prior, lower = dm$lower, upper = dm$upper, n = 300,
+                       batch = TRUE, n_initial = 9, n_refine = 4, rounds = 1, n_final = 0)
+  expect_equal(names(coef(o)), c("t1", "t2"))
+  expect_equal(dim(confint(o)), c(2L, 2L))
+  # The exact maximum lies on the diagonal t1 = t2 (checked on a 0.25-spaced grid of (t1, t2):
+  # maximum 1.6765 at (1.25, 1.25)), where two groups are one group of 100. Stated tolerance: the
+  # chosen pair's exact EIG within 0.1 nats of that maximum.
+  best_exact <- max(death_model_eig(seq(0.5, 2.5, by = 0.01), n_individuals = 100))
+  expect_gt(death_model_eig(matrix(coef(o), 1)), best_exact - 0.1)
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(o))
+})
