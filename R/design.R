@@ -141,6 +141,7 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
   train <- setdiff(ok, test)
   th_tr <- sims$theta[train, prior$names, drop = FALSE]
   s_tr <- sims$summaries[train, , drop = FALSE]
+  check_ratio_names(prior$names, colnames(s_tr), call)
   if (is.null(formula)) formula <- default_ratio_formula(prior$names, colnames(s_tr), cbind(th_tr, s_tr))
   ratio <- ratio_amortised(sim_d, summaries, prior, n = length(train), formula = formula, batch = batch,
                            n_shuffle = n_shuffle, simulations = subset_simulations(sims, train))

@@ -69,16 +69,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   th <- simulations$theta[simulations$ok, prior$names, drop = FALSE]
   s <- simulations$summaries[simulations$ok, , drop = FALSE]
   snames <- colnames(s)
-  clash <- intersect(snames, c(prior$names, "y"))
-  if (length(clash)) {
-    nce_abort(sprintf("summary names %s clash with parameter names or `y`: rename them.",
-                      paste(clash, collapse = ", ")), "input", call = ucall)
-  }
-  bad <- !grepl("^[A-Za-z.][A-Za-z0-9._]*$", c(prior$names, snames))
-  if (any(bad)) {
-    nce_abort(sprintf("names %s are not syntactic: rename parameters and summaries (letters, digits, . and _).",
-                      paste(c(prior$names, snames)[bad], collapse = ", ")), "input", call = ucall)
-  }
+  check_ratio_names(prior$names, snames, ucall)
   m <- nrow(th)
   if (m < 10L) nce_abort("fewer than 10 simulations succeeded.", "simulation", call = ucall)
   if (is.null(formula)) formula <- default_ratio_formula(prior$names, snames, cbind(th, s))
@@ -104,6 +95,21 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
                  simulator = simulator, summaries = summaries, batch = batch,
                  time = c(simulation = t_sim, fitting = t_fit)),
             class = "nce_ratio")
+}
+
+# Parameter and summary names become formula terms: no clash with each other or the response
+# `y`, and syntactic.
+check_ratio_names <- function(pars, snames, call) {
+  clash <- intersect(snames, c(pars, "y"))
+  if (length(clash)) {
+    nce_abort(sprintf("summary names %s clash with parameter names or `y`: rename them.",
+                      paste(clash, collapse = ", ")), "input", call = call)
+  }
+  bad <- !grepl("^[A-Za-z.][A-Za-z0-9._]*$", c(pars, snames))
+  if (any(bad)) {
+    nce_abort(sprintf("names %s are not syntactic: rename parameters and summaries (letters, digits, . and _).",
+                      paste(c(pars, snames)[bad], collapse = ", ")), "input", call = call)
+  }
 }
 
 # A smooth of each parameter and summary (k = 5) and a ti() interaction (k = 4) of each
