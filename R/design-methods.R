@@ -91,7 +91,8 @@ confint.nce_eig <- function(object, parm, level = 0.95, ...) {
 
 #' @rdname nce_eig-methods
 #' @export
-predict.nce_eig <- function(object, newdata, type = c("link", "response", "lpmatrix"), se.fit = FALSE, ...) {
+predict.nce_eig <- function(object, newdata, type = c("link", "response", "lpmatrix"),
+                            se.fit = FALSE, ...) {  # nolint: object_name_linter. se.fit is predict()'s argument.
   type <- sim_match_arg(type, c("link", "response", "lpmatrix"), "type", sys.call())
   if (type == "lpmatrix") {
     nce_unsupported("predict", object, paste("type = \"lpmatrix\": coef() holds EIG estimates, not the",
@@ -296,7 +297,9 @@ confint.nce_design <- function(object, parm, level = object$level, ...) {
 
 #' @rdname nce_design-methods
 #' @export
-predict.nce_design <- function(object, newdata, se.fit = FALSE, type = c("link", "response", "lpmatrix"), ...) {
+predict.nce_design <- function(object, newdata,
+                               se.fit = FALSE,  # nolint: object_name_linter. se.fit is predict()'s argument.
+                               type = c("link", "response", "lpmatrix"), ...) {
   type <- sim_match_arg(type, c("link", "response", "lpmatrix"), "type", sys.call())
   if (type == "lpmatrix") {
     nce_unsupported("predict", object, paste("type = \"lpmatrix\": coef() holds the chosen design",

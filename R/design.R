@@ -429,6 +429,9 @@ argmax_draws <- function(sm, grid, n_draws) {
 #' @param groups 1 (design `t`) or 2 (designs `t1`, `t2`).
 #' @param t Measurement times: a vector (one group), or a two-column matrix (two groups).
 #' @param nodes Quadrature points over b (odd).
+#' @param observed Optional earlier counts of other groups (a data frame with columns `t` and
+#'   `dead`): the EIG is then that of a new group under the posterior given them (the second
+#'   step of a sequential design).
 #' @return `death_model()`: a list with `simulator` (batch form, `function(theta, n, design)`),
 #'   `summaries` (the count `dead`, or `dead1`, `dead2`), `prior` (an `nce_prior` on `b`),
 #'   `lower`, `upper` (the design box), `eig` (the exact EIG as a function of the design).
@@ -436,7 +439,8 @@ argmax_draws <- function(sm, grid, n_draws) {
 #' @section What it refuses:
 #' * `n_individuals` not a whole number in 1..10000, `prior_mean` not finite, `prior_sd` not
 #'   above 0, `groups` not 1 or 2, `nodes` not an odd whole number in 101..100001 (`nce_error_input`);
-#' * `t` not finite and > 0, or a matrix without two columns (`nce_error_input`).
+#' * `t` not finite and > 0, or a matrix without two columns; `observed` not a data frame of
+#'   times > 0 and counts in 0..N (`nce_error_input`).
 #' @references Kleinegesse, S. and Gutmann, M. U. (2019). Efficient Bayesian experimental
 #'   design for implicit models. AISTATS.
 #' @examples
@@ -486,17 +490,17 @@ death_model <- function(n_individuals = 50L, prior_mean = 1, prior_sd = 1, group
 
 #' @rdname death_model
 #' @export
-death_model_eig <- function(t, n_individuals = 50L, prior_mean = 1, prior_sd = 1, nodes = 2001L) {
-  death_quadrature(t, n_individuals, prior_mean, prior_sd, nodes, "eig", sys.call())
+death_model_eig <- function(t, n_individuals = 50L, prior_mean = 1, prior_sd = 1, nodes = 2001L, observed = NULL) {
+  death_quadrature(t, n_individuals, prior_mean, prior_sd, nodes, "eig", sys.call(), observed)
 }
 
 #' @rdname death_model
 #' @export
-death_model_jsd <- function(t, n_individuals = 50L, prior_mean = 1, prior_sd = 1, nodes = 2001L) {
-  death_quadrature(t, n_individuals, prior_mean, prior_sd, nodes, "jsd", sys.call())
+death_model_jsd <- function(t, n_individuals = 50L, prior_mean = 1, prior_sd = 1, nodes = 2001L, observed = NULL) {
+  death_quadrature(t, n_individuals, prior_mean, prior_sd, nodes, "jsd", sys.call(), observed)
 }
 
-death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what, call) {
+death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what, call, observed = NULL) {
   check_count(n_individuals, max = 1e4, call = call)
   check_number(prior_mean, call = call)
   check_number(prior_sd, min = 0, exclusive_min = TRUE, call = call)
@@ -517,6 +521,17 @@ death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what
   w[c(1L, nb)] <- 1
   w <- w * (u[2L] - u[1L]) / 3 * 2 * u
   pw <- w * stats::dnorm(b, prior_mean, prior_sd) / stats::pnorm(0, prior_mean, prior_sd, lower.tail = FALSE)
+  if (!is.null(observed)) {
+    # Earlier counts of other groups: the prior becomes the posterior given them.
+    if (!is.data.frame(observed) || !all(c("t", "dead") %in% names(observed)) || nrow(observed) < 1L ||
+        any(!is.finite(observed$t)) || any(observed$t <= 0) || any(!is.finite(observed$dead)) ||
+        any(observed$dead < 0) || any(observed$dead > n_individuals) || any(observed$dead != round(observed$dead))) {
+      check_fail("a data frame of earlier counts with columns t (> 0) and dead (0..N)", observed, "observed", call)
+    }
+    for (i in seq_len(nrow(observed))) {
+      pw <- pw * stats::dbinom(observed$dead[i], n_individuals, 1 - exp(-b * observed$t[i]))
+    }
+  }
   pw <- pw / sum(pw)
   y <- 0:n_individuals
   lik <- function(ti) outer(y, 1 - exp(-b * ti), function(yy, pp) stats::dbinom(yy, n_individuals, pp))
@@ -548,4 +563,78 @@ death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what
     r <- (a + py * (log(py) - log(m))) / 2
     sum(colSums(r) * pw)
   })
+}
+
+#' A prior from a posterior, for sequential design
+#'
+#' Turns weighted posterior draws ([ratio_posterior()] output) into an `nce_prior`: a Gaussian
+#' kernel density estimate over (a weighted resample of) the draws, restricted to the support of
+#' the prior the posterior came from. After observing data at a first design, this prior serves
+#' [design_optimise()] to choose the next design, as in sequential design by ratio estimation
+#' (Kleinegesse, Drovandi and Gutmann 2020). It assumes the next experiment's data are
+#' independent of the earlier data given the parameters (a new group, a new subject).
+#'
+#' @param posterior An `nce_ratio_posterior` from [ratio_posterior()].
+#' @param n_points Draws kept (a weighted resample) as kernel centres.
+#' @param bandwidth Kernel sd per parameter; by default Silverman's rule on the kept draws.
+#' @return An `nce_prior` (kind `"posterior"`).
+#' @section What it refuses:
+#' * `posterior` not an `nce_ratio_posterior` (or one without its prior), `n_points` not a
+#'   whole number in 10..100000, `bandwidth` not one positive number per parameter
+#'   (`nce_error_input`).
+#' @references Kleinegesse, S., Drovandi, C. and Gutmann, M. U. (2020). Sequential Bayesian
+#'   experimental design for implicit models via mutual information. Bayesian Analysis.
+#' @examples
+#' dm <- death_model()
+#' set.seed(1)
+#' e <- design_eig(dm$simulator, dm$summaries, dm$prior, design = c(t = 1), n = 600, batch = TRUE)
+#' post <- ratio_posterior(e, matrix(20, 1, dimnames = list(NULL, "dead")), n_draws = 4000)
+#' pr2 <- prior_from_posterior(post)
+#' colMeans(pr2$sample(2000))
+#' @export
+prior_from_posterior <- function(posterior, n_points = 1000L, bandwidth = NULL) {
+  if (!inherits(posterior, "nce_ratio_posterior") || is.null(posterior$prior)) {
+    check_fail("an nce_ratio_posterior from ratio_posterior()", posterior, "posterior", sys.call())
+  }
+  check_count(n_points, min = 10, max = 1e5)
+  base <- posterior$prior
+  nms <- base$names
+  d <- length(nms)
+  keep <- sample.int(nrow(posterior$draws), n_points, replace = TRUE, prob = posterior$weights)
+  centres <- posterior$draws[keep, nms, drop = FALSE]
+  if (is.null(bandwidth)) {
+    sds <- apply(centres, 2L, stats::sd)
+    sds[!(sds > 0)] <- 1e-6 * pmax(1, abs(colMeans(centres)))[!(sds > 0)]
+    bandwidth <- sds * (4 / ((d + 2) * n_points))^(1 / (d + 4))
+  }
+  if (!is.numeric(bandwidth) || length(bandwidth) != d || any(!is.finite(bandwidth)) || any(bandwidth <= 0)) {
+    check_fail(sprintf("%d positive numbers, one per parameter", d), bandwidth, "bandwidth", sys.call())
+  }
+  bandwidth <- stats::setNames(as.double(bandwidth), nms)
+  inside <- function(th) is.finite(base$log_density(th))
+  new_prior(
+    names = nms, lower = base$lower, upper = base$upper, kind = "posterior",
+    sample = function(n) {
+      out <- matrix(NA_real_, 0L, d, dimnames = list(NULL, nms))
+      for (pass in 1:50) {
+        m <- 2L * (n - nrow(out)) + 10L
+        th <- centres[sample.int(n_points, m, replace = TRUE), , drop = FALSE] +
+          matrix(stats::rnorm(m * d), m, d) * rep(bandwidth, each = m)
+        out <- rbind(out, th[inside(th), , drop = FALSE])
+        if (nrow(out) >= n) break
+      }
+      if (nrow(out) < n) nce_abort("the posterior prior's kernels fall outside the support of the prior.", "input")
+      out[seq_len(n), , drop = FALSE]
+    },
+    log_density = function(theta) {
+      theta <- as_theta_matrix(theta, nms)
+      lk <- vapply(seq_len(nrow(theta)), function(i) {
+        z <- sweep(centres, 2L, theta[i, ]) / rep(bandwidth, each = n_points)
+        l <- -0.5 * rowSums(z^2)
+        mx <- max(l)
+        mx + log(mean(exp(l - mx)))
+      }, 1) - sum(log(bandwidth)) - d / 2 * log(2 * pi)
+      ifelse(inside(theta), lk, -Inf)
+    }
+  )
 }

@@ -125,10 +125,12 @@ default_ratio_formula <- function(pars, snames, data = NULL) {
     if (nu[[v]] == 2) v else NULL
   }
   main <- unlist(lapply(c(pars, snames), main_term))
-  inter <- unlist(lapply(pars, function(a) lapply(snames, function(b) {
-    if (min(nu[[a]], nu[[b]]) >= 3) sprintf("ti(%s, %s, k = %d)", a, b, as.integer(min(4, nu[[a]], nu[[b]])))
-    else if (min(nu[[a]], nu[[b]]) == 2) sprintf("%s:%s", a, b)
-  })))
+  inter_term <- function(a, b) {
+    m <- min(nu[[a]], nu[[b]])
+    if (m >= 3) return(sprintf("ti(%s, %s, k = %d)", a, b, as.integer(min(4, m))))
+    if (m == 2) sprintf("%s:%s", a, b) else NULL
+  }
+  inter <- unlist(lapply(pars, function(a) lapply(snames, function(b) inter_term(a, b))))
   terms <- c(main, inter)
   if (!length(terms)) terms <- "1"
   stats::as.formula(paste("~", paste(terms, collapse = " + ")))
@@ -241,7 +243,8 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
   } else {
     res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs)
   }
-  structure(c(res, list(method = method, observed_summaries = s_obs, time = proc.time()[["elapsed"]] - t0)),
+  structure(c(res, list(method = method, observed_summaries = s_obs, prior = pr,
+                        time = proc.time()[["elapsed"]] - t0)),
             class = "nce_ratio_posterior")
 }
 
