@@ -532,35 +532,43 @@ death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what
       pw <- pw * stats::dbinom(observed$dead[i], n_individuals, 1 - exp(-b * observed$t[i]))
     }
   }
-  pw <- pw / sum(pw)
+  # The node b = 0 has weight 0 (the Jacobian 2u): dropping it keeps every log probability finite.
+  keep <- b > 0
+  b <- b[keep]
+  pw <- pw[keep] / sum(pw[keep])
   y <- 0:n_individuals
-  lik <- function(ti) outer(y, 1 - exp(-b * ti), function(yy, pp) stats::dbinom(yy, n_individuals, pp))
-  plogp <- function(p) ifelse(p > 0, p * log(p), 0)
+  # log p(y | b) = log choose(N, y) + y log(1 - e^(-bt)) - (N - y) b t, finite for every b > 0.
+  loglik <- function(ti) {
+    lchoose(n_individuals, y) + outer(y, log(-expm1(-b * ti))) - outer(n_individuals - y, b * ti)
+  }
   apply(t, 1L, function(tt) {
-    l1 <- lik(tt[1L])
+    ll1 <- loglik(tt[1L])
+    l1 <- exp(ll1)
     if (what == "eig") {
       # EIG = H(y) - E_b H(y | b); with two groups, y = (y1, y2) independent given b, so
       # p(y1, y2) = L1 diag(w) L2' and H(y | b) = H(y1 | b) + H(y2 | b).
-      h_cond <- -colSums(plogp(l1))
+      h_cond <- -colSums(l1 * ll1)
       if (length(tt) == 1L) {
         py <- as.vector(l1 %*% pw)
       } else {
-        l2 <- lik(tt[2L])
-        h_cond <- h_cond - colSums(plogp(l2))
+        ll2 <- loglik(tt[2L])
+        l2 <- exp(ll2)
+        h_cond <- h_cond - colSums(l2 * ll2)
         py <- l1 %*% (pw * t(l2))
       }
-      return(-sum(plogp(py)) - sum(pw * h_cond))
+      return(-sum(ifelse(py > 0, py * log(py), 0)) - sum(pw * h_cond))
     }
     py_b <- l1
+    lpy_b <- ll1
     if (length(tt) == 2L) {
-      l2 <- lik(tt[2L])
-      py_b <- do.call(rbind, lapply(y + 1L, function(i) sweep(l2, 2L, l1[i, ], "*")))
+      ll2 <- loglik(tt[2L])
+      lpy_b <- do.call(rbind, lapply(y + 1L, function(i) sweep(ll2, 2L, ll1[i, ], "+")))
+      py_b <- exp(lpy_b)
     }
     py <- as.vector(py_b %*% pw)
-    m <- (py_b + py) / 2
-    a <- py_b * (log(py_b) - log(m))
-    a[py_b == 0] <- 0
-    r <- (a + py * (log(py) - log(m))) / 2
+    lm <- log((py_b + py) / 2)
+    r <- (py_b * (lpy_b - lm) + py * (log(py) - lm)) / 2
+    r[!is.finite(r)] <- 0  # both probabilities underflow to 0: no contribution
     sum(colSums(r) * pw)
   })
 }
