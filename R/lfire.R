@@ -115,17 +115,20 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
 
   s_obs <- observed_summaries(summaries, observed, batch, ucall)
   t_sim <- 0
+  c_sim <- 0
   if (is.null(marginal)) {
     th_m <- prior$sample(n_marginal)
-    marginal <- run_simulations(simulator, summaries, as_theta_matrix(th_m, prior$names, call = ucall), 1L,
+    marginal <- run_simulations_timed(simulator, summaries, as_theta_matrix(th_m, prior$names, call = ucall), 1L,
                                 batch, control$chunk_size, call = ucall)
     t_sim <- t_sim + marginal$time
+    c_sim <- c_sim + marginal$cpu
   } else {
     check_simulations(marginal, "marginal", length(s_obs), ucall)
   }
   if (is.null(simulations)) {
-    simulations <- run_simulations(simulator, summaries, theta, n_theta, batch, n_theta, call = ucall)
+    simulations <- run_simulations_timed(simulator, summaries, theta, n_theta, batch, n_theta, call = ucall)
     t_sim <- t_sim + simulations$time
+    c_sim <- c_sim + simulations$cpu
   } else {
     check_simulations(simulations, "simulations", length(s_obs), ucall)
     if (!identical(unname(simulations$theta[!duplicated(simulations$index), , drop = FALSE]), unname(theta)) ||
@@ -144,8 +147,9 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                    n_theta = n_theta, n_marginal = n_marginal, observed_summaries = s_obs,
                    marginal = marginal, simulations = simulations,
                    simulator = simulator, summaries = summaries, batch = batch,
-                   time = c(simulation = t_sim, fitting = fit$time)),
-              fit[setdiff(names(fit), "time")]),
+                   time = c(simulation = t_sim, fitting = fit$time),
+                   cpu_time = c(simulation = c_sim, fitting = fit$cpu)),
+              fit[setdiff(names(fit), c("time", "cpu"))]),
             class = "nce_lfire")
 }
 
@@ -209,9 +213,11 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   starts <- as.integer(c(0L, cumsum(counts[good])))
   obs_std <- (s_obs - center) / scale
   t0 <- proc.time()[["elapsed"]]
+  c0 <- cpu_seconds()
   res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std), penalty, control[c("nlambda",
                           "lambda_min_ratio", "nfolds", "one_se")], draw_seed(), nce_threads()), call = call)
   t_fit <- proc.time()[["elapsed"]] - t0
+  c_fit <- cpu_seconds() - c0
   fill <- function(v) {
     out <- rep(NA_real_, n_values)
     out[good] <- v
@@ -221,5 +227,19 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   beta[good, ] <- res$beta
   list(log_ratio = fill(res$log_ratio), intercept = fill(res$intercept), beta = beta, lambda = fill(res$lambda),
        criterion = fill(res$criterion), df = fill(res$df), center = center, scale = scale,
-       n_success = counts, time = t_fit)
+       n_success = counts, time = t_fit, cpu = c_fit)
+}
+
+# CPU seconds of this R process, its Rust threads included (not those of future workers).
+cpu_seconds <- function() {
+  t <- proc.time()
+  t[["user.self"]] + t[["sys.self"]]
+}
+
+# Run the simulations and record the CPU seconds they took in this process as `$cpu`.
+run_simulations_timed <- function(...) {
+  c0 <- cpu_seconds()
+  out <- run_simulations(...)
+  out$cpu <- cpu_seconds() - c0
+  out
 }
