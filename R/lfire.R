@@ -72,7 +72,8 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @param control [lfire_control()].
 #' @return An object of class `nce_lfire`: `theta`, `log_ratio`, `log_prior`, `posterior`
 #'   (weights summing to 1), the fits (`intercept`, `beta` on standardised summaries,
-#'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds).
+#'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds, elapsed) and
+#'   `cpu_time` (the same in CPU seconds of this R process, Rust threads included).
 #' @section What it refuses:
 #' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n_theta` or
 #'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `type` not
