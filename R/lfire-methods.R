@@ -158,7 +158,7 @@ summary.nce_lfire <- function(object, level = 0.95, ...) {
   tab <- data.frame(mean = m$mean, sd = m$sd, lower = ci[, 1], median = med, upper = ci[, 2],
                     mode = object$theta[mode, ], row.names = colnames(object$theta))
   b <- object$beta[mode, ]
-  selected <- names(object$observed_summaries)[!is.na(b) & b != 0]
+  selected <- colnames(object$beta)[!is.na(b) & b != 0]
   structure(list(call = object$call, table = tab, level = level, selected = selected,
                  n_summaries = length(object$observed_summaries), penalty = object$penalty,
                  ess = 1 / sum(object$posterior^2), type = object$type, n_values = nrow(object$theta),

@@ -12,24 +12,30 @@
 #'   `"1se"` (the largest lambda within one standard error of it).
 #' @param chunk_size Simulations per unit of parallel work for the prior-predictive sample
 #'   (see [simulate_summaries()]).
+#' @param quadratic If `TRUE`, the squares of the standardised summaries join them as features,
+#'   so the log ratio can be quadratic in each summary. A log ratio linear in the summaries is
+#'   right when theta shifts their distribution; when theta also changes their spread (as the
+#'   autocorrelations of a short series), the linear one is too flat and the posterior too wide.
 #' @return A list for the `control` argument of [lfire()].
 #' @section What it refuses:
 #' * `nlambda` not a whole number in 1..10000, `lambda_min_ratio` not a number strictly
 #'   between 0 and 1, `nfolds` not a whole number in 2..1000, `lambda` not "min" or "1se",
-#'   `chunk_size` not a whole number >= 1 (`nce_error_input`).
+#'   `chunk_size` not a whole number >= 1, `quadratic` not TRUE/FALSE (`nce_error_input`).
 #' @examples
 #' lfire_control(nfolds = 5)
 #' @export
 lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L, lambda = c("min", "1se"),
-                          chunk_size = 100L) {
+                          chunk_size = 100L, quadratic = FALSE) {
   check_count(nlambda, max = 1e4)
   check_number(lambda_min_ratio, min = 0, max = 1, exclusive_min = TRUE)
   if (lambda_min_ratio >= 1) check_fail("one number > 0 and < 1", lambda_min_ratio, "lambda_min_ratio", sys.call())
   check_count(nfolds, min = 2, max = 1000)
   lambda <- sim_match_arg(lambda, c("min", "1se"), "lambda", sys.call())
   check_count(chunk_size)
+  check_bool(quadratic)
   list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), nfolds = as.double(nfolds),
-       one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size))
+       one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size),
+       quadratic = quadratic)
 }
 
 #' Posterior of a simulator model by ratio estimation (LFIRE)
@@ -66,7 +72,8 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @param control [lfire_control()].
 #' @return An object of class `nce_lfire`: `theta`, `log_ratio`, `log_prior`, `posterior`
 #'   (weights summing to 1), the fits (`intercept`, `beta` on standardised summaries,
-#'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds).
+#'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds, elapsed) and
+#'   `cpu_time` (the same in CPU seconds of this R process, Rust threads included).
 #' @section What it refuses:
 #' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n_theta` or
 #'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `type` not
@@ -115,17 +122,20 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
 
   s_obs <- observed_summaries(summaries, observed, batch, ucall)
   t_sim <- 0
+  c_sim <- 0
   if (is.null(marginal)) {
     th_m <- prior$sample(n_marginal)
-    marginal <- run_simulations(simulator, summaries, as_theta_matrix(th_m, prior$names, call = ucall), 1L,
+    marginal <- run_simulations_timed(simulator, summaries, as_theta_matrix(th_m, prior$names, call = ucall), 1L,
                                 batch, control$chunk_size, call = ucall)
     t_sim <- t_sim + marginal$time
+    c_sim <- c_sim + marginal$cpu
   } else {
     check_simulations(marginal, "marginal", length(s_obs), ucall)
   }
   if (is.null(simulations)) {
-    simulations <- run_simulations(simulator, summaries, theta, n_theta, batch, n_theta, call = ucall)
+    simulations <- run_simulations_timed(simulator, summaries, theta, n_theta, batch, n_theta, call = ucall)
     t_sim <- t_sim + simulations$time
+    c_sim <- c_sim + simulations$cpu
   } else {
     check_simulations(simulations, "simulations", length(s_obs), ucall)
     if (!identical(unname(simulations$theta[!duplicated(simulations$index), , drop = FALSE]), unname(theta)) ||
@@ -138,14 +148,14 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   log_prior <- prior$log_density(theta)
   lp <- fit$log_ratio + if (type == "grid") log_prior else 0
   w <- normalise_log_weights(lp)
-  colnames(fit$beta) <- names(s_obs)
   structure(c(list(call = call, observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
                    log_prior = log_prior, posterior = w, penalty = penalty, control = control,
                    n_theta = n_theta, n_marginal = n_marginal, observed_summaries = s_obs,
                    marginal = marginal, simulations = simulations,
                    simulator = simulator, summaries = summaries, batch = batch,
-                   time = c(simulation = t_sim, fitting = fit$time)),
-              fit[setdiff(names(fit), "time")]),
+                   time = c(simulation = t_sim, fitting = fit$time),
+                   cpu_time = c(simulation = c_sim, fitting = fit$cpu)),
+              fit[setdiff(names(fit), c("time", "cpu"))]),
             class = "nce_lfire")
 }
 
@@ -196,6 +206,15 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
                       paste(names(s_obs)[const], collapse = ", ")), "input", call = call)
   }
   std <- function(m) sweep(sweep(m, 2L, center), 2L, scale, "/")
+  feat_names <- names(s_obs)
+  if (isTRUE(control$quadratic)) {
+    std0 <- std
+    std <- function(m) {
+      z <- std0(m)
+      cbind(z, z^2)
+    }
+    feat_names <- c(feat_names, paste0(feat_names, "^2"))
+  }
   at <- simulations$summaries
   counts <- tabulate(simulations$index[simulations$ok], nbins = n_values)
   good <- counts >= 2L
@@ -208,18 +227,35 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   at_std <- std(at[keep, , drop = FALSE][ord, , drop = FALSE])
   starts <- as.integer(c(0L, cumsum(counts[good])))
   obs_std <- (s_obs - center) / scale
+  if (isTRUE(control$quadratic)) obs_std <- c(obs_std, obs_std^2)
   t0 <- proc.time()[["elapsed"]]
+  c0 <- cpu_seconds()
   res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std), penalty, control[c("nlambda",
                           "lambda_min_ratio", "nfolds", "one_se")], draw_seed(), nce_threads()), call = call)
   t_fit <- proc.time()[["elapsed"]] - t0
+  c_fit <- cpu_seconds() - c0
   fill <- function(v) {
     out <- rep(NA_real_, n_values)
     out[good] <- v
     out
   }
-  beta <- matrix(NA_real_, n_values, length(s_obs))
+  beta <- matrix(NA_real_, n_values, length(feat_names), dimnames = list(NULL, feat_names))
   beta[good, ] <- res$beta
   list(log_ratio = fill(res$log_ratio), intercept = fill(res$intercept), beta = beta, lambda = fill(res$lambda),
        criterion = fill(res$criterion), df = fill(res$df), center = center, scale = scale,
-       n_success = counts, time = t_fit)
+       n_success = counts, time = t_fit, cpu = c_fit)
+}
+
+# CPU seconds of this R process, its Rust threads included (not those of future workers).
+cpu_seconds <- function() {
+  t <- proc.time()
+  t[["user.self"]] + t[["sys.self"]]
+}
+
+# Run the simulations and record the CPU seconds they took in this process as `$cpu`.
+run_simulations_timed <- function(...) {
+  c0 <- cpu_seconds()
+  out <- run_simulations(...)
+  out$cpu <- cpu_seconds() - c0
+  out
 }

@@ -94,6 +94,8 @@ test_that("lfire refuses bad input", {
   expect_error(lfire_control(lambda_min_ratio = 1), class = "nce_error_input")
   expect_error(lfire_control(nlambda = 0), class = "nce_error_input")
   expect_error(lfire_control(lambda = "max"), class = "nce_error_input")
+  expect_error(lfire_control(quadratic = "yes"), class = "nce_error_input")
+  expect_error(lfire_control(quadratic = c(TRUE, FALSE)), class = "nce_error_input")
   options(nce.max_memory = 1e5)
   on.exit(options(nce.max_memory = NULL))
   expect_error(fit_with(n_theta = 1e6), class = "nce_error_size")

@@ -48,6 +48,27 @@ test_that("lfire recovers a Gaussian log ratio and ignores noise summaries", {
   expect_true("mean" %in% s$selected)
 })
 
+test_that("quadratic features give a log ratio quadratic in the summary (exact for a Gaussian mean)", {
+  # Only the sample mean as summary: log N(s; mu, 1/30) - log N(s; 0, 1 + 1/30) is quadratic
+  # in s, so a linear log ratio cannot be exact, while (s, s^2) can.
+  sim <- function(theta, n) matrix(rnorm(n * 30, theta[, "mu"]), n, 30)
+  summ <- function(x) cbind(mean = rowMeans(x))
+  set.seed(3)
+  x_obs <- matrix(rnorm(30, 0.4), 1)
+  pr <- prior_normal(c(mu = 0), 1)
+  th <- theta_grid(pr, 31, ranges = list(mu = c(-0.6, 1.4)))
+  fit <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 300, n_marginal = 600, batch = TRUE,
+               control = lfire_control(nfolds = 5, quadratic = TRUE))
+  expect_identical(colnames(fit$beta), c("mean", "mean^2"))
+  post_var <- 1 / 31
+  post_mean <- post_var * 30 * mean(x_obs)
+  # As the two-summary test above: the mean to 0.05, the sd (0.18) to 25 %.
+  expect_equal(unname(coef(fit)), post_mean, tolerance = 0.05 / abs(post_mean))
+  expect_equal(sqrt(vcov(fit)[1, 1]), sqrt(post_var), tolerance = 0.25)
+  expect_true("mean^2" %in% summary(fit)$selected)
+  expect_error(lfire_control(quadratic = NA), class = "nce_error_input")
+})
+
 test_that("lfire's ARCH(1) posterior is close to the exact one on the same grid (lasso and ridge)", {
   set.seed(11)
   y_obs <- arch_simulate(cbind(t1 = 0.3, t2 = 0.7), 1)

@@ -70,6 +70,28 @@ impl Rows<'_> {
     }
 }
 
+/// Dot product with four accumulators, so the compiler can keep several multiply-adds in
+/// flight (a single running sum is one long dependency chain).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let mut s = [0.0f64; 4];
+    for (x, y) in ca.zip(cb) {
+        s[0] += x[0] * y[0];
+        s[1] += x[1] * y[1];
+        s[2] += x[2] * y[2];
+        s[3] += x[3] * y[3];
+    }
+    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        t += x * y;
+    }
+    t
+}
+
 fn sigmoid(eta: f64) -> f64 {
     if eta >= 0.0 {
         1.0 / (1.0 + (-eta).exp())
@@ -188,6 +210,8 @@ pub fn logistic_lasso_path(
     let mut gram: Vec<f64> = Vec::new();
     let mut xw: Vec<f64> = Vec::new();
     let mut sw = 0.25;
+    let mut grad = vec![0.0; p];
+    let mut wa = vec![0.0; m];
     let mut prev_ratio = 0.0;
     for (k, &lam) in lambdas.iter().enumerate() {
         for outer in 0..ctrl.max_outer {
@@ -199,9 +223,9 @@ pub fn logistic_lasso_path(
                 sr += resid[r];
             }
             // Full gradient: KKT check of the inactive features, and the active residuals.
-            let grad: Vec<f64> = (0..p)
-                .map(|j| col(j).iter().zip(&resid).map(|(a, b)| a * b).sum::<f64>() / mf)
-                .collect();
+            for (j, g) in grad.iter_mut().enumerate() {
+                *g = dot(col(j), &resid) / mf;
+            }
             let mut added = false;
             for j in 0..p {
                 if !is_active[j] && grad[j].abs() > lam {
@@ -212,19 +236,24 @@ pub fn logistic_lasso_path(
             }
             let q = active.len();
             // The weighted Gram matrix (the Hessian of the quadratic step) on the active set is
-            // the costly part (n q^2 / 2): rebuilt at each lambda's first step, when the active
-            // set grows and every fifth step; between, the previous one serves (the fixed point
-            // depends on the exact gradient only, so the solution is unchanged).
-            if outer == 0 || added || outer % 5 == 0 || gram.len() != q * q {
-                gram = vec![0.0; q * q];
-                xw = vec![0.0; q];
+            // the costly part (n q^2 / 2). Consecutive lambdas have nearly the same weights, so
+            // the previous Hessian serves until the active set grows or a lambda needs a third
+            // step (then every second step): the fixed point of the step depends on the exact
+            // gradient only, so the solution is unchanged; a stale Hessian only slows it.
+            if added || gram.len() != q * q || (outer >= 2 && outer % 2 == 0) {
+                gram.clear();
+                gram.resize(q * q, 0.0);
+                xw.clear();
+                xw.resize(q, 0.0);
                 sw = w.iter().sum::<f64>() / mf;
                 for (a, &ja) in active.iter().enumerate() {
                     let ca = col(ja);
-                    let wa: Vec<f64> = ca.iter().zip(&w).map(|(u, v)| u * v).collect();
+                    for ((u, &c), &v) in wa.iter_mut().zip(ca).zip(&w) {
+                        *u = c * v;
+                    }
                     xw[a] = wa.iter().sum::<f64>() / mf;
                     for (b, &jb) in active.iter().enumerate().take(a + 1) {
-                        let g = wa.iter().zip(col(jb)).map(|(u, v)| u * v).sum::<f64>() / mf;
+                        let g = dot(&wa, col(jb)) / mf;
                         gram[a * q + b] = g;
                         gram[b * q + a] = g;
                     }
@@ -365,8 +394,13 @@ pub fn cv_logistic_lasso(
             match &fp {
                 Some(fp) => {
                     let kk = k.min(fp.lambda.len() - 1);
-                    for (r, &i) in test.iter().enumerate() {
-                        eta[r] = fp.intercept[kk] + (0..p).map(|j| xr.at(i, j) * fp.beta[kk][j]).sum::<f64>();
+                    eta.iter_mut().for_each(|e| *e = fp.intercept[kk]);
+                    for (j, &bj) in fp.beta[kk].iter().enumerate() {
+                        if bj != 0.0 {
+                            for (e, &i) in eta.iter_mut().zip(&test) {
+                                *e += bj * xr.at(i, j);
+                            }
+                        }
                     }
                 }
                 None => {
