@@ -76,10 +76,13 @@
 #' lbeta(3, 5)
 #' @export
 marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t"),
-                        df = 5, n_ref = NULL, split = TRUE, ess = NULL) {
+                        df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
+                        waymarks = c("auto", "none", "always"), control = list()) {
   call <- match.call()
   ucall <- sys.call()
   reference <- match.arg(reference)
+  waymarks <- match.arg(waymarks)
+  control <- telescope_control(control, ucall)
   x <- as_draws(draws, "draws")
   if (!is.function(log_posterior)) nce_abort("`log_posterior` must be a vectorised function of a draws matrix", "input")
   d <- ncol(x)
@@ -97,13 +100,22 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_number(df, "df", min = 0, exclusive_min = TRUE, call = ucall)
   check_bool(split, "split", call = ucall)
   n <- nrow(x)
+  chains <- chains_arg(chains, n, "chains", ucall)
   if (split) {
     if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input")
-    half <- seq_len(n %/% 2L)
+    # the first half of each chain fits the reference, the second half enters the estimate
+    ends <- cumsum(chains)
+    starts <- ends - chains
+    half <- unlist(lapply(seq_along(chains), function(k) starts[k] + seq_len(chains[k] %/% 2L)))
+    if (any(chains < 2L)) {
+      nce_abort("with `split = TRUE` every chain needs at least two draws", "input", call = ucall)
+    }
     xf <- x[half, , drop = FALSE]
     xe <- x[-half, , drop = FALSE]
+    chains_e <- chains - chains %/% 2L
   } else {
     xf <- xe <- x
+    chains_e <- chains
   }
   if (nrow(xf) <= d) {
     nce_abort(sprintf("%d draws cannot fit a %d-dimensional reference: need more than %d%s", nrow(xf), d, d,
@@ -130,7 +142,24 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   r1 <- lp_e + ref$est_logjac - ref$est_logref
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
   check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
-  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref))
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  tele <- NULL
+  if (waymarks != "none" && !fit$separated) {
+    acc1 <- classifier_accuracy(r1, r2, fit$log_ratio)
+    if (reference == "t") {
+      if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
+    } else if (waymarks == "always" || acc1 > control$switch) {
+      tele <- marglik_telescope(xf, xe, r1, r2, log_posterior, lb, ub, control$accuracy, control$moves, chains_e,
+                                ess, ucall)
+      tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = acc1)
+      fit$log_ratio <- tele$log_z
+      fit$se <- tele$se
+      fit$se_iid <- tele$se_iid
+      fit$ess[1L] <- tele$ess
+      fit$converged <- tele$converged
+      fit$iterations <- tele$iterations
+    }
+  }
   out <- structure(list(
     logml = fit$log_ratio, se = fit$se, se_iid = fit$se_iid,
     ess = fit$ess[1L], n = nrow(xe), n_ref = as.integer(n_ref),
@@ -138,7 +167,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     reference = list(family = reference, df = if (reference == "t") df else NULL,
                      mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub),
     split = split, separated = fit$separated, converged = fit$converged,
-    iterations = fit$iterations, call = call),
+    iterations = fit$iterations, chains = chains, telescope = tele, call = call),
     class = "nce_marglik")
   if (fit$separated) {
     out <- separated_result(out, fit, "log Z", "the draws and the reference draws do not overlap")
@@ -146,6 +175,45 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
   out
+}
+
+# Settings of the telescoping: `switch`, the accuracy of the single classifier above which
+# waymarks are used (waymarks = "auto"); `accuracy`, the target accuracy of each neighbouring
+# pair; `moves`, linear-mixing Metropolis moves per waymark.
+telescope_control <- function(control, call) {
+  if (!is.list(control)) nce_abort("`control` must be a list", "input", call = call)
+  bad <- setdiff(names(control), c("switch", "accuracy", "moves"))
+  if (length(bad) || (length(control) && is.null(names(control)))) {
+    nce_abort(sprintf("`control` takes `switch`, `accuracy` and `moves`, not %s", paste(bad, collapse = ", ")),
+              "input", call = call)
+  }
+  out <- utils::modifyList(list(switch = 0.75, accuracy = 0.55, moves = 10L), control)
+  check_number(out$switch, "control$switch", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
+  check_number(out$accuracy, "control$accuracy", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
+  if (out$accuracy >= 1) nce_abort("`control$accuracy` must be below 1", "input", call = call)
+  check_count(out$moves, "control$moves", min = 1, max = 1000, call = call)
+  out
+}
+
+# `chains`: NULL (one chain), one number k (k chains of equal length stacked) or the chain lengths.
+chains_arg <- function(chains, n, arg, call) {
+  if (is.null(chains)) return(n)
+  if (!is.numeric(chains) || anyNA(chains) || any(chains < 1) || any(chains != round(chains))) {
+    nce_abort(sprintf("`%s` must be NULL, a number of chains or the chain lengths (positive whole numbers)", arg),
+              "input", call = call)
+  }
+  if (length(chains) == 1L) {
+    if (n %% chains != 0) {
+      nce_abort(sprintf("%d draws cannot form %d chains of equal length: give the chain lengths in `%s`", n, chains,
+                        arg), "input", call = call)
+    }
+    return(rep(as.integer(n %/% chains), chains))
+  }
+  if (sum(chains) != n) {
+    nce_abort(sprintf("the chain lengths in `%s` sum to %d, but there are %d draws", arg, sum(chains), n), "input",
+              call = call)
+  }
+  as.integer(chains)
 }
 
 bounds_arg <- function(b, x, arg) {

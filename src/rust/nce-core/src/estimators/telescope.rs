@@ -117,6 +117,25 @@ impl Whitening {
         })
     }
 
+    /// From a mean and a lower Cholesky factor (column-major d x d), as `fit` returned them.
+    pub fn from_parts(mean: Vec<f64>, chol: &[f64], bounds: &[Bounds]) -> Result<Self> {
+        let d = mean.len();
+        if chol.len() != d * d || bounds.len() != d {
+            return Err(NceError::invalid("chol", format!("must be {d} x {d} with {d} bounds")));
+        }
+        let l = DMatrix::from_column_slice(d, d, chol);
+        if (0..d).any(|j| !(l[(j, j)] > 0.0) || !l[(j, j)].is_finite()) {
+            return Err(NceError::invalid("chol", "must have a positive finite diagonal"));
+        }
+        let log_det = l.diagonal().iter().map(|v| v.ln()).sum();
+        Ok(Whitening {
+            mean,
+            chol: l.lower_triangle(),
+            log_det,
+            bounds: bounds.to_vec(),
+        })
+    }
+
     pub fn dim(&self) -> usize {
         self.mean.len()
     }
@@ -483,7 +502,7 @@ mod tests {
     }
 
     /// The whole resample-move loop, as R runs it.
-    fn telescope(d: usize, n: usize, seed: u64, target: f64) -> TelescopeFit {
+    fn telescope(d: usize, n: usize, seed: u64, target: f64, moves: usize) -> TelescopeFit {
         let xf = gamma_draws(n, d, seed);
         let xe = gamma_draws(n, d, seed + 100);
         let w = Whitening::fit(&xf, n, &free(d)).unwrap();
@@ -510,7 +529,7 @@ mod tests {
                 .collect();
             t = idx.iter().map(|&i| t[i]).collect();
             eve = idx.iter().map(|&i| eve[i]).collect();
-            for _ in 0..5 {
+            for _ in 0..moves {
                 step += 1;
                 let zp = pcn_propose(&z, n, d, beta, seed, step).unwrap();
                 let (xp, ex) = w.unwhiten(&zp, n);
@@ -622,7 +641,7 @@ mod tests {
     #[test]
     fn gamma_product_in_forty_dimensions() {
         // one classifier has accuracy near 0.85 here; the telescoped estimate is within 0.03
-        let f = telescope(40, 4000, 11, 0.55);
+        let f = telescope(40, 4000, 11, 0.55, 5);
         assert!(f.c.len() > 1);
         assert!(
             f.log_z.abs() < 0.05 && f.log_z.abs() < 4.0 * f.se,
@@ -631,5 +650,29 @@ mod tests {
             f.se
         );
         assert!(f.accuracy.iter().all(|&a| a < 0.6));
+    }
+
+    /// Experiment (not run by default): NCE_TELE="d n target moves seeds" cargo test --release
+    /// -p nce-core telescope_experiment -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn telescope_experiment() {
+        let spec = std::env::var("NCE_TELE").unwrap_or_else(|_| "100 5000 0.55 5 3".into());
+        let v: Vec<f64> = spec.split_whitespace().map(|s| s.parse().unwrap()).collect();
+        for seed in 0..v[4] as u64 {
+            let t0 = std::time::Instant::now();
+            let f = telescope(v[0] as usize, v[1] as usize, 1000 + seed, v[2], v[3] as usize);
+            println!(
+                "d {} n {} target {} moves {} seed {seed}: log Z {:.4} se {:.4} K {} time {:.1}s",
+                v[0],
+                v[1],
+                v[2],
+                v[3],
+                f.log_z,
+                f.se,
+                f.c.len(),
+                t0.elapsed().as_secs_f64()
+            );
+        }
     }
 }
