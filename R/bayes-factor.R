@@ -38,6 +38,11 @@
 #'   the numbers of draws for independent draws).
 #' @param prior_odds Prior odds of model 1 against model 2, for the posterior
 #'   model probabilities.
+#' @param chains `NULL` (each sample one chain, or independent draws), or the
+#'   chains stacked in each sample: the number of chains of equal length or
+#'   their lengths, for both samples, or a list of two such specifications
+#'   (`NULL` for a sample of one chain). Effective sample sizes are then
+#'   estimated per chain.
 #' @return An object of class `nce_bf`, a list with `log_bf` (\eqn{\log K}),
 #'   `se`, `bf` (\eqn{K}), `prob` (posterior model probabilities), `ess`, `n`,
 #'   `se_iid` (the standard error for independent draws), `bounds`

@@ -12,10 +12,10 @@ classifier_accuracy <- function(r1, r2, c) {
   0.5 * mean(stats::plogis(r1 - c + nu)) + 0.5 * mean(stats::plogis(c - r2 - nu))
 }
 
-# t0: log f + log|dx/du| - log g at the estimation draws xe; tK: the same at the reference draws.
+# t0: log f + log|dx/du| - log g at the estimation draws xe; t_ref: the same at the reference draws.
 # Returns the combined fit (log_z, se, se_iid, ess, and per-pair c, se_pair, accuracy) with the
 # waymarks `b`, the moves' acceptance rates and the number of log_posterior evaluations.
-marglik_telescope <- function(xf, xe, t0, tK, log_posterior, lb, ub, accuracy, moves, chains, ess, call) {
+marglik_telescope <- function(xf, xe, t0, t_ref, log_posterior, lb, ub, accuracy, moves, chains, ess, call) {
   threads <- nce_threads()
   seed <- draw_seed()
   init <- rs(nce_tele_init(xf, xe, lb, ub, threads), call = call)
@@ -73,7 +73,7 @@ marglik_telescope <- function(xf, xe, t0, tK, log_posterior, lb, ub, accuracy, m
     eves <- c(eves, list(eve))
   }
   bs <- c(bs, 1)
-  sets <- c(sets, list(tK))
+  sets <- c(sets, list(t_ref))
   fit <- rs(nce_tele_solve(sets, bs, eves, as.integer(chains), if (is.null(ess)) NA_real_ else as.double(ess),
                            threads), call = call)
   fit$b <- bs

@@ -21,6 +21,27 @@
 #' the draws fits the reference and the second half enters the estimate, so
 #' the reference does not depend on the draws it is compared with.
 #'
+#' **Telescoping** (Rhodes, Xu and Gutmann 2020). In many dimensions the
+#' draws and the reference barely overlap (a "density chasm"): one classifier
+#' separates them almost perfectly and its intercept is poorly determined.
+#' Waymark densities \eqn{p_b \propto g\,(f/g)^{1-b}} between the draws
+#' (\eqn{b = 0}) and the reference (\eqn{b = 1}) split the gap; each
+#' neighbouring pair is told apart by the same 1-D logistic regression (its
+#' log ratio \eqn{(b_{k+1} - b_k)\log(f/g)} is known up to the intercept),
+#' and \eqn{\log Z} is the sum of the intercepts. Samples of each waymark
+#' come from those of the previous one by resampling and Metropolis moves
+#' that mix each sample linearly with reference noise,
+#' \eqn{z' = \sqrt{1-\beta^2}\,z + \beta\xi} on the whitened scale (the
+#' preconditioned Crank-Nicolson proposal, which keeps \eqn{p_b} invariant);
+#' this evaluates `log_posterior` at `control$moves` new points per sample and
+#' waymark. The next waymark is the farthest whose classifier, estimated by
+#' importance weighting, has accuracy `control$accuracy`, so the number of
+#' waymarks follows the gap. The standard error sums each sample's influence
+#' on the sum of intercepts over the descendants of each draw (the resampling
+#' ancestry) and applies the draws' effective sample size to these totals.
+#' The pairs are solved in parallel in Rust; results do not depend on the
+#' number of threads.
+#'
 #' @param draws Draws of the density: a matrix with one row per draw or a
 #'   vector for one parameter. MCMC draws in order (one chain, or chains one
 #'   after another) so that effective sample sizes can be estimated.
@@ -40,6 +61,19 @@
 #' @param ess `NULL` to estimate the effective sample size of the draws from
 #'   the score contributions, or one number (the reference draws are
 #'   independent).
+#' @param chains `NULL` for one chain (or independent draws), the number of
+#'   chains of equal length stacked one after another in `draws`, or their
+#'   lengths. Effective sample sizes are then estimated per chain (each chain's
+#'   long-run variance about the overall mean, so that chains that disagree
+#'   count), and with `split = TRUE` the first half of each chain fits the
+#'   reference.
+#' @param waymarks `"auto"` (telescope when the single classifier between the
+#'   draws and the reference is too accurate, i.e. the two barely overlap),
+#'   `"none"` (always the single classifier) or `"always"`. See Details.
+#' @param control Settings of the telescoping, a list with `switch` (the
+#'   accuracy of the single classifier above which `"auto"` telescopes, 0.75),
+#'   `accuracy` (the target accuracy of each neighbouring pair, 0.55) and
+#'   `moves` (linear-mixing Metropolis moves per waymark, 10).
 #' @return An object of class `nce_marglik`, a list with `logml` (the
 #'   estimate of \eqn{\log Z}), `se` (its standard error: the sandwich of the
 #'   two-sample logistic problem, the draws' part inflated by
@@ -47,7 +81,12 @@
 #'   `n_ref`, `bounds` (importance sampling estimates from the reference and
 #'   reciprocal importance sampling from the draws, lower and upper bounds in
 #'   expectation), `reference` (family, mean and covariance on the
-#'   unconstrained scale), `separated`, `converged`, `iterations`. Methods:
+#'   unconstrained scale), `separated`, `converged`, `iterations`, `chains`,
+#'   `telescope` (`NULL` for the single classifier; otherwise the waymarks `b`,
+#'   the intercepts `c` of the pairs with their accuracies, the moves'
+#'   acceptance rates, the number of `log_posterior` evaluations, and
+#'   `single`, the single classifier's estimate, standard error and
+#'   accuracy). Methods:
 #'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
 #'   in memory (`nce_error_size`, before allocating), `ess` that is not one
@@ -61,6 +100,13 @@
 #'
 #'   Gronau, Q. F. et al. (2017). A tutorial on bridge sampling. Journal of
 #'   Mathematical Psychology 81, 80-97.
+#'
+#'   Rhodes, B., Xu, K. and Gutmann, M. U. (2020). Telescoping density-ratio
+#'   estimation. Advances in Neural Information Processing Systems 33.
+#'
+#'   Cotter, S. L., Roberts, G. O., Stuart, A. M. and White, D. (2013). MCMC
+#'   methods for functions: modifying old algorithms to make them faster.
+#'   Statistical Science 28, 424-446.
 #' @seealso [bayes_factor_marglik()] for a Bayes factor from two estimates; [bayes_factor_nce()].
 #' @examples
 #' set.seed(1)
@@ -240,7 +286,10 @@ print.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...
     cat(sprintf("log Z not identified (separated samples); importance sampling bounds [%s, %s]\n",
                 format(x$bounds[["lower"]], digits = digits), format(x$bounds[["upper"]], digits = digits)))
   } else {
-    cat(sprintf("log Z = %s (s.e. %s)\n", format(x$logml, digits = digits), format(x$se, digits = digits)))
+    cat(sprintf("log Z = %s (s.e. %s)%s\n", format(x$logml, digits = digits), format(x$se, digits = digits),
+                if (is.null(x$telescope)) "" else {
+                  sprintf(", telescoped through %d waymarks", length(x$telescope$b) - 2L)
+                }))
   }
   invisible(x)
 }
@@ -274,8 +323,17 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
   cat(sprintf("\nreference: %s%s, fitted to %s draws on the unconstrained scale (%d dimension%s)\n",
               r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else "",
               if (x$split) "the first half of the" else "all", length(r$mean), if (length(r$mean) == 1L) "" else "s"))
-  cat(sprintf("draws in the estimate: %d (effective %s); reference draws: %d\n", x$n,
-              format(x$ess, digits = 3), x$n_ref))
+  cat(sprintf("draws in the estimate: %d (effective %s)%s; reference draws: %d\n", x$n,
+              format(x$ess, digits = 3),
+              if (length(x$chains) > 1L) sprintf(" in %d chains", length(x$chains)) else "", x$n_ref))
+  tel <- x$telescope
+  if (!is.null(tel)) {
+    cat(sprintf(paste0("telescoped through %d waymarks (single classifier: accuracy %s, log Z %s, s.e. %s);\n",
+                       "  pair accuracies %s to %s, %d log_posterior evaluations\n"),
+                length(tel$b) - 2L, format(tel$single[["accuracy"]], digits = 3),
+                format(tel$single[["logml"]], digits = digits), format(tel$single[["se"]], digits = digits),
+                format(min(tel$accuracy), digits = 3), format(max(tel$accuracy), digits = 3), tel$evaluations))
+  }
   print_bridge_diagnostics(x, "log Z", digits)
   invisible(x)
 }
