@@ -74,7 +74,7 @@ marglik_telescope <- function(xf, xe, t0, t_ref, log_posterior, lb, ub, accuracy
   }
   bs <- c(bs, 1)
   sets <- c(sets, list(t_ref))
-  fit <- rs(nce_tele_solve(sets, bs, eves, as.integer(chains), if (is.null(ess)) NA_real_ else as.double(ess),
+  fit <- rs(nce_tele_solve(sets, bs, eves, as.integer(chains), if (is.null(ess)) NaN else as.double(ess),
                            threads), call = call)
   fit$b <- bs
   fit$acceptance <- rates
