@@ -244,7 +244,8 @@ telescope_control <- function(control, call) {
 # `chains`: NULL (one chain), one number k (k chains of equal length stacked) or the chain lengths.
 chains_arg <- function(chains, n, arg, call) {
   if (is.null(chains)) return(n)
-  if (!is.numeric(chains) || anyNA(chains) || any(chains < 1) || any(chains != round(chains))) {
+  if (!is.numeric(chains) || !length(chains) || anyNA(chains) || any(!is.finite(chains)) || any(chains < 1) ||
+      any(chains != round(chains)) || any(chains > n)) {
     nce_abort(sprintf("`%s` must be NULL, a number of chains or the chain lengths (positive whole numbers)", arg),
               "input", call = call)
   }
