@@ -287,10 +287,8 @@ print.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...
     cat(sprintf("log Z not identified (separated samples); importance sampling bounds [%s, %s]\n",
                 format(x$bounds[["lower"]], digits = digits), format(x$bounds[["upper"]], digits = digits)))
   } else {
-    cat(sprintf("log Z = %s (s.e. %s)%s\n", format(x$logml, digits = digits), format(x$se, digits = digits),
-                if (is.null(x$telescope)) "" else {
-                  sprintf(", telescoped through %d waymarks", length(x$telescope$b) - 2L)
-                }))
+    tel <- if (is.null(x$telescope)) "" else sprintf(", telescoped through %s", n_waymarks(x$telescope))
+    cat(sprintf("log Z = %s (s.e. %s)%s\n", format(x$logml, digits = digits), format(x$se, digits = digits), tel))
   }
   invisible(x)
 }
@@ -329,14 +327,19 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
               if (length(x$chains) > 1L) sprintf(" in %d chains", length(x$chains)) else "", x$n_ref))
   tel <- x$telescope
   if (!is.null(tel)) {
-    cat(sprintf(paste0("telescoped through %d waymarks (single classifier: accuracy %s, log Z %s, s.e. %s);\n",
+    cat(sprintf(paste0("telescoped through %s (single classifier: accuracy %s, log Z %s, s.e. %s);\n",
                        "  pair accuracies %s to %s, %d log_posterior evaluations\n"),
-                length(tel$b) - 2L, format(tel$single[["accuracy"]], digits = 3),
+                n_waymarks(tel), format(tel$single[["accuracy"]], digits = 3),
                 format(tel$single[["logml"]], digits = digits), format(tel$single[["se"]], digits = digits),
                 format(min(tel$accuracy), digits = 3), format(max(tel$accuracy), digits = 3), tel$evaluations))
   }
   print_bridge_diagnostics(x, "log Z", digits)
   invisible(x)
+}
+
+n_waymarks <- function(tel) {
+  k <- length(tel$b) - 2L
+  sprintf("%d waymark%s", k, if (k == 1L) "" else "s")
 }
 
 # Diagnostics shared by the summaries of log K and log Z estimates.

@@ -82,3 +82,13 @@ test_that("telescoping settings are checked", {
                class = "nce_error_input")
   expect_error(marglik_nce(x, gamma_lk, lb = 0, waymarks = "sometimes"), class = "error")
 })
+
+test_that("print and summary of a telescoped estimate", {
+  set.seed(35)
+  x <- matrix(rgamma(10 * 1000, 2, 1), ncol = 10)
+  set.seed(3)
+  fit <- marglik_nce(x, gamma_lk, lb = 0, waymarks = "always", control = list(moves = 2))
+  fit$call <- quote(marglik_nce(x, gamma_lk, lb = 0, waymarks = "always", control = list(moves = 2)))
+  expect_snapshot(print(fit, digits = 3))
+  expect_snapshot(print(summary(fit), digits = 3))
+})

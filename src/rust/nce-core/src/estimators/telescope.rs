@@ -255,7 +255,8 @@ pub fn pair_accuracy(t: &[f64], db: f64) -> f64 {
 /// The next waymark after `b`: 1 when the classifier from p_b straight to the reference has
 /// accuracy at most `target`, otherwise the b' whose pair has accuracy `target` (bisection).
 pub fn next_waymark(t: &[f64], b: f64, target: f64) -> Result<f64> {
-    if !(target > 0.5 && target < 1.0) || !(0.0..1.0).contains(&b) {
+    let ok = target > 0.5 && target < 1.0 && (0.0..1.0).contains(&b);
+    if !ok {
         return Err(NceError::invalid(
             "accuracy",
             format!("must be in (0.5, 1), got {target}"),
@@ -613,7 +614,7 @@ mod tests {
         let b = next_waymark(&t, 0.0, 0.55).unwrap();
         assert!(b > 0.0 && b < 1.0);
         assert!((pair_accuracy(&t, b) - 0.55).abs() < 1e-6);
-        assert_eq!(next_waymark(&vec![1.0; 10], 0.0, 0.55).unwrap(), 1.0);
+        assert_eq!(next_waymark(&[1.0; 10], 0.0, 0.55).unwrap(), 1.0);
         assert!(next_waymark(&t, 0.0, 0.5).is_err());
     }
 
