@@ -38,6 +38,11 @@
 #'   the numbers of draws for independent draws).
 #' @param prior_odds Prior odds of model 1 against model 2, for the posterior
 #'   model probabilities.
+#' @param chains `NULL` (each sample one chain, or independent draws), or the
+#'   chains stacked in each sample: the number of chains of equal length or
+#'   their lengths, for both samples, or a list of two such specifications
+#'   (`NULL` for a sample of one chain). Effective sample sizes are then
+#'   estimated per chain.
 #' @return An object of class `nce_bf`, a list with `log_bf` (\eqn{\log K}),
 #'   `se`, `bf` (\eqn{K}), `prob` (posterior model probabilities), `ess`, `n`,
 #'   `se_iid` (the standard error for independent draws), `bounds`
@@ -74,7 +79,7 @@
 #' fit
 #' summary(fit)
 #' @export
-bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior_odds = 1) {
+bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior_odds = 1, chains = NULL) {
   call <- match.call()
   ucall <- sys.call()
   check_prior_odds(prior_odds)
@@ -128,7 +133,11 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
   check_finite_values(l21, "loglik2", "draws1")
   check_finite_values(l22, "loglik2", "draws2")
   check_resolvable(l11 - l21, l12 - l22, "loglik1 - loglik2", ucall)
-  fit <- bridge_solve(l11 - l21, l12 - l22, ess)
+  if (!is.list(chains)) chains <- list(chains, chains)
+  if (length(chains) != 2L) nce_abort("`chains` must be NULL, one chain specification, or a list of two", "input")
+  chains <- list(chains_arg(chains[[1L]], length(l11), "chains", ucall),
+                 chains_arg(chains[[2L]], length(l12), "chains", ucall))
+  fit <- bridge_solve(l11 - l21, l12 - l22, ess, chains)
   out <- bf_result(fit$log_ratio, fit$se, prior_odds, call, "logistic regression between posterior samples")
   out$se_iid <- fit$se_iid
   out$ess <- stats::setNames(fit$ess, c("model1", "model2"))
@@ -317,10 +326,21 @@ check_finite_values <- function(v, fname, xname) {
   }
 }
 
-# The Rust solve of the two-sample logistic problem for c = log(Z1 / Z2).
-bridge_solve <- function(r1, r2, ess = NULL) {
+# The Rust solve of the two-sample logistic problem for c = log(Z1 / Z2). `chains`: for each
+# sample NULL (one chain) or its chain lengths; with several chains the effective sample size of
+# that sample's scores is estimated per chain (then the solve is repeated with it: the estimate
+# does not change, only its standard error).
+bridge_solve <- function(r1, r2, ess = NULL, chains = list(NULL, NULL)) {
   if (is.null(ess)) ess <- c(NA_real_, NA_real_)
   fit <- nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads())
+  per_chain <- vapply(chains, function(ch) length(ch) > 1L, TRUE) & is.na(ess)
+  if (any(per_chain) && !inherits(fit, "nce_rust_error") && !isTRUE(fit$separated)) {
+    nu <- log(length(r1) / length(r2))
+    c0 <- fit$log_ratio
+    scores <- list(stats::plogis(-(r1 - c0 + nu)), stats::plogis(r2 - c0 + nu))
+    for (k in which(per_chain)) ess[k] <- rs(nce_ess_chains(scores[[k]], as.integer(chains[[k]])))
+    fit <- nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads())
+  }
   if (inherits(fit, "nce_rust_error") && grepl("effective sample size", fit$message) && anyNA(ess)) {
     nce_abort(paste("the effective sample sizes could not be estimated: the classification scores are the same at",
                     "every draw (the log ratios are constant, e.g. identical log-likelihoods or log densities, or",

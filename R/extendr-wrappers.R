@@ -56,6 +56,12 @@ nce_kernel_normal_log_density <- function(sd, lower, upper, x, prev, threads) .C
 #' @noRd
 nce_latkes_simulate <- function(state, offset, grid, window, start_x, start_y, steps, seed, threads) .Call(wrap__nce_latkes_simulate, state, offset, grid, window, start_x, start_y, steps, seed, threads)
 
+#' Effective sample size of a series of stacked chains (`chains`: their lengths): each chain's
+#' long-run variance by the initial monotone sequence, deviations from the overall mean.
+#' @keywords internal
+#' @noRd
+nce_ess_chains <- function(x, chains) .Call(wrap__nce_ess_chains, x, chains)
+
 #' Solve the 1-D logistic problem for c = log(Z1 / Z2) from the log ratios r = log f1 - log f2
 #' at draws of p1 (`r1`) and of p2 (`r2`). `ess`: two effective sample sizes, NA to estimate.
 #' @keywords internal
@@ -69,6 +75,39 @@ nce_bridge_solve <- function(r1, r2, ess, tol, maxit, threads) .Call(wrap__nce_b
 #' @keywords internal
 #' @noRd
 nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, threads)
+
+#' Telescoping: whiten the `fit` draws' scale (mean, lower Cholesky factor) and the `est` draws,
+#' with log |dx/dz| - log N(z; 0, I) at each.
+#' @keywords internal
+#' @noRd
+nce_tele_init <- function(fit, est, lb, ub, threads) .Call(wrap__nce_tele_init, fit, est, lb, ub, threads)
+
+#' Telescoping: linear-mixing proposals from whitened `z` (step `beta`, stream `step`) and
+#' their points in the parameter space with log |dx/dz| - log N(z'; 0, I).
+#' @keywords internal
+#' @noRd
+nce_tele_propose <- function(z, beta, seed, step, mean, chol, lb, ub, threads) .Call(wrap__nce_tele_propose, z, beta, seed, step, mean, chol, lb, ub, threads)
+
+#' Telescoping: Metropolis acceptance at temperature `temp`; the next waymark; resampling
+#' (1-based indices).
+#' @keywords internal
+#' @noRd
+nce_tele_accept <- function(t, tp, temp, seed, step) .Call(wrap__nce_tele_accept, t, tp, temp, seed, step)
+
+#' @keywords internal
+#' @noRd
+nce_tele_next <- function(t, b, target) .Call(wrap__nce_tele_next, t, b, target)
+
+#' @keywords internal
+#' @noRd
+nce_tele_resample <- function(t, db, seed, step) .Call(wrap__nce_tele_resample, t, db, seed, step)
+
+#' Telescoping: solve every neighbouring pair (in parallel) and combine with the standard error.
+#' `sets`: list of the K + 1 vectors of t; `b`: the waymarks; `eve`: list of K integer vectors
+#' (1-based draw each sample descends from); `chains`: chain lengths; `ess`: NA to estimate.
+#' @keywords internal
+#' @noRd
+nce_tele_solve <- function(sets, b, eve, chains, ess, threads) .Call(wrap__nce_tele_solve, sets, b, eve, chains, ess, threads)
 
 #' MLE of the parent normal of data truncated to (lower, inf): list(mean, sd, loglik, converged).
 #' @keywords internal

@@ -21,6 +21,27 @@
 #' the draws fits the reference and the second half enters the estimate, so
 #' the reference does not depend on the draws it is compared with.
 #'
+#' **Telescoping** (Rhodes, Xu and Gutmann 2020). In many dimensions the
+#' draws and the reference barely overlap (a "density chasm"): one classifier
+#' separates them almost perfectly and its intercept is poorly determined.
+#' Waymark densities \eqn{p_b \propto g\,(f/g)^{1-b}} between the draws
+#' (\eqn{b = 0}) and the reference (\eqn{b = 1}) split the gap; each
+#' neighbouring pair is told apart by the same 1-D logistic regression (its
+#' log ratio \eqn{(b_{k+1} - b_k)\log(f/g)} is known up to the intercept),
+#' and \eqn{\log Z} is the sum of the intercepts. Samples of each waymark
+#' come from those of the previous one by resampling and Metropolis moves
+#' that mix each sample linearly with reference noise,
+#' \eqn{z' = \sqrt{1-\beta^2}\,z + \beta\xi} on the whitened scale (the
+#' preconditioned Crank-Nicolson proposal, which keeps \eqn{p_b} invariant);
+#' this evaluates `log_posterior` at `control$moves` new points per sample and
+#' waymark. The next waymark is the farthest whose classifier, estimated by
+#' importance weighting, has accuracy `control$accuracy`, so the number of
+#' waymarks follows the gap. The standard error sums each sample's influence
+#' on the sum of intercepts over the descendants of each draw (the resampling
+#' ancestry) and applies the draws' effective sample size to these totals.
+#' The pairs are solved in parallel in Rust; results do not depend on the
+#' number of threads.
+#'
 #' @param draws Draws of the density: a matrix with one row per draw or a
 #'   vector for one parameter. MCMC draws in order (one chain, or chains one
 #'   after another) so that effective sample sizes can be estimated.
@@ -40,6 +61,19 @@
 #' @param ess `NULL` to estimate the effective sample size of the draws from
 #'   the score contributions, or one number (the reference draws are
 #'   independent).
+#' @param chains `NULL` for one chain (or independent draws), the number of
+#'   chains of equal length stacked one after another in `draws`, or their
+#'   lengths. Effective sample sizes are then estimated per chain (each chain's
+#'   long-run variance about the overall mean, so that chains that disagree
+#'   count), and with `split = TRUE` the first half of each chain fits the
+#'   reference.
+#' @param waymarks `"auto"` (telescope when the single classifier between the
+#'   draws and the reference is too accurate, i.e. the two barely overlap),
+#'   `"none"` (always the single classifier) or `"always"`. See Details.
+#' @param control Settings of the telescoping, a list with `switch` (the
+#'   accuracy of the single classifier above which `"auto"` telescopes, 0.75),
+#'   `accuracy` (the target accuracy of each neighbouring pair, 0.55) and
+#'   `moves` (linear-mixing Metropolis moves per waymark, 10).
 #' @return An object of class `nce_marglik`, a list with `logml` (the
 #'   estimate of \eqn{\log Z}), `se` (its standard error: the sandwich of the
 #'   two-sample logistic problem, the draws' part inflated by
@@ -47,7 +81,12 @@
 #'   `n_ref`, `bounds` (importance sampling estimates from the reference and
 #'   reciprocal importance sampling from the draws, lower and upper bounds in
 #'   expectation), `reference` (family, mean and covariance on the
-#'   unconstrained scale), `separated`, `converged`, `iterations`. Methods:
+#'   unconstrained scale), `separated`, `converged`, `iterations`, `chains`,
+#'   `telescope` (`NULL` for the single classifier; otherwise the waymarks `b`,
+#'   the intercepts `c` of the pairs with their accuracies, the moves'
+#'   acceptance rates, the number of `log_posterior` evaluations, and
+#'   `single`, the single classifier's estimate, standard error and
+#'   accuracy). Methods:
 #'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
 #'   in memory (`nce_error_size`, before allocating), `ess` that is not one
@@ -61,6 +100,13 @@
 #'
 #'   Gronau, Q. F. et al. (2017). A tutorial on bridge sampling. Journal of
 #'   Mathematical Psychology 81, 80-97.
+#'
+#'   Rhodes, B., Xu, K. and Gutmann, M. U. (2020). Telescoping density-ratio
+#'   estimation. Advances in Neural Information Processing Systems 33.
+#'
+#'   Cotter, S. L., Roberts, G. O., Stuart, A. M. and White, D. (2013). MCMC
+#'   methods for functions: modifying old algorithms to make them faster.
+#'   Statistical Science 28, 424-446.
 #' @seealso [bayes_factor_marglik()] for a Bayes factor from two estimates; [bayes_factor_nce()].
 #' @examples
 #' set.seed(1)
@@ -76,10 +122,13 @@
 #' lbeta(3, 5)
 #' @export
 marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t"),
-                        df = 5, n_ref = NULL, split = TRUE, ess = NULL) {
+                        df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
+                        waymarks = c("auto", "none", "always"), control = list()) {
   call <- match.call()
   ucall <- sys.call()
   reference <- match.arg(reference)
+  waymarks <- match.arg(waymarks)
+  control <- telescope_control(control, ucall)
   x <- as_draws(draws, "draws")
   if (!is.function(log_posterior)) nce_abort("`log_posterior` must be a vectorised function of a draws matrix", "input")
   d <- ncol(x)
@@ -97,13 +146,22 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_number(df, "df", min = 0, exclusive_min = TRUE, call = ucall)
   check_bool(split, "split", call = ucall)
   n <- nrow(x)
+  chains <- chains_arg(chains, n, "chains", ucall)
   if (split) {
     if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input")
-    half <- seq_len(n %/% 2L)
+    # the first half of each chain fits the reference, the second half enters the estimate
+    ends <- cumsum(chains)
+    starts <- ends - chains
+    half <- unlist(lapply(seq_along(chains), function(k) starts[k] + seq_len(chains[k] %/% 2L)))
+    if (any(chains < 2L)) {
+      nce_abort("with `split = TRUE` every chain needs at least two draws", "input", call = ucall)
+    }
     xf <- x[half, , drop = FALSE]
     xe <- x[-half, , drop = FALSE]
+    chains_e <- chains - chains %/% 2L
   } else {
     xf <- xe <- x
+    chains_e <- chains
   }
   if (nrow(xf) <= d) {
     nce_abort(sprintf("%d draws cannot fit a %d-dimensional reference: need more than %d%s", nrow(xf), d, d,
@@ -130,7 +188,24 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   r1 <- lp_e + ref$est_logjac - ref$est_logref
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
   check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
-  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref))
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  tele <- NULL
+  if (waymarks != "none" && !fit$separated) {
+    acc1 <- classifier_accuracy(r1, r2, fit$log_ratio)
+    if (reference == "t") {
+      if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
+    } else if (waymarks == "always" || acc1 > control$switch) {
+      tele <- marglik_telescope(xf, xe, r1, r2, log_posterior, lb, ub, control$accuracy, control$moves, chains_e,
+                                ess, ucall)
+      tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = acc1)
+      fit$log_ratio <- tele$log_z
+      fit$se <- tele$se
+      fit$se_iid <- tele$se_iid
+      fit$ess[1L] <- tele$ess
+      fit$converged <- tele$converged
+      fit$iterations <- tele$iterations
+    }
+  }
   out <- structure(list(
     logml = fit$log_ratio, se = fit$se, se_iid = fit$se_iid,
     ess = fit$ess[1L], n = nrow(xe), n_ref = as.integer(n_ref),
@@ -138,7 +213,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     reference = list(family = reference, df = if (reference == "t") df else NULL,
                      mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub),
     split = split, separated = fit$separated, converged = fit$converged,
-    iterations = fit$iterations, call = call),
+    iterations = fit$iterations, chains = chains, telescope = tele, call = call),
     class = "nce_marglik")
   if (fit$separated) {
     out <- separated_result(out, fit, "log Z", "the draws and the reference draws do not overlap")
@@ -146,6 +221,46 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
   out
+}
+
+# Settings of the telescoping: `switch`, the accuracy of the single classifier above which
+# waymarks are used (waymarks = "auto"); `accuracy`, the target accuracy of each neighbouring
+# pair; `moves`, linear-mixing Metropolis moves per waymark.
+telescope_control <- function(control, call) {
+  if (!is.list(control)) nce_abort("`control` must be a list", "input", call = call)
+  bad <- setdiff(names(control), c("switch", "accuracy", "moves"))
+  if (length(bad) || (length(control) && is.null(names(control)))) {
+    nce_abort(sprintf("`control` takes `switch`, `accuracy` and `moves`, not %s", paste(bad, collapse = ", ")),
+              "input", call = call)
+  }
+  out <- utils::modifyList(list(switch = 0.75, accuracy = 0.55, moves = 10L), control)
+  check_number(out$switch, "control$switch", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
+  check_number(out$accuracy, "control$accuracy", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
+  if (out$accuracy >= 1) nce_abort("`control$accuracy` must be below 1", "input", call = call)
+  check_count(out$moves, "control$moves", min = 1, max = 1000, call = call)
+  out
+}
+
+# `chains`: NULL (one chain), one number k (k chains of equal length stacked) or the chain lengths.
+chains_arg <- function(chains, n, arg, call) {
+  if (is.null(chains)) return(n)
+  if (!is.numeric(chains) || !length(chains) || anyNA(chains) || any(!is.finite(chains)) || any(chains < 1) ||
+      any(chains != round(chains)) || any(chains > n)) {
+    nce_abort(sprintf("`%s` must be NULL, a number of chains or the chain lengths (positive whole numbers)", arg),
+              "input", call = call)
+  }
+  if (length(chains) == 1L) {
+    if (n %% chains != 0) {
+      nce_abort(sprintf("%d draws cannot form %d chains of equal length: give the chain lengths in `%s`", n, chains,
+                        arg), "input", call = call)
+    }
+    return(rep(as.integer(n %/% chains), chains))
+  }
+  if (sum(chains) != n) {
+    nce_abort(sprintf("the chain lengths in `%s` sum to %d, but there are %d draws", arg, sum(chains), n), "input",
+              call = call)
+  }
+  as.integer(chains)
 }
 
 bounds_arg <- function(b, x, arg) {
@@ -172,7 +287,8 @@ print.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...
     cat(sprintf("log Z not identified (separated samples); importance sampling bounds [%s, %s]\n",
                 format(x$bounds[["lower"]], digits = digits), format(x$bounds[["upper"]], digits = digits)))
   } else {
-    cat(sprintf("log Z = %s (s.e. %s)\n", format(x$logml, digits = digits), format(x$se, digits = digits)))
+    tel <- if (is.null(x$telescope)) "" else sprintf(", telescoped through %s", n_waymarks(x$telescope))
+    cat(sprintf("log Z = %s (s.e. %s)%s\n", format(x$logml, digits = digits), format(x$se, digits = digits), tel))
   }
   invisible(x)
 }
@@ -206,10 +322,24 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
   cat(sprintf("\nreference: %s%s, fitted to %s draws on the unconstrained scale (%d dimension%s)\n",
               r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else "",
               if (x$split) "the first half of the" else "all", length(r$mean), if (length(r$mean) == 1L) "" else "s"))
-  cat(sprintf("draws in the estimate: %d (effective %s); reference draws: %d\n", x$n,
-              format(x$ess, digits = 3), x$n_ref))
+  cat(sprintf("draws in the estimate: %d (effective %s)%s; reference draws: %d\n", x$n,
+              format(x$ess, digits = 3),
+              if (length(x$chains) > 1L) sprintf(" in %d chains", length(x$chains)) else "", x$n_ref))
+  tel <- x$telescope
+  if (!is.null(tel)) {
+    cat(sprintf(paste0("telescoped through %s (single classifier: accuracy %s, log Z %s, s.e. %s);\n",
+                       "  pair accuracies %s to %s, %d log_posterior evaluations\n"),
+                n_waymarks(tel), format(tel$single[["accuracy"]], digits = 3),
+                format(tel$single[["logml"]], digits = digits), format(tel$single[["se"]], digits = digits),
+                format(min(tel$accuracy), digits = 3), format(max(tel$accuracy), digits = 3), tel$evaluations))
+  }
   print_bridge_diagnostics(x, "log Z", digits)
   invisible(x)
+}
+
+n_waymarks <- function(tel) {
+  k <- length(tel$b) - 2L
+  sprintf("%d waymark%s", k, if (k == 1L) "" else "s")
 }
 
 # Diagnostics shared by the summaries of log K and log Z estimates.

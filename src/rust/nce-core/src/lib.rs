@@ -27,5 +27,5 @@ pub mod spatial;
 pub use convergence::Convergence;
 pub use engine::{alias, design, family, grouped, irls, penalty, pirls, reml, sandwich};
 pub use error::{NceError, Result};
-pub use estimators::{bridge, lasso, lfire, mog, nonlinear, vnce};
+pub use estimators::{bridge, lasso, lfire, mog, nonlinear, telescope, vnce};
 pub use sampling::{kernel, latkes_sim, ref_discrete, ref_steps, reference, tgm_sim, truncnorm};

@@ -2,12 +2,14 @@
 //! between two samples. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, count_of, guard, int_count, real_matrix, real_slice, seed_of, threads_of, to_r_matrix,
+    col_major_matrix, count_of, guard, int_count, int_slice, real_matrix, real_slice, seed_of, threads_of, to_r_matrix,
+    zero_based,
 };
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
 use nce_core::bridge::{self, Bounds, SolveControl};
+use nce_core::telescope::{self, Whitening};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
@@ -107,8 +109,204 @@ fn nce_marglik_reference(
     })
 }
 
+fn bounds_of(lb: &Robj, ub: &Robj, d: usize) -> Result<Vec<Bounds>, NceError> {
+    let lb = real_slice(lb, "lb")?;
+    let ub = real_slice(ub, "ub")?;
+    if lb.len() != d || ub.len() != d {
+        return Err(NceError::invalid("lb", format!("lb and ub must have length {d}")));
+    }
+    lb.iter().zip(ub).map(|(&a, &b)| Bounds::new(a, b)).collect()
+}
+
+fn whitening_of(mean: &Robj, chol: &Robj, lb: &Robj, ub: &Robj) -> Result<Whitening, NceError> {
+    let mean = real_slice(mean, "mean")?.to_vec();
+    let d = mean.len();
+    let (l, nr, nc) = real_matrix(chol, "chol")?;
+    if nr != d || nc != d {
+        return Err(NceError::invalid("chol", format!("must be {d} x {d}")));
+    }
+    Whitening::from_parts(mean, l, &bounds_of(lb, ub, d)?)
+}
+
+/// Telescoping: whiten the `fit` draws' scale (mean, lower Cholesky factor) and the `est` draws,
+/// with log |dx/dz| - log N(z; 0, I) at each.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tele_init(fit: Robj, est: Robj, lb: Robj, ub: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let (xf, nf, d) = real_matrix(&fit, "fit")?;
+        let (xe, ne, de) = real_matrix(&est, "est")?;
+        if de != d {
+            return Err(NceError::invalid("est", format!("must have {d} columns")));
+        }
+        let bounds = bounds_of(&lb, &ub, d)?;
+        let (w, z, extra) = run::run(threads_of(threads)?, |_| {
+            let w = Whitening::fit(xf, nf, &bounds)?;
+            let (z, extra) = w.whiten(xe, ne)?;
+            Ok((w, z, extra))
+        })?;
+        Ok(list!(
+            mean = w.mean.clone(),
+            chol = to_r_matrix(&w.chol),
+            z = col_major_matrix(z, ne, d),
+            extra = extra
+        )
+        .into_robj())
+    })
+}
+
+/// Telescoping: linear-mixing proposals from whitened `z` (step `beta`, stream `step`) and
+/// their points in the parameter space with log |dx/dz| - log N(z'; 0, I).
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_tele_propose(
+    z: Robj,
+    beta: f64,
+    seed: f64,
+    step: f64,
+    mean: Robj,
+    chol: Robj,
+    lb: Robj,
+    ub: Robj,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let (zv, n, d) = real_matrix(&z, "z")?;
+        let w = whitening_of(&mean, &chol, &lb, &ub)?;
+        if w.dim() != d {
+            return Err(NceError::invalid("z", format!("must have {} columns", w.dim())));
+        }
+        let seed = seed_of(seed)?;
+        let step = count_of(step, "step", 0)? as u64;
+        let (zp, x, extra) = run::run(threads_of(threads)?, |_| {
+            let zp = telescope::pcn_propose(zv, n, d, beta, seed, step)?;
+            let (x, extra) = w.unwhiten(&zp, n);
+            Ok((zp, x, extra))
+        })?;
+        Ok(list!(
+            z = col_major_matrix(zp, n, d),
+            x = col_major_matrix(x, n, d),
+            extra = extra
+        )
+        .into_robj())
+    })
+}
+
+/// Telescoping: Metropolis acceptance at temperature `temp`; the next waymark; resampling
+/// (1-based indices).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tele_accept(t: Robj, tp: Robj, temp: f64, seed: f64, step: f64) -> Robj {
+    guard(|| {
+        let t = real_slice(&t, "t")?;
+        let tp = real_slice(&tp, "tp")?;
+        if t.len() != tp.len() {
+            return Err(NceError::invalid("tp", "must match t"));
+        }
+        let seed = seed_of(seed)?;
+        let step = count_of(step, "step", 0)? as u64;
+        Ok(telescope::pcn_accept(t, tp, temp, seed, step).into_robj())
+    })
+}
+
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tele_next(t: Robj, b: f64, target: f64) -> Robj {
+    guard(|| Ok(telescope::next_waymark(real_slice(&t, "t")?, b, target)?.into_robj()))
+}
+
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tele_resample(t: Robj, db: f64, seed: f64, step: f64) -> Robj {
+    guard(|| {
+        let seed = seed_of(seed)?;
+        let step = count_of(step, "step", 0)? as u64;
+        let idx = telescope::resample(real_slice(&t, "t")?, db, seed, step);
+        Ok(idx.iter().map(|&i| (i + 1) as i32).collect::<Vec<i32>>().into_robj())
+    })
+}
+
+/// Telescoping: solve every neighbouring pair (in parallel) and combine with the standard error.
+/// `sets`: list of the K + 1 vectors of t; `b`: the waymarks; `eve`: list of K integer vectors
+/// (1-based draw each sample descends from); `chains`: chain lengths; `ess`: NA to estimate.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tele_solve(sets: List, b: Robj, eve: List, chains: Robj, ess: f64, threads: i32) -> Robj {
+    guard(|| {
+        let sets: Vec<Vec<f64>> = sets
+            .values()
+            .map(|v| real_slice(&v, "sets").map(|s| s.to_vec()))
+            .collect::<Result<_, _>>()?;
+        let n0 = sets.first().map(|s| s.len()).unwrap_or(0);
+        let eve: Vec<Vec<usize>> = eve
+            .values()
+            .map(|v| zero_based(&v, "eve", n0))
+            .collect::<Result<_, _>>()?;
+        let b = real_slice(&b, "b")?;
+        let chains: Vec<usize> = int_slice(&chains, "chains")?
+            .iter()
+            .map(|&c| c.max(0) as usize)
+            .collect();
+        let ess = if ess.is_nan() { None } else { Some(ess) };
+        let f = run::run(threads_of(threads)?, |stop| {
+            telescope::solve(&sets, b, &eve, &chains, ess, &SolveControl::default(), &|| {
+                stop.load(Ordering::Relaxed)
+            })
+        })?;
+        Ok(list!(
+            log_z = f.log_z,
+            se = f.se,
+            se_iid = f.se_iid,
+            ess = f.ess,
+            c = f.c,
+            se_pair = f.se_pair,
+            accuracy = f.accuracy,
+            converged = f.converged,
+            separated = f.separated,
+            iterations = f.iterations as i32
+        )
+        .into_robj())
+    })
+}
+
+/// Effective sample size of a series of stacked chains (`chains`: their lengths): each chain's
+/// long-run variance by the initial monotone sequence, deviations from the overall mean.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_ess_chains(x: Robj, chains: Robj) -> Robj {
+    guard(|| {
+        let x = real_slice(&x, "x")?;
+        let ch: Vec<usize> = int_slice(&chains, "chains")?
+            .iter()
+            .map(|&c| c.max(0) as usize)
+            .collect();
+        if ch.iter().sum::<usize>() != x.len() || ch.contains(&0) {
+            return Err(NceError::invalid(
+                "chains",
+                format!("chain lengths must be positive and sum to {}", x.len()),
+            ));
+        }
+        Ok(telescope::long_run_ss(x, &ch).1.into_robj())
+    })
+}
+
 extendr_module! {
     mod bridge;
+    fn nce_ess_chains;
     fn nce_bridge_solve;
     fn nce_marglik_reference;
+    fn nce_tele_init;
+    fn nce_tele_propose;
+    fn nce_tele_accept;
+    fn nce_tele_next;
+    fn nce_tele_resample;
+    fn nce_tele_solve;
 }

@@ -8,4 +8,5 @@ pub mod lasso;
 pub mod lfire;
 pub mod mog;
 pub mod nonlinear;
+pub mod telescope;
 pub mod vnce;

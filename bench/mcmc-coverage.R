@@ -1,0 +1,82 @@
+# Coverage of the standard errors of bayes_factor_nce() and marglik_nce() with Metropolis draws
+# (not run in tests). A logit-vs-probit Bayes factor for one slope, y_i ~ Bernoulli(F(theta x_i)),
+# theta ~ N(0, 2^2), F the logistic or the normal cdf; exact log marginal likelihoods by 1-D
+# quadrature. Random-walk Metropolis on theta with a short step (lag-1 autocorrelation about
+# 0.9), all replications run side by side (vectorised over chains).
+#   R_LIBS=$PWD/.Rlib Rscript bench/mcmc-coverage.R            # 200 replications, 10,000 draws
+#   NCE_BENCH_REPS=400 NCE_BENCH_DRAWS=20000 NCE_BENCH_CHAINS=4 R_LIBS=$PWD/.Rlib Rscript bench/mcmc-coverage.R
+# NCE_BENCH_CHAINS = k > 1 stacks k independent chains of draws / k each (passed as `chains =` when
+# marglik_nce() and bayes_factor_nce() accept it).
+library(nce)
+reps <- as.integer(Sys.getenv("NCE_BENCH_REPS", "200"))
+n <- as.integer(Sys.getenv("NCE_BENCH_DRAWS", "10000"))
+n_chains <- as.integer(Sys.getenv("NCE_BENCH_CHAINS", "1"))
+step <- as.numeric(Sys.getenv("NCE_BENCH_STEP", "0.15"))  # 0.15: lag-1 autocorrelation 0.91; 0.06: 0.98
+set.seed(20261123)
+m <- 100
+xd <- rnorm(m)
+yd <- rbinom(m, 1, plogis(1.2 * xd))
+prior_sd <- 2
+loglik_logit <- function(th) colSums(yd * plogis(outer(xd, th), log.p = TRUE) +
+                                       (1 - yd) * plogis(-outer(xd, th), log.p = TRUE))
+loglik_probit <- function(th) colSums(yd * pnorm(outer(xd, th), log.p = TRUE) +
+                                        (1 - yd) * pnorm(-outer(xd, th), log.p = TRUE))
+log_evidence <- function(ll) {
+  lmax <- max(ll(seq(-10, 10, by = 0.001)))
+  f <- function(t) exp(ll(t) - lmax) * dnorm(t, 0, prior_sd)
+  log(integrate(f, -10, 10, subdivisions = 2000L, rel.tol = 1e-12)$value) + lmax
+}
+exact_logit <- log_evidence(loglik_logit)
+exact_probit <- log_evidence(loglik_probit)
+exact_bf <- exact_logit - exact_probit
+
+# Metropolis for `k` chains at once: a draws matrix (iterations x chains).
+metropolis <- function(k, iters, ll, init, burn = 2000L) {
+  th <- init
+  lp <- ll(th) + dnorm(th, 0, prior_sd, log = TRUE)
+  out <- matrix(0, iters, k)
+  for (i in seq_len(iters + burn)) {
+    p <- th + step * rnorm(k)
+    lpp <- ll(p) + dnorm(p, 0, prior_sd, log = TRUE)
+    acc <- log(runif(k)) < lpp - lp
+    th[acc] <- p[acc]
+    lp[acc] <- lpp[acc]
+    if (i > burn) out[i - burn, ] <- th
+  }
+  out
+}
+draws_for <- function(ll) {
+  per <- n %/% n_chains
+  ch <- lapply(seq_len(n_chains), function(c) metropolis(reps, per, ll, rnorm(reps, 1, 0.3)))
+  do.call(rbind, ch)  # chains stacked one after another in each column
+}
+t0 <- Sys.time()
+d1 <- draws_for(loglik_logit)
+d2 <- draws_for(loglik_probit)
+ac1 <- mean(apply(d1, 2, function(v) stats::acf(v, lag.max = 1, plot = FALSE)$acf[2]))
+cat(sprintf("Metropolis: %d replications x %d draws (%d chain%s), step %g, mean lag-1 autocorrelation %.3f (%.0f s)\n",
+            reps, nrow(d1), n_chains, if (n_chains > 1) "s" else "", step, ac1,
+            as.numeric(Sys.time() - t0, units = "secs")))
+
+has_chains <- "chains" %in% names(formals(marglik_nce))
+ch_arg <- if (has_chains && n_chains > 1) list(chains = rep(nrow(d1) %/% n_chains, n_chains)) else list()
+l1 <- function(th) loglik_logit(th[, 1])
+l2 <- function(th) loglik_probit(th[, 1])
+lp1 <- function(th) loglik_logit(th[, 1]) + dnorm(th[, 1], 0, prior_sd, log = TRUE)
+res <- lapply(seq_len(reps), function(r) {
+  bf <- do.call(bayes_factor_nce, c(list(d1[, r], d2[, r], l1, l2), ch_arg))
+  ml <- do.call(marglik_nce, c(list(d1[, r], lp1), ch_arg))
+  c(bf = bf$log_bf, bf_se = bf$se, bf_se_iid = bf$se_iid, ml = ml$logml, ml_se = ml$se, ml_se_iid = ml$se_iid)
+})
+res <- do.call(rbind, res)
+summ <- function(est, se, exact) {
+  err <- est - exact
+  c(rmse = sqrt(mean(err^2)), mean_se = mean(se), bias = mean(err), coverage95 = mean(abs(err) <= qnorm(0.975) * se),
+    coverage_mc_se = sqrt(0.95 * 0.05 / length(err)))
+}
+out <- rbind(bayes_factor_nce = summ(res[, "bf"], res[, "bf_se"], exact_bf),
+             marglik_nce = summ(res[, "ml"], res[, "ml_se"], exact_logit))
+cat(sprintf("exact log K (logit vs probit) %.5f; exact log Z (logit) %.5f\n", exact_bf, exact_logit))
+print(round(out, 4))
+cat(sprintf("mean se_iid: %.4f (bayes_factor_nce), %.4f (marglik_nce)\n", mean(res[, "bf_se_iid"]),
+            mean(res[, "ml_se_iid"])))

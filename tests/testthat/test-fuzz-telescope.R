@@ -1,0 +1,47 @@
+# Hostile inputs for the telescoping and chains arguments of marglik_nce() and bayes_factor_nce():
+# each must give a classed condition.
+tele_env <- local({
+  set.seed(62)
+  x <- matrix(rgamma(600, 2, 1), ncol = 3)
+  lk <- function(x) rowSums(log(x) - x)
+  l1 <- function(t) -0.5 * (t[, 1] - 0.5)^2
+  l2 <- function(t) -0.5 * (t[, 1] + 0.5)^2
+  d1 <- rnorm(100, 0.5)
+  d2 <- rnorm(100, -0.5)
+  # NaN at the telescoping proposals only (the draws and reference draws stay below 50)
+  lk_nan <- function(x) ifelse(rowSums(x) > 50, NaN, rowSums(log(x) - x))
+  environment()
+})
+
+tele_cases <- list(
+  list("chains NA", quote(marglik_nce(x, lk, lb = 0, chains = NA)), "nce_error_input"),
+  list("chains Inf", quote(marglik_nce(x, lk, lb = 0, chains = Inf)), "nce_error_input"),
+  list("chains 0", quote(marglik_nce(x, lk, lb = 0, chains = 0)), "nce_error_input"),
+  list("chains fractional", quote(marglik_nce(x, lk, lb = 0, chains = 1.5)), "nce_error_input"),
+  list("chains lengths too short", quote(marglik_nce(x, lk, lb = 0, chains = c(100, 50))), "nce_error_input"),
+  list("chains of one draw with split", quote(marglik_nce(x, lk, lb = 0, chains = c(1, 199))), "nce_error_input"),
+  list("chains a string", quote(marglik_nce(x, lk, lb = 0, chains = "2")), "nce_error_input"),
+  list("control not a list", quote(marglik_nce(x, lk, lb = 0, control = 0.6)), "nce_error_input"),
+  list("control unnamed", quote(marglik_nce(x, lk, lb = 0, control = list(0.6))), "nce_error_input"),
+  list("control accuracy NA", quote(marglik_nce(x, lk, lb = 0, control = list(accuracy = NA))), "nce_error_input"),
+  list("control accuracy 1", quote(marglik_nce(x, lk, lb = 0, control = list(accuracy = 1))), "nce_error_input"),
+  list("control accuracy Inf", quote(marglik_nce(x, lk, lb = 0, control = list(accuracy = Inf))), "nce_error_input"),
+  list("control switch 0.4", quote(marglik_nce(x, lk, lb = 0, control = list(switch = 0.4))), "nce_error_input"),
+  list("control moves NaN", quote(marglik_nce(x, lk, lb = 0, control = list(moves = NaN))), "nce_error_input"),
+  list("control moves 1e9", quote(marglik_nce(x, lk, lb = 0, control = list(moves = 1e9))), "nce_error_input"),
+  list("waymarks always with a t reference",
+       quote(marglik_nce(x, lk, lb = 0, reference = "t", waymarks = "always")), "nce_error_input"),
+  list("log_posterior NaN at the proposals",
+       quote(marglik_nce(x * 5, lk_nan, lb = 0, waymarks = "always", control = list(moves = 1))), "nce_error_data"),
+  list("bayes_factor_nce: chains of three", quote(bayes_factor_nce(d1, d2, l1, l2, chains = list(1, 2, 3))),
+       "nce_error_input"),
+  list("bayes_factor_nce: chains not dividing", quote(bayes_factor_nce(d1, d2, l1, l2, chains = 3)), "nce_error_input"),
+  list("bayes_factor_nce: chains NA", quote(bayes_factor_nce(d1, d2, l1, l2, chains = list(NA, NULL))),
+       "nce_error_input")
+)
+
+test_that("hostile telescoping and chains inputs give classed conditions", {
+  for (case in tele_cases) {
+    expect_error(eval(case[[2L]], tele_env), class = case[[3L]], label = case[[1L]])
+  }
+})
