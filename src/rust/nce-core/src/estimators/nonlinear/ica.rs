@@ -607,6 +607,110 @@ mod tests {
         }
     }
 
+    /// A small NCE problem: ICA data with a standard normal reference.
+    fn small_problem(n: usize, m: usize, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let a = DMatrix::from_row_slice(3, 3, &[1.0, 0.2, 0.0, 0.1, 1.0, 0.3, -0.2, 0.0, 1.0]);
+        let mut x = ica_data(n + m, &a, seed);
+        let mut rng = stream_rng(seed + 1, 0);
+        for j in 0..3 {
+            for r in n..n + m {
+                x[j * (n + m) + r] = rng.sample::<f64, _>(StandardNormal);
+            }
+        }
+        let label: Vec<f64> = (0..n + m).map(|r| if r < n { 1.0 } else { 0.0 }).collect();
+        let off: Vec<f64> = (0..n + m)
+            .map(|r| {
+                let q: f64 = (0..3).map(|j| x[j * (n + m) + r].powi(2)).sum();
+                (n as f64 / m as f64).ln() + 0.5 * q + 1.5 * (2.0 * std::f64::consts::PI).ln()
+            })
+            .collect();
+        (x, label, off)
+    }
+
+    #[test]
+    fn fused_pass_matches_value_and_jacobian() {
+        let (n, m) = (300, 900);
+        let (x, label, off) = small_problem(n, m, 21);
+        let th: Vec<f64> = (0..10).map(|k| 0.15 * k as f64 - 0.6).collect();
+        for h in [0.0, 0.05] {
+            let model = IcaModel::new(&x, n + m, 3).unwrap().smoothed(h);
+            for method in [Method::Logistic, Method::Poisson] {
+                let prob = NceProblem::new(&model, &label, &off, method).unwrap();
+                let mut g = vec![0.0; 10];
+                let v = prob.value_grad(&th, &mut g).unwrap();
+                // the same from f and the full Jacobian
+                let mut f = vec![0.0; n + m];
+                model.value(&th[1..], &mut f).unwrap();
+                let mut jac = vec![0.0; (n + m) * 9];
+                model.jacobian(&th[1..], &mut jac).unwrap();
+                let (mut ll, mut g0) = (0.0, 0.0);
+                let mut gj = [0.0; 9];
+                for r in 0..n + m {
+                    let (l, d, _) = super::super::row_terms(method, label[r], f[r] + th[0] + off[r]);
+                    ll += l;
+                    g0 += d;
+                    for (k, o) in gj.iter_mut().enumerate() {
+                        *o += d * jac[k * (n + m) + r];
+                    }
+                }
+                assert!((v + ll).abs() < 1e-9 * ll.abs(), "{v} vs {}", -ll);
+                assert!((g[0] + g0).abs() < 1e-9 * g0.abs().max(1.0));
+                for k in 0..9 {
+                    assert!((g[k + 1] + gj[k]).abs() < 1e-9 * gj[k].abs().max(1.0), "{k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn smoothed_gradient_matches_finite_differences() {
+        let (n, m) = (200, 600);
+        let (x, label, off) = small_problem(n, m, 31);
+        let model = IcaModel::new(&x, n + m, 3).unwrap().smoothed(0.1);
+        let prob = NceProblem::new(&model, &label, &off, Method::Logistic).unwrap();
+        let th: Vec<f64> = (0..10).map(|k| 0.1 * k as f64 - 0.4).collect();
+        let mut g = vec![0.0; 10];
+        prob.value_grad(&th, &mut g).unwrap();
+        let mut tmp = vec![0.0; 10];
+        for k in 0..10 {
+            let h = 1e-6;
+            let (mut a, mut b) = (th.clone(), th.clone());
+            a[k] += h;
+            b[k] -= h;
+            let fd = (prob.value_grad(&a, &mut tmp).unwrap() - prob.value_grad(&b, &mut tmp).unwrap()) / (2.0 * h);
+            assert!((fd - g[k]).abs() <= 1e-6 * g[k].abs().max(1.0), "{k}: {fd} vs {}", g[k]);
+        }
+    }
+
+    /// The smoothed, preconditioned fit reaches an exact objective as low as plain L-BFGS on the
+    /// exact objective (within the kink noise), and its smoothed objective is stationary.
+    #[test]
+    fn smoothed_fit_is_as_good_as_the_exact_one() {
+        let (n, m) = (800, 3200);
+        let (x, label, off) = small_problem(n, m, 41);
+        let model = IcaModel::new(&x, n + m, 3).unwrap();
+        let prob = NceProblem::new(&model, &label, &off, Method::Logistic).unwrap();
+        let xd: Vec<f64> = (0..3).flat_map(|j| x[j * (n + m)..j * (n + m) + n].to_vec()).collect();
+        let w = whitening(&xd, n, 3).unwrap();
+        let ctrl = FitControl {
+            polish: 0,
+            ..Default::default()
+        };
+        for k in 0..2 {
+            let s = random_start(&w, 3, 2, k);
+            let new = fit_starts_ica(&prob, &[s.clone()], &ctrl, &mut || false).unwrap();
+            let old = super::super::fit_starts(&prob, &[s], &ctrl, &mut || false).unwrap();
+            let (a, b) = (&new.starts[0], &old.starts[0]);
+            assert!(a.value <= b.value + 0.05, "start {k}: {} vs {}", a.value, b.value);
+            assert!(a.evaluations < b.evaluations, "{} vs {}", a.evaluations, b.evaluations);
+            let sm = model.smoothed(SMOOTH_FINE);
+            let sp = NceProblem::new(&sm, &label, &off, Method::Logistic).unwrap();
+            let mut g = vec![0.0; 10];
+            let v = sp.value_grad(&a.par, &mut g).unwrap();
+            assert!(g.iter().all(|u| u.abs() < 1e-4 * v), "{g:?}");
+        }
+    }
+
     #[test]
     fn jacobian_products_agree() {
         let a = DMatrix::from_row_slice(3, 3, &[1.0, 0.2, 0.0, 0.1, 1.0, 0.3, -0.2, 0.0, 1.0]);
