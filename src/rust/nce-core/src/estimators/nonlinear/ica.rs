@@ -698,7 +698,7 @@ mod tests {
         };
         for k in 0..2 {
             let s = random_start(&w, 3, 2, k);
-            let new = fit_starts_ica(&prob, &[s.clone()], &ctrl, &mut || false).unwrap();
+            let new = fit_starts_ica(&prob, std::slice::from_ref(&s), &ctrl, &mut || false).unwrap();
             let old = super::super::fit_starts(&prob, &[s], &ctrl, &mut || false).unwrap();
             let (a, b) = (&new.starts[0], &old.starts[0]);
             assert!(a.value <= b.value + 0.05, "start {k}: {} vs {}", a.value, b.value);
