@@ -3,6 +3,10 @@
 //! `cargo run --release -p nce-core --example bench_ica [fits] [threads]`
 //! Prints the median and quartiles of the per-fit CPU time of the process (all threads; user +
 //! system, from clock_gettime(CLOCK_PROCESS_CPUTIME_ID)), the wall time, evaluations and the error.
+//! The fit is the one nce() runs for ica_model() (`fit_starts_ica`, same settings). OLD=1 runs
+//! plain L-BFGS on the exact objective instead (the route before the smoothing); VALS=file writes
+//! each fit's exact objective and B error, to compare the two; MICRO=1 times one objective
+//! evaluation and one Fisher information.
 
 #[path = "../tests/support/threads.rs"]
 mod threads;
