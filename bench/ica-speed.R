@@ -11,7 +11,7 @@ suppressMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
 fits <- if (length(args) >= 1) as.integer(args[1]) else 40L
 threads <- if (length(args) >= 2) as.integer(args[2]) else 1L
-nce_threads(threads)
+options(nce.threads = threads)
 d <- 4
 cpu <- function(expr) {
   t <- system.time(expr)
@@ -32,7 +32,7 @@ one <- function() {
 invisible(one()) # warm-up
 res <- t(replicate(fits, one()))
 q <- stats::quantile(1000 * res[, "cpu"], c(0.25, 0.5, 0.75))
-cat(sprintf(paste("Rust ICA via nce(), N = 1000, ratio 10, one start, %d fits, nce_threads() = %d:",
+cat(sprintf(paste("Rust ICA via nce(), N = 1000, ratio 10, one start, %d fits, options(nce.threads = %d):",
                   "CPU median %.0f ms (quartiles %.0f, %.0f); evaluations median %.0f, iterations %.0f\n"),
             fits, threads, q[2], q[1], q[3], stats::median(res[, "evaluations"]), stats::median(res[, "iterations"])))
 
