@@ -56,7 +56,7 @@ nce_model <- function(log_f, gradient = NULL, name = "user model") {
 #' (\eqn{u^2/(2h) + h/2} there), first with \eqn{h = 0.1}, then from that optimum with
 #' \eqn{h = 0.003} (sources have unit variance, so h is in their units), each time by L-BFGS
 #' preconditioned with the Fisher information at its start; `start_table$objective` is the exact
-#' objective at the result. The smoothing changes the estimate by far less than its standard
+#' objective at the result. The smoothing moves the estimate by a small fraction of its standard
 #' error: the exact objective at it is as low, on average, as where L-BFGS on the exact objective
 #' stops after hundreds of iterations. Standard errors: the sandwich on the exact model's scores.
 #' They are somewhat optimistic for B at moderate N: in `bench/ica-coverage.R` (d = 4, ratio 10,
