@@ -51,6 +51,18 @@ nce_model <- function(log_f, gradient = NULL, name = "user model") {
 #' matrix from a ChaCha stream seeded from R's RNG (so they do not depend on the thread count).
 #' `start`, when given, is a d x d matrix B used as the first start.
 #'
+#' The objective has a kink wherever \eqn{b_i'x = 0} for some row, and L-BFGS on it crawls near the
+#' optimum. The fit therefore minimises it with \eqn{|u|} Huber-smoothed on \eqn{[-h, h]}
+#' (\eqn{u^2/(2h) + h/2} there), first with \eqn{h = 0.1}, then from that optimum with
+#' \eqn{h = 0.003} (sources have unit variance, so h is in their units), each time by L-BFGS
+#' preconditioned with the Fisher information at its start; `start_table$objective` is the exact
+#' objective at the result. The smoothing moves the estimate by a small fraction of its standard
+#' error: the exact objective at it is as low, on average, as where L-BFGS on the exact objective
+#' stops after hundreds of iterations. Standard errors: the sandwich on the exact model's scores.
+#' They are somewhat optimistic for B at moderate N: in `bench/ica-coverage.R` (d = 4, ratio 10,
+#' 200 data sets) the 95% intervals for the entries of B cover 91.8% at N = 1000 and 93.9% at
+#' N = 4000, those for c 96.0% and 99.0% (vignette "nonlinear").
+#'
 #' @param vars The data columns x (default: the reference's columns).
 #' @return An object of class `nce_model` (`ica_mle()` fits the same model by maximum
 #'   likelihood).

@@ -84,8 +84,8 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
   }
   nu0 <- nl_intercept_start(eval_start$f, lq, label)
   ctrl <- nl_rust_control(control)
-  # Fisher-scoring polish needs a smooth objective; |b'x| is not, and L-BFGS alone is accurate
-  # far below the sampling error there.
+  # Fisher-scoring polish needs a smooth objective; |b'x| is not. (The Rust ICA fit smooths |.| and
+  # preconditions L-BFGS with the Fisher information instead; see ?ica_model.)
   if (is_ica) ctrl$polish <- 0
 
   if (is_ica) {

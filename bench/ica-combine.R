@@ -1,5 +1,5 @@
 # Combine raw results of several bench/ica.R runs (e.g. three processes with different seeds:
-# Rscript bench/ica.R 34 /tmp/ica-1.csv 20101 FALSE, ... 20102, ... 20103) into the table the
+# Rscript bench/ica.R 34 /tmp/ica-1.csv 20101, ... 20102, ... 20103) into the table the
 # vignette reads. Rscript bench/ica-combine.R out.csv raw1.csv raw2.csv ...
 args <- commandArgs(trailingOnly = TRUE)
 all <- do.call(rbind, lapply(args[-1], read.csv))

@@ -7,15 +7,13 @@
 # of its matched entry; squared error sum((B_aligned - B)^2). Error of c: (c_hat - c)^2 with
 # c = log|det B| - 2 log 2. Medians over the mixing matrices.
 #
-# Rscript bench/ica.R [reps] [out.csv] [seed] [timing]   (R_LIBS pointing at the installed package);
+# Rscript bench/ica.R [reps] [out.csv] [seed]   (R_LIBS pointing at the installed package);
 # several processes with different seeds can share the reps, then bench/ica-combine.R merges them.
-# Also times one fit at N = 1000, ratio 10 (Rust model) and the R-callback route.
 suppressMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
 reps <- if (length(args) >= 1) as.integer(args[1]) else 100L
 out <- if (length(args) >= 2) args[2] else "inst/extdata/ica-bench.csv"
 seed <- if (length(args) >= 3) as.integer(args[3]) else 20101L
-timing <- if (length(args) >= 4) as.logical(args[4]) else TRUE
 Ns <- round(10^seq(2, 3, length.out = 5))
 d <- 4
 
@@ -78,33 +76,4 @@ if (reps > 0) {
   }
 }
 
-if (!timing) quit(save = "no")
-# Speed: one fit (one start) at N = 1000, ratio 10 (11,000 rows, 17 parameters).
-set.seed(3)
-A <- matrix(rnorm(16), 4)
-x <- rica(1000, A)
-ref <- do.call(ref_normal, c(as.list(stats::setNames(rep(0, d), names(x))), list(cov = A %*% t(A))))
-fit_once <- function() system.time(nce(model = ica_model(), data = x, reference = ref, ratio = 10))
-tm <- replicate(if (reps < 5) 2 else 10, fit_once()[["elapsed"]])
-cat(sprintf("Rust ICA, one start, N = 1000, ratio 10: median %.0f ms (min %.0f) over 10 fits, nce_threads() = %d\n",
-            1000 * median(tm), 1000 * min(tm), getOption("nce.threads", 2L)))
-im <- ica_model()
-spent <- 0
-calls <- 0
-timed <- function(f) function(theta, data) {
-  t1 <- proc.time()[["elapsed"]]
-  on.exit({
-    spent <<- spent + proc.time()[["elapsed"]] - t1
-    calls <<- calls + 1
-  })
-  f(theta, data)
-}
-mle <- ica_mle(x)
-st <- stats::setNames(as.double(t(mle$B)), sprintf("B[%d,%d]", rep(1:4, each = 4), rep(1:4, 4)))
-total <- system.time(fr <- nce(model = nce_model(timed(im$log_f), timed(im$gradient)), data = x, reference = ref,
-                               ratio = 10, start = st))[["elapsed"]]
-cat(sprintf("R-callback route: %.2f s in total, %.2f s in the user's R functions (%d calls): ratio %.2f\n",
-            total, spent, calls, total / spent))
-# CPU time (user) of the same single fit, less sensitive to a loaded machine.
-tu <- replicate(if (reps < 5) 2 else 10, fit_once()[["user.self"]])
-cat(sprintf("  CPU (user) time: median %.0f ms\n", 1000 * median(tu)))
+# Speed: bench/ica-speed.R (CPU time of one fit and of the R-callback route).

@@ -101,7 +101,11 @@ test_that("built-in ICA: Rust model = R-callback model, and close to the MLE", {
   set.seed(7)
   fc <- nce(model = nce_model(im$log_f, im$gradient), data = x, reference = ref, ratio = 5,
             start = stats::setNames(as.double(t(mle$B)), nce:::ica_names(2)))
-  expect_abs_equal(unname(coef(fr)), unname(coef(fc)), 1e-3)
+  # The Rust fit minimises |.| Huber-smoothed on [-0.003, 0.003], the callback route the exact
+  # objective; both stop within the exact objective's kink noise of its minimum: estimates well
+  # inside a quarter of a standard error, exact log-likelihoods within 0.05.
+  expect_lt(max(abs(coef(fr) - coef(fc)) / sqrt(diag(vcov(fr)))), 0.25)
+  expect_abs_equal(fr$objective, fc$objective, 0.05)
   expect_abs_equal(ica_B(fr), mle$B, 0.1)
   expect_abs_equal(coef(fr)[[1]], mle$c, 0.1)
   # exact normaliser of the estimated B vs the estimated intercept

@@ -264,7 +264,7 @@ fn nce_nonlinear_fit_ica(
                     all.push(ica::random_start(&w, d, seed as u64, k));
                 }
             }
-            let fit = fit_starts(&prob, &all, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+            let fit = ica::fit_starts_ica(&prob, &all, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
             fit_parts(&prob, fit)
         })?;
         result_list(parts)

@@ -39,7 +39,17 @@ pub trait Model: Sync {
         }
         Ok(())
     }
+    /// One fused pass over the rows: with (l_r, v_r) = terms(r, f_r), returns (sum_r l_r,
+    /// sum_r v_r) and writes sum_r v_r df_r/dtheta into `grad`; l sums to a non-finite value when
+    /// f is not finite somewhere. `None` (the default) means the model has no fused pass and the
+    /// caller uses `value` and `jacobian_t_vec`.
+    fn fused(&self, _theta: &[f64], _terms: &RowFn, _grad: &mut [f64]) -> Result<Option<(f64, f64)>> {
+        Ok(None)
+    }
 }
+
+/// The per-row terms of a fused pass: (row, f_r) -> (l_r, v_r).
+pub type RowFn<'a> = dyn Fn(usize, f64) -> (f64, f64) + Sync + 'a;
 
 /// Which NCE criterion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +145,18 @@ impl<'a, M: Model + ?Sized> NceProblem<'a, M> {
     pub fn value_grad(&self, par: &[f64], grad: &mut [f64]) -> Result<f64> {
         let n = self.model.n_row();
         let (nu, theta) = (par[0], &par[1..]);
+        let terms = |r: usize, f: f64| {
+            let (l, g, _) = row_terms(self.method, self.label[r], f + nu + self.offset[r]);
+            (l, g)
+        };
+        if let Some((ll, sr)) = self.model.fused(theta, &terms, &mut grad[1..])? {
+            if !ll.is_finite() {
+                return Ok(f64::INFINITY);
+            }
+            grad[0] = -sr;
+            grad[1..].iter_mut().for_each(|g| *g = -*g);
+            return Ok(-ll);
+        }
         let mut f = vec![0.0; n];
         self.model.value(theta, &mut f)?;
         if !f.iter().all(|v| v.is_finite()) {
@@ -287,6 +309,48 @@ impl<M: Model + ?Sized> Objective for NceProblem<'_, M> {
     }
 }
 
+/// The objective in coordinates u with par = x0 + T u, T = L^{-T} for the Cholesky factor L of
+/// the Fisher information at x0: there the Hessian is near the identity, so L-BFGS starts with
+/// Fisher-scoring steps.
+pub struct Preconditioned<'a, O: Objective + ?Sized> {
+    obj: &'a O,
+    x0: Vec<f64>,
+    t: DMatrix<f64>,
+}
+
+impl<'a, O: Objective + ?Sized> Preconditioned<'a, O> {
+    /// `None` when the information is not positive definite.
+    pub fn new(obj: &'a O, x0: &[f64], information: DMatrix<f64>) -> Option<Self> {
+        let l = information.cholesky()?.l();
+        let t = l.transpose().try_inverse()?;
+        Some(Preconditioned {
+            obj,
+            x0: x0.to_vec(),
+            t,
+        })
+    }
+
+    /// par = x0 + T u.
+    pub fn par(&self, u: &[f64]) -> Vec<f64> {
+        let tu = &self.t * DVector::from_column_slice(u);
+        self.x0.iter().zip(tu.iter()).map(|(a, b)| a + b).collect()
+    }
+}
+
+impl<O: Objective + ?Sized> Objective for Preconditioned<'_, O> {
+    fn dim(&self) -> usize {
+        self.x0.len()
+    }
+    fn value_grad(&self, u: &[f64], grad: &mut [f64]) -> Result<f64> {
+        let par = self.par(u);
+        let mut g = vec![0.0; par.len()];
+        let v = self.obj.value_grad(&par, &mut g)?;
+        let gu = self.t.transpose() * DVector::from_column_slice(&g);
+        grad.copy_from_slice(gu.as_slice());
+        Ok(v)
+    }
+}
+
 /// Settings of one nonlinear fit.
 #[derive(Clone, Debug)]
 pub struct FitControl {
@@ -337,6 +401,7 @@ pub fn fit_one<M: Model + ?Sized>(
     let mut value = o.value;
     let mut converged = o.convergence.converged;
     let mut message = o.convergence.message;
+    let mut evaluations = o.evaluations;
     let k = prob.dim();
     let mut grad = vec![0.0; k];
     for _ in 0..ctrl.polish {
@@ -357,10 +422,13 @@ pub fn fit_one<M: Model + ?Sized>(
             message = "converged (Fisher-scoring decrement below tolerance)".to_string();
             break;
         }
+        // A Fisher step is a descent direction; if a thousandth of it does not decrease the
+        // objective, the objective is flat at round-off or kinked here (|.| in f): stop.
         let mut t = 1.0;
         let mut moved = false;
-        for _ in 0..30 {
+        for _ in 0..11 {
             let trial: Vec<f64> = par.iter().zip(step.iter()).map(|(a, b)| a + t * b).collect();
+            evaluations += 1;
             let v = prob.value_grad(&trial, &mut grad)?;
             if v.is_finite() && v <= value {
                 par = trial;
@@ -378,7 +446,7 @@ pub fn fit_one<M: Model + ?Sized>(
         par,
         value,
         iterations: o.convergence.iterations,
-        evaluations: o.evaluations,
+        evaluations,
         converged,
         message,
     })
@@ -403,6 +471,11 @@ pub fn fit_starts<M: Model + ?Sized>(
     for s in starts {
         out.push(fit_one(prob, s, ctrl, interrupt)?);
     }
+    best_of(out)
+}
+
+/// The starts' results and the index of the best (lowest finite objective).
+pub fn best_of(out: Vec<StartResult>) -> Result<MultiFit> {
     let best = (0..out.len())
         .filter(|&i| out[i].value.is_finite())
         .min_by(|&a, &b| out[a].value.total_cmp(&out[b].value))
