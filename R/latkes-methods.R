@@ -399,10 +399,11 @@ kernel_eta <- function(object, nd, labels = NULL) {
 #'   effective degrees of freedom) and `nobs` (transitions).
 #' @examples
 #' set.seed(1)
-#' d <- rlatkes(800, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
 #'              n_trials = 2)
 #' fit <- latkes(d[d$trial == 1, ], window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist))
-#' logLik(fit, newdata = d[d$trial == 2, ])
+#' # A coarser normalising grid than the default, for speed: here within 0.01 of the default's value.
+#' logLik(fit, newdata = d[d$trial == 2, ], grid = c(32, 24), refine = 1)
 #' @export
 logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), refine = 7, extrapolate = TRUE, ...) {
   trans <- if (is.null(newdata)) {

@@ -302,10 +302,17 @@ simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ..
   k <- as.integer(round(k))
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))
+  sir_simulate(object$reference, function(u) predict(object, u, type = "log_unnormalised"), n, k, nsim)
+}
+
+# Sampling-importance-resampling from the density proportional to exp(log_f(u)): `nsim` data sets
+# of `n` rows, each resampled from `k` reference draws weighted by exp(log_f(u)) / q(u). Returns
+# the rows with `.sim` and the effective sample size of each set's weights as attribute "ess".
+sir_simulate <- function(reference, log_f, n, k, nsim) {
   ess <- numeric(nsim)
   sims <- lapply(seq_len(nsim), function(s) {
-    u <- ref_draw(object$reference, k)
-    lw <- predict(object, u, type = "log_unnormalised") - ref_logq(object$reference, u)
+    u <- ref_draw(reference, k)
+    lw <- log_f(u) - ref_logq(reference, u)
     w <- exp(lw - max(lw))
     ess[s] <<- sum(w)^2 / sum(w^2)
     out <- u[sample.int(k, n, replace = TRUE, prob = w), , drop = FALSE]

@@ -2,16 +2,6 @@
 # the NCE sandwich computed from glm() on the same sample, the equality of VNCE and NCE for the
 # mixture (Theorem 2), and coverage by simulation (light here; bench/vnce-coverage.R for more).
 
-tgm_features_se <- function(x) {
-  d <- ncol(x)
-  up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)
-  f <- sapply(seq_len(nrow(up)), function(k) {
-    i <- up[k, 1]; j <- up[k, 2]
-    if (i == j) -x[, i]^2 / 2 else -x[, i] * x[, j]
-  })
-  cbind(f, -1)
-}
-
 # Gutmann and Hyvarinen's NCE covariance as the logistic two-sample sandwich: H = X'WX and the
 # scores (label - p) x centred within the data and within the noise.
 nce_sandwich <- function(X, off, lab, b) {
@@ -30,7 +20,7 @@ test_that("with nothing missing, the tgm VNCE sandwich is the NCE sandwich of gl
   x <- rtgm(400, K)
   fit <- vnce(x, tgm_model(), nu = 2, control = vnce_control(gtol = 1e-10))
   lab <- c(rep(1, nrow(x)), rep(0, nrow(fit$noise$y)))
-  X <- tgm_features_se(rbind(x, fit$noise$y))
+  X <- tgm_features(rbind(x, fit$noise$y))
   off <- -log(2) - c(fit$noise$lpx, fit$noise$lpy)
   g <- glm(lab ~ X - 1 + offset(off), family = binomial())
   V <- vcov(fit)
@@ -44,7 +34,7 @@ test_that("with nothing missing, the tgm VNCE sandwich is the NCE sandwich of gl
   ci <- confint(fit)
   expect_equal(unname(ci[, 2] - ci[, 1]), unname(2 * qnorm(0.975) * sqrt(diag(V))), tolerance = 1e-12)
   p <- predict(fit, x[1:4, ], type = "link", se.fit = TRUE)
-  L <- tgm_features_se(x[1:4, ])
+  L <- tgm_features(x[1:4, ])
   expect_equal(unname(p$se.fit), sqrt(rowSums((L %*% V) * L)), tolerance = 1e-10)
   expect_error(predict(fit, se.fit = TRUE), class = "nce_error_unsupported")
   # with nothing missing the lognormal family's q plays no part: the same fit and standard errors

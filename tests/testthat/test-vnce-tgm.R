@@ -1,15 +1,5 @@
 # vnce() for the truncated Gaussian graphical model (Rhodes and Gutmann, 2019, section 5).
 
-tgm_features <- function(x) {
-  d <- ncol(x)
-  up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)
-  f <- sapply(seq_len(nrow(up)), function(k) {
-    i <- up[k, 1]; j <- up[k, 2]
-    if (i == j) -x[, i]^2 / 2 else -x[, i] * x[, j]
-  })
-  cbind(f, -1)
-}
-
 test_that("without missing values VNCE is NCE: the same optimum as glm() on the same sample", {
   set.seed(20)
   K <- ring_graph(5)

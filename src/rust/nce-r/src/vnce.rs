@@ -28,6 +28,23 @@ fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64)
     TgmVnce::new(xd, n, d, yd, m, lpx, lpy, n_latent, seed_of(seed)?)
 }
 
+/// The variational family of the TGM fits.
+enum Family {
+    Ghk,
+    Lognormal,
+}
+
+fn family_of(family: &str) -> Res<Family> {
+    match family {
+        "ghk" => Ok(Family::Ghk),
+        "lognormal" => Ok(Family::Lognormal),
+        other => Err(NceError::invalid(
+            "family",
+            format!("must be \"ghk\" or \"lognormal\", got \"{other}\""),
+        )),
+    }
+}
+
 /// A d x d matrix element `name` of the list `arg`.
 fn list_matrix(l: &List, name: &str, d: usize, arg: &str) -> Res<DMatrix<f64>> {
     square_matrix(&list_get(l, name, arg)?, &format!("{arg}${name}"), d)
@@ -102,27 +119,21 @@ fn nce_vnce_tgm(
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
         let ctrl = lbfgs_control(&control)?;
         let threads = threads_of(threads)?;
-        let (k, c, q, r) = match family {
-            "ghk" => {
+        let (k, c, q, r) = match family_of(family)? {
+            Family::Ghk => {
                 let (k0, c0) = theta_of(&start, pr.dim(), "start")?;
                 let f = run::run(threads, |stop| {
                     vnce::fit_ghk(&pr, &k0, c0, &ctrl, &mut || stop.load(Ordering::Relaxed))
                 })?;
                 (f.k, f.c, None, f.report)
             }
-            "lognormal" => {
+            Family::Lognormal => {
                 let st = params_of(&start, pr.dim(), "start")?;
                 st.check_k_positive_definite("start")?;
                 let f = run::run(threads, |stop| {
                     vnce::fit(&pr, &st, &ctrl, &mut || stop.load(Ordering::Relaxed))
                 })?;
                 (f.params.k, f.params.c, Some((f.params.mu, f.precision)), f.report)
-            }
-            other => {
-                return Err(NceError::invalid(
-                    "family",
-                    format!("must be \"ghk\" or \"lognormal\", got \"{other}\""),
-                ))
             }
         };
         let (mu, prec) = match q {
@@ -207,24 +218,17 @@ fn nce_vnce_tgm_vcov(
         let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
         let d = pr.dim();
         let threads = threads_of(threads)?;
-        let (v, names) = match family {
-            "ghk" => {
+        let (v, names) = match family_of(family)? {
+            Family::Ghk => {
                 let (k, c) = theta_of(&params, d, "params")?;
                 let v = run::run(threads, |_| pr.ghk_vcov(&k, c))?;
-                let names: Vec<String> = param_names(d).into_iter().take(vnce::n_params(d)).collect();
-                let nt = d * (d + 1) / 2 + 1;
-                (v, names.into_iter().take(nt).collect::<Vec<_>>())
+                // theta = (K upper triangle, c): the first d (d + 1) / 2 + 1 packed names.
+                (v, param_names(d).into_iter().take(d * (d + 1) / 2 + 1).collect())
             }
-            "lognormal" => {
+            Family::Lognormal => {
                 let p = params_of(&params, d, "params")?;
                 let v = run::run(threads, |_| pr.lognormal_vcov(&p))?;
                 (v, param_names(d))
-            }
-            other => {
-                return Err(NceError::invalid(
-                    "family",
-                    format!("must be \"ghk\" or \"lognormal\", got \"{other}\""),
-                ))
             }
         };
         Ok(list!(vcov = to_r_matrix(&v), names = names).into_robj())

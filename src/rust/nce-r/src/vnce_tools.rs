@@ -93,9 +93,14 @@ fn nce_rtgm(
         let chains = int_count(chains, "chains", 1)?;
         let start = opt_real_slice(&start, "start")?;
         let seed = seed_of(seed)?;
-        let draws = run::run(threads_of(threads)?, |stop| {
-            tgm_sim::simulate_checked(n, kd, m, burnin, thin, chains, start, seed, stop, require_pd)
-        })?;
+        let g = tgm_sim::Gibbs {
+            burnin,
+            thin,
+            chains,
+            start,
+            require_pd,
+        };
+        let draws = run::run(threads_of(threads)?, |stop| tgm_sim::simulate(n, kd, m, &g, seed, stop))?;
         Ok(col_major_matrix(draws, n, m.len()))
     })
 }

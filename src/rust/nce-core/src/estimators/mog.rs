@@ -196,42 +196,55 @@ impl Mog {
     /// at p = (log theta, c, w0, w1, w2), in that order; the Hessian by differences of the exact
     /// gradient.
     pub fn vnce_vcov(&self, p: &[f64]) -> Result<DMatrix<f64>> {
-        if p.len() != 5 || p.iter().any(|v| !v.is_finite()) {
-            return Err(NceError::invalid("p", "must be 5 finite numbers"));
-        }
-        let n = self.x.len() as f64;
-        let grad = |q: &[f64]| -> Result<Vec<f64>> { Ok(self.vnce(q).1.iter().map(|v| v * n).collect()) };
-        let h = se::hessian_by_differences(p, 1e-5, &grad)?;
-        let inv_t2 = (-2.0 * p[0]).exp();
-        let mut scores = Vec::with_capacity((self.x.len() + self.y.len()) * 5);
-        for i in 0..self.x.len() {
-            scores.extend_from_slice(&self.data_vnce_term(i, p, inv_t2).1);
-        }
-        for k in 0..self.y.len() {
-            let g = self.noise_term(k, inv_t2, p[1]).1;
-            scores.extend_from_slice(&[g[0], g[1], 0.0, 0.0, 0.0]);
-        }
-        let v = se::two_sample_meat(&scores, self.x.len() + self.y.len(), self.x.len(), 5)?;
-        se::sandwich(&h, &v)
+        self.sandwich_vcov(
+            p,
+            5,
+            &|q| self.vnce(q).1.to_vec(),
+            &|i, inv_t2| self.data_vnce_term(i, p, inv_t2).1.to_vec(),
+            &|k, inv_t2| {
+                let g = self.noise_term(k, inv_t2, p[1]).1;
+                vec![g[0], g[1], 0.0, 0.0, 0.0]
+            },
+        )
     }
 
     /// Sandwich covariance of the NCE estimate of the marginal model at p = (log theta, c).
     pub fn nce_vcov(&self, p: &[f64]) -> Result<DMatrix<f64>> {
-        if p.len() != 2 || p.iter().any(|v| !v.is_finite()) {
-            return Err(NceError::invalid("p", "must be 2 finite numbers"));
+        self.sandwich_vcov(
+            p,
+            2,
+            &|q| self.nce(q).1.to_vec(),
+            &|i, inv_t2| self.data_nce_term(i, inv_t2, p[1]).1.to_vec(),
+            &|k, inv_t2| self.noise_term(k, inv_t2, p[1]).1.to_vec(),
+        )
+    }
+
+    /// H^{-1} V H^{-1} at the `len` parameters `p`: H by differences of `mean_grad` (the gradient of
+    /// the objective averaged over the data rows) times n, V from the per-row scores
+    /// `data_score(i, 1 / theta^2)` and `noise_score(k, 1 / theta^2)`.
+    fn sandwich_vcov(
+        &self,
+        p: &[f64],
+        len: usize,
+        mean_grad: &dyn Fn(&[f64]) -> Vec<f64>,
+        data_score: &dyn Fn(usize, f64) -> Vec<f64>,
+        noise_score: &dyn Fn(usize, f64) -> Vec<f64>,
+    ) -> Result<DMatrix<f64>> {
+        if p.len() != len || p.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid("p", format!("must be {len} finite numbers")));
         }
         let n = self.x.len() as f64;
-        let grad = |q: &[f64]| -> Result<Vec<f64>> { Ok(self.nce(q).1.iter().map(|v| v * n).collect()) };
+        let grad = |q: &[f64]| -> Result<Vec<f64>> { Ok(mean_grad(q).iter().map(|v| v * n).collect()) };
         let h = se::hessian_by_differences(p, 1e-5, &grad)?;
         let inv_t2 = (-2.0 * p[0]).exp();
-        let mut scores = Vec::with_capacity((self.x.len() + self.y.len()) * 2);
+        let mut scores = Vec::with_capacity((self.x.len() + self.y.len()) * len);
         for i in 0..self.x.len() {
-            scores.extend_from_slice(&self.data_nce_term(i, inv_t2, p[1]).1);
+            scores.extend(data_score(i, inv_t2));
         }
         for k in 0..self.y.len() {
-            scores.extend_from_slice(&self.noise_term(k, inv_t2, p[1]).1);
+            scores.extend(noise_score(k, inv_t2));
         }
-        let v = se::two_sample_meat(&scores, self.x.len() + self.y.len(), self.x.len(), 2)?;
+        let v = se::two_sample_meat(&scores, self.x.len() + self.y.len(), self.x.len(), len)?;
         se::sandwich(&h, &v)
     }
 

@@ -93,55 +93,47 @@ impl Model {
     }
 }
 
-/// `n` draws (n x d, column-major) from `chains` Gibbs chains after `burnin` sweeps, keeping every
-/// `thin`-th sweep. Chain c takes n / chains draws (the first n % chains chains one more) and
-/// uses stream c; rows of chain 0 come first. `start` defaults to 1 / sqrt(diag K).
-#[allow(clippy::too_many_arguments)]
-pub fn simulate(
-    n: usize,
-    k: &[f64],
-    mean: &[f64],
-    burnin: usize,
-    thin: usize,
-    chains: usize,
-    start: Option<&[f64]>,
-    seed: u64,
-) -> Result<Vec<f64>> {
-    simulate_until(n, k, mean, burnin, thin, chains, start, seed, &AtomicBool::new(false))
+/// How the Gibbs chains run.
+#[derive(Clone, Debug)]
+pub struct Gibbs<'a> {
+    /// Sweeps discarded at the start of each chain.
+    pub burnin: usize,
+    /// Every `thin`-th sweep is kept (at least 1).
+    pub thin: usize,
+    /// Number of chains (at least 1).
+    pub chains: usize,
+    /// Start of every chain; `None`: 1 / sqrt(diag K).
+    pub start: Option<&'a [f64]>,
+    /// `false`: K need only have a positive diagonal and the mean must be zero, for a K the caller
+    /// has found strictly copositive (a fitted model that is normalisable on the orthant without
+    /// being positive definite).
+    pub require_pd: bool,
 }
 
-/// As `simulate`, stopping with `Interrupted` once `stop` is set (checked every 64 sweeps).
-#[allow(clippy::too_many_arguments)]
-pub fn simulate_until(
-    n: usize,
-    k: &[f64],
-    mean: &[f64],
-    burnin: usize,
-    thin: usize,
-    chains: usize,
-    start: Option<&[f64]>,
-    seed: u64,
-    stop: &AtomicBool,
-) -> Result<Vec<f64>> {
-    simulate_checked(n, k, mean, burnin, thin, chains, start, seed, stop, true)
+impl Default for Gibbs<'_> {
+    fn default() -> Self {
+        Gibbs {
+            burnin: 0,
+            thin: 1,
+            chains: 1,
+            start: None,
+            require_pd: true,
+        }
+    }
 }
 
-/// As `simulate_until`; with `require_pd = false` K need only have a positive diagonal and the
-/// mean must be zero: for a K the caller has found strictly copositive (a fitted model that is
-/// normalisable on the orthant without being positive definite).
-#[allow(clippy::too_many_arguments)]
-pub fn simulate_checked(
-    n: usize,
-    k: &[f64],
-    mean: &[f64],
-    burnin: usize,
-    thin: usize,
-    chains: usize,
-    start: Option<&[f64]>,
-    seed: u64,
-    stop: &AtomicBool,
-    require_pd: bool,
-) -> Result<Vec<f64>> {
+/// `n` draws (n x d, column-major) from `g.chains` Gibbs chains after `g.burnin` sweeps, keeping
+/// every `g.thin`-th sweep. Chain c takes n / chains draws (the first n % chains chains one more)
+/// and uses stream c of `seed`; rows of chain 0 come first. Stops with `Interrupted` once `stop` is
+/// set (checked every 64 sweeps).
+pub fn simulate(n: usize, k: &[f64], mean: &[f64], g: &Gibbs, seed: u64, stop: &AtomicBool) -> Result<Vec<f64>> {
+    let Gibbs {
+        burnin,
+        thin,
+        chains,
+        start,
+        require_pd,
+    } = *g;
     let model = Model::new_with(k, mean, require_pd)?;
     let d = model.d;
     if thin == 0 {
@@ -225,11 +217,33 @@ mod tests {
     use crate::design::with_threads;
     use crate::truncnorm::moments;
 
+    /// `simulate` with positive-definite K and no interruption.
+    #[allow(clippy::too_many_arguments)]
+    fn sim(
+        n: usize,
+        k: &[f64],
+        m: &[f64],
+        burnin: usize,
+        thin: usize,
+        chains: usize,
+        start: Option<&[f64]>,
+        seed: u64,
+    ) -> Result<Vec<f64>> {
+        let g = Gibbs {
+            burnin,
+            thin,
+            chains,
+            start,
+            require_pd: true,
+        };
+        simulate(n, k, m, &g, seed, &AtomicBool::new(false))
+    }
+
     #[test]
     fn one_dimension_matches_truncated_normal() {
         let (m, sd) = (-0.7, 1.3);
         let n = 100_000;
-        let x = simulate(n, &[1.0 / (sd * sd)], &[m], 10, 1, 2, None, 3).unwrap();
+        let x = sim(n, &[1.0 / (sd * sd)], &[m], 10, 1, 2, None, 3).unwrap();
         let nf = n as f64;
         let mean = x.iter().sum::<f64>() / nf;
         let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (nf - 1.0);
@@ -297,7 +311,7 @@ mod tests {
         let m = [0.5, -0.3];
         let n = 120_000;
         // One chain so the batches are consecutive stretches of one chain.
-        let x = simulate(n, &k, &m, 100, 1, 1, None, 11).unwrap();
+        let x = sim(n, &k, &m, 100, 1, 1, None, 11).unwrap();
         let (tm, tc) = quadrature(&k, &m);
         let col = |j: usize| &x[j * n..(j + 1) * n];
         for a in 0..2 {
@@ -323,14 +337,14 @@ mod tests {
     fn same_draws_for_any_thread_count() {
         let k = [2.0, -0.5, 0.1, -0.5, 1.5, 0.2, 0.1, 0.2, 1.0];
         let m = [0.1, 1.0, -2.0];
-        let run = || simulate(1001, &k, &m, 5, 2, 4, Some(&[1.0, 1.0, 1.0]), 9).unwrap();
+        let run = || sim(1001, &k, &m, 5, 2, 4, Some(&[1.0, 1.0, 1.0]), 9).unwrap();
         let a = with_threads(1, run).unwrap();
         let b = with_threads(2, run).unwrap();
         assert_eq!(a, b);
         assert_eq!(a.len(), 3003);
         assert!(a.iter().all(|&v| v >= 0.0));
         // Chain 0 (251 rows) comes first and starts from its own stream.
-        let c0 = simulate(251, &k, &m, 5, 2, 1, Some(&[1.0, 1.0, 1.0]), 9).unwrap();
+        let c0 = sim(251, &k, &m, 5, 2, 1, Some(&[1.0, 1.0, 1.0]), 9).unwrap();
         for j in 0..3 {
             assert_eq!(&a[j * 1001..j * 1001 + 251], &c0[j * 251..(j + 1) * 251]);
         }
@@ -338,18 +352,46 @@ mod tests {
 
     #[test]
     fn validates_arguments() {
-        let e = simulate(10, &[1.0, 2.0, 2.0, 1.0], &[0.0, 0.0], 1, 1, 1, None, 1).unwrap_err();
+        let e = sim(10, &[1.0, 2.0, 2.0, 1.0], &[0.0, 0.0], 1, 1, 1, None, 1).unwrap_err();
         assert!(e.to_string().contains("not positive definite"), "{e}");
-        assert!(simulate(10, &[1.0, 0.5, 0.4, 1.0], &[0.0, 0.0], 1, 1, 1, None, 1).is_err());
-        assert!(simulate(10, &[1.0], &[0.0, 0.0], 1, 1, 1, None, 1).is_err());
-        assert!(simulate(10, &[1.0], &[0.0], 1, 0, 1, None, 1).is_err());
-        assert!(simulate(10, &[1.0], &[0.0], 1, 1, 0, None, 1).is_err());
-        assert!(simulate(10, &[1.0], &[0.0], 1, 1, 1, Some(&[-1.0]), 1).is_err());
-        assert!(simulate(10, &[1.0], &[f64::NAN], 1, 1, 1, None, 1).is_err());
+        assert!(sim(10, &[1.0, 0.5, 0.4, 1.0], &[0.0, 0.0], 1, 1, 1, None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0, 0.0], 1, 1, 1, None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0], 1, 0, 1, None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0], 1, 1, 0, None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0], 1, 1, 1, Some(&[-1.0]), 1).is_err());
+        assert!(sim(10, &[1.0], &[f64::NAN], 1, 1, 1, None, 1).is_err());
         let stop = AtomicBool::new(true);
         assert_eq!(
-            simulate_until(10, &[1.0], &[0.0], 1000, 1, 1, None, 1, &stop).unwrap_err(),
+            simulate(
+                10,
+                &[1.0],
+                &[0.0],
+                &Gibbs {
+                    burnin: 1000,
+                    ..Gibbs::default()
+                },
+                1,
+                &stop
+            )
+            .unwrap_err(),
             NceError::Interrupted
         );
+    }
+
+    #[test]
+    fn copositive_k_needs_require_pd_false() {
+        // K = [[1, 1.5], [1.5, 1]]: indefinite, but exp(-x'Kx/2) is integrable on the orthant.
+        let k = [1.0, 1.5, 1.5, 1.0];
+        let stop = AtomicBool::new(false);
+        let pd = Gibbs::default();
+        assert!(simulate(5, &k, &[0.0, 0.0], &pd, 1, &stop).is_err());
+        let cop = Gibbs {
+            require_pd: false,
+            ..Gibbs::default()
+        };
+        let x = simulate(5, &k, &[0.0, 0.0], &cop, 1, &stop).unwrap();
+        assert!(x.len() == 10 && x.iter().all(|&v| v >= 0.0));
+        // Without the positive-definite check the mean must be zero.
+        assert!(simulate(5, &k, &[0.1, 0.0], &cop, 1, &stop).is_err());
     }
 }

@@ -12,8 +12,9 @@
 //! the per-row scores centred within each sample (the NCE sandwich of engine.md section 4; with
 //! nothing missing it is exactly that). With missing values each noise row copies the missingness
 //! pattern of the data row it pairs with, so the samples are dependent through the patterns; V
-//! then sums over clusters (a data row and its noise rows), which are i.i.d. (`paired_meat`). The Monte Carlo error of the fixed draws is part of each
-//! row's term and so is counted. H is obtained by central differences of the exact gradient.
+//! then sums over clusters (a data row and its noise rows), which are i.i.d. (`paired_meat`). The
+//! Monte Carlo error of the fixed draws is part of each row's term and so is counted. H is
+//! obtained by central differences of the exact gradient.
 
 use crate::error::{NceError, Result};
 use nalgebra::DMatrix;
@@ -55,40 +56,9 @@ pub fn two_sample_meat(scores: &[f64], rows: usize, n_data: usize, p: usize) -> 
         return Err(NceError::invalid("scores", "must hold data rows then noise rows"));
     }
     let mut v: DMatrix<f64> = DMatrix::zeros(p, p);
-    for (lo, hi) in [(0, n_data), (n_data, rows)] {
-        let cnt = (hi - lo) as f64;
-        let mut mean = vec![0.0; p];
-        for r in lo..hi {
-            for (m, s) in mean.iter_mut().zip(&scores[r * p..(r + 1) * p]) {
-                *m += s / cnt;
-            }
-        }
-        let mut e = vec![0.0; p];
-        for r in lo..hi {
-            for k in 0..p {
-                e[k] = scores[r * p + k] - mean[k];
-            }
-            for a in 0..p {
-                if e[a] == 0.0 {
-                    continue;
-                }
-                for b in a..p {
-                    v[(a, b)] += e[a] * e[b];
-                }
-            }
-        }
-    }
-    for a in 0..p {
-        for b in 0..a {
-            v[(a, b)] = v[(b, a)];
-        }
-    }
-    if v.iter().any(|x| !x.is_finite()) {
-        return Err(NceError::Numerical(
-            "the per-row scores are not finite at the estimate".to_string(),
-        ));
-    }
-    Ok(v)
+    add_centred_products(&mut v, &scores[..n_data * p]);
+    add_centred_products(&mut v, &scores[n_data * p..]);
+    symmetric_finite(v)
 }
 
 /// Centred outer products of cluster sums: cluster i is data row i with the noise rows k that
@@ -109,22 +79,41 @@ pub fn paired_meat(scores: &[f64], rows: usize, n_data: usize, p: usize) -> Resu
             sums[i * p + j] += scores[(n_data + k) * p + j];
         }
     }
+    let mut v: DMatrix<f64> = DMatrix::zeros(p, p);
+    add_centred_products(&mut v, &sums);
+    symmetric_finite(v)
+}
+
+/// Adds to the upper triangle of `v` (p x p) the outer products of the rows of `block`
+/// (row-major, p columns) centred at their mean.
+fn add_centred_products(v: &mut DMatrix<f64>, block: &[f64]) {
+    let p = v.nrows();
+    let cnt = (block.len() / p) as f64;
     let mut mean = vec![0.0; p];
-    for i in 0..n_data {
-        for j in 0..p {
-            mean[j] += sums[i * p + j] / n_data as f64;
+    for row in block.chunks_exact(p) {
+        for (m, s) in mean.iter_mut().zip(row) {
+            *m += s / cnt;
         }
     }
-    let mut v: DMatrix<f64> = DMatrix::zeros(p, p);
-    for i in 0..n_data {
+    let mut e = vec![0.0; p];
+    for row in block.chunks_exact(p) {
+        for k in 0..p {
+            e[k] = row[k] - mean[k];
+        }
         for a in 0..p {
-            let ea = sums[i * p + a] - mean[a];
+            if e[a] == 0.0 {
+                continue;
+            }
             for b in a..p {
-                v[(a, b)] += ea * (sums[i * p + b] - mean[b]);
+                v[(a, b)] += e[a] * e[b];
             }
         }
     }
-    for a in 0..p {
+}
+
+/// `v` with its upper triangle mirrored into the lower, or an error if an entry is not finite.
+fn symmetric_finite(mut v: DMatrix<f64>) -> Result<DMatrix<f64>> {
+    for a in 0..v.nrows() {
         for b in 0..a {
             v[(a, b)] = v[(b, a)];
         }
@@ -175,6 +164,14 @@ mod tests {
         let h = DMatrix::from_element(1, 1, -2.0);
         let s = sandwich(&h, &v).unwrap();
         assert!((s[(0, 0)] - 10.0 / 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn meat_is_symmetric_with_off_diagonal_products() {
+        // data rows (1, 2), (3, 0): centred (-1, 1), (1, -1); noise rows (10, 5), (14, 5): (-2, 0), (2, 0)
+        let v = two_sample_meat(&[1.0, 2.0, 3.0, 0.0, 10.0, 5.0, 14.0, 5.0], 4, 2, 2).unwrap();
+        assert_eq!(v, DMatrix::from_row_slice(2, 2, &[10.0, -2.0, -2.0, 2.0]));
+        assert!(two_sample_meat(&[1.0, f64::NAN, 3.0, 0.0, 10.0, 5.0, 14.0, 5.0], 4, 2, 2).is_err());
     }
 
     #[test]
