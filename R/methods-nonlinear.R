@@ -197,20 +197,8 @@ simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ..
   n <- object$n
   k <- as.integer(round(candidates * n))
   check_size(8 * k * (length(object$reference$vars) + 2), "candidates", "the simulation")
-  ess <- numeric(nsim)
-  sims <- lapply(seq_len(nsim), function(s) {
-    u <- ref_draw(object$reference, k)
-    lw <- nl_f(object$model, object$coefficients[-1L], u[object$reference$vars]) - ref_logq(object$reference, u)
-    w <- exp(lw - max(lw))
-    ess[s] <<- sum(w)^2 / sum(w^2)
-    out <- u[sample.int(k, n, replace = TRUE, prob = w), , drop = FALSE]
-    out$.sim <- s
-    out
-  })
-  out <- do.call(rbind, sims)
-  rownames(out) <- NULL
-  attr(out, "ess") <- ess
-  out
+  sir_simulate(object$reference,
+               function(u) nl_f(object$model, object$coefficients[-1L], u[object$reference$vars]), n, k, nsim)
 }
 
 #' @rdname nce_nls-methods

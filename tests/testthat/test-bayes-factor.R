@@ -56,7 +56,7 @@ test_that("the estimate does not depend on the thread count", {
   old <- options(nce.threads = 1L)
   on.exit(options(old))
   a <- bayes_factor_nce(d1, d2, s$l1, s$l2)
-  options(nce.threads = 3L)
+  options(nce.threads = 2L)
   b <- bayes_factor_nce(d1, d2, s$l1, s$l2)
   expect_identical(a$log_bf, b$log_bf)
   expect_identical(a$se, b$se)

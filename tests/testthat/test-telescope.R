@@ -40,7 +40,7 @@ test_that("telescoping does not depend on the thread count", {
   on.exit(options(old))
   set.seed(2)
   a <- marglik_nce(x, gamma_lk, lb = 0, waymarks = "always", control = list(moves = 3))
-  options(nce.threads = 3L)
+  options(nce.threads = 2L)
   set.seed(2)
   b <- marglik_nce(x, gamma_lk, lb = 0, waymarks = "always", control = list(moves = 3))
   expect_identical(a$logml, b$logml)
