@@ -7,6 +7,7 @@
 //! do not depend on the number of threads.
 
 use crate::design::{doubled_upper, kernels, DenseDesign, Design, CHUNK_ROWS};
+use crate::discrete::{DiscreteDesign, TermSpec};
 use crate::error::{NceError, Result};
 use crate::irls::{GlmFit, Problem};
 use crate::linalg::aliased_columns;
@@ -24,9 +25,67 @@ const CHUNK_GROUPS: usize = 1024;
 /// the weighted sums of the rows of A (ngroups x pa, column-major).
 type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
 
+/// The row-level block A: dense (column-major, as given) or discretised.
+#[derive(Debug, Clone)]
+pub enum RowBlock<'a> {
+    Dense(DenseDesign<'a>),
+    Discrete(DiscreteDesign<'a>),
+}
+
+impl RowBlock<'_> {
+    pub fn nrow(&self) -> usize {
+        match self {
+            RowBlock::Dense(d) => d.nrow(),
+            RowBlock::Discrete(d) => d.nrow(),
+        }
+    }
+
+    pub fn ncol(&self) -> usize {
+        match self {
+            RowBlock::Dense(d) => d.ncol(),
+            RowBlock::Discrete(d) => d.ncol(),
+        }
+    }
+
+    pub fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
+        match self {
+            RowBlock::Dense(d) => d.linear_predictor(beta, out),
+            RowBlock::Discrete(d) => d.linear_predictor(beta, out),
+        }
+    }
+
+    fn crossprod_parts(&self, weights: &[&[f64]]) -> Vec<Vec<f64>> {
+        match self {
+            RowBlock::Dense(d) => d.crossprod_parts(weights),
+            RowBlock::Discrete(d) => d.crossprod_parts(weights),
+        }
+    }
+
+    fn crossprod_vec_raw(&self, v: &[f64]) -> Vec<f64> {
+        match self {
+            RowBlock::Dense(d) => d.crossprod_vec_raw(v),
+            RowBlock::Discrete(d) => d.crossprod_vec_raw(v),
+        }
+    }
+
+    fn quadratic_forms_raw(&self, mu: &[f64], out: &mut [f64]) {
+        match self {
+            RowBlock::Dense(d) => d.quadratic_forms_raw(mu, out),
+            RowBlock::Discrete(d) => d.quadratic_forms_raw(mu, out),
+        }
+    }
+
+    fn intercept_column(&self) -> Option<usize> {
+        match self {
+            RowBlock::Dense(d) => d.intercept_column(),
+            RowBlock::Discrete(d) => d.intercept_column(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct GroupedDesign<'a> {
-    a: DenseDesign<'a>,
+    a: RowBlock<'a>,
     b: DenseDesign<'a>,
     group: &'a [usize],
     /// Rows sorted by group (stable), and where each group starts in that list.
@@ -46,7 +105,25 @@ impl<'a> GroupedDesign<'a> {
         pb: usize,
         group: &'a [usize],
     ) -> Result<Self> {
-        let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
+        let a = RowBlock::Dense(DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?);
+        Self::with_block(a, b, ngroups, pb, group)
+    }
+
+    /// As `new` with a discretised row-level block (see `discrete`).
+    pub fn discrete(
+        terms: &[TermSpec<'a>],
+        nrow: usize,
+        b: &'a [f64],
+        ngroups: usize,
+        pb: usize,
+        group: &'a [usize],
+    ) -> Result<Self> {
+        let a = RowBlock::Discrete(DiscreteDesign::new(nrow, terms)?);
+        Self::with_block(a, b, ngroups, pb, group)
+    }
+
+    fn with_block(a: RowBlock<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
+        let nrow = a.nrow();
         let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
             return Err(NceError::invalid(
@@ -84,17 +161,53 @@ impl<'a> GroupedDesign<'a> {
         })
     }
 
-    /// A in row-major order (built on first use: the group sums read A row by row).
+    /// Row r of A into `buf` (length pa).
+    pub fn a_row_into(&self, r: usize, buf: &mut [f64]) {
+        match &self.a {
+            RowBlock::Dense(_) => {
+                let pa = self.pa();
+                buf.copy_from_slice(&self.a_rows()[r * pa..(r + 1) * pa]);
+            }
+            RowBlock::Discrete(d) => d.row_into(r, buf),
+        }
+    }
+
+    /// acc += w a_r.
+    #[inline]
+    fn a_axpy_row(&self, at: Option<&[f64]>, r: usize, w: f64, acc: &mut [f64]) {
+        match (&self.a, at) {
+            (_, Some(at)) => {
+                let pa = acc.len();
+                for (a, x) in acc.iter_mut().zip(&at[r * pa..(r + 1) * pa]) {
+                    *a += w * x;
+                }
+            }
+            (RowBlock::Discrete(d), None) => d.axpy_row(r, w, acc),
+            (RowBlock::Dense(_), None) => unreachable!("dense rows come row-major"),
+        }
+    }
+
+    /// A in row-major order when A is dense (built on first use: the group sums read A row by row).
+    fn a_rows_opt(&self) -> Option<&[f64]> {
+        match self.a {
+            RowBlock::Dense(_) => Some(self.a_rows()),
+            RowBlock::Discrete(_) => None,
+        }
+    }
+
     fn a_rows(&self) -> &[f64] {
+        let RowBlock::Dense(ad) = &self.a else {
+            unreachable!("row-major copies are for dense blocks")
+        };
         self.a_rows.get_or_init(|| {
-            let (n, pa) = (self.a.nrow(), self.pa());
+            let (n, pa) = (ad.nrow(), self.pa());
             let mut at = vec![0.0; n * pa];
             at.par_chunks_mut(CHUNK_ROWS * pa.max(1))
                 .enumerate()
                 .for_each(|(k, chunk)| {
                     let r0 = k * CHUNK_ROWS;
                     for j in 0..pa {
-                        let col = self.a.col(j);
+                        let col = ad.col(j);
                         for (i, row) in chunk.chunks_mut(pa).enumerate() {
                             row[j] = col[r0 + i];
                         }
@@ -117,7 +230,7 @@ impl<'a> GroupedDesign<'a> {
     }
 
     /// The row-level block A (nrow x pa).
-    pub fn a(&self) -> &DenseDesign<'a> {
+    pub fn a(&self) -> &RowBlock<'a> {
         &self.a
     }
 
@@ -144,7 +257,7 @@ impl<'a> GroupedDesign<'a> {
                 let mut sums = vec![vec![0.0; m]; nw];
                 let mut psums = vec![vec![0.0; m]; nv];
                 let mut aws = vec![vec![0.0; m * pa]; nw];
-                let at = self.a_rows();
+                let at = self.a_rows_opt();
                 let mut acc = vec![0.0; pa];
                 for t in t0..t1 {
                     let rows = &self.rows_by_group[self.group_start[t]..self.group_start[t + 1]];
@@ -156,10 +269,7 @@ impl<'a> GroupedDesign<'a> {
                         // Row-major rows of A: sum_r w_r a_r is a short vector update per row.
                         acc.iter_mut().for_each(|a| *a = 0.0);
                         for &r in rows {
-                            let wr = w[r];
-                            for (a, x) in acc.iter_mut().zip(&at[r * pa..(r + 1) * pa]) {
-                                *a += wr * x;
-                            }
+                            self.a_axpy_row(at, r, w[r], &mut acc);
                         }
                         for (j, a) in acc.iter().enumerate() {
                             aw[j * m + t - t0] = *a;
@@ -311,10 +421,21 @@ impl Design for GroupedDesign<'_> {
             for (v, &t) in o.iter_mut().zip(g) {
                 *v += dq[t];
             }
-            for j in 0..pa {
-                let (aj, cj) = (&self.a.col(j)[r0..r0 + o.len()], &c[j * ng..(j + 1) * ng]);
-                for ((v, &t), x) in o.iter_mut().zip(g).zip(aj) {
-                    *v += x * cj[t];
+            match &self.a {
+                RowBlock::Dense(ad) => {
+                    for j in 0..pa {
+                        let (aj, cj) = (&ad.col(j)[r0..r0 + o.len()], &c[j * ng..(j + 1) * ng]);
+                        for ((v, &t), x) in o.iter_mut().zip(g).zip(aj) {
+                            *v += x * cj[t];
+                        }
+                    }
+                }
+                RowBlock::Discrete(ad) => {
+                    let mut x = vec![0.0; pa];
+                    for (i, (v, &t)) in o.iter_mut().zip(g).enumerate() {
+                        ad.row_into(r0 + i, &mut x);
+                        *v += x.iter().enumerate().map(|(j, xj)| xj * c[j * ng + t]).sum::<f64>();
+                    }
                 }
             }
         });
@@ -665,7 +786,6 @@ impl FreeCtx<'_, '_> {
     /// Leverages x_r' H^{-1} x_r = a~_r' Sigma^{-1} a~_r + 1 / d_t, a~_r = a_r - Q_t / d_t.
     fn leverages(&self, h: &Eliminated) -> Vec<f64> {
         let (pa, n) = (self.pa(), self.gd.nrow());
-        let at = self.gd.a_rows();
         let si = &h.sigma_inv;
         let centres: Vec<f64> = (0..self.ng())
             .flat_map(|t| (0..pa).map(move |i| (t, i)))
@@ -677,8 +797,9 @@ impl FreeCtx<'_, '_> {
             for (i, l) in o.iter_mut().enumerate() {
                 let r = k * CHUNK_ROWS + i;
                 let t = self.gd.group[r];
+                self.gd.a_row_into(r, &mut x);
                 for j in 0..pa {
-                    x[j] = at[r * pa + j] - centres[t * pa + j];
+                    x[j] -= centres[t * pa + j];
                 }
                 let mut q = 0.0;
                 for a in 0..pa {
@@ -856,6 +977,36 @@ pub fn fit_reml_free_intercepts(
 ) -> Result<FreeInterceptFit> {
     let ones = vec![1.0; ngroups];
     let gd = GroupedDesign::new(a, nrow, pa, &ones, ngroups, 1, group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+}
+
+/// `fit_reml_free_intercepts` with a discretised A (`discrete::TermSpec`s, no intercept).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_reml_free_intercepts_discrete(
+    terms: &[TermSpec],
+    nrow: usize,
+    group: &[usize],
+    ngroups: usize,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
+    let ones = vec![1.0; ngroups];
+    let gd = GroupedDesign::discrete(terms, nrow, &ones, ngroups, 1, group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+}
+
+fn free_intercepts_on(
+    gd: &GroupedDesign,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
+    let (nrow, pa, ngroups, group) = (gd.nrow(), gd.pa(), gd.ngroups(), gd.group());
     if penalties.ncoef() != pa {
         return Err(NceError::invalid(
             "penalties",
@@ -934,13 +1085,14 @@ pub fn fit_reml_free_intercepts(
     let sandwich = cluster_of_group.map(|c| {
         // Cluster scores of the eliminated design: sum_r g_r (a_r - Q_t / d_t).
         let nc = c.iter().copied().max().map_or(0, |v| v + 1);
-        let at = gd.a_rows();
         let mut z = DMatrix::<f64>::zeros(nc, pa);
+        let mut x = vec![0.0; pa];
         for r in 0..nrow {
             let t = group[r];
             let cl = c[t];
+            gd.a_row_into(r, &mut x);
             for j in 0..pa {
-                z[(cl, j)] += row_grad[r] * (at[r * pa + j] - h.h.r[(j, t)] / h.h.d[t]);
+                z[(cl, j)] += row_grad[r] * (x[j] - h.h.r[(j, t)] / h.h.d[t]);
             }
         }
         let meat = z.transpose() * &z;
