@@ -42,13 +42,13 @@
 #' @param discrete `TRUE` to fit on discretised covariates, as
 #'   `mgcv::bam(discrete = TRUE)` does (Wood, Li, Shaddick and Augustin 2017):
 #'   the covariates of each smooth in `formula` are rounded to an equally spaced
-#'   grid over their range of 1000 values (one covariate), 100 per covariate
-#'   (two) or 25 (three or more), and the model matrix is held as the basis of
+#'   grid over their range of 2000 values (one covariate; mgcv uses 1000), 100
+#'   per covariate (two) or 25 (three or more), and the model matrix is held as the basis of
 #'   the distinct rounded rows plus an index per row, so memory and time per
 #'   iteration grow with the number of rows only through index look-ups. Each
-#'   covariate moves by at most half a grid step (1/2000 of its range for a
-#'   one-covariate smooth); on the bench models the linear predictor moves by
-#'   well under 0.01. The spline intercept is computed per transition and stays
+#'   covariate moves by at most half a grid step (1/4000 of its range for a
+#'   one-covariate smooth); on the LATKES bench model the linear predictor
+#'   moves by at most about 0.006. The spline intercept is computed per transition and stays
 #'   exact; smooths with `by` variables or factor covariates keep their exact
 #'   basis.
 #' @return An object of class `snce_fit` (also `nce_fit`): `print`,
