@@ -10,18 +10,43 @@
 //!   w_r X_l[r, ], O(n p_l).
 //! - x_r' H x_r: per-value tables of the quadratic forms, looked up per row.
 //!
-//! Sums over the rows of a distinct value run over them in row order (rows sorted once by a
-//! counting sort), one value per task, so results do not depend on the number of threads.
+//! Sums stream over the rows in row order (the index vectors, w and the small matrices stay in
+//! cache): each fixed chunk of rows gives a partial sum, and partials are added in chunk order,
+//! so results do not depend on the number of threads.
 
 use crate::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-/// Distinct values per task in the per-value sums.
-const CHUNK_VALUES: usize = 16;
-/// Largest m_j m_l for which the cross block is formed by a table of weight sums.
-const TABLE_MAX: usize = 1 << 22;
+/// Rows per partial sum (fixed, so sums do not depend on the thread count).
+const CHUNK: usize = 1 << 16;
+/// Partial sums computed at once (bounds the memory of the partials).
+const BATCH: usize = 16;
+/// Largest m_j m_l for which a cross block is formed by a table of weight sums.
+const TABLE_MAX: usize = 1 << 16;
+
+/// sum over fixed row chunks of f(r0, r1, partial), partials added in chunk order.
+fn chunked_sum(n: usize, len: usize, f: impl Fn(usize, usize, &mut [f64]) + Sync) -> Vec<f64> {
+    let nchunk = n.div_ceil(CHUNK).max(1);
+    let mut total = vec![0.0; len];
+    for b0 in (0..nchunk).step_by(BATCH) {
+        let parts: Vec<Vec<f64>> = (b0..(b0 + BATCH).min(nchunk))
+            .into_par_iter()
+            .map(|c| {
+                let mut part = vec![0.0; len];
+                f(c * CHUNK, ((c + 1) * CHUNK).min(n), &mut part);
+                part
+            })
+            .collect();
+        for part in parts {
+            for (t, v) in total.iter_mut().zip(part) {
+                *t += v;
+            }
+        }
+    }
+    total
+}
 
 /// One term of a discretised design, as given: `values` is m x p column-major; `index` (1-based,
 /// length nrow) picks the row of `values` of each row of the design, or is `None` for a dense
@@ -42,9 +67,6 @@ struct Mapped<'a> {
     /// `mat` row-major, for row gathers.
     rows: Vec<f64>,
     index: &'a [i32],
-    /// Rows sorted by value (stable) and where each value starts; empty when m == 1.
-    perm: Vec<u32>,
-    start: Vec<usize>,
 }
 
 impl Mapped<'_> {
@@ -58,22 +80,16 @@ impl Mapped<'_> {
         &self.rows[a * self.p..(a + 1) * self.p]
     }
 
-    fn bucket(&self, a: usize) -> &[u32] {
-        &self.perm[self.start[a]..self.start[a + 1]]
-    }
-
-    /// Per distinct value: the sum of v over its rows (in row order).
+    /// Per distinct value: the sum of v over its rows.
     fn value_sums(&self, v: &[f64]) -> Vec<f64> {
         if self.m == 1 {
-            return vec![v.iter().sum()];
+            return chunked_sum(v.len(), 1, |r0, r1, s| s[0] = v[r0..r1].iter().sum());
         }
-        let mut s = vec![0.0; self.m];
-        s.par_chunks_mut(CHUNK_VALUES).enumerate().for_each(|(c, out)| {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = self.bucket(c * CHUNK_VALUES + i).iter().map(|&r| v[r as usize]).sum();
+        chunked_sum(v.len(), self.m, |r0, r1, s| {
+            for (&k, &x) in self.index[r0..r1].iter().zip(&v[r0..r1]) {
+                s[(k - 1) as usize] += x;
             }
-        });
-        s
+        })
     }
 }
 
@@ -189,33 +205,12 @@ impl<'a> DiscreteDesign<'a> {
                         .flat_map(|a| (0..s.p).map(move |i| (a, i)))
                         .map(|(a, i)| mat[(a, i)])
                         .collect();
-                    let (perm, start) = if s.m == 1 {
-                        (Vec::new(), Vec::new())
-                    } else {
-                        let mut start = vec![0usize; s.m + 1];
-                        for &k in index {
-                            start[k as usize] += 1;
-                        }
-                        for a in 0..s.m {
-                            start[a + 1] += start[a];
-                        }
-                        let mut next = start.clone();
-                        let mut perm = vec![0u32; nrow];
-                        for (r, &k) in index.iter().enumerate() {
-                            let a = (k - 1) as usize;
-                            perm[next[a]] = r as u32;
-                            next[a] += 1;
-                        }
-                        (perm, start)
-                    };
                     terms.push(Term::Mapped(Mapped {
                         m: s.m,
                         p: s.p,
                         mat,
                         rows,
                         index,
-                        perm,
-                        start,
                     }));
                 }
             }
@@ -285,12 +280,9 @@ impl<'a> DiscreteDesign<'a> {
         let block = match o {
             Term::Mapped(om) if b.m * mo <= TABLE_MAX && b.m * mo <= n => {
                 // T[a, c]: sums of w over rows with (k_b, k_o) = (a, c); row-major m_b x m_o.
-                let mut t = vec![0.0; b.m * mo];
-                t.par_chunks_mut(CHUNK_VALUES * mo).enumerate().for_each(|(c, out)| {
-                    for (i, trow) in out.chunks_mut(mo).enumerate() {
-                        for &r in b.bucket(c * CHUNK_VALUES + i) {
-                            trow[om.k(r as usize)] += w[r as usize];
-                        }
+                let t = chunked_sum(n, b.m * mo, |r0, r1, t| {
+                    for r in r0..r1 {
+                        t[b.k(r) * mo + om.k(r)] += w[r];
                     }
                 });
                 let t = DMatrix::from_row_slice(b.m, mo, &t);
@@ -298,12 +290,10 @@ impl<'a> DiscreteDesign<'a> {
             }
             _ => {
                 // D[a, ] = sum over rows with k_b = a of w_r x_o,r; row-major m_b x p_o.
-                let mut d = vec![0.0; b.m * po];
-                d.par_chunks_mut(CHUNK_VALUES * po).enumerate().for_each(|(c, out)| {
-                    for (i, drow) in out.chunks_mut(po).enumerate() {
-                        for &r in b.bucket(c * CHUNK_VALUES + i) {
-                            o.axpy_row(r as usize, w[r as usize], drow);
-                        }
+                let d = chunked_sum(n, b.m * po, |r0, r1, d| {
+                    for r in r0..r1 {
+                        let a = b.k(r);
+                        o.axpy_row(r, w[r], &mut d[a * po..(a + 1) * po]);
                     }
                 });
                 b.mat.tr_mul(&DMatrix::from_row_slice(b.m, po, &d))
@@ -379,7 +369,8 @@ impl<'a> DiscreteDesign<'a> {
         enum Part<'b> {
             Diag(&'b Mapped<'b>, Vec<f64>),
             Table(&'b Mapped<'b>, &'b Mapped<'b>, Vec<f64>, usize),
-            Dot(usize, &'b Mapped<'b>, Vec<f64>),
+            DotMapped(&'b Mapped<'b>, &'b Mapped<'b>, Vec<f64>),
+            DotDense(&'b DenseDesign<'b>, &'b Mapped<'b>, Vec<f64>),
         }
         let mut parts: Vec<Part> = Vec::new();
         let mut dense_q: Option<Vec<f64>> = None;
@@ -410,23 +401,26 @@ impl<'a> DiscreteDesign<'a> {
                             .collect();
                         parts.push(Part::Table(a, c, rows, c.m));
                     }
-                    (_, Term::Mapped(c)) => {
+                    (tj, Term::Mapped(c)) => {
                         // C = M_l (2 M_jl)' (m_l x p_j), row-major.
                         let cm = &c.mat * mjl.transpose();
                         let rows: Vec<f64> = (0..c.m)
                             .flat_map(|i| (0..pj).map(move |k| (i, k)))
                             .map(|(i, k)| cm[(i, k)])
                             .collect();
-                        parts.push(Part::Dot(j, c, rows));
+                        parts.push(match tj {
+                            Term::Mapped(a) => Part::DotMapped(a, c, rows),
+                            Term::Dense(d) => Part::DotDense(d, c, rows),
+                        });
                     }
-                    (Term::Mapped(a), Term::Dense(_)) => {
+                    (Term::Mapped(a), Term::Dense(d)) => {
                         // C = M_j (2 M_jl) (m_j x p_l), dotted with the dense row.
                         let cm = &a.mat * &mjl;
                         let rows: Vec<f64> = (0..a.m)
                             .flat_map(|i| (0..pl).map(move |k| (i, k)))
                             .map(|(i, k)| cm[(i, k)])
                             .collect();
-                        parts.push(Part::Dot(l, a, rows));
+                        parts.push(Part::DotDense(d, a, rows));
                     }
                     (Term::Dense(_), Term::Dense(_)) => unreachable!("at most one dense term"),
                 }
@@ -434,7 +428,6 @@ impl<'a> DiscreteDesign<'a> {
         }
         out.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
             let r0 = k * CHUNK_ROWS;
-            let mut buf = Vec::new();
             for (i, v) in o.iter_mut().enumerate() {
                 let r = r0 + i;
                 let mut q = dense_q.as_ref().map_or(0.0, |d| d[r]);
@@ -442,13 +435,14 @@ impl<'a> DiscreteDesign<'a> {
                     q += match part {
                         Part::Diag(t, d) => d[t.k(r)],
                         Part::Table(a, c, t, mc) => t[a.k(r) * mc + c.k(r)],
-                        Part::Dot(j, c, rows) => {
-                            let pj = self.terms[*j].p();
-                            buf.clear();
-                            buf.resize(pj, 0.0);
-                            self.terms[*j].axpy_row(r, 1.0, &mut buf);
-                            let cr = &rows[c.k(r) * pj..(c.k(r) + 1) * pj];
-                            buf.iter().zip(cr).map(|(x, y)| x * y).sum::<f64>()
+                        Part::DotMapped(a, c, rows) => {
+                            let cr = &rows[c.k(r) * a.p..(c.k(r) + 1) * a.p];
+                            a.row(a.k(r)).iter().zip(cr).map(|(x, y)| x * y).sum::<f64>()
+                        }
+                        Part::DotDense(d, c, rows) => {
+                            let pd = d.ncol();
+                            let cr = &rows[c.k(r) * pd..(c.k(r) + 1) * pd];
+                            cr.iter().enumerate().map(|(j, y)| d.col(j)[r] * y).sum::<f64>()
                         }
                     };
                 }
@@ -655,5 +649,84 @@ mod tests {
             }]
         )
         .is_err());
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    #[ignore]
+    fn timing_discrete_vs_dense() {
+        let n = 2_000_000usize;
+        let ms = [2000usize, 2000, 2000];
+        let ps = [9usize, 9, 15];
+        let c = vec![1.0];
+        let ic: Vec<i32> = vec![1; n];
+        let vals: Vec<Vec<f64>> = ms
+            .iter()
+            .zip(&ps)
+            .map(|(&m, &p)| (0..m * p).map(|i| ((i as f64) * 0.37).sin()).collect())
+            .collect();
+        let idx: Vec<Vec<i32>> = ms
+            .iter()
+            .enumerate()
+            .map(|(j, &m)| {
+                (0..n)
+                    .map(|r| (((r * (7 + j * 6)) ^ (r >> 3)) % m) as i32 + 1)
+                    .collect()
+            })
+            .collect();
+        let mut specs = vec![TermSpec {
+            values: &c,
+            m: 1,
+            p: 1,
+            index: Some(&ic),
+        }];
+        for j in 0..3 {
+            specs.push(TermSpec {
+                values: &vals[j],
+                m: ms[j],
+                p: ps[j],
+                index: Some(&idx[j]),
+            });
+        }
+        let t = Instant::now();
+        let dd = DiscreteDesign::new(n, &specs).unwrap();
+        eprintln!("new {:?}", t.elapsed());
+        let p = dd.ncol();
+        let w: Vec<f64> = (0..n).map(|i| 0.2 + (i % 11) as f64 / 5.0).collect();
+        let t = Instant::now();
+        let h = dd.crossprod_full(&w);
+        eprintln!("crossprod {:?} {}", t.elapsed(), h[(0, 0)]);
+        let t = Instant::now();
+        let g = dd.crossprod_vec_raw(&w);
+        eprintln!("crossprod_vec {:?} {}", t.elapsed(), g[0]);
+        let beta: Vec<f64> = (0..p).map(|i| i as f64).collect();
+        let mut e = vec![0.0; n];
+        let t = Instant::now();
+        dd.linear_predictor(&beta, &mut e);
+        eprintln!("linpred {:?}", t.elapsed());
+        let m = DMatrix::from_fn(p, p, |i, j| 1.0 / (1.0 + i as f64 + j as f64));
+        let t = Instant::now();
+        dd.row_quadratic_forms(&m, &mut e);
+        eprintln!("quad {:?}", t.elapsed());
+        let mut x = vec![0.0; n * p];
+        for r in 0..n {
+            let mut buf = vec![0.0; p];
+            dd.row_into(r, &mut buf);
+            for j in 0..p {
+                x[j * n + r] = buf[j];
+            }
+        }
+        let de = DenseDesign::new(&x, n, p).unwrap();
+        let t = Instant::now();
+        let _ = de.weighted_crossprod(&w, &w);
+        eprintln!("dense crossprod {:?}", t.elapsed());
+        let t = Instant::now();
+        de.row_quadratic_forms(&m, &mut e);
+        eprintln!("dense quad {:?}", t.elapsed());
     }
 }

@@ -16,7 +16,6 @@ use crate::pirls::{self, Cand};
 use crate::reml::{offset_only_intercept, optimise, weight_derivs, Derivs, RemlControl, RemlFit};
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use rayon::prelude::*;
-use std::sync::OnceLock;
 
 /// Groups per chunk of the parallel group sums.
 const CHUNK_GROUPS: usize = 1024;
@@ -91,7 +90,6 @@ pub struct GroupedDesign<'a> {
     /// Rows sorted by group (stable), and where each group starts in that list.
     rows_by_group: Vec<usize>,
     group_start: Vec<usize>,
-    a_rows: OnceLock<Vec<f64>>,
 }
 
 impl<'a> GroupedDesign<'a> {
@@ -157,64 +155,19 @@ impl<'a> GroupedDesign<'a> {
             group,
             rows_by_group,
             group_start,
-            a_rows: OnceLock::new(),
         })
     }
 
     /// Row r of A into `buf` (length pa).
     pub fn a_row_into(&self, r: usize, buf: &mut [f64]) {
         match &self.a {
-            RowBlock::Dense(_) => {
-                let pa = self.pa();
-                buf.copy_from_slice(&self.a_rows()[r * pa..(r + 1) * pa]);
+            RowBlock::Dense(ad) => {
+                for (j, b) in buf.iter_mut().enumerate() {
+                    *b = ad.col(j)[r];
+                }
             }
             RowBlock::Discrete(d) => d.row_into(r, buf),
         }
-    }
-
-    /// acc += w a_r.
-    #[inline]
-    fn a_axpy_row(&self, at: Option<&[f64]>, r: usize, w: f64, acc: &mut [f64]) {
-        match (&self.a, at) {
-            (_, Some(at)) => {
-                let pa = acc.len();
-                for (a, x) in acc.iter_mut().zip(&at[r * pa..(r + 1) * pa]) {
-                    *a += w * x;
-                }
-            }
-            (RowBlock::Discrete(d), None) => d.axpy_row(r, w, acc),
-            (RowBlock::Dense(_), None) => unreachable!("dense rows come row-major"),
-        }
-    }
-
-    /// A in row-major order when A is dense (built on first use: the group sums read A row by row).
-    fn a_rows_opt(&self) -> Option<&[f64]> {
-        match self.a {
-            RowBlock::Dense(_) => Some(self.a_rows()),
-            RowBlock::Discrete(_) => None,
-        }
-    }
-
-    fn a_rows(&self) -> &[f64] {
-        let RowBlock::Dense(ad) = &self.a else {
-            unreachable!("row-major copies are for dense blocks")
-        };
-        self.a_rows.get_or_init(|| {
-            let (n, pa) = (ad.nrow(), self.pa());
-            let mut at = vec![0.0; n * pa];
-            at.par_chunks_mut(CHUNK_ROWS * pa.max(1))
-                .enumerate()
-                .for_each(|(k, chunk)| {
-                    let r0 = k * CHUNK_ROWS;
-                    for j in 0..pa {
-                        let col = ad.col(j);
-                        for (i, row) in chunk.chunks_mut(pa).enumerate() {
-                            row[j] = col[r0 + i];
-                        }
-                    }
-                });
-            at
-        })
     }
 
     pub fn ngroups(&self) -> usize {
@@ -257,22 +210,38 @@ impl<'a> GroupedDesign<'a> {
                 let mut sums = vec![vec![0.0; m]; nw];
                 let mut psums = vec![vec![0.0; m]; nv];
                 let mut aws = vec![vec![0.0; m * pa]; nw];
-                let at = self.a_rows_opt();
                 let mut acc = vec![0.0; pa];
+                let rows_of = |t: usize| &self.rows_by_group[self.group_start[t]..self.group_start[t + 1]];
                 for t in t0..t1 {
-                    let rows = &self.rows_by_group[self.group_start[t]..self.group_start[t + 1]];
+                    let rows = rows_of(t);
                     for (v, s) in plain.iter().zip(psums.iter_mut()) {
                         s[t - t0] = rows.iter().map(|&r| v[r]).sum();
                     }
-                    for ((w, s), aw) in ws.iter().zip(sums.iter_mut()).zip(aws.iter_mut()) {
+                    for (w, s) in ws.iter().zip(sums.iter_mut()) {
                         s[t - t0] = rows.iter().map(|&r| w[r]).sum();
-                        // Row-major rows of A: sum_r w_r a_r is a short vector update per row.
-                        acc.iter_mut().for_each(|a| *a = 0.0);
-                        for &r in rows {
-                            self.a_axpy_row(at, r, w[r], &mut acc);
+                    }
+                }
+                for (w, aw) in ws.iter().zip(aws.iter_mut()) {
+                    match &self.a {
+                        // Column by column: no row-major copy of A (a group's rows lie close together).
+                        RowBlock::Dense(ad) => {
+                            for (j, awj) in aw.chunks_mut(m).enumerate() {
+                                let col = ad.col(j);
+                                for (t, v) in (t0..t1).zip(awj.iter_mut()) {
+                                    *v = rows_of(t).iter().map(|&r| w[r] * col[r]).sum();
+                                }
+                            }
                         }
-                        for (j, a) in acc.iter().enumerate() {
-                            aw[j * m + t - t0] = *a;
+                        RowBlock::Discrete(ad) => {
+                            for t in t0..t1 {
+                                acc.iter_mut().for_each(|a| *a = 0.0);
+                                for &r in rows_of(t) {
+                                    ad.axpy_row(r, w[r], &mut acc);
+                                }
+                                for (j, a) in acc.iter().enumerate() {
+                                    aw[j * m + t - t0] = *a;
+                                }
+                            }
                         }
                     }
                 }
