@@ -88,11 +88,12 @@ smooth_con <- function(spec, data, knots) {
 # mgcv's rounding, finer in one dimension): the numeric covariates of a smooth of d covariates
 # are rounded to an equally spaced grid of 2000 (d = 1), 100 (d = 2) or 25 (d >= 3) values over
 # their range (mgcv's compress.df uses 1000 for d = 1; 2000 halves the rounding error, on the
-# LATKES bench model from 0.012 to 0.006 in the linear predictor, for one 2000 x 2000 table per
-# pair of smooths), so each covariate moves by at most half a grid step. The smooth is set up
+# LATKES bench model from 0.012 to 0.006 in the linear predictor, at the cost of a 2000-row
+# block per smooth), so each covariate moves by at most half a grid step. The smooth is set up
 # by mgcv on the distinct rounded rows (knots of one-covariate cr/cc smooths at the quantiles of
-# the rounded data, as mgcv puts them on continuous data: discrete_knots(); the sum-to-zero constraint weighted by how often each distinct row occurs, so it equals the
-# constraint of the full rounded data), and the block is stored as those distinct rows'
+# the rounded data, as mgcv puts them on continuous data: discrete_knots(); the sum-to-zero
+# constraint weighted by how often each distinct row occurs, so it equals the constraint of the
+# full rounded data), and the block is stored as those distinct rows'
 # basis (m x k) plus the index of each row. Smooths with `by` variables, factor covariates or
 # constraints other than the usual one keep their exact basis. Returns the setup_terms() fields
 # with `terms` (list(values, index) per block, for the engine) in place of X.
@@ -370,7 +371,8 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
     nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input", call = NULL)
   }
-  res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group), as.integer(ngroups), as.double(y), rep(1, length(y)),
+  res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group), as.integer(ngroups), as.double(y),
+                                         rep(1, length(y)),
                                          as.double(offset), family,
                                          if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                          if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))

@@ -1008,7 +1008,7 @@ fn free_intercepts_on(
         .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
         .sum();
     let mut ctx = FreeCtx {
-        gd: &gd,
+        gd,
         prob,
         pens: penalties,
         ctrl,
@@ -1017,7 +1017,7 @@ fn free_intercepts_on(
     };
     // Automatic scale of the smoothing parameters as `reml::auto_rho` (the intercepts carry no
     // penalty).
-    let centre = free_auto_rho(&gd, prob, penalties);
+    let centre = free_auto_rho(gd, prob, penalties);
     // The offset-only start: one common intercept (as `reml::intercept_start`).
     let start0 = offset_only_intercept(prob).map(|c| {
         let mut b = vec![0.0; pa + ngroups];
