@@ -218,6 +218,22 @@ impl<'a> DiscreteDesign<'a> {
         Ok(DiscreteDesign { nrow, terms, off, p })
     }
 
+    /// Number of terms.
+    pub fn nterms(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// (first column, number of columns) of term j.
+    pub fn term_cols(&self, j: usize) -> (usize, usize) {
+        (self.off[j], self.terms[j].p())
+    }
+
+    /// acc += w x_r restricted to term j's columns (acc has that term's length).
+    #[inline]
+    pub fn term_axpy_row(&self, j: usize, r: usize, w: f64, acc: &mut [f64]) {
+        self.terms[j].axpy_row(r, w, acc);
+    }
+
     /// Row r of X into `buf` (length p).
     pub fn row_into(&self, r: usize, buf: &mut [f64]) {
         buf.iter_mut().for_each(|v| *v = 0.0);

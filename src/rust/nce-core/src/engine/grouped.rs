@@ -232,14 +232,19 @@ impl<'a> GroupedDesign<'a> {
                                 }
                             }
                         }
+                        // Term by term, so that one term's distinct rows stay in cache.
                         RowBlock::Discrete(ad) => {
-                            for t in t0..t1 {
-                                acc.iter_mut().for_each(|a| *a = 0.0);
-                                for &r in rows_of(t) {
-                                    ad.axpy_row(r, w[r], &mut acc);
-                                }
-                                for (j, a) in acc.iter().enumerate() {
-                                    aw[j * m + t - t0] = *a;
+                            for term in 0..ad.nterms() {
+                                let (o, pt) = ad.term_cols(term);
+                                let acc = &mut acc[..pt];
+                                for t in t0..t1 {
+                                    acc.iter_mut().for_each(|a| *a = 0.0);
+                                    for &r in rows_of(t) {
+                                        ad.term_axpy_row(term, r, w[r], acc);
+                                    }
+                                    for (j, a) in acc.iter().enumerate() {
+                                        aw[(o + j) * m + t - t0] = *a;
+                                    }
                                 }
                             }
                         }
@@ -384,6 +389,11 @@ impl Design for GroupedDesign<'_> {
             let row: Vec<f64> = (0..pb).map(|k| m[(j, pa + k)] + m[(pa + k, j)]).collect();
             self.b.linear_predictor(&row, cj);
         }
+        // The same, row-major (one group's entries together), for the discretised A's row gathers.
+        let ct: Vec<f64> = match self.a {
+            RowBlock::Discrete(_) => (0..ng * pa).map(|i| c[(i % pa) * ng + i / pa]).collect(),
+            RowBlock::Dense(_) => Vec::new(),
+        };
         out.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
             let r0 = k * CHUNK_ROWS;
             let g = &self.group[r0..r0 + o.len()];
@@ -403,7 +413,7 @@ impl Design for GroupedDesign<'_> {
                     let mut x = vec![0.0; pa];
                     for (i, (v, &t)) in o.iter_mut().zip(g).enumerate() {
                         ad.row_into(r0 + i, &mut x);
-                        *v += x.iter().enumerate().map(|(j, xj)| xj * c[j * ng + t]).sum::<f64>();
+                        *v += x.iter().zip(&ct[t * pa..(t + 1) * pa]).map(|(a, b)| a * b).sum::<f64>();
                     }
                 }
             }
@@ -1401,5 +1411,82 @@ mod tests {
         group[3] = 4;
         let e = GroupedDesign::new(&a, 20, 3, &b, 4, 4, &group).unwrap_err();
         assert!(e.to_string().contains("row 4"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::discrete::TermSpec;
+    use std::time::Instant;
+
+    #[test]
+    #[ignore]
+    fn timing_grouped_discrete() {
+        let (ng, per) = (28_000usize, 21usize);
+        let n = ng * per;
+        let ms = [2000usize, 2000, 2000];
+        let ps = [9usize, 9, 15];
+        let c = vec![1.0];
+        let ic: Vec<i32> = vec![1; n];
+        let vals: Vec<Vec<f64>> = ms
+            .iter()
+            .zip(&ps)
+            .map(|(&m, &p)| (0..m * p).map(|i| ((i as f64) * 0.37).sin()).collect())
+            .collect();
+        let idx: Vec<Vec<i32>> = ms
+            .iter()
+            .enumerate()
+            .map(|(j, &m)| {
+                (0..n)
+                    .map(|r| (((r * (7 + j * 6)) ^ (r >> 3)) % m) as i32 + 1)
+                    .collect()
+            })
+            .collect();
+        let mut specs = vec![TermSpec {
+            values: &c,
+            m: 1,
+            p: 1,
+            index: Some(&ic),
+        }];
+        for j in 0..3 {
+            specs.push(TermSpec {
+                values: &vals[j],
+                m: ms[j],
+                p: ps[j],
+                index: Some(&idx[j]),
+            });
+        }
+        let pb = 24;
+        let b: Vec<f64> = (0..ng * pb).map(|i| ((i as f64) * 0.71).cos()).collect();
+        let group: Vec<usize> = (0..n).map(|r| if r < ng { r } else { (r - ng) / (per - 1) }).collect();
+        let gd = GroupedDesign::discrete(&specs, n, &b, ng, pb, &group).unwrap();
+        let p = gd.ncol();
+        let w: Vec<f64> = (0..n).map(|i| 0.2 + (i % 11) as f64 / 5.0).collect();
+        let t = Instant::now();
+        let _ = gd.weighted_crossprod(&w, &w);
+        eprintln!("grouped crossprod {:?}", t.elapsed());
+        let t = Instant::now();
+        let _ = gd.a.crossprod_parts(&[&w]);
+        eprintln!("  A part {:?}", t.elapsed());
+        let t = Instant::now();
+        let _ = gd.group_sums(&[&w], &[&w]);
+        eprintln!("  group sums {:?}", t.elapsed());
+        let mut e = vec![0.0; n];
+        let beta: Vec<f64> = (0..p).map(|i| i as f64 * 0.01).collect();
+        let t = Instant::now();
+        gd.linear_predictor(&beta, &mut e);
+        eprintln!("linpred {:?}", t.elapsed());
+        let m = DMatrix::from_fn(p, p, |i, j| 1.0 / (1.0 + i as f64 + j as f64));
+        let t = Instant::now();
+        gd.row_quadratic_forms(&m, &mut e);
+        eprintln!("quad {:?}", t.elapsed());
+        let t = Instant::now();
+        gd.a.quadratic_forms_raw(&doubled_upper(&m.view((0, 0), (34, 34)).into_owned()), &mut e);
+        eprintln!("  A quad {:?}", t.elapsed());
+        let ws: Vec<&[f64]> = vec![&w; 5];
+        let t = Instant::now();
+        let _ = gd.weighted_crossprods(&ws);
+        eprintln!("5 crossprods {:?}", t.elapsed());
     }
 }
