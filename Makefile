@@ -13,7 +13,7 @@ CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOT
 	_R_CHECK_SYSTEM_CLOCK_=false _R_CHECK_FORCE_SUGGESTS_=false \
 	NCE_SHARED_DATA=$(SHARED_DATA) NOT_CRAN=true
 
-.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes clean
+.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes bench-scale clean
 
 all: install
 
@@ -91,6 +91,11 @@ bench: install
 
 bench-latkes: install
 	R_LIBS=$(R_LIB) Rscript bench/latkes.R
+
+# Pooled LATKES fits at scale (issue 18): exact, discrete = TRUE and bam(discrete = TRUE), each in its
+# own R process (NCE_SCALE_S, NCE_SCALE_ENGINES choose sizes and engines; see bench/scale.R).
+bench-scale: install
+	R_LIBS=$(R_LIB) Rscript bench/scale.R
 
 clean:
 	rm -rf $(PKG).Rcheck $(TARBALL) $(R_LIB) src/*.o src/*.so src/rust/lib demo-out docs coverage

@@ -9,8 +9,9 @@ use crate::run;
 use extendr_api::prelude::*;
 use nce_core::alias::fit_reml_dense;
 use nce_core::design::DenseDesign;
+use nce_core::discrete::TermSpec;
 use nce_core::family::Family;
-use nce_core::grouped::{fit_reml_free_intercepts, FreeInterceptFit, GroupedDesign};
+use nce_core::grouped::{fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign};
 use nce_core::irls::{self, Control, Problem};
 use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
@@ -106,6 +107,8 @@ fn nce_fit_reml(
 /// per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
 /// `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
 /// With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
+/// `a` may also be a discretised block: a list of terms `list(values = <m x p matrix>, index =
+/// <1-based integer row of values per row, or NULL for a dense block>)`.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -125,15 +128,22 @@ fn nce_fit_reml_grouped(
     threads: i32,
 ) -> Robj {
     guard(|| {
-        let (ad, n, pa) = real_matrix(&a, "a")?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g0 = zero_based(&group, "group", ng)?;
         let prob = problem(&y, &weights, &offset, family)?;
         let cluster = cluster_of(&cluster, ng)?;
+        let parts = term_parts(&a)?;
+        let design = match &parts {
+            Some(parts) => GroupedDesign::discrete(&term_specs(parts, prob.y.len())?, prob.y.len(), bd, ng, pb, &g0)?,
+            None => {
+                let (ad, n, pa) = real_matrix(&a, "a")?;
+                GroupedDesign::new(ad, n, pa, bd, ng, pb, &g0)?
+            }
+        };
+        let pa = design.pa();
         let pens = penalties_from(&penalties, pa + pb)?;
         let ctrl = reml_control(&sp, &control)?;
         let threads = threads_of(threads)?;
-        let design = GroupedDesign::new(ad, n, pa, bd, ng, pb, &g0)?;
         let (fit, sandwich) = run::run(threads, |stop| {
             let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
             let sw = match &cluster {
@@ -176,19 +186,45 @@ fn nce_fit_reml_free_intercepts(
     threads: i32,
 ) -> Robj {
     guard(|| {
-        let (ad, n, pa) = real_matrix(&a, "a")?;
         let ng = int_count(ngroups, "ngroups", 1)?;
         let g0 = zero_based(&group, "group", ng)?;
         let prob = problem(&y, &weights, &offset, family)?;
         let cluster = cluster_of(&cluster, ng)?;
-        let pens = penalties_from(&penalties, pa)?;
         let ctrl = reml_control(&sp, &control)?;
         let threads = threads_of(threads)?;
-        let fit = run::run(threads, |stop| {
-            fit_reml_free_intercepts(ad, n, pa, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
-                stop.load(Ordering::Relaxed)
-            })
-        })?;
+        let parts = term_parts(&a)?;
+        let (fit, pa) = match &parts {
+            Some(parts) => {
+                let n = prob.y.len();
+                let specs = term_specs(parts, n)?;
+                let pa = specs.iter().map(|s| s.p).sum();
+                let pens = penalties_from(&penalties, pa)?;
+                let fit = run::run(threads, |stop| {
+                    fit_reml_free_intercepts_discrete(
+                        &specs,
+                        n,
+                        &g0,
+                        ng,
+                        &prob,
+                        &pens,
+                        &ctrl,
+                        cluster.as_deref(),
+                        &mut || stop.load(Ordering::Relaxed),
+                    )
+                })?;
+                (fit, pa)
+            }
+            None => {
+                let (ad, n, pa) = real_matrix(&a, "a")?;
+                let pens = penalties_from(&penalties, pa)?;
+                let fit = run::run(threads, |stop| {
+                    fit_reml_free_intercepts(ad, n, pa, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
+                        stop.load(Ordering::Relaxed)
+                    })
+                })?;
+                (fit, pa)
+            }
+        };
         let FreeInterceptFit {
             reml,
             intercepts,
@@ -208,6 +244,44 @@ fn nce_fit_reml_free_intercepts(
             .map_err(internal)?
             .into_robj())
     })
+}
+
+/// The terms of a discretised block (a list of `list(values, index)`), or None for a matrix.
+fn term_parts(a: &Robj) -> Res<Option<Vec<(Robj, Robj)>>> {
+    let Some(list) = a.as_list() else {
+        return Ok(None);
+    };
+    let bad = || NceError::invalid("a", "must be a matrix or a list of list(values, index) terms");
+    list.values()
+        .map(|t| {
+            let t = t.as_list().ok_or_else(bad)?;
+            let get = |name: &str| t.iter().find(|(n, _)| *n == name).map(|(_, v)| v).ok_or_else(bad);
+            Ok((get("values")?, get("index")?))
+        })
+        .collect::<Res<Vec<_>>>()
+        .map(Some)
+}
+
+/// Term specifications borrowing the R objects of `term_parts`.
+fn term_specs(parts: &[(Robj, Robj)], nrow: usize) -> Res<Vec<TermSpec<'_>>> {
+    parts
+        .iter()
+        .map(|(values, index)| {
+            let (v, m, p) = real_matrix(values, "a")?;
+            let index = if index.is_null() {
+                if m != nrow {
+                    return Err(NceError::invalid(
+                        "a",
+                        format!("a dense term must have {nrow} rows, got {m}"),
+                    ));
+                }
+                None
+            } else {
+                Some(int_slice(index, "a")?)
+            };
+            Ok(TermSpec { values: v, m, p, index })
+        })
+        .collect()
 }
 
 /// Cluster of each group (1-based in R, 0-based here), or None for NULL.

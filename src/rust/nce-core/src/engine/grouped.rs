@@ -7,6 +7,7 @@
 //! do not depend on the number of threads.
 
 use crate::design::{doubled_upper, kernels, DenseDesign, Design, CHUNK_ROWS};
+use crate::discrete::{DiscreteDesign, TermSpec};
 use crate::error::{NceError, Result};
 use crate::irls::{GlmFit, Problem};
 use crate::linalg::aliased_columns;
@@ -15,7 +16,6 @@ use crate::pirls::{self, Cand};
 use crate::reml::{offset_only_intercept, optimise, weight_derivs, Derivs, RemlControl, RemlFit};
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use rayon::prelude::*;
-use std::sync::OnceLock;
 
 /// Groups per chunk of the parallel group sums.
 const CHUNK_GROUPS: usize = 1024;
@@ -24,15 +24,72 @@ const CHUNK_GROUPS: usize = 1024;
 /// the weighted sums of the rows of A (ngroups x pa, column-major).
 type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
 
+/// The row-level block A: dense (column-major, as given) or discretised.
+#[derive(Debug, Clone)]
+pub enum RowBlock<'a> {
+    Dense(DenseDesign<'a>),
+    Discrete(DiscreteDesign<'a>),
+}
+
+impl RowBlock<'_> {
+    pub fn nrow(&self) -> usize {
+        match self {
+            RowBlock::Dense(d) => d.nrow(),
+            RowBlock::Discrete(d) => d.nrow(),
+        }
+    }
+
+    pub fn ncol(&self) -> usize {
+        match self {
+            RowBlock::Dense(d) => d.ncol(),
+            RowBlock::Discrete(d) => d.ncol(),
+        }
+    }
+
+    pub fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
+        match self {
+            RowBlock::Dense(d) => d.linear_predictor(beta, out),
+            RowBlock::Discrete(d) => d.linear_predictor(beta, out),
+        }
+    }
+
+    fn crossprod_parts(&self, weights: &[&[f64]]) -> Vec<Vec<f64>> {
+        match self {
+            RowBlock::Dense(d) => d.crossprod_parts(weights),
+            RowBlock::Discrete(d) => d.crossprod_parts(weights),
+        }
+    }
+
+    fn crossprod_vec_raw(&self, v: &[f64]) -> Vec<f64> {
+        match self {
+            RowBlock::Dense(d) => d.crossprod_vec_raw(v),
+            RowBlock::Discrete(d) => d.crossprod_vec_raw(v),
+        }
+    }
+
+    fn quadratic_forms_raw(&self, mu: &[f64], out: &mut [f64]) {
+        match self {
+            RowBlock::Dense(d) => d.quadratic_forms_raw(mu, out),
+            RowBlock::Discrete(d) => d.quadratic_forms_raw(mu, out),
+        }
+    }
+
+    fn intercept_column(&self) -> Option<usize> {
+        match self {
+            RowBlock::Dense(d) => d.intercept_column(),
+            RowBlock::Discrete(d) => d.intercept_column(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct GroupedDesign<'a> {
-    a: DenseDesign<'a>,
+    a: RowBlock<'a>,
     b: DenseDesign<'a>,
     group: &'a [usize],
     /// Rows sorted by group (stable), and where each group starts in that list.
     rows_by_group: Vec<usize>,
     group_start: Vec<usize>,
-    a_rows: OnceLock<Vec<f64>>,
 }
 
 impl<'a> GroupedDesign<'a> {
@@ -46,7 +103,25 @@ impl<'a> GroupedDesign<'a> {
         pb: usize,
         group: &'a [usize],
     ) -> Result<Self> {
-        let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
+        let a = RowBlock::Dense(DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?);
+        Self::with_block(a, b, ngroups, pb, group)
+    }
+
+    /// As `new` with a discretised row-level block (see `discrete`).
+    pub fn discrete(
+        terms: &[TermSpec<'a>],
+        nrow: usize,
+        b: &'a [f64],
+        ngroups: usize,
+        pb: usize,
+        group: &'a [usize],
+    ) -> Result<Self> {
+        let a = RowBlock::Discrete(DiscreteDesign::new(nrow, terms)?);
+        Self::with_block(a, b, ngroups, pb, group)
+    }
+
+    fn with_block(a: RowBlock<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
+        let nrow = a.nrow();
         let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
             return Err(NceError::invalid(
@@ -80,28 +155,19 @@ impl<'a> GroupedDesign<'a> {
             group,
             rows_by_group,
             group_start,
-            a_rows: OnceLock::new(),
         })
     }
 
-    /// A in row-major order (built on first use: the group sums read A row by row).
-    fn a_rows(&self) -> &[f64] {
-        self.a_rows.get_or_init(|| {
-            let (n, pa) = (self.a.nrow(), self.pa());
-            let mut at = vec![0.0; n * pa];
-            at.par_chunks_mut(CHUNK_ROWS * pa.max(1))
-                .enumerate()
-                .for_each(|(k, chunk)| {
-                    let r0 = k * CHUNK_ROWS;
-                    for j in 0..pa {
-                        let col = self.a.col(j);
-                        for (i, row) in chunk.chunks_mut(pa).enumerate() {
-                            row[j] = col[r0 + i];
-                        }
-                    }
-                });
-            at
-        })
+    /// Row r of A into `buf` (length pa).
+    pub fn a_row_into(&self, r: usize, buf: &mut [f64]) {
+        match &self.a {
+            RowBlock::Dense(ad) => {
+                for (j, b) in buf.iter_mut().enumerate() {
+                    *b = ad.col(j)[r];
+                }
+            }
+            RowBlock::Discrete(d) => d.row_into(r, buf),
+        }
     }
 
     pub fn ngroups(&self) -> usize {
@@ -117,7 +183,7 @@ impl<'a> GroupedDesign<'a> {
     }
 
     /// The row-level block A (nrow x pa).
-    pub fn a(&self) -> &DenseDesign<'a> {
+    pub fn a(&self) -> &RowBlock<'a> {
         &self.a
     }
 
@@ -144,25 +210,43 @@ impl<'a> GroupedDesign<'a> {
                 let mut sums = vec![vec![0.0; m]; nw];
                 let mut psums = vec![vec![0.0; m]; nv];
                 let mut aws = vec![vec![0.0; m * pa]; nw];
-                let at = self.a_rows();
                 let mut acc = vec![0.0; pa];
+                let rows_of = |t: usize| &self.rows_by_group[self.group_start[t]..self.group_start[t + 1]];
                 for t in t0..t1 {
-                    let rows = &self.rows_by_group[self.group_start[t]..self.group_start[t + 1]];
+                    let rows = rows_of(t);
                     for (v, s) in plain.iter().zip(psums.iter_mut()) {
                         s[t - t0] = rows.iter().map(|&r| v[r]).sum();
                     }
-                    for ((w, s), aw) in ws.iter().zip(sums.iter_mut()).zip(aws.iter_mut()) {
+                    for (w, s) in ws.iter().zip(sums.iter_mut()) {
                         s[t - t0] = rows.iter().map(|&r| w[r]).sum();
-                        // Row-major rows of A: sum_r w_r a_r is a short vector update per row.
-                        acc.iter_mut().for_each(|a| *a = 0.0);
-                        for &r in rows {
-                            let wr = w[r];
-                            for (a, x) in acc.iter_mut().zip(&at[r * pa..(r + 1) * pa]) {
-                                *a += wr * x;
+                    }
+                }
+                for (w, aw) in ws.iter().zip(aws.iter_mut()) {
+                    match &self.a {
+                        // Column by column: no row-major copy of A (a group's rows lie close together).
+                        RowBlock::Dense(ad) => {
+                            for (j, awj) in aw.chunks_mut(m).enumerate() {
+                                let col = ad.col(j);
+                                for (t, v) in (t0..t1).zip(awj.iter_mut()) {
+                                    *v = rows_of(t).iter().map(|&r| w[r] * col[r]).sum();
+                                }
                             }
                         }
-                        for (j, a) in acc.iter().enumerate() {
-                            aw[j * m + t - t0] = *a;
+                        // Term by term, so that one term's distinct rows stay in cache.
+                        RowBlock::Discrete(ad) => {
+                            for term in 0..ad.nterms() {
+                                let (o, pt) = ad.term_cols(term);
+                                let acc = &mut acc[..pt];
+                                for t in t0..t1 {
+                                    acc.iter_mut().for_each(|a| *a = 0.0);
+                                    for &r in rows_of(t) {
+                                        ad.term_axpy_row(term, r, w[r], acc);
+                                    }
+                                    for (j, a) in acc.iter().enumerate() {
+                                        aw[(o + j) * m + t - t0] = *a;
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -305,16 +389,32 @@ impl Design for GroupedDesign<'_> {
             let row: Vec<f64> = (0..pb).map(|k| m[(j, pa + k)] + m[(pa + k, j)]).collect();
             self.b.linear_predictor(&row, cj);
         }
+        // The same, row-major (one group's entries together), for the discretised A's row gathers.
+        let ct: Vec<f64> = match self.a {
+            RowBlock::Discrete(_) => (0..ng * pa).map(|i| c[(i % pa) * ng + i / pa]).collect(),
+            RowBlock::Dense(_) => Vec::new(),
+        };
         out.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
             let r0 = k * CHUNK_ROWS;
             let g = &self.group[r0..r0 + o.len()];
             for (v, &t) in o.iter_mut().zip(g) {
                 *v += dq[t];
             }
-            for j in 0..pa {
-                let (aj, cj) = (&self.a.col(j)[r0..r0 + o.len()], &c[j * ng..(j + 1) * ng]);
-                for ((v, &t), x) in o.iter_mut().zip(g).zip(aj) {
-                    *v += x * cj[t];
+            match &self.a {
+                RowBlock::Dense(ad) => {
+                    for j in 0..pa {
+                        let (aj, cj) = (&ad.col(j)[r0..r0 + o.len()], &c[j * ng..(j + 1) * ng]);
+                        for ((v, &t), x) in o.iter_mut().zip(g).zip(aj) {
+                            *v += x * cj[t];
+                        }
+                    }
+                }
+                RowBlock::Discrete(ad) => {
+                    let mut x = vec![0.0; pa];
+                    for (i, (v, &t)) in o.iter_mut().zip(g).enumerate() {
+                        ad.row_into(r0 + i, &mut x);
+                        *v += x.iter().zip(&ct[t * pa..(t + 1) * pa]).map(|(a, b)| a * b).sum::<f64>();
+                    }
                 }
             }
         });
@@ -665,7 +765,6 @@ impl FreeCtx<'_, '_> {
     /// Leverages x_r' H^{-1} x_r = a~_r' Sigma^{-1} a~_r + 1 / d_t, a~_r = a_r - Q_t / d_t.
     fn leverages(&self, h: &Eliminated) -> Vec<f64> {
         let (pa, n) = (self.pa(), self.gd.nrow());
-        let at = self.gd.a_rows();
         let si = &h.sigma_inv;
         let centres: Vec<f64> = (0..self.ng())
             .flat_map(|t| (0..pa).map(move |i| (t, i)))
@@ -677,8 +776,9 @@ impl FreeCtx<'_, '_> {
             for (i, l) in o.iter_mut().enumerate() {
                 let r = k * CHUNK_ROWS + i;
                 let t = self.gd.group[r];
+                self.gd.a_row_into(r, &mut x);
                 for j in 0..pa {
-                    x[j] = at[r * pa + j] - centres[t * pa + j];
+                    x[j] -= centres[t * pa + j];
                 }
                 let mut q = 0.0;
                 for a in 0..pa {
@@ -856,6 +956,36 @@ pub fn fit_reml_free_intercepts(
 ) -> Result<FreeInterceptFit> {
     let ones = vec![1.0; ngroups];
     let gd = GroupedDesign::new(a, nrow, pa, &ones, ngroups, 1, group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+}
+
+/// `fit_reml_free_intercepts` with a discretised A (`discrete::TermSpec`s, no intercept).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_reml_free_intercepts_discrete(
+    terms: &[TermSpec],
+    nrow: usize,
+    group: &[usize],
+    ngroups: usize,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
+    let ones = vec![1.0; ngroups];
+    let gd = GroupedDesign::discrete(terms, nrow, &ones, ngroups, 1, group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+}
+
+fn free_intercepts_on(
+    gd: &GroupedDesign,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
+    let (nrow, pa, ngroups, group) = (gd.nrow(), gd.pa(), gd.ngroups(), gd.group());
     if penalties.ncoef() != pa {
         return Err(NceError::invalid(
             "penalties",
@@ -888,7 +1018,7 @@ pub fn fit_reml_free_intercepts(
         .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
         .sum();
     let mut ctx = FreeCtx {
-        gd: &gd,
+        gd,
         prob,
         pens: penalties,
         ctrl,
@@ -897,7 +1027,7 @@ pub fn fit_reml_free_intercepts(
     };
     // Automatic scale of the smoothing parameters as `reml::auto_rho` (the intercepts carry no
     // penalty).
-    let centre = free_auto_rho(&gd, prob, penalties);
+    let centre = free_auto_rho(gd, prob, penalties);
     // The offset-only start: one common intercept (as `reml::intercept_start`).
     let start0 = offset_only_intercept(prob).map(|c| {
         let mut b = vec![0.0; pa + ngroups];
@@ -934,13 +1064,14 @@ pub fn fit_reml_free_intercepts(
     let sandwich = cluster_of_group.map(|c| {
         // Cluster scores of the eliminated design: sum_r g_r (a_r - Q_t / d_t).
         let nc = c.iter().copied().max().map_or(0, |v| v + 1);
-        let at = gd.a_rows();
         let mut z = DMatrix::<f64>::zeros(nc, pa);
+        let mut x = vec![0.0; pa];
         for r in 0..nrow {
             let t = group[r];
             let cl = c[t];
+            gd.a_row_into(r, &mut x);
             for j in 0..pa {
-                z[(cl, j)] += row_grad[r] * (at[r * pa + j] - h.h.r[(j, t)] / h.h.d[t]);
+                z[(cl, j)] += row_grad[r] * (x[j] - h.h.r[(j, t)] / h.h.d[t]);
             }
         }
         let meat = z.transpose() * &z;
@@ -1280,5 +1411,82 @@ mod tests {
         group[3] = 4;
         let e = GroupedDesign::new(&a, 20, 3, &b, 4, 4, &group).unwrap_err();
         assert!(e.to_string().contains("row 4"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::discrete::TermSpec;
+    use std::time::Instant;
+
+    #[test]
+    #[ignore]
+    fn timing_grouped_discrete() {
+        let (ng, per) = (28_000usize, 21usize);
+        let n = ng * per;
+        let ms = [2000usize, 2000, 2000];
+        let ps = [9usize, 9, 15];
+        let c = vec![1.0];
+        let ic: Vec<i32> = vec![1; n];
+        let vals: Vec<Vec<f64>> = ms
+            .iter()
+            .zip(&ps)
+            .map(|(&m, &p)| (0..m * p).map(|i| ((i as f64) * 0.37).sin()).collect())
+            .collect();
+        let idx: Vec<Vec<i32>> = ms
+            .iter()
+            .enumerate()
+            .map(|(j, &m)| {
+                (0..n)
+                    .map(|r| (((r * (7 + j * 6)) ^ (r >> 3)) % m) as i32 + 1)
+                    .collect()
+            })
+            .collect();
+        let mut specs = vec![TermSpec {
+            values: &c,
+            m: 1,
+            p: 1,
+            index: Some(&ic),
+        }];
+        for j in 0..3 {
+            specs.push(TermSpec {
+                values: &vals[j],
+                m: ms[j],
+                p: ps[j],
+                index: Some(&idx[j]),
+            });
+        }
+        let pb = 24;
+        let b: Vec<f64> = (0..ng * pb).map(|i| ((i as f64) * 0.71).cos()).collect();
+        let group: Vec<usize> = (0..n).map(|r| if r < ng { r } else { (r - ng) / (per - 1) }).collect();
+        let gd = GroupedDesign::discrete(&specs, n, &b, ng, pb, &group).unwrap();
+        let p = gd.ncol();
+        let w: Vec<f64> = (0..n).map(|i| 0.2 + (i % 11) as f64 / 5.0).collect();
+        let t = Instant::now();
+        let _ = gd.weighted_crossprod(&w, &w);
+        eprintln!("grouped crossprod {:?}", t.elapsed());
+        let t = Instant::now();
+        let _ = gd.a.crossprod_parts(&[&w]);
+        eprintln!("  A part {:?}", t.elapsed());
+        let t = Instant::now();
+        let _ = gd.group_sums(&[&w], &[&w]);
+        eprintln!("  group sums {:?}", t.elapsed());
+        let mut e = vec![0.0; n];
+        let beta: Vec<f64> = (0..p).map(|i| i as f64 * 0.01).collect();
+        let t = Instant::now();
+        gd.linear_predictor(&beta, &mut e);
+        eprintln!("linpred {:?}", t.elapsed());
+        let m = DMatrix::from_fn(p, p, |i, j| 1.0 / (1.0 + i as f64 + j as f64));
+        let t = Instant::now();
+        gd.row_quadratic_forms(&m, &mut e);
+        eprintln!("quad {:?}", t.elapsed());
+        let t = Instant::now();
+        gd.a.quadratic_forms_raw(&doubled_upper(&m.view((0, 0), (34, 34)).into_owned()), &mut e);
+        eprintln!("  A quad {:?}", t.elapsed());
+        let ws: Vec<&[f64]> = vec![&w; 5];
+        let t = Instant::now();
+        let _ = gd.weighted_crossprods(&ws);
+        eprintln!("5 crossprods {:?}", t.elapsed());
     }
 }

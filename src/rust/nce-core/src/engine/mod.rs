@@ -3,6 +3,7 @@
 
 pub mod alias;
 pub mod design;
+pub mod discrete;
 pub mod family;
 pub mod grouped;
 pub mod irls;

@@ -7,7 +7,7 @@
 
 use crate::design::Design;
 use crate::error::{NceError, Result};
-use crate::grouped::GroupedDesign;
+use crate::grouped::{GroupedDesign, RowBlock};
 use crate::linalg::select;
 use nalgebra::{DMatrix, DVector};
 
@@ -91,7 +91,7 @@ pub fn grouped_cluster_sandwich(
     aliased: &[bool],
 ) -> Result<DMatrix<f64>> {
     let (n, pa, pb, ng) = (design.nrow(), design.pa(), design.pb(), design.ngroups());
-    let (a, b, group) = (design.a(), design.b(), design.group());
+    let (b, group) = (design.b(), design.group());
     let p = pa + pb;
     if row_grad.len() != n {
         return Err(NceError::invalid(
@@ -107,10 +107,24 @@ pub fn grouped_cluster_sandwich(
     }
     let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
     let mut s = DMatrix::<f64>::zeros(nc, p);
-    for j in 0..pa {
-        let col = a.col(j);
-        for r in 0..n {
-            s[(cluster_of_group[group[r]], j)] += row_grad[r] * col[r];
+    match design.a() {
+        RowBlock::Dense(a) => {
+            for j in 0..pa {
+                let col = a.col(j);
+                for r in 0..n {
+                    s[(cluster_of_group[group[r]], j)] += row_grad[r] * col[r];
+                }
+            }
+        }
+        RowBlock::Discrete(_) => {
+            let mut x = vec![0.0; pa];
+            for r in 0..n {
+                design.a_row_into(r, &mut x);
+                let c = cluster_of_group[group[r]];
+                for (j, xj) in x.iter().enumerate() {
+                    s[(c, j)] += row_grad[r] * xj;
+                }
+            }
         }
     }
     if pb > 0 {

@@ -1,0 +1,97 @@
+# make bench-scale: one pooled LATKES fit over S subjects of 2,000 fixations (tracker issue 18).
+# Data: rlatkes(2000, ..., n_subjects = S, n_trials = 20), each (subject, trial) one sequence;
+# latkes() at ratio 20 with kernel s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc",
+# k = 16) and intercept te(x_prev, y_prev, k = 5), exact and with discrete = TRUE; then
+# mgcv::bam(method = "fREML", discrete = TRUE, nthreads = 2) on model.frame() of the exact fit with
+# the same terms. Each engine runs in its own R process under /usr/bin/time -v (peak RSS = its
+# "Maximum resident set size"); the time is the fit's elapsed time inside that process (set-up
+# included, data simulation excluded). Ratios are within one run (the machine is shared).
+#   Rscript bench/scale.R                    # S = 14 and 56 (NCE_SCALE_S="14,56")
+#   NCE_SCALE_S=560 NCE_SCALE_ENGINES=discrete Rscript bench/scale.R
+#   Rscript bench/scale.R --one <engine> <S> <dir>   (one worker; engines: exact, discrete, bam)
+args <- commandArgs(trailingOnly = TRUE)
+window <- c(0, 1024, 0, 768)
+truth <- list(radius = function(r) -r / 200, dist = function(d) -d / 120, angle = function(a) 0.4 * cos(4 * a))
+kernel <- ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16)
+intercept <- ~ te(x_prev, y_prev, k = 5)
+bam_form <- .label ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16) +
+  te(x_prev, y_prev, k = 5) + offset(.offset)
+
+simulate_scale <- function(n_subjects) {
+  set.seed(n_subjects)
+  d <- nce::rlatkes(2000, truth, window = window, n_subjects = n_subjects, n_trials = 20)
+  d$sequence <- interaction(d$subject, d$trial, drop = TRUE, lex.order = TRUE)
+  d
+}
+
+if (length(args) >= 1 && args[1] == "--one") {
+  engine <- args[2]
+  n_subjects <- as.integer(args[3])
+  dir <- args[4]
+  suppressPackageStartupMessages({
+    library(mgcv)
+    library(nce)
+  })
+  out <- file.path(dir, sprintf("%s-%d.rds", engine, n_subjects))
+  if (engine == "bam") {
+    mf <- readRDS(file.path(dir, sprintf("frame-%d.rds", n_subjects)))
+    time <- system.time(b <- bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
+                                 knots = list(angle = c(-pi, pi)), nthreads = 2))[["elapsed"]]
+    saveRDS(list(time = time, rows = nrow(mf), edf = sum(b$edf), eta = b$linear.predictors,
+                 converged = b$outer.info$conv), out)
+  } else {
+    d <- simulate_scale(n_subjects)
+    extra <- if (engine == "discrete") list(discrete = TRUE) else list()
+    time <- system.time(fit <- do.call(latkes, c(list(d, group = "sequence", window = window, ratio = 20,
+                                                      kernel = kernel, intercept = intercept), extra)))[["elapsed"]]
+    data_mb <- as.numeric(utils::object.size(fit$nce_frame)) / 2^20
+    if (engine == "exact") saveRDS(model.frame(fit), file.path(dir, sprintf("frame-%d.rds", n_subjects)))
+    saveRDS(list(time = time, rows = nrow(fit$nce_frame), edf = sum(fit$edf), eta = fit$linear.predictors,
+                 converged = fit$converged, data_mb = data_mb), out)
+  }
+  quit(save = "no")
+}
+
+sizes <- as.integer(strsplit(Sys.getenv("NCE_SCALE_S", "14,56"), ",")[[1]])
+engines <- strsplit(Sys.getenv("NCE_SCALE_ENGINES", "exact,discrete,bam"), ",")[[1]]
+dir <- tempfile("nce-scale-")
+dir.create(dir)
+script <- sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE))
+run_one <- function(engine, s) {
+  log <- file.path(dir, sprintf("%s-%d.time", engine, s))
+  status <- system2("/usr/bin/time", c("-v", "-o", log, "Rscript", script, "--one", engine, s, dir))
+  res <- file.path(dir, sprintf("%s-%d.rds", engine, s))
+  if (status != 0 || !file.exists(res)) return(NULL)
+  r <- readRDS(res)
+  tl <- readLines(log)
+  r$peak_mb <- as.numeric(sub(".*: ", "", grep("Maximum resident", tl, value = TRUE))) / 1024
+  r
+}
+cat(sprintf("%4s %10s %-9s %8s %10s %9s %9s %14s %9s\n", "S", "rows", "engine", "time(s)", "peak(MB)",
+            "data(MB)", "edf", "max|eta-exact|", "converged"))
+results <- list()
+for (s in sizes) {
+  for (e in engines) {
+    r <- run_one(e, s)
+    results[[paste(e, s)]] <- r
+    if (is.null(r)) {
+      cat(sprintf("%4d %10s %-9s failed (see %s)\n", s, "", e, dir))
+      next
+    }
+    ex <- results[[paste("exact", s)]]
+    dev <- if (!is.null(ex) && length(ex$eta) == length(r$eta)) max(abs(r$eta - ex$eta)) else NA
+    cat(sprintf("%4d %10d %-9s %8.2f %10.0f %9s %9.2f %14.2e %9s\n", s, r$rows, e, r$time, r$peak_mb,
+                if (is.null(r$data_mb)) "" else sprintf("%.0f", r$data_mb), r$edf, dev, format(r$converged)))
+  }
+  b <- results[[paste("bam", s)]]
+  for (e in intersect(c("exact", "discrete"), engines)) {
+    r <- results[[paste(e, s)]]
+    if (!is.null(r) && !is.null(b)) {
+      cat(sprintf("     S = %d: bam / %s time %.2fx, %s / bam peak memory %.2fx\n", s, e, b$time / r$time, e,
+                  r$peak_mb / b$peak_mb))
+    }
+  }
+}
+if (all(paste("exact", c(14, 56)) %in% names(results)) && !any(vapply(results[paste("exact", c(14, 56))], is.null, TRUE))) {
+  cat(sprintf("exact: time S = 56 / S = 14: %.2fx\n", results[["exact 56"]]$time / results[["exact 14"]]$time))
+}
