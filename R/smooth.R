@@ -13,11 +13,15 @@ has_smooths <- function(formula) {
 }
 
 # mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
+# Thin-plate and cyclic s() terms are set up by the package's constructors (R/smooth-basis.R),
+# which return mgcv's own smooth objects; the formula kept is the user's.
 gam_setup <- function(formula, data, family, offset, knots) {
   data$.nce_offset <- offset
   # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
-  do.call(mgcv::gam, list(formula = formula, family = family, data = data,
-                          offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+  setup <- do.call(mgcv::gam, list(formula = nce_basis_formula(formula), family = family, data = data,
+                                   offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+  setup$formula <- formula
+  setup
 }
 
 # Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE
