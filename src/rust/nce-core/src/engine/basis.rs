@@ -115,6 +115,30 @@ impl Eta {
         })
     }
 
+    /// eta at each squared distance of `r2`, into `out`. For even d the logarithm is
+    /// [`ln_fast`] (within a few ulp of `ln`), which lets the loop vectorise.
+    pub fn fill(&self, r2: &[f64], out: &mut [f64]) {
+        if self.even {
+            let half = self.factor * 0.5;
+            let p = self.power / 2;
+            for (o, &v) in out.iter_mut().zip(r2) {
+                let pw = if p == 1 { v } else { v.powi(p) };
+                let e = half * ln_fast(v) * pw;
+                *o = if v > 0.0 { e } else { 0.0 };
+            }
+            // Subnormal squared distances (points ~1e-154 apart): the exact logarithm.
+            for (o, &v) in out.iter_mut().zip(r2) {
+                if v > 0.0 && v < f64::MIN_POSITIVE {
+                    *o = self.of_r2(v);
+                }
+            }
+        } else {
+            for (o, &v) in out.iter_mut().zip(r2) {
+                *o = self.of_r2(v);
+            }
+        }
+    }
+
     /// eta at squared distance `r2` (0 at r = 0, as mgcv).
     #[inline]
     pub fn of_r2(&self, r2: f64) -> f64 {
@@ -128,6 +152,37 @@ impl Eta {
             self.factor * r2.sqrt().powi(self.power)
         }
     }
+}
+
+/// Natural logarithm of a positive normal double, branch-free: x = 2^e m with m in
+/// [sqrt(1/2), sqrt(2)), ln x = e ln 2 + 2 atanh((m - 1) / (m + 1)), the series summed to
+/// s^23 (|s| <= 0.172, truncation below 1e-17). Zero, subnormal and non-finite inputs give
+/// values the caller must not use (eta masks r = 0; points are checked finite).
+#[inline(always)]
+pub fn ln_fast(x: f64) -> f64 {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let bits = x.to_bits();
+    let e0 = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let m0 = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    let big = m0 > std::f64::consts::SQRT_2;
+    let m = if big { m0 * 0.5 } else { m0 };
+    let e = (e0 + big as i64) as f64;
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    let mut p = 1.0 / 23.0;
+    p = p * z + 1.0 / 21.0;
+    p = p * z + 1.0 / 19.0;
+    p = p * z + 1.0 / 17.0;
+    p = p * z + 1.0 / 15.0;
+    p = p * z + 1.0 / 13.0;
+    p = p * z + 1.0 / 11.0;
+    p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0;
+    p = p * z + 1.0 / 5.0;
+    p = p * z + 1.0 / 3.0;
+    let tail = 2.0 * s * z * p;
+    e * LN2_HI + (2.0 * s + (tail + e * LN2_LO))
 }
 
 fn check_points(x: &[f64], n: usize, d: usize, arg: &str) -> Result<()> {
@@ -184,51 +239,45 @@ pub fn tprs_predict(
         return Err(NceError::invalid("UZ", format!("must be a {} x {k} matrix", nu + mm)));
     }
     let uzm = DMatrix::from_column_slice(nu + mm, k, uz);
-    const BLOCK: usize = 256;
+    const BLOCK: usize = 128;
     let blocks: Vec<DMatrix<f64>> = (0..n.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
             let lo = b * BLOCK;
             let hi = (lo + BLOCK).min(n);
             let nb = hi - lo;
-            // B' (nu + M) x nb, so each row's entries are contiguous.
-            let mut bt = DMatrix::<f64>::zeros(nu + mm, nb);
-            let mut xi = vec![0.0; d];
-            for (c, i) in (lo..hi).enumerate() {
+            // B (nb x (nu + M)), filled one knot (column) at a time over the block's rows, so
+            // the inner loop runs over contiguous rows and vectorises.
+            let mut bm = DMatrix::<f64>::zeros(nb, nu + mm);
+            let mut r2 = vec![0.0; nb];
+            for j in 0..nu {
+                r2.iter_mut().for_each(|v| *v = 0.0);
                 for l in 0..d {
-                    xi[l] = x[l * n + i];
+                    let xl = &x[l * n + lo..l * n + hi];
+                    let u = xu[l * nu + j];
+                    for (acc, &xv) in r2.iter_mut().zip(xl) {
+                        let z = xv - u;
+                        *acc += z * z;
+                    }
                 }
-                let mut colv = bt.column_mut(c);
+                let mut colv = bm.column_mut(j);
                 let col = colv.as_mut_slice();
-                if d == 2 {
-                    let (x0, x1) = (xi[0], xi[1]);
-                    let (u0, u1) = (&xu[..nu], &xu[nu..2 * nu]);
-                    for j in 0..nu {
-                        let a = x0 - u0[j];
-                        let b = x1 - u1[j];
-                        col[j] = eta.of_r2(a * a + b * b);
-                    }
-                } else {
-                    for j in 0..nu {
-                        let mut r2 = 0.0;
-                        for l in 0..d {
-                            let z = xi[l] - xu[l * nu + j];
-                            r2 += z * z;
-                        }
-                        col[j] = eta.of_r2(r2);
-                    }
-                }
-                for (p, pw) in powers.iter().enumerate() {
+                eta.fill(&r2, col);
+            }
+            for (p, pw) in powers.iter().enumerate() {
+                let mut colv = bm.column_mut(nu + p);
+                let col = colv.as_mut_slice();
+                for (c, i) in (lo..hi).enumerate() {
                     let mut v = 1.0;
                     for l in 0..d {
                         for _ in 0..pw[l] {
-                            v *= xi[l];
+                            v *= x[l * n + i];
                         }
                     }
-                    col[nu + p] = v;
+                    col[c] = v;
                 }
             }
-            bt.transpose() * &uzm
+            bm * &uzm
         })
         .collect();
     let mut out = vec![0.0; n * k];
@@ -249,14 +298,16 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
     let eta = Eta::new(tprs_order(m, d), d)?;
     let mut e = DMatrix::<f64>::zeros(nu, nu);
     e.as_mut_slice().par_chunks_mut(nu).enumerate().for_each(|(j, col)| {
-        for i in 0..nu {
-            let mut r2 = 0.0;
-            for l in 0..d {
-                let z = xu[l * nu + i] - xu[l * nu + j];
-                r2 += z * z;
+        let mut r2 = vec![0.0; nu];
+        for l in 0..d {
+            let xl = &xu[l * nu..(l + 1) * nu];
+            let u = xl[j];
+            for (acc, &xv) in r2.iter_mut().zip(xl) {
+                let z = xv - u;
+                *acc += z * z;
             }
-            col[i] = eta.of_r2(r2);
         }
+        eta.fill(&r2, col);
     });
     Ok(e)
 }
@@ -324,6 +375,8 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
     v = v.qr().q();
     let mut q = DMatrix::<f64>::zeros(n, 0);
     let mut eq = DMatrix::<f64>::zeros(n, 0);
+    let mut t_prev = DMatrix::<f64>::zeros(0, 0);
+    let mut iter = 0usize;
     let max_dim = n.min(40 * b);
     loop {
         let w = sym_times(e, &v);
@@ -333,9 +386,29 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
         q.columns_mut(s0, v.ncols()).copy_from(&v);
         eq = eq.resize_horizontally(s, 0.0);
         eq.columns_mut(s0, v.ncols()).copy_from(&w);
-        let mut t = q.transpose() * &eq;
-        t = (&t + t.transpose()) * 0.5;
-        let se = SymmetricEigen::new(t);
+        // Projected matrix Q'EQ, extended by the new block's rows and columns only.
+        let mut tn = DMatrix::<f64>::zeros(s, s);
+        tn.view_mut((0, 0), (s0, s0)).copy_from(&t_prev);
+        let cross = q.transpose() * &w;
+        for c in 0..v.ncols() {
+            for r in 0..s {
+                let val = if r >= s0 {
+                    0.5 * (cross[(r, c)] + cross[(s0 + c, r - s0)])
+                } else {
+                    cross[(r, c)]
+                };
+                tn[(r, s0 + c)] = val;
+                tn[(s0 + c, r)] = val;
+            }
+        }
+        t_prev = tn.clone();
+        iter += 1;
+        if iter < 3 && s + b <= max_dim {
+            // Residuals are never small after one or two blocks: go on without Rayleigh-Ritz.
+            v = next_block(&q, w, 0.0).ok_or_else(|| NceError::Numerical("empty Krylov block".into()))?;
+            continue;
+        }
+        let se = SymmetricEigen::new(tn);
         let idx = pick(se.eigenvalues.as_slice());
         let mut y = DMatrix::<f64>::zeros(s, k);
         for (c, &i) in idx.iter().enumerate() {
@@ -362,25 +435,31 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
                 worst, scale
             )));
         }
-        // Next block: E V orthogonalised against the basis so far (twice, for stability).
-        let mut nv = w;
-        for _ in 0..2 {
-            let c = q.transpose() * &nv;
-            nv -= &q * c;
-        }
-        let qr = nv.qr();
-        let rdiag = qr.r().diagonal();
-        let rmax = rdiag.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        if rmax <= 1e-13 * scale.max(1e-300) {
+        match next_block(&q, w, 1e-13 * scale.max(1e-300)) {
+            Some(nv) => v = nv,
             // Krylov space exhausted: the basis is invariant, so the Ritz pairs are exact.
-            return Ok((vals, u));
+            None => return Ok((vals, u)),
         }
-        v = qr.q();
-        // Re-orthogonalise the new block once more against the basis.
-        let c = q.transpose() * &v;
-        v -= &q * c;
-        v = v.qr().q();
     }
+}
+
+/// The next Krylov block: `w` = E V orthogonalised against the basis `q` (twice, for
+/// stability), orthonormalised, and once more against `q`. None when it has vanished.
+fn next_block(q: &DMatrix<f64>, w: DMatrix<f64>, small: f64) -> Option<DMatrix<f64>> {
+    let mut nv = w;
+    for _ in 0..2 {
+        let c = q.transpose() * &nv;
+        nv -= q * c;
+    }
+    let qr = nv.qr();
+    let rmax = qr.r().diagonal().iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    if rmax <= small {
+        return None;
+    }
+    let mut v = qr.q();
+    let c = q.transpose() * &v;
+    v -= q * c;
+    Some(v.qr().q())
 }
 
 #[cfg(test)]
@@ -460,8 +539,57 @@ mod tests {
     }
 
     #[test]
+    fn ln_fast_matches_ln() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for _ in 0..100_000 {
+            let x = (rng.gen::<f64>() * 80.0 - 40.0).exp();
+            let (a, b) = (ln_fast(x), x.ln());
+            assert!(
+                (a - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0),
+                "{x}: {a} vs {b}"
+            );
+        }
+        for x in [1.0, 2.0, 0.5, std::f64::consts::SQRT_2, 1e-300, 1e300] {
+            assert!((ln_fast(x) - x.ln()).abs() <= 4.0 * f64::EPSILON * x.ln().abs().max(1.0));
+        }
+    }
+
+    #[test]
     fn refuses_bad_input() {
         assert!(tprs_predict(&[f64::NAN, 0.0], 1, 2, 2, &[0.0, 0.0], 1, &[0.0; 4], 1).is_err());
         assert!(Eta::new(1, 2).is_err());
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// cargo test --release -p nce-core basis_timing -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn basis_timing() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let nu = 2000;
+        let n = 42000;
+        let k = 30;
+        let xu: Vec<f64> = (0..2 * nu).map(|_| rng.gen::<f64>()).collect();
+        let x: Vec<f64> = (0..2 * n).map(|_| rng.gen::<f64>()).collect();
+        let t = std::time::Instant::now();
+        let e = tprs_e(&xu, nu, 2, 2).unwrap();
+        println!("E: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let (_v, u) = top_eigen(&e, k, 1e-11).unwrap();
+        println!("eigen: {:?}", t.elapsed());
+        let uz = DMatrix::<f64>::from_fn(nu + 3, k, |i, j| if i < nu { u[(i, j)] } else { 1.0 });
+        let t = std::time::Instant::now();
+        let _ = tprs_predict(&x, n, 2, 2, &xu, nu, uz.as_slice(), k).unwrap();
+        println!("predict: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let mut s = 0.0;
+        for i in 0..n * nu / 10 {
+            s += ((i as f64) * 1e-6 + 0.5).ln();
+        }
+        println!("ln x {}: {:?} ({s})", n * nu / 10, t.elapsed());
     }
 }
