@@ -219,6 +219,7 @@ pub fn tprs_poly(x: &[f64], n: usize, d: usize, m: usize) -> Vec<f64> {
 /// b_i' UZ with b_i = (eta(|x_i - Xu_j|), j = 1..nu; the M null-space polynomials at x_i), as
 /// mgcv's predict_tprs. Returns n x k, column-major. Rows are done in blocks, one matrix
 /// product per block, blocks in parallel (the result does not depend on the thread count).
+#[allow(clippy::too_many_arguments)]
 pub fn tprs_predict(
     x: &[f64],
     n: usize,
