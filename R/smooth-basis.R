@@ -152,16 +152,21 @@ tp_poly <- function(x, m) {
 }
 
 # Route the smooth terms of a model formula whose set-up the package does faster to its own
-# constructors: s() terms without `by` on the thin-plate basis (given or default) become
-# bs = "ncetp", cyclic ones bs = "ncecc". The constructors return mgcv's own objects.
-nce_basis_formula <- function(formula) {
+# constructors: s() terms in two or more covariates without `by`, `id` or a fixed `sp` on the
+# thin-plate basis (given or default) become bs = "ncetp", cyclic ones bs = "ncecc". The
+# constructors return mgcv's own objects. One-covariate thin-plate terms and fits with fixed
+# smoothing parameters (`fixed_sp`) stay with mgcv: the Rust set-up spans the same space with
+# the same penalty, but in a rotated basis, and smoothCon()'s penalty scaling depends on the
+# basis, so a given `sp` would mean a different amount of smoothing than in mgcv.
+nce_basis_formula <- function(formula, fixed_sp = FALSE) {
   swap <- function(e) {
     if (!is.call(e)) return(e)
     if (identical(e[[1L]], quote(s)) || identical(e[[1L]], quote(mgcv::s))) {
       args <- as.list(e)[-1L]
       if (!is.null(args$by) || !is.null(args$id)) return(e)
+      n_vars <- if (is.null(names(args))) length(args) else sum(!nzchar(names(args)))
       bs <- args$bs
-      if (is.null(bs) || identical(bs, "tp")) {
+      if ((is.null(bs) || identical(bs, "tp")) && n_vars >= 2L && is.null(args$sp) && !fixed_sp) {
         e$bs <- "ncetp"
       } else if (identical(bs, "cc")) {
         e$bs <- "ncecc"
