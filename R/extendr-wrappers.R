@@ -29,6 +29,18 @@ nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, cluste
 #' @noRd
 nce_fit_reml_free_intercepts <- function(a, group, ngroups, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_free_intercepts, a, group, ngroups, y, weights, offset, family, cluster, penalties, sp, control, threads)
 
+#' Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
+#' and `UZ`, penalty order `m` (mgcv's p.order[1]). Returns the n x k matrix predict_tprs gives.
+#' @keywords internal
+#' @noRd
+nce_tprs_predict <- function(x, m, xu, uz, threads) .Call(wrap__nce_tprs_predict, x, m, xu, uz, threads)
+
+#' The k eigenpairs of largest magnitude of the thin-plate matrix E of the points `xu` (nu x d,
+#' distinct), values in decreasing order: list(values, vectors).
+#' @keywords internal
+#' @noRd
+nce_tprs_eigen <- function(xu, m, k, tol, threads) .Call(wrap__nce_tprs_eigen, xu, m, k, tol, threads)
+
 #' Draw `n` points from a built-in reference; a column-major n x d matrix.
 #' @keywords internal
 #' @noRd

@@ -52,6 +52,11 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE) {
 smooth_con <- function(spec, data, knots) {
   # Cyclic cubic splines: the same smooth, with the basis on the rows computed by cc_basis().
   if (identical(class(spec), "cc.smooth.spec") && identical(spec$by, "NA")) class(spec) <- "ncecc.smooth.spec"
+  # Thin-plate splines: the same smooth, eigen-decomposition and rows' basis in Rust (tp_construct()).
+  # (Two or more covariates: see nce_basis_formula() for why one-covariate terms stay with mgcv.)
+  if (identical(class(spec), "tp.smooth.spec") && identical(spec$by, "NA") && spec$dim >= 2L) {
+    class(spec) <- "ncetp.smooth.spec"
+  }
   sms <- mgcv::smoothCon(spec, data = data, knots = knots, absorb.cons = FALSE,
                          scale.penalty = TRUE, null.space.penalty = FALSE)
   plain <- function(sm) {

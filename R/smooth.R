@@ -13,11 +13,15 @@ has_smooths <- function(formula) {
 }
 
 # mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
-gam_setup <- function(formula, data, family, offset, knots) {
+# Thin-plate and cyclic s() terms are set up by the package's constructors (R/smooth-basis.R),
+# which return mgcv's own smooth objects; the formula kept is the user's.
+gam_setup <- function(formula, data, family, offset, knots, fixed_sp = FALSE) {
   data$.nce_offset <- offset
   # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
-  do.call(mgcv::gam, list(formula = formula, family = family, data = data,
-                          offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+  setup <- do.call(mgcv::gam, list(formula = nce_basis_formula(formula, fixed_sp), family = family, data = data,
+                                   offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+  setup$formula <- formula
+  setup
 }
 
 # Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE
@@ -29,7 +33,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)
   if (is.null(weights)) weights <- rep(1, n)
-  setup <- gam_setup(formula, data, fam, offset, knots)
+  setup <- gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
   m <- length(setup$S)
   if (!is.null(setup$L)) {
     nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")

@@ -7,6 +7,7 @@
 // loop variable, which reads better there than zipped iterators.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
+mod basis;
 mod bridge;
 mod convert;
 mod debug;
@@ -24,6 +25,7 @@ mod vnce_tools;
 extendr_api::extendr_module! {
     mod nce;
     use fit;
+    use basis;
     use reference;
     use latkes;
     use bridge;

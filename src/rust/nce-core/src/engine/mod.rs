@@ -2,6 +2,7 @@
 //! alias handling and sandwich covariances.
 
 pub mod alias;
+pub mod basis;
 pub mod design;
 pub mod discrete;
 pub mod family;

@@ -1,0 +1,182 @@
+# Smooth set-up off the critical path: mgcv's thin-plate regression spline built with the
+# eigen-decomposition and the basis on the data rows computed in Rust. The object is the one
+# mgcv's smooth.construct.tp.smooth.spec() returns (class "tprs.smooth", same UZ/Xu/shift/S
+# fields), so PredictMat() and predict.gam() use mgcv's own code on it.
+
+#' mgcv's thin-plate regression spline (`bs = "tp"`), set up in Rust
+#'
+#' The constructor behind `s(...)` (thin plate, the default basis) in the package's fits.
+#' It follows [mgcv::smooth.construct.tp.smooth.spec()] step by step: the same shift, the
+#' same knots (all distinct covariate points, or mgcv's own random subset of `max.knots` of
+#' them drawn with mgcv's seed, or the knots supplied), the same thin-plate matrix E and
+#' the same truncation to the `k` eigenvectors of E of largest magnitude, the same
+#' null-space constraint, penalty and column scaling. Two steps run in Rust: the
+#' eigen-decomposition (a block Krylov method with full reorthogonalisation and
+#' Rayleigh-Ritz, converged to a relative residual of `1e-11`, where mgcv uses Lanczos)
+#' and, when there are knots, the basis on the data rows (mgcv's `predict_tprs`, in blocks
+#' of rows in parallel). The basis spans the same space with the same penalty, so fits and
+#' fitted values agree with mgcv's; the coefficients may differ by signs of eigenvectors and
+#' by an orthogonal rotation within the constrained space (the null-space basis of the
+#' constraint comes from R's `qr()`, not mgcv's Householder code). Terms this does not
+#' cover (shrinkage, `m` with a dropped null space, as many knots as `k`) go to mgcv.
+#' Internal.
+#'
+#' @param object,data,knots As for [mgcv::smooth.construct()].
+#' @return A `"tprs.smooth"` object, as mgcv's constructor returns.
+#' @keywords internal
+#' @exportS3Method mgcv::smooth.construct
+smooth.construct.ncetp.smooth.spec <- function(object, data, knots) {  # nolint: object_name_linter.
+  class(object) <- "tp.smooth.spec"
+  sm <- tp_construct(object, data, knots)
+  if (is.null(sm)) mgcv::smooth.construct(object, data, knots) else sm
+}
+
+# The steps of smooth.construct.tp.smooth.spec and tprs.c's tprs_setup(); NULL where mgcv
+# should build the term itself.
+tp_construct <- function(object, data, knots) {
+  if (!is.null(attr(object, "shrink"))) return(NULL)
+  max_knots <- if (is.null(object$xt$max.knots)) 2000 else object$xt$max.knots
+  seed <- if (is.null(object$xt$seed)) 1 else object$xt$seed
+  d <- object$dim
+  cols <- lapply(object$term, function(v) data[[v]])
+  n <- length(cols[[1L]])
+  if (!all(vapply(cols, function(v) is.numeric(v) && length(v) == n && !anyNA(v) && all(is.finite(v)), TRUE)) ||
+      n < 2L) {
+    return(NULL)
+  }
+  x <- matrix(unlist(cols, use.names = FALSE), n, d)
+  shift <- colMeans(x)
+  xs <- x - rep(shift, each = n)
+  knt <- NULL
+  if (!is.null(knots) && all(object$term %in% names(knots))) {
+    kl <- lapply(object$term, function(v) knots[[v]])
+    if (length(unique(lengths(kl))) != 1L || lengths(kl)[1L] > n) return(NULL)
+    knt <- matrix(unlist(kl, use.names = FALSE), ncol = d) - rep(shift, each = lengths(kl)[1L])
+  } else if (n > max_knots) {
+    xu <- mgcv::uniquecombs(xs, TRUE)
+    if (nrow(xu) > max_knots) {
+      temp_seed <- utils::getFromNamespace("temp.seed", "mgcv")
+      rngs <- temp_seed(seed)
+      ind <- sample(seq_len(nrow(xu)), max_knots, replace = FALSE)
+      temp_seed(rngs)
+      knt <- xu[ind, , drop = FALSE]
+    }
+  }
+  object$p.order[is.na(object$p.order)] <- 0
+  m_big <- mgcv::null.space.dimension(d, object$p.order[1L])
+  if (length(object$p.order) > 1L && object$p.order[2L] == 0) return(NULL)
+  def_k <- c(8, 27, 100)
+  if (object$bs.dim[1L] < 0) object$bs.dim <- m_big + def_k[min(d, length(def_k))]
+  k <- object$bs.dim
+  if (k < m_big + 1L) return(NULL)
+  use_knots <- !is.null(knt) && nrow(knt) >= k
+  pts <- if (use_knots) knt else xs
+  xu <- mgcv::uniquecombs(pts, TRUE)
+  idx <- attr(xu, "index")
+  attributes(xu) <- list(dim = dim(xu))
+  nu <- nrow(xu)
+  if (nu <= k) return(NULL)
+  check_size(8 * 2 * as.double(nu)^2, "k", "the thin-plate matrix of the smooth's distinct points", call = NULL)
+  m <- tp_order(object$p.order[1L], d)
+  eig <- rs(nce_tprs_eigen(xu, as.integer(m), as.integer(k), 1e-11, nce_threads(call = NULL)))
+  u <- eig$vectors
+  v <- eig$values
+  tmat <- tp_poly(xu, m)
+  # Null space of the constraint T'U delta = 0 (tprs_setup's QT factorisation).
+  z <- qr.Q(qr(t(crossprod(tmat, u))), complete = TRUE)[, (m_big + 1L):k, drop = FALSE]
+  kz <- k - m_big
+  uz <- matrix(0, nu + m_big, k)
+  uz[seq_len(nu), seq_len(kz)] <- u %*% z
+  uz[nu + seq_len(m_big), kz + seq_len(m_big)] <- diag(m_big)
+  s_mat <- matrix(0, k, k)
+  s_mat[seq_len(kz), seq_len(kz)] <- crossprod(z, v * z)
+  if (use_knots) {
+    xmat <- rs(nce_tprs_predict(xs, as.integer(object$p.order[1L]), xu, uz, nce_threads(call = NULL)))
+  } else {
+    xmat <- cbind((u * rep(v, each = nu)) %*% z, tmat)[idx, , drop = FALSE]
+  }
+  # Columns scaled to root mean square 1 over the data rows, as tprs_setup() does.
+  w <- sqrt(colMeans(xmat^2))
+  xmat <- xmat / rep(w, each = n)
+  uz <- uz / rep(w, each = nu + m_big)
+  s_mat <- s_mat / outer(w, w)
+  object$X <- xmat
+  object$S <- list()
+  if (!object$fixed) object$S[[1L]] <- (s_mat + t(s_mat)) / 2
+  object$UZ <- uz
+  object$Xu <- xu
+  object$df <- object$bs.dim
+  object$shift <- array(shift, d)
+  object$rank <- k - m_big
+  object$null.space.dim <- m_big
+  object$drop.null <- 0
+  class(object) <- "tprs.smooth"
+  object
+}
+
+# Penalty order used by tprs.c for p.order m in d dimensions.
+tp_order <- function(m, d) {
+  if (2 * m > d) return(m)
+  m <- 0
+  while (2 * m < d + 2) m <- m + 1
+  m
+}
+
+# Null-space polynomials of the points (rows of x) in tprs.c's order (gen_tps_poly_powers).
+tp_poly <- function(x, m) {
+  d <- ncol(x)
+  n_poly <- mgcv::null.space.dimension(d, m)
+  index <- integer(d)
+  out <- matrix(1, nrow(x), n_poly)
+  for (i in seq_len(n_poly)) {
+    for (j in seq_len(d)) if (index[j] > 0L) out[, i] <- out[, i] * x[, j]^index[j]
+    s <- sum(index)
+    if (s < m - 1L) {
+      index[1L] <- index[1L] + 1L
+    } else {
+      s <- s - index[1L]
+      index[1L] <- 0L
+      for (j in seq_len(d)[-1L]) {
+        index[j] <- index[j] + 1L
+        s <- s + 1L
+        if (s == m) {
+          s <- s - index[j]
+          index[j] <- 0L
+        } else {
+          break
+        }
+      }
+    }
+  }
+  out
+}
+
+# Route the smooth terms of a model formula whose set-up the package does faster to its own
+# constructors: s() terms in two or more covariates without `by`, `id` or a fixed `sp` on the
+# thin-plate basis (given or default) become bs = "ncetp", cyclic ones bs = "ncecc". The
+# constructors return mgcv's own objects. One-covariate thin-plate terms and fits with fixed
+# smoothing parameters (`fixed_sp`) stay with mgcv: the Rust set-up spans the same space with
+# the same penalty, but in a rotated basis, and smoothCon()'s penalty scaling depends on the
+# basis, so a given `sp` would mean a different amount of smoothing than in mgcv.
+nce_basis_formula <- function(formula, fixed_sp = FALSE) {
+  swap <- function(e) {
+    if (!is.call(e)) return(e)
+    if (identical(e[[1L]], quote(s)) || identical(e[[1L]], quote(mgcv::s))) {
+      args <- as.list(e)[-1L]
+      if (!is.null(args$by) || !is.null(args$id)) return(e)
+      n_vars <- if (is.null(names(args))) length(args) else sum(!nzchar(names(args)))
+      bs <- args$bs
+      if ((is.null(bs) || identical(bs, "tp")) && n_vars >= 2L && is.null(args$sp) && !fixed_sp) {
+        e$bs <- "ncetp"
+      } else if (identical(bs, "cc")) {
+        e$bs <- "ncecc"
+      }
+      return(e)
+    }
+    for (i in seq_along(e)[-1L]) if (!is.null(e[[i]])) e[[i]] <- swap(e[[i]])
+    e
+  }
+  out <- formula
+  out[[length(out)]] <- swap(formula[[length(formula)]])
+  out
+}

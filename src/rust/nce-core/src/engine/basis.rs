@@ -1,0 +1,596 @@
+//! Smooth bases evaluated on data rows, and the thin-plate set-up: the pieces of mgcv's
+//! `construct_tprs`/`predict_tprs` (Wood 2003) that cost time on many rows or many unique
+//! points. The R layer assembles mgcv's smooth object from them, so `PredictMat()` stays valid.
+//!
+//! Matrices are column-major slices, as R stores them.
+
+use crate::error::{NceError, Result};
+use nalgebra::{DMatrix, SymmetricEigen};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+/// The order of the thin-plate penalty mgcv uses for `m` in `d` dimensions: `m` itself when
+/// 2m > d, else the smallest m with 2m > d + 1 (mgcv's tprs.c).
+pub fn tprs_order(m: usize, d: usize) -> usize {
+    if 2 * m > d {
+        m
+    } else {
+        let mut m = 0;
+        while 2 * m < d + 2 {
+            m += 1;
+        }
+        m
+    }
+}
+
+/// Powers of the M polynomials spanning the penalty's null space, in mgcv's order
+/// (gen_tps_poly_powers): polynomial j is prod_l x_l^powers[j][l].
+pub fn tprs_powers(m: usize, d: usize) -> Vec<Vec<usize>> {
+    let mut n_poly = 1usize;
+    for i in 0..d {
+        n_poly *= d + m - 1 - i;
+    }
+    for i in 2..=d {
+        n_poly /= i;
+    }
+    let mut index = vec![0usize; d];
+    let mut out = Vec::with_capacity(n_poly);
+    for _ in 0..n_poly {
+        out.push(index.clone());
+        let mut sum: usize = index.iter().sum();
+        if sum < m - 1 {
+            index[0] += 1;
+        } else {
+            sum -= index[0];
+            index[0] = 0;
+            for j in 1..d {
+                index[j] += 1;
+                sum += 1;
+                if sum == m {
+                    sum -= index[j];
+                    index[j] = 0;
+                } else {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The thin-plate radial function eta(r) of mgcv (order m, dimension d), as a function of r^2.
+#[derive(Clone, Copy, Debug)]
+pub struct Eta {
+    factor: f64,
+    power: i32,
+    even: bool,
+}
+
+impl Eta {
+    pub fn new(m: usize, d: usize) -> Result<Self> {
+        if 2 * m <= d || d == 0 {
+            return Err(NceError::invalid("m", "a thin-plate spline needs 2m > d"));
+        }
+        let pi = std::f64::consts::PI;
+        let (m_i, d_i) = (m as i64, d as i64);
+        let even = d % 2 == 0;
+        let mut f;
+        if even {
+            f = if (m_i + 1 + d_i / 2) % 2 != 0 { -1.0 } else { 1.0 };
+            for _ in 0..(2 * m - 1) {
+                f /= 2.0;
+            }
+            for _ in 0..d / 2 {
+                f /= pi;
+            }
+            for i in 2..m {
+                f /= i as f64;
+            }
+            for i in 2..=(m - d / 2) {
+                f /= i as f64;
+            }
+        } else {
+            let ghalf = pi.sqrt();
+            f = ghalf;
+            let k = m_i - (d_i - 1) / 2;
+            for i in 0..k {
+                f /= -0.5 - i as f64;
+            }
+            for _ in 0..m {
+                f /= 4.0;
+            }
+            for _ in 0..d / 2 {
+                f /= pi;
+            }
+            f /= ghalf;
+            for i in 2..m {
+                f /= i as f64;
+            }
+        }
+        Ok(Eta {
+            factor: f,
+            power: (2 * m - d) as i32,
+            even,
+        })
+    }
+
+    /// eta at each squared distance of `r2`, into `out`. For even d the logarithm is
+    /// [`ln_fast`] (within a few ulp of `ln`), which lets the loop vectorise.
+    pub fn fill(&self, r2: &[f64], out: &mut [f64]) {
+        if self.even {
+            let half = self.factor * 0.5;
+            let p = self.power / 2;
+            for (o, &v) in out.iter_mut().zip(r2) {
+                let pw = if p == 1 { v } else { v.powi(p) };
+                let e = half * ln_fast(v) * pw;
+                *o = if v > 0.0 { e } else { 0.0 };
+            }
+            // Subnormal squared distances (points ~1e-154 apart): the exact logarithm.
+            for (o, &v) in out.iter_mut().zip(r2) {
+                if v > 0.0 && v < f64::MIN_POSITIVE {
+                    *o = self.of_r2(v);
+                }
+            }
+        } else {
+            for (o, &v) in out.iter_mut().zip(r2) {
+                *o = self.of_r2(v);
+            }
+        }
+    }
+
+    /// eta at squared distance `r2` (0 at r = 0, as mgcv).
+    #[inline]
+    pub fn of_r2(&self, r2: f64) -> f64 {
+        if r2 <= 0.0 {
+            return 0.0;
+        }
+        if self.even {
+            // log(r) r^(2m-d) with 2m-d even: r^(2m-d) = (r^2)^((2m-d)/2).
+            self.factor * 0.5 * r2.ln() * r2.powi(self.power / 2)
+        } else {
+            self.factor * r2.sqrt().powi(self.power)
+        }
+    }
+}
+
+/// Natural logarithm of a positive normal double, branch-free: x = 2^e m with m in
+/// [sqrt(1/2), sqrt(2)), ln x = e ln 2 + 2 atanh((m - 1) / (m + 1)), the series summed to
+/// s^23 (|s| <= 0.172, truncation below 1e-17). Zero, subnormal and non-finite inputs give
+/// values the caller must not use (eta masks r = 0; points are checked finite).
+#[inline(always)]
+pub fn ln_fast(x: f64) -> f64 {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let bits = x.to_bits();
+    let e0 = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let m0 = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    let big = m0 > std::f64::consts::SQRT_2;
+    let m = if big { m0 * 0.5 } else { m0 };
+    let e = (e0 + big as i64) as f64;
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    let mut p = 1.0 / 23.0;
+    p = p * z + 1.0 / 21.0;
+    p = p * z + 1.0 / 19.0;
+    p = p * z + 1.0 / 17.0;
+    p = p * z + 1.0 / 15.0;
+    p = p * z + 1.0 / 13.0;
+    p = p * z + 1.0 / 11.0;
+    p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0;
+    p = p * z + 1.0 / 5.0;
+    p = p * z + 1.0 / 3.0;
+    let tail = 2.0 * s * z * p;
+    e * LN2_HI + (2.0 * s + (tail + e * LN2_LO))
+}
+
+fn check_points(x: &[f64], n: usize, d: usize, arg: &str) -> Result<()> {
+    if d == 0 || x.len() != n * d {
+        return Err(NceError::invalid(arg, format!("must be a {n} x {d} matrix")));
+    }
+    if x.iter().any(|v| !v.is_finite()) {
+        return Err(NceError::invalid(arg, "must hold finite values"));
+    }
+    Ok(())
+}
+
+/// The polynomial null-space matrix T (n x M, column-major) of points `x` (n x d).
+pub fn tprs_poly(x: &[f64], n: usize, d: usize, m: usize) -> Vec<f64> {
+    let powers = tprs_powers(m, d);
+    let mm = powers.len();
+    let mut t = vec![1.0; n * mm];
+    for (j, pw) in powers.iter().enumerate() {
+        for i in 0..n {
+            let mut v = 1.0;
+            for l in 0..d {
+                for _ in 0..pw[l] {
+                    v *= x[l * n + i];
+                }
+            }
+            t[j * n + i] = v;
+        }
+    }
+    t
+}
+
+/// Rows of the thin-plate basis at points `x` (n x d, already shifted as the smooth's
+/// `shift`), given mgcv's `Xu` (nu x d unique knots, shifted) and `UZ` ((nu + M) x k): row i is
+/// b_i' UZ with b_i = (eta(|x_i - Xu_j|), j = 1..nu; the M null-space polynomials at x_i), as
+/// mgcv's predict_tprs. Returns n x k, column-major. Rows are done in blocks, one matrix
+/// product per block, blocks in parallel (the result does not depend on the thread count).
+#[allow(clippy::too_many_arguments)]
+pub fn tprs_predict(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    m: usize,
+    xu: &[f64],
+    nu: usize,
+    uz: &[f64],
+    k: usize,
+) -> Result<Vec<f64>> {
+    check_points(x, n, d, "x")?;
+    check_points(xu, nu, d, "Xu")?;
+    let m = tprs_order(m, d);
+    let eta = Eta::new(m, d)?;
+    let powers = tprs_powers(m, d);
+    let mm = powers.len();
+    if uz.len() != (nu + mm) * k {
+        return Err(NceError::invalid("UZ", format!("must be a {} x {k} matrix", nu + mm)));
+    }
+    let uzm = DMatrix::from_column_slice(nu + mm, k, uz);
+    const BLOCK: usize = 128;
+    let blocks: Vec<DMatrix<f64>> = (0..n.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|b| {
+            let lo = b * BLOCK;
+            let hi = (lo + BLOCK).min(n);
+            let nb = hi - lo;
+            // B (nb x (nu + M)), filled one knot (column) at a time over the block's rows, so
+            // the inner loop runs over contiguous rows and vectorises.
+            let mut bm = DMatrix::<f64>::zeros(nb, nu + mm);
+            let mut r2 = vec![0.0; nb];
+            for j in 0..nu {
+                r2.iter_mut().for_each(|v| *v = 0.0);
+                for l in 0..d {
+                    let xl = &x[l * n + lo..l * n + hi];
+                    let u = xu[l * nu + j];
+                    for (acc, &xv) in r2.iter_mut().zip(xl) {
+                        let z = xv - u;
+                        *acc += z * z;
+                    }
+                }
+                let mut colv = bm.column_mut(j);
+                let col = colv.as_mut_slice();
+                eta.fill(&r2, col);
+            }
+            for (p, pw) in powers.iter().enumerate() {
+                let mut colv = bm.column_mut(nu + p);
+                let col = colv.as_mut_slice();
+                for (c, i) in (lo..hi).enumerate() {
+                    let mut v = 1.0;
+                    for l in 0..d {
+                        for _ in 0..pw[l] {
+                            v *= x[l * n + i];
+                        }
+                    }
+                    col[c] = v;
+                }
+            }
+            bm * &uzm
+        })
+        .collect();
+    let mut out = vec![0.0; n * k];
+    for (b, blk) in blocks.iter().enumerate() {
+        let lo = b * BLOCK;
+        for j in 0..k {
+            for r in 0..blk.nrows() {
+                out[j * n + lo + r] = blk[(r, j)];
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The thin-plate matrix E (nu x nu) of the points `xu`: E_ij = eta(|xu_i - xu_j|).
+pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>> {
+    check_points(xu, nu, d, "Xu")?;
+    let eta = Eta::new(tprs_order(m, d), d)?;
+    let mut e = DMatrix::<f64>::zeros(nu, nu);
+    e.as_mut_slice().par_chunks_mut(nu).enumerate().for_each(|(j, col)| {
+        let mut r2 = vec![0.0; nu];
+        for l in 0..d {
+            let xl = &xu[l * nu..(l + 1) * nu];
+            let u = xl[j];
+            for (acc, &xv) in r2.iter_mut().zip(xl) {
+                let z = xv - u;
+                *acc += z * z;
+            }
+        }
+        eta.fill(&r2, col);
+    });
+    Ok(e)
+}
+
+/// E * V with the columns of V split over the pool's threads.
+fn sym_times(e: &DMatrix<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
+    let nc = v.ncols();
+    let chunk = 8usize;
+    let parts: Vec<DMatrix<f64>> = (0..nc.div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| {
+            let lo = c * chunk;
+            let w = (lo + chunk).min(nc) - lo;
+            e * v.columns(lo, w)
+        })
+        .collect();
+    let mut out = DMatrix::<f64>::zeros(e.nrows(), nc);
+    for (c, p) in parts.iter().enumerate() {
+        out.columns_mut(c * chunk, p.ncols()).copy_from(p);
+    }
+    out
+}
+
+/// The `k` eigenpairs of largest magnitude of the symmetric matrix `e`, eigenvalues in
+/// decreasing order of magnitude... as mgcv's `lanczos_spd(E, U, v, k, -1)` keeps them, by a
+/// block Krylov method with full reorthogonalisation and Rayleigh-Ritz (matrix-matrix products
+/// instead of Lanczos' matrix-vector ones). Converged when every kept Ritz pair has residual
+/// |E u - theta u| <= `tol` |theta_1|. Small matrices are decomposed in full. The start block is
+/// a fixed pseudo-random one, so results do not depend on the thread count.
+/// Returns (values in decreasing order, as mgcv orders them, U nu x k).
+pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMatrix<f64>)> {
+    let n = e.nrows();
+    if k == 0 || k > n {
+        return Err(NceError::invalid("k", format!("must be in 1..{n}")));
+    }
+    let pick = |vals: &[f64]| -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..vals.len()).collect();
+        idx.sort_by(|&a, &b| {
+            vals[b]
+                .abs()
+                .partial_cmp(&vals[a].abs())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        idx.truncate(k);
+        // mgcv returns the kept values in decreasing order (signed).
+        idx.sort_by(|&a, &b| vals[b].partial_cmp(&vals[a]).unwrap_or(std::cmp::Ordering::Equal));
+        idx
+    };
+    let full = |e: &DMatrix<f64>| -> (Vec<f64>, DMatrix<f64>) {
+        let se = SymmetricEigen::new(e.clone());
+        let idx = pick(se.eigenvalues.as_slice());
+        let vals = idx.iter().map(|&i| se.eigenvalues[i]).collect();
+        let mut u = DMatrix::zeros(n, k);
+        for (c, &i) in idx.iter().enumerate() {
+            u.set_column(c, &se.eigenvectors.column(i));
+        }
+        (vals, u)
+    };
+    let b = (k + 10).min(n);
+    if n <= 4 * b || n <= 200 {
+        return Ok(full(e));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x7470_7273);
+    let mut v = DMatrix::<f64>::from_fn(n, b, |_, _| rng.gen::<f64>() - 0.5);
+    v = v.qr().q();
+    let mut q = DMatrix::<f64>::zeros(n, 0);
+    let mut eq = DMatrix::<f64>::zeros(n, 0);
+    let mut t_prev = DMatrix::<f64>::zeros(0, 0);
+    let mut iter = 0usize;
+    let max_dim = n.min(40 * b);
+    loop {
+        let w = sym_times(e, &v);
+        let s0 = q.ncols();
+        let s = s0 + v.ncols();
+        q = q.resize_horizontally(s, 0.0);
+        q.columns_mut(s0, v.ncols()).copy_from(&v);
+        eq = eq.resize_horizontally(s, 0.0);
+        eq.columns_mut(s0, v.ncols()).copy_from(&w);
+        // Projected matrix Q'EQ, extended by the new block's rows and columns only.
+        let mut tn = DMatrix::<f64>::zeros(s, s);
+        tn.view_mut((0, 0), (s0, s0)).copy_from(&t_prev);
+        let cross = q.transpose() * &w;
+        for c in 0..v.ncols() {
+            for r in 0..s {
+                let val = if r >= s0 {
+                    0.5 * (cross[(r, c)] + cross[(s0 + c, r - s0)])
+                } else {
+                    cross[(r, c)]
+                };
+                tn[(r, s0 + c)] = val;
+                tn[(s0 + c, r)] = val;
+            }
+        }
+        t_prev = tn.clone();
+        iter += 1;
+        if iter < 3 && s + b <= max_dim {
+            // Residuals are never small after one or two blocks: go on without Rayleigh-Ritz.
+            v = next_block(&q, w, 0.0).ok_or_else(|| NceError::Numerical("empty Krylov block".into()))?;
+            continue;
+        }
+        let se = SymmetricEigen::new(tn);
+        let idx = pick(se.eigenvalues.as_slice());
+        let mut y = DMatrix::<f64>::zeros(s, k);
+        for (c, &i) in idx.iter().enumerate() {
+            y.set_column(c, &se.eigenvectors.column(i));
+        }
+        let vals: Vec<f64> = idx.iter().map(|&i| se.eigenvalues[i]).collect();
+        let u = &q * &y;
+        let eu = &eq * &y;
+        let scale = vals.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let mut worst = 0.0f64;
+        for c in 0..k {
+            let r = (eu.column(c) - u.column(c) * vals[c]).norm();
+            worst = worst.max(r);
+        }
+        if worst <= tol * scale {
+            return Ok((vals, u));
+        }
+        if s + b > max_dim {
+            if n <= 3000 {
+                return Ok(full(e));
+            }
+            return Err(NceError::Numerical(format!(
+                "the thin-plate eigen-decomposition did not converge (residual {:.3e} of {:.3e})",
+                worst, scale
+            )));
+        }
+        match next_block(&q, w, 1e-13 * scale.max(1e-300)) {
+            Some(nv) => v = nv,
+            // Krylov space exhausted: the basis is invariant, so the Ritz pairs are exact.
+            None => return Ok((vals, u)),
+        }
+    }
+}
+
+/// The next Krylov block: `w` = E V orthogonalised against the basis `q` (twice, for
+/// stability), orthonormalised, and once more against `q`. None when it has vanished.
+fn next_block(q: &DMatrix<f64>, w: DMatrix<f64>, small: f64) -> Option<DMatrix<f64>> {
+    let mut nv = w;
+    for _ in 0..2 {
+        let c = q.transpose() * &nv;
+        nv -= q * c;
+    }
+    let qr = nv.qr();
+    let rmax = qr.r().diagonal().iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    if rmax <= small {
+        return None;
+    }
+    let mut v = qr.q();
+    let c = q.transpose() * &v;
+    v -= q * c;
+    Some(v.qr().q())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..2 * n).map(|_| rng.gen::<f64>() - 0.5).collect()
+    }
+
+    #[test]
+    fn powers_follow_mgcv() {
+        assert_eq!(tprs_powers(2, 2), vec![vec![0, 0], vec![1, 0], vec![0, 1]]);
+        assert_eq!(tprs_powers(2, 1), vec![vec![0], vec![1]]);
+        assert_eq!(tprs_order(0, 2), 2);
+        assert_eq!(tprs_order(0, 3), 3);
+    }
+
+    #[test]
+    fn eta_matches_closed_form() {
+        // d = 2, m = 2: r^2 log(r) / (8 pi).
+        let eta = Eta::new(2, 2).unwrap();
+        let r: f64 = 0.7;
+        let want = r * r * r.ln() / (8.0 * std::f64::consts::PI);
+        assert!((eta.of_r2(r * r) - want).abs() < 1e-15);
+        // d = 1, m = 2: Gamma(-3/2) / (16 Gamma(1/2)) |r|^3 = |r|^3 / 12.
+        let eta = Eta::new(2, 1).unwrap();
+        assert!((eta.of_r2(r * r) - r.powi(3) / 12.0).abs() < 1e-15);
+        assert_eq!(eta.of_r2(0.0), 0.0);
+    }
+
+    #[test]
+    fn top_eigen_matches_full_decomposition() {
+        let n = 600;
+        let xu = points(n, 3);
+        let e = tprs_e(&xu, n, 2, 2).unwrap();
+        let (vals, u) = top_eigen(&e, 30, 1e-12).unwrap();
+        let se = SymmetricEigen::new(e.clone());
+        let mut all: Vec<f64> = se.eigenvalues.iter().copied().collect();
+        all.sort_by(|a, b| b.abs().partial_cmp(&a.abs()).unwrap());
+        let mut want: Vec<f64> = all[..30].to_vec();
+        want.sort_by(|a, b| b.partial_cmp(a).unwrap());
+        for (a, b) in vals.iter().zip(want.iter()) {
+            assert!((a - b).abs() < 1e-10 * want[0].abs().max(1.0), "{a} vs {b}");
+        }
+        // Orthonormal eigenvectors with small residuals.
+        let utu = u.transpose() * &u;
+        assert!((utu - DMatrix::<f64>::identity(30, 30)).amax() < 1e-10);
+        let r = &e * &u - &u * DMatrix::from_diagonal(&nalgebra::DVector::from_vec(vals.clone()));
+        assert!(r.amax() < 1e-9 * vals[0].abs());
+    }
+
+    #[test]
+    fn predict_matches_direct_sum() {
+        let nu = 50;
+        let xu = points(nu, 5);
+        let n = 700;
+        let x = points(n, 6);
+        let k = 7;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let uz: Vec<f64> = (0..(nu + 3) * k).map(|_| rng.gen::<f64>()).collect();
+        let got = tprs_predict(&x, n, 2, 2, &xu, nu, &uz, k).unwrap();
+        let eta = Eta::new(2, 2).unwrap();
+        for i in [0usize, 255, 256, 699] {
+            let mut b = Vec::new();
+            for j in 0..nu {
+                let r2 = (x[i] - xu[j]).powi(2) + (x[n + i] - xu[nu + j]).powi(2);
+                b.push(eta.of_r2(r2));
+            }
+            b.extend([1.0, x[i], x[n + i]]);
+            for c in 0..k {
+                let want: f64 = (0..nu + 3).map(|l| b[l] * uz[c * (nu + 3) + l]).sum();
+                assert!((got[c * n + i] - want).abs() < 1e-12 * (1.0 + want.abs()));
+            }
+        }
+    }
+
+    #[test]
+    fn ln_fast_matches_ln() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for _ in 0..100_000 {
+            let x = (rng.gen::<f64>() * 80.0 - 40.0).exp();
+            let (a, b) = (ln_fast(x), x.ln());
+            assert!(
+                (a - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0),
+                "{x}: {a} vs {b}"
+            );
+        }
+        for x in [1.0, 2.0, 0.5, std::f64::consts::SQRT_2, 1e-300, 1e300] {
+            assert!((ln_fast(x) - x.ln()).abs() <= 4.0 * f64::EPSILON * x.ln().abs().max(1.0));
+        }
+    }
+
+    #[test]
+    fn refuses_bad_input() {
+        assert!(tprs_predict(&[f64::NAN, 0.0], 1, 2, 2, &[0.0, 0.0], 1, &[0.0; 4], 1).is_err());
+        assert!(Eta::new(1, 2).is_err());
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// cargo test --release -p nce-core basis_timing -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn basis_timing() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let nu = 2000;
+        let n = 42000;
+        let k = 30;
+        let xu: Vec<f64> = (0..2 * nu).map(|_| rng.gen::<f64>()).collect();
+        let x: Vec<f64> = (0..2 * n).map(|_| rng.gen::<f64>()).collect();
+        let t = std::time::Instant::now();
+        let e = tprs_e(&xu, nu, 2, 2).unwrap();
+        println!("E: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let (_v, u) = top_eigen(&e, k, 1e-11).unwrap();
+        println!("eigen: {:?}", t.elapsed());
+        let uz = DMatrix::<f64>::from_fn(nu + 3, k, |i, j| if i < nu { u[(i, j)] } else { 1.0 });
+        let t = std::time::Instant::now();
+        let _ = tprs_predict(&x, n, 2, 2, &xu, nu, uz.as_slice(), k).unwrap();
+        println!("predict: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let mut s = 0.0;
+        for i in 0..n * nu / 10 {
+            s += ((i as f64) * 1e-6 + 0.5).ln();
+        }
+        println!("ln x {}: {:?} ({s})", n * nu / 10, t.elapsed());
+    }
+}

@@ -1,0 +1,102 @@
+# The package's thin-plate set-up (smooth.construct.ncetp.smooth.spec) against mgcv's own
+# constructor: the same space, the same penalty, and an object PredictMat() evaluates to its rows.
+
+tp_pair <- function(spec, data, knots = NULL) {
+  ours <- spec
+  class(ours) <- "ncetp.smooth.spec"
+  list(mgcv = mgcv::smooth.construct(spec, data, knots), nce = mgcv::smooth.construct(ours, data, knots))
+}
+
+# Penalised least squares fitted values with the unscaled penalty of each object.
+pls_fit <- function(sm, y, lambda) {
+  x <- sm$X
+  drop(x %*% solve(crossprod(x) + lambda * sm$S[[1L]], crossprod(x, y)))
+}
+
+expect_same_smooth <- function(pair, y, tol = 1e-8, knots_rows = FALSE) {
+  a <- pair$mgcv
+  b <- pair$nce
+  expect_s3_class(b, "tprs.smooth")
+  expect_equal(dim(b$X), dim(a$X))
+  expect_equal(b$shift, a$shift)
+  expect_equal(b[c("rank", "null.space.dim", "df", "bs.dim")], a[c("rank", "null.space.dim", "df", "bs.dim")])
+  # Same knots (Xu up to the order of its rows).
+  key <- function(m) do.call(order, as.data.frame(m))
+  expect_equal(b$Xu[key(b$Xu), , drop = FALSE], a$Xu[key(a$Xu), , drop = FALSE], tolerance = 1e-12)
+  # The same column space: each basis is the other times a k x k matrix.
+  proj <- function(x, on) x - on %*% qr.solve(on, x)
+  expect_lt(max(abs(proj(b$X, a$X))) / max(abs(b$X)), tol)
+  expect_lt(max(abs(proj(a$X, b$X))) / max(abs(a$X)), tol)
+  # The same penalty: penalised fits agree for several smoothing parameters.
+  for (lambda in c(1e-3, 1, 100)) {
+    expect_lt(max(abs(pls_fit(b, y, lambda) - pls_fit(a, y, lambda))), tol * max(1, abs(y)))
+  }
+  # mgcv's PredictMat() of the new object gives its own rows back: to 1e-10 where the rows come
+  # from the knots (predict_tprs in Rust); with the points as knots mgcv's rows are U diag(v) Z,
+  # which differs from E U Z by the eigen-decomposition's residual (mgcv's own objects too).
+  nd <- as.data.frame(stats::setNames(lapply(b$term, function(v) attr(y, "data")[[v]]), b$term))
+  tol_rows <- if (knots_rows) 1e-10 else 1e-8
+  expect_lt(max(abs(mgcv::PredictMat(b, nd) - b$X)), tol_rows * max(1, abs(b$X)))
+}
+
+test_that("2-D thin plate on all distinct points: same basis and penalty as mgcv", {
+  set.seed(11)
+  n <- 400
+  d <- data.frame(u = runif(n), v = runif(n))
+  y <- sin(3 * d$u) + cos(2 * d$v) + rnorm(n, sd = 0.2)
+  attr(y, "data") <- d
+  expect_same_smooth(tp_pair(mgcv::s(u, v, k = 30), d), y)
+})
+
+test_that("2-D thin plate with mgcv's random knots (max.knots) and rows evaluated in Rust", {
+  set.seed(12)
+  n <- 900
+  d <- data.frame(u = rnorm(n), v = rnorm(n))
+  # Ties in the data: the shift and the column scaling use every row, the knots the distinct ones.
+  d[1:50, ] <- d[51:100, ]
+  y <- d$u * d$v + rnorm(n, sd = 0.2)
+  attr(y, "data") <- d
+  pair <- tp_pair(mgcv::s(u, v, k = 25, xt = list(max.knots = 300)), d)
+  expect_equal(nrow(pair$nce$Xu), 300L)
+  expect_same_smooth(pair, y, knots_rows = TRUE)
+})
+
+test_that("1-D and 3-D thin plate and user knots", {
+  set.seed(13)
+  n <- 500
+  d <- data.frame(u = runif(n), v = runif(n), w = runif(n))
+  y <- sin(6 * d$u) + d$v * d$w + rnorm(n, sd = 0.1)
+  attr(y, "data") <- d
+  expect_same_smooth(tp_pair(mgcv::s(u, k = 12), d), y)
+  expect_same_smooth(tp_pair(mgcv::s(u, v, w, k = 40), d), y)
+  expect_same_smooth(tp_pair(mgcv::s(u, v, k = 20, m = 3), d), y)
+  kn <- list(u = d$u[1:120], v = d$v[1:120])
+  expect_same_smooth(tp_pair(mgcv::s(u, v, k = 20), d, kn), y, knots_rows = TRUE)
+})
+
+test_that("terms it does not cover are built by mgcv", {
+  set.seed(14)
+  d <- data.frame(u = runif(60), v = runif(60))
+  spec <- mgcv::s(u, v, k = 10, m = c(2, 0))
+  class(spec) <- "ncetp.smooth.spec"
+  sm <- mgcv::smooth.construct(spec, d, NULL)
+  ref <- mgcv::smooth.construct(mgcv::s(u, v, k = 10, m = c(2, 0)), d, NULL)
+  expect_equal(sm$X, ref$X)
+})
+
+test_that("nce() and the grouped set-up use it and give mgcv's fit", {
+  set.seed(15)
+  n <- 300
+  dat <- data.frame(u = stats::rbeta(n, 2, 3), v = stats::rbeta(n, 3, 2))
+  ref <- ref_uniform(u = c(0, 1), v = c(0, 1))
+  set.seed(16)
+  fit <- nce(~ s(u, v, k = 20), data = dat, reference = ref, ratio = 5)
+  expect_equal(fit$formula, .label ~ s(u, v, k = 20), ignore_attr = TRUE)
+  mf <- model.frame(fit)
+  mf$.label <- c(rep(1, n), rep(0, nrow(mf) - n))
+  g <- mgcv::gam(.label ~ s(u, v, k = 20) + offset(.offset), family = stats::binomial, data = mf, method = "REML")
+  expect_lt(max(abs(fit$linear.predictors - g$linear.predictors)), 1e-3)
+  setup <- nce:::setup_terms(~ s(u, v, k = 20), dat, intercept = FALSE)
+  expect_s3_class(setup$smooth[[1L]], "tprs.smooth")
+  expect_equal(unname(mgcv::PredictMat(setup$smooth[[1L]], dat)), unname(setup$X), tolerance = 1e-10)
+})
