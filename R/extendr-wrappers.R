@@ -16,6 +16,8 @@ nce_fit_reml <- function(x, y, weights, offset, family, sample, penalties, sp, c
 #' per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
 #' `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
 #' With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
+#' `a` may also be a discretised block: a list of terms `list(values = <m x p matrix>, index =
+#' <1-based integer row of values per row, or NULL for a dense block>)`.
 #' @keywords internal
 #' @noRd
 nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_grouped, a, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
