@@ -123,7 +123,9 @@ fuzz_cases <- list(
   list("rlatkes kernel returns NA", function() rlatkes(10, list(dist = function(d) d * NA)), "nce_error_input")
 )
 
-test_that("the fuzz table has at least 40 cases", expect_gte(length(fuzz_cases), 40L))
+test_that("the fuzz table has at least 40 cases", {
+  expect_gte(length(fuzz_cases), 40L)
+})
 
 for (cs in fuzz_cases) {
   local({
