@@ -137,8 +137,13 @@
 nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "poisson"),
                 knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,  # nolint: object_name_linter.
                 control = nce_control(), given = NULL,
-                start = NULL, model = NULL, gradient = NULL, n_starts = 1L) {
+                start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE) {
+  check_bool(discrete)
   nonlinear <- !is.null(start) || !is.null(model)
+  if (discrete && (!is.null(given) || nonlinear)) {
+    nce_abort(sprintf("`discrete = TRUE` applies to formulas with smooth terms, not to `%s` fits; use discrete = FALSE",
+                      if (nonlinear) "start`/`model" else "given"), "input")
+  }
   if (!is.null(given) || nonlinear) {
     if (!missing(weights) || !missing(subset) || !missing(na.action)) {
       nce_abort(sprintf("`weights`, `subset` and `na.action` are not available with `%s` yet: select rows first",
@@ -212,9 +217,17 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   nce_fields <- list(n = n, m = m, ratio = m / n, method = method, reference = reference,
                      nce_formula = formula, nce_frame = frame, control = control, call = cl,
                      data_weights = w, na.action = drop$omit)
-  if (has_smooths(formula)) {
-    if (method != "logistic") nce_abort("smooth terms need method = \"logistic\"", "input")
-    return(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w))
+  smooths <- has_smooths(formula)
+  if (discrete && !smooths) {
+    nce_abort(paste("`discrete = TRUE` needs smooth terms (s(), te(), ti()) in `formula`: it discretises their",
+                    "covariates; a formula without them is fitted exactly, use discrete = FALSE"), "input")
+  }
+  if (smooths) {
+    if (method != "logistic") {
+      nce_abort(sprintf("smooth terms need method = \"logistic\"%s",
+                        if (discrete) " (also with `discrete = TRUE`)" else ""), "input")
+    }
+    return(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete))
   }
   if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input")
 
@@ -391,7 +404,8 @@ nce_clamp_cov <- function(v) {
 }
 
 # nce() with smooth terms: penalised fit with REML smoothing parameters.
-nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields, weights = NULL) {
+nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields, weights = NULL,
+                           discrete = FALSE) {
   # mgcv cannot parse non-syntactic column names (spaces, %): fit on syntactic aliases.
   var_map <- nce_syntactic_map(nce_fields$reference$vars)
   if (length(var_map)) {
@@ -402,7 +416,8 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
   rhs <- formula[[2L]]
   f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
   obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control,
-                       weights = weights)
+                       weights = weights, discrete = discrete)
+  obj$discrete <- discrete
   warn_fit(obj, names(obj$coefficients), nce_fields$n, aliased_value = "0 (as mgcv does)")
   if (any(obj$at_bound)) {
     # Not a problem in itself (a smooth shrunk to its null space), but worth knowing.
