@@ -104,7 +104,7 @@ smooth_con <- function(spec, data, knots) {
 # with `terms` (list(values, index) per block, for the engine) in place of X.
 discrete_grid <- c(2000, 100, 25)
 
-setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE) {
+setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE, fast_tp = FALSE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
   pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
@@ -135,7 +135,7 @@ setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE) 
     p <<- p + k
   }
   for (spec in gp$smooth.spec) {
-    comp <- discrete_smooth(spec, data, knots)
+    comp <- discrete_smooth(spec, data, knots, fast_tp)
     if (!is.null(comp)) {
       for (sm in comp$smooths) add(sm, sm$X, comp$index)
       next
@@ -199,12 +199,12 @@ discrete_side_constraints <- function(setup, data) {
 # The fields of mgcv's gam(fit = FALSE) set-up that fit_penalised() and the gam methods read, for the
 # response formula `formula` on `data` with its covariates discretised (setup_terms_discrete(), then mgcv's
 # side constraints): the design is `terms` (list(values, index) per block, for the engine), never a matrix.
-discrete_gam_setup <- function(formula, data, offset, knots) {
+discrete_gam_setup <- function(formula, data, offset, knots, fixed_sp = FALSE) {
   gp <- mgcv::interpret.gam(formula)
   if (any(vapply(gp$smooth.spec, function(s) !is.null(s$id), TRUE))) {
     nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input", call = NULL)
   }
-  a <- setup_terms_discrete(formula[-2L], data, knots, intercept = TRUE)
+  a <- setup_terms_discrete(formula[-2L], data, knots, intercept = TRUE, fast_tp = !fixed_sp)
   a <- discrete_side_constraints(a, data)
   mf <- stats::model.frame(gp$fake.formula, data, na.action = stats::na.fail)
   n <- nrow(mf)
@@ -263,7 +263,11 @@ discrete_knots <- function(spec, u, counts, knots) {
 
 # A smooth on discretised covariates: list(smooths, index), or NULL when the smooth keeps its
 # exact basis (by variables, non-numeric covariates, constraints other than sum-to-zero).
-discrete_smooth <- function(spec, data, knots) {
+# `fast_tp`: thin-plate terms of two or more covariates without a fixed `sp` are set up by the
+# package's constructor (smooth.construct.ncetp.smooth.spec(): mgcv's object, eigen-decomposition in
+# Rust), as gam_setup() does for exact fits: on up to 100^2 distinct rounded points mgcv's own set-up
+# is the slowest step of the fit.
+discrete_smooth <- function(spec, data, knots, fast_tp = FALSE) {
   vars <- spec$term
   if (!identical(spec$by, "NA") || !all(vapply(data[vars], is.numeric, TRUE))) return(NULL)
   d <- length(vars)
@@ -303,6 +307,10 @@ discrete_smooth <- function(spec, data, knots) {
   u <- as.data.frame(u[vars])
   counts <- counts[present]
   knots <- discrete_knots(spec, u, counts, knots)
+  if (fast_tp && identical(class(spec), "tp.smooth.spec") && spec$dim >= 2L && is.null(spec$sp) &&
+      is.null(spec$id)) {
+    class(spec) <- "ncetp.smooth.spec"
+  }
   sms <- tryCatch(mgcv::smoothCon(spec, data = u, knots = knots, absorb.cons = FALSE, scale.penalty = TRUE,
                                   null.space.penalty = FALSE),
                   error = function(e) NULL)

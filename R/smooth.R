@@ -35,7 +35,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   if (is.null(offset)) offset <- rep(0, n)
   if (is.null(weights)) weights <- rep(1, n)
   # discrete: the covariates of the smooths rounded and the design kept compressed (R/grouped.R).
-  setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots) else
+  setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
     gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
   m <- length(setup$S)
   if (!is.null(setup$L)) {
