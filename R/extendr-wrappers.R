@@ -7,7 +7,9 @@
 nce_fit_glm <- function(x, y, weights, offset, family, sample, control, threads) .Call(wrap__nce_fit_glm, x, y, weights, offset, family, sample, control, threads)
 
 #' Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
-#' with the penalised Hessian as bread when `sample` is given.
+#' with the penalised Hessian as bread when `sample` is given. `x` may also be a discretised
+#' design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a` (no alias
+#' handling then: the caller's set-up keeps the design identifiable).
 #' @keywords internal
 #' @noRd
 nce_fit_reml <- function(x, y, weights, offset, family, sample, penalties, sp, control, threads) .Call(wrap__nce_fit_reml, x, y, weights, offset, family, sample, penalties, sp, control, threads)

@@ -104,7 +104,7 @@ smooth_con <- function(spec, data, knots) {
 # with `terms` (list(values, index) per block, for the engine) in place of X.
 discrete_grid <- c(2000, 100, 25)
 
-setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE) {
+setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE, fast_tp = FALSE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
   pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
@@ -135,7 +135,7 @@ setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE) 
     p <<- p + k
   }
   for (spec in gp$smooth.spec) {
-    comp <- discrete_smooth(spec, data, knots)
+    comp <- discrete_smooth(spec, data, knots, fast_tp)
     if (!is.null(comp)) {
       for (sm in comp$smooths) add(sm, sm$X, comp$index)
       next
@@ -149,7 +149,84 @@ setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE) 
     for (sm in sms) add(sm, sm$X, seq_len(n))
   }
   list(terms = terms, colnames = names_out, ncol = p, penalties = penalties, smooth = smooth, pterms = pt,
-       xlevels = stats::.getXlevels(pt, pmf), contrasts = attr(xp, "contrasts"))
+       xlevels = stats::.getXlevels(pt, pmf), contrasts = attr(xp, "contrasts"), assign = attr(xp, "assign"))
+}
+
+# mgcv's side constraints (gam.side(), as gam() applies them) on a discretised set-up with an intercept:
+# where a smooth nests others (s(u) + s(v) + s(u, v)), the columns of the larger one that repeat the smaller
+# ones are deleted (attr "del.index", which PredictMat() honours). The dependence is found on the exact
+# bases of at most 5000 evenly spaced rows: on the rounded values the nested terms, rounded to different
+# grids, differ by their rounding and would be nearly, not exactly, aliased.
+discrete_side_constraints <- function(setup, data) {
+  sm <- setup$smooth
+  if (length(sm) < 2L) return(setup)
+  n <- nrow(data)
+  sub <- unique(round(seq(1, n, length.out = min(n, 5000L))))
+  rows <- data[sub, , drop = FALSE]
+  par <- setup$terms[[1L]]
+  xp <- if (is.null(par$index)) par$values[sub, , drop = FALSE] else par$values[par$index[sub], , drop = FALSE]
+  for (i in seq_along(sm)) sm[[i]]$X <- mgcv::PredictMat(sm[[i]], rows)
+  sm <- mgcv::gam.side(sm, xp, tol = .Machine$double.eps^0.5)
+  changed <- FALSE
+  for (i in seq_along(sm)) {
+    sm[[i]]$X <- NULL
+    ind <- attr(sm[[i]], "del.index")
+    if (!is.null(ind)) {
+      changed <- TRUE
+      setup$terms[[i + 1L]]$values <- setup$terms[[i + 1L]]$values[, -ind, drop = FALSE]
+    }
+  }
+  if (!changed) return(setup)
+  # Columns, names and penalties renumbered after the deletions.
+  p <- ncol(par$values)
+  names_out <- setup$colnames[seq_len(p)]
+  penalties <- list()
+  for (i in seq_along(sm)) {
+    k <- ncol(setup$terms[[i + 1L]]$values)
+    sm[[i]]$first.para <- p + 1L
+    sm[[i]]$last.para <- p + k
+    for (S in sm[[i]]$S) penalties[[length(penalties) + 1L]] <- list(start = p, S = S, label = sm[[i]]$label)
+    names_out <- c(names_out, paste0(sm[[i]]$label, ".", seq_len(k)))
+    p <- p + k
+  }
+  setup$smooth <- sm
+  setup$penalties <- penalties
+  setup$colnames <- names_out
+  setup$ncol <- p
+  setup
+}
+
+# The fields of mgcv's gam(fit = FALSE) set-up that fit_penalised() and the gam methods read, for the
+# response formula `formula` on `data` with its covariates discretised (setup_terms_discrete(), then mgcv's
+# side constraints): the design is `terms` (list(values, index) per block, for the engine), never a matrix.
+discrete_gam_setup <- function(formula, data, offset, knots, fixed_sp = FALSE) {
+  gp <- mgcv::interpret.gam(formula)
+  if (any(vapply(gp$smooth.spec, function(s) !is.null(s$id), TRUE))) {
+    nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input", call = NULL)
+  }
+  a <- setup_terms_discrete(formula[-2L], data, knots, intercept = TRUE, fast_tp = !fixed_sp)
+  a <- discrete_side_constraints(a, data)
+  mf <- stats::model.frame(gp$fake.formula, data, na.action = stats::na.fail)
+  n <- nrow(mf)
+  # Offsets written in the formula are added to the caller's, as gam() does.
+  f_offset <- stats::model.offset(mf)
+  if (!is.null(f_offset)) offset <- offset + f_offset
+  sm <- a$smooth
+  variable_summary <- utils::getFromNamespace("variable.summary", "mgcv")
+  sp <- unlist(lapply(sm, function(s) if (is.null(s$sp)) rep(-1, length(s$S)) else s$sp))
+  names(sp) <- unlist(lapply(sm, function(s) if (length(s$S) == 1L) s$label else paste0(s$label, seq_along(s$S))))
+  cm <- unlist(lapply(a$terms, function(t) {
+    if (is.null(t$index)) colMeans(t$values) else colSums(t$values * tabulate(t$index, nrow(t$values))) / n
+  }))
+  list(terms_discrete = a$terms, S = lapply(a$penalties, `[[`, "S"),
+       off = vapply(a$penalties, function(pen) pen$start + 1, 0), sp = sp, L = NULL,
+       y = stats::model.response(mf), offset = offset, term.names = a$colnames, smooth = sm,
+       nsdf = ncol(a$terms[[1L]]$values), formula = formula,
+       var.summary = variable_summary(gp$pf, as.list(mf)[all.vars(gp$fake.formula[-2L])], n),
+       cmX = stats::setNames(cm, a$colnames), mf = mf, terms = stats::terms(mf), pred.formula = gp$pred.formula,
+       pterms = a$pterms, assign = a$assign, contrasts = a$contrasts, xlevels = a$xlevels, Xcentre = NULL,
+       min.edf = ncol(a$terms[[1L]]$values) + sum(vapply(sm, function(s) as.numeric(s$null.space.dim), 0)),
+       pP = NULL)
 }
 
 # Knots of a one-covariate cr/cs/cc smooth as mgcv's place.knots() puts them on the distinct values
@@ -186,7 +263,11 @@ discrete_knots <- function(spec, u, counts, knots) {
 
 # A smooth on discretised covariates: list(smooths, index), or NULL when the smooth keeps its
 # exact basis (by variables, non-numeric covariates, constraints other than sum-to-zero).
-discrete_smooth <- function(spec, data, knots) {
+# `fast_tp`: thin-plate terms of two or more covariates without a fixed `sp` are set up by the
+# package's constructor (smooth.construct.ncetp.smooth.spec(): mgcv's object, eigen-decomposition in
+# Rust), as gam_setup() does for exact fits: on up to 100^2 distinct rounded points mgcv's own set-up
+# is the slowest step of the fit.
+discrete_smooth <- function(spec, data, knots, fast_tp = FALSE) {
   vars <- spec$term
   if (!identical(spec$by, "NA") || !all(vapply(data[vars], is.numeric, TRUE))) return(NULL)
   d <- length(vars)
@@ -226,6 +307,10 @@ discrete_smooth <- function(spec, data, knots) {
   u <- as.data.frame(u[vars])
   counts <- counts[present]
   knots <- discrete_knots(spec, u, counts, knots)
+  if (fast_tp && identical(class(spec), "tp.smooth.spec") && spec$dim >= 2L && is.null(spec$sp) &&
+      is.null(spec$id)) {
+    class(spec) <- "ncetp.smooth.spec"
+  }
   sms <- tryCatch(mgcv::smoothCon(spec, data = u, knots = knots, absorb.cons = FALSE, scale.penalty = TRUE,
                                   null.space.penalty = FALSE),
                   error = function(e) NULL)

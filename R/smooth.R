@@ -27,13 +27,16 @@ gam_setup <- function(formula, data, family, offset, knots, fixed_sp = FALSE) {
 # Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE
 # sandwich. Returns a gam-like list (no class).
 fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offset = NULL,
-                          knots = NULL, sp = NULL, sample = NULL, control = nce_control(), weights = NULL) {
+                          knots = NULL, sp = NULL, sample = NULL, control = nce_control(), weights = NULL,
+                          discrete = FALSE) {
   family <- match.arg(family)
   fam <- switch(family, binomial = stats::binomial(), poisson = stats::poisson())
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)
   if (is.null(weights)) weights <- rep(1, n)
-  setup <- gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
+  # discrete: the covariates of the smooths rounded and the design kept compressed (R/grouped.R).
+  setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
+    gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
   m <- length(setup$S)
   if (!is.null(setup$L)) {
     nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")
@@ -52,13 +55,19 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   }
   penalties <- lapply(seq_len(m), function(j) list(start = setup$off[j] - 1, S = setup$S[[j]]))
   y <- as.double(setup$y)
-  x <- setup$X
-  storage.mode(x) <- "double"
+  if (discrete) {
+    x <- setup$terms_discrete
+    setup$terms_discrete <- NULL
+  } else {
+    x <- setup$X
+    storage.mode(x) <- "double"
+  }
   rfam <- if (family == "binomial") "binomial" else "poisson"
   res <- rs(nce_fit_reml(x, y, as.double(weights), as.double(setup$offset), rfam,
                          if (is.null(sample)) NULL else as.integer(sample),
                          penalties, if (is.null(sp)) NULL else as.double(sp),
                          control, nce_threads()))
+  rm(x)
   cn <- setup$term.names
   p <- length(cn)
   named <- function(v) {

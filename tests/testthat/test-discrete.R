@@ -81,3 +81,55 @@ test_that("discrete snce(): free intercepts, and smooths with `by` keep their ex
   expect_equal(disc$linear.predictors, exact$linear.predictors, tolerance = 1e-6)
   expect_error(fit(f1, discrete = NA), class = "nce_error_input")
 })
+
+# nce() with smooth terms: the issue's model (s(u) + s(v) + s(u, v), side constraints) on ~20,000 rows.
+nce_discrete_fit <- function(...) {
+  set.seed(31)
+  d <- data.frame(u = stats::rbeta(1000, 2, 3), v = stats::runif(1000))
+  set.seed(32)
+  nce(~ s(u, bs = "cr", k = 10) + s(v, bs = "cr", k = 10) + s(u, v, k = 30), d,
+      ref_uniform(u = c(0, 1), v = c(0, 1)), ratio = 20, ...)
+}
+
+test_that("nce(discrete = TRUE) is within 0.01 of the exact fit, with the same edf", {
+  exact <- nce_discrete_fit()
+  disc <- nce_discrete_fit(discrete = TRUE)
+  expect_s3_class(disc, "nce_gam")
+  expect_true(disc$discrete)
+  expect_true(disc$converged)
+  expect_equal(nrow(disc$nce_frame), 21000L)
+  # mgcv's side constraints delete the same columns of s(u, v) as in the exact fit.
+  expect_identical(names(coef(disc)), names(coef(exact)))
+  expect_lt(max(abs(disc$linear.predictors - exact$linear.predictors)), 0.01)
+  expect_equal(sum(disc$edf), sum(exact$edf), tolerance = 0.05)
+  # Sandwich standard errors close to the exact fit's.
+  expect_equal(sqrt(diag(vcov(disc)))[1], sqrt(diag(vcov(exact)))[1], tolerance = 0.05)
+  # predict() (mgcv's PredictMat on the stored smooths) reproduces the fitted linear predictor.
+  nd <- disc$nce_frame[c(1:20, 1001:1020), ]
+  expect_equal(unname(predict(disc, newdata = nd, type = "link")),
+               disc$linear.predictors[c(1:20, 1001:1020)] - nd$.offset, tolerance = 0.01)
+  expect_equal(unname(predict(disc, newdata = nd)), unname(predict(exact, newdata = nd)), tolerance = 0.02)
+  s <- summary(disc)
+  expect_equal(nrow(s$s.table), 3L)
+  expect_true(all(is.finite(s$s.table[, "edf"])))
+})
+
+test_that("nce(discrete = TRUE) does not depend on the number of threads", {
+  old <- options(nce.threads = 1L)
+  on.exit(options(old))
+  one <- nce_discrete_fit(discrete = TRUE)
+  options(nce.threads = 2L)
+  two <- nce_discrete_fit(discrete = TRUE)
+  expect_identical(coef(one), coef(two))
+  expect_identical(one$linear.predictors, two$linear.predictors)
+  expect_identical(vcov(one), vcov(two))
+})
+
+test_that("nce(discrete = TRUE) is refused without smooth terms and with method = \"poisson\"", {
+  d <- data.frame(u = c(0.2, 0.5, 0.7), v = c(0.1, 0.4, 0.9))
+  ref <- ref_uniform(u = c(0, 1), v = c(0, 1))
+  expect_error(nce(~ u + v, d, ref, discrete = TRUE), class = "nce_error_input", regexp = "discrete")
+  expect_error(nce(~ s(u), d, ref, method = "poisson", discrete = TRUE), class = "nce_error_input",
+               regexp = "discrete")
+  expect_error(nce(~ u, d, ref, given = "v", discrete = TRUE), class = "nce_error_input", regexp = "discrete")
+})

@@ -8,8 +8,8 @@ use crate::convert::{
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::alias::fit_reml_dense;
-use nce_core::design::DenseDesign;
-use nce_core::discrete::TermSpec;
+use nce_core::design::{DenseDesign, Design};
+use nce_core::discrete::{DiscreteDesign, TermSpec};
 use nce_core::family::Family;
 use nce_core::grouped::{fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign};
 use nce_core::irls::{self, Control, Problem};
@@ -69,7 +69,9 @@ fn nce_fit_glm(
 }
 
 /// Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
-/// with the penalised Hessian as bread when `sample` is given.
+/// with the penalised Hessian as bread when `sample` is given. `x` may also be a discretised
+/// design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a` (no alias
+/// handling then: the caller's set-up keeps the design identifiable).
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -87,6 +89,32 @@ fn nce_fit_reml(
     threads: i32,
 ) -> Robj {
     guard(|| {
+        if let Some(parts) = term_parts(&x)? {
+            let prob = problem(&y, &weights, &offset, family)?;
+            let n = prob.y.len();
+            let specs = term_specs(&parts, n)?;
+            let design = DiscreteDesign::new(n, &specs)?;
+            let p = design.ncol();
+            let sample = sample_of(&sample, n)?;
+            let pens = penalties_from(&penalties, p)?;
+            let ctrl = reml_control(&sp, &control)?;
+            let threads = threads_of(threads)?;
+            let (fit, sandwich) = run::run(threads, |stop| {
+                let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
+                let sw = match &sample {
+                    Some(s) => Some(sample_sandwich(
+                        &design,
+                        &fit.fit.row_grad,
+                        s,
+                        &fit.vp,
+                        &fit.fit.aliased,
+                    )?),
+                    None => None,
+                };
+                Ok((fit, sw))
+            })?;
+            return Ok(reml_result(fit, sandwich, vec![false; p]));
+        }
         let (xd, n, p) = real_matrix(&x, "x")?;
         let prob = problem(&y, &weights, &offset, family)?;
         let sample = sample_of(&sample, n)?;
