@@ -20,6 +20,7 @@ eig_label <- function(design) paste(sprintf("%s = %s", names(design), format(sig
 #' @param se.fit Whether to return standard errors of the log ratio (from the classifier's
 #'   Bayesian covariance).
 #' @param parm,level Estimators and level of `confint()`.
+#' @param nsim,seed Unused: `simulate()` is refused (simulate from the simulator itself).
 #' @param ... Arguments changed by `update()`; unused elsewhere.
 #' @return See the description.
 #' @section What it refuses:
@@ -180,13 +181,13 @@ fitted.nce_eig <- unsupported_eig("fitted")
 residuals.nce_eig <- unsupported_eig("residuals")
 #' @rdname nce_eig-methods
 #' @export
-model.frame.nce_eig <- unsupported_eig("model.frame")
+model.frame.nce_eig <- function(formula, ...) unsupported_eig("model.frame")(formula)
 #' @rdname nce_eig-methods
 #' @export
 model.matrix.nce_eig <- unsupported_eig("model.matrix")
 #' @rdname nce_eig-methods
 #' @export
-terms.nce_eig <- unsupported_eig("terms")
+terms.nce_eig <- function(x, ...) unsupported_eig("terms")(x)
 #' @rdname nce_eig-methods
 #' @export
 simulate.nce_eig <- function(object, nsim = 1, seed = NULL, ...) {
@@ -211,6 +212,8 @@ simulate.nce_eig <- function(object, nsim = 1, seed = NULL, ...) {
 #' @param se.fit Whether to return the smooth's standard errors.
 #' @param type `"link"` or `"response"` (both: the EIG).
 #' @param parm,level Design variables and level of `confint()`.
+#' @param formula An `nce_design` (the argument name of the `model.frame()` generic).
+#' @param nsim,seed Unused: `simulate()` is refused (simulate from the simulator itself).
 #' @param truth Optional `function(design)` giving a reference EIG for a matrix of designs.
 #' @param ... Arguments changed by `update()`; graphical arguments for `plot()`.
 #' @return See the description.
