@@ -26,6 +26,17 @@ contract_cases_nce <- function() {
            nce(~ y, d(), ref_uniform(y = c(0, 1)), ratio = 5)
          },
          newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5,
+         unsupported = character()),
+    list(name = "nce_gam (smooth, discrete = TRUE)",
+         fit = function() {
+           set.seed(2)
+           nce(~ s(y, k = 5), d(), ref_uniform(y = c(0, 1)), ratio = 5, discrete = TRUE)
+         },
+         nested = function() {
+           set.seed(2)
+           nce(~ y, d(), ref_uniform(y = c(0, 1)), ratio = 5)
+         },
+         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5,
          unsupported = character())
   )
 }
