@@ -18,6 +18,11 @@
 #     estimator is not the cause. Most of the s.e.'s variation is real: the variance of the classification
 #     scores (CV 0.43) depends on how well the reference, fitted to a first half with only ~50 effective draws,
 #     matches the posterior, and it correlates with |error| (0.50).
+#   Swapping the halves (reference fitted to the second half, estimate on the first) gives errors correlated 0.86
+#     with the original's, so averaging the two (cross-fitting) barely helps (RMSE 0.0125, coverage 89% with
+#     s.e. sqrt(se_a^2 + se_b^2) / 2). To first order the error is a product of the two halves' errors (the
+#     reference's mean error times the estimation half's mean error): heavy-tailed, and its s.e. needs the
+#     estimation half's ESS of the scores, only ~50-90 here; that ESS is the noisy piece to improve.
 #   step 0.15 (lag-1 0.91), 100 replications: sd 0.0041, rms s.e. 0.0045, s.e. CV 0.50, coverage 94% (MC s.e. 2.2%).
 #   split = FALSE (step 0.06): rms error 0.0128 but mean s.e. 0.0063, bias -0.009, coverage 77%: the s.e. ignores
 #     the influence of the reference's fitted mean and variance, which dominates.
