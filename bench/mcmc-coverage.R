@@ -23,6 +23,13 @@
 #     s.e. sqrt(se_a^2 + se_b^2) / 2). To first order the error is a product of the two halves' errors (the
 #     reference's mean error times the estimation half's mean error): heavy-tailed, and its s.e. needs the
 #     estimation half's ESS of the scores, only ~50-90 here; that ESS is the noisy piece to improve.
+#   The ESS is biased up on these chains: for the posterior mean itself from the 5,000-draw second half (200
+#     replications, step 0.06), the initial monotone sequence ESS averages 53.7 while the ESS implied by the
+#     spread of the half-chain means is 42.2, and mean +- 1.96 sd / sqrt(ESS) covers the exact posterior mean
+#     (quadrature) 91.0%. On an AR(1) series with the same ESS (50.5) the estimator is right (mean 54.0, coverage
+#     95%; test in nce-core bridge.rs): the random-walk Metropolis autocorrelations outlast the truncation at the
+#     first non-positive pair (mean truncation lag 205). Correcting the autocovariance sum for the estimated mean
+#     (ESS * (1 - (2M - 1) / n), M the truncation lag) only brings it to 49.9 and coverage to 93.0%.
 #   step 0.15 (lag-1 0.91), 100 replications: sd 0.0041, rms s.e. 0.0045, s.e. CV 0.50, coverage 94% (MC s.e. 2.2%).
 #   split = FALSE (step 0.06): rms error 0.0128 but mean s.e. 0.0063, bias -0.009, coverage 77%: the s.e. ignores
 #     the influence of the reference's fitted mean and variance, which dominates.
