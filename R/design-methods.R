@@ -20,6 +20,7 @@ eig_label <- function(design) paste(sprintf("%s = %s", names(design), format(sig
 #' @param se.fit Whether to return standard errors of the log ratio (from the classifier's
 #'   Bayesian covariance).
 #' @param parm,level Estimators and level of `confint()`.
+#' @param formula An `nce_eig` (the argument name of the `model.frame()` generic).
 #' @param nsim,seed Unused: `simulate()` is refused (simulate from the simulator itself).
 #' @param ... Arguments changed by `update()`; unused elsewhere.
 #' @return See the description.
