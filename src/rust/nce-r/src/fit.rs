@@ -99,19 +99,10 @@ fn nce_fit_reml(
             let pens = penalties_from(&penalties, p)?;
             let ctrl = reml_control(&sp, &control)?;
             let threads = threads_of(threads)?;
-            let (fit, sandwich) = run::run(threads, |stop| {
-                let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
-                let sw = match &sample {
-                    Some(s) => Some(sample_sandwich(
-                        &design,
-                        &fit.fit.row_grad,
-                        s,
-                        &fit.vp,
-                        &fit.fit.aliased,
-                    )?),
-                    None => None,
-                };
-                Ok((fit, sw))
+            let (fit, sandwich) = fit_reml_then(threads, &design, &prob, &pens, &ctrl, |d, fit| {
+                sample
+                    .as_deref()
+                    .map(|s| sample_sandwich(d, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased))
             })?;
             return Ok(reml_result(fit, sandwich, vec![false; p]));
         }
@@ -172,19 +163,10 @@ fn nce_fit_reml_grouped(
         let pens = penalties_from(&penalties, pa + pb)?;
         let ctrl = reml_control(&sp, &control)?;
         let threads = threads_of(threads)?;
-        let (fit, sandwich) = run::run(threads, |stop| {
-            let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
-            let sw = match &cluster {
-                Some(c) => Some(grouped_cluster_sandwich(
-                    &design,
-                    c,
-                    &fit.fit.row_grad,
-                    &fit.vp,
-                    &fit.fit.aliased,
-                )?),
-                None => None,
-            };
-            Ok((fit, sw))
+        let (fit, sandwich) = fit_reml_then(threads, &design, &prob, &pens, &ctrl, |d, fit| {
+            cluster
+                .as_deref()
+                .map(|c| grouped_cluster_sandwich(d, c, &fit.fit.row_grad, &fit.vp, &fit.fit.aliased))
         })?;
         Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
     })
@@ -370,6 +352,23 @@ fn reml_control(sp: &Robj, control: &List) -> Res<RemlControl> {
     let ctrl = RemlControl { sp, inner, ..base };
     ctrl.check()?;
     Ok(ctrl)
+}
+
+/// The REML fit on the per-call pool (polling for interrupts), then the sandwich `sandwich`
+/// builds from it, if any: the one shape of the discretised and grouped entry points.
+fn fit_reml_then<D: Design + Sync>(
+    threads: usize,
+    design: &D,
+    prob: &Problem,
+    pens: &PenaltySet,
+    ctrl: &RemlControl,
+    sandwich: impl FnOnce(&D, &RemlFit) -> Option<Result<nalgebra::DMatrix<f64>, NceError>> + Send,
+) -> Result<(RemlFit, Option<nalgebra::DMatrix<f64>>), NceError> {
+    run::run(threads, |stop| {
+        let fit = fit_reml(design, prob, pens, ctrl, &mut || stop.load(Ordering::Relaxed))?;
+        let sw = sandwich(design, &fit).transpose()?;
+        Ok((fit, sw))
+    })
 }
 
 fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: Vec<bool>) -> Robj {
