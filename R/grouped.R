@@ -380,6 +380,13 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   b$ncol <- ncol(b$X)
   a$X <- b$X <- a$terms <- a$colnames <- NULL
   a$discrete <- discrete
+  grouped_result(res, cn, labels, c(a$smooth, b$smooth), a, b)
+}
+
+# The fit list of fit_grouped() and fit_free_intercepts() from the engine's result `res`:
+# names `cn` on coefficients and covariances, `labels` on the smoothing parameters, and the
+# smooths and set-ups kept for prediction.
+grouped_result <- function(res, cn, labels, smooth, row_setup, group_setup) {
   named <- function(v) {
     dimnames(v) <- list(cn, cn)
     v
@@ -391,7 +398,7 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
        loglik = res$loglik, deviance = res$deviance, converged = res$converged,
        message = res$message, outer_iterations = res$outer_iterations,
        iter = res$inner_iterations, n_certain = res$n_certain, aliased = res$aliased,
-       at_bound = res$at_bound, smooth = c(a$smooth, b$smooth), row_setup = a, group_setup = b)
+       at_bound = res$at_bound, smooth = smooth, row_setup = row_setup, group_setup = group_setup)
 }
 
 #' mgcv's cyclic cubic regression spline (`bs = "cc"`), basis computed faster
@@ -473,17 +480,6 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   a$intercept <- FALSE
   a$X <- a$terms <- a$colnames <- NULL
   a$discrete <- discrete
-  named <- function(v) {
-    dimnames(v) <- list(cn, cn)
-    v
-  }
-  list(coefficients = stats::setNames(res$coefficients, cn), sp = stats::setNames(res$sp, labels),
-       edf = stats::setNames(res$edf, cn), Vp = named(res$vp), Ve = named(res$ve),
-       Vs = if (is.null(res$cov_sandwich)) NULL else named(res$cov_sandwich),
-       reml = res$reml, linear.predictors = res$eta, fitted.values = res$fitted,
-       loglik = res$loglik, deviance = res$deviance, converged = res$converged,
-       message = res$message, outer_iterations = res$outer_iterations,
-       iter = res$inner_iterations, n_certain = res$n_certain, aliased = res$aliased,
-       at_bound = res$at_bound, smooth = a$smooth, row_setup = a, group_setup = NULL,
-       transition_intercepts = res$intercepts, transition_intercept_se = res$intercept_se)
+  c(grouped_result(res, cn, labels, a$smooth, a, NULL),
+    list(transition_intercepts = res$intercepts, transition_intercept_se = res$intercept_se))
 }

@@ -60,10 +60,10 @@ fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
     let edf: f64 = f.edf.iter().sum();
     print!(
         "{label:<14} {secs:8.3} s  outer {:3} inner {:4}  edf {edf:8.4}  reml {:.6}{}",
-        f.outer_iterations,
+        f.convergence.iterations,
         f.inner_iterations,
         f.reml,
-        if f.converged { "" } else { "  NOT CONVERGED" }
+        if f.convergence.converged { "" } else { "  NOT CONVERGED" }
     );
     for r in refs {
         let deta = f

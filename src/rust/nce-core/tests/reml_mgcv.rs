@@ -109,7 +109,7 @@ fn fixed_sp_matches_mgcv() {
             ..Default::default()
         };
         let f = run(&c, &ctrl);
-        assert!(f.converged, "{name}: {}", f.message);
+        assert!(f.convergence.converged, "{name}: {}", f.convergence.message);
         let dc = max_abs_diff(&f.coefficients, &c.refs["coef_fixed"]);
         let ds = (f.reml - c.refs["reml_fixed"][0]).abs();
         let de = max_abs_diff(&f.edf, &c.refs["edf_fixed"]);
@@ -130,7 +130,7 @@ fn reml_matches_mgcv() {
     for name in CASES {
         let c = load(name);
         let f = run(&c, &RemlControl::default());
-        assert!(f.converged, "{name}: {}", f.message);
+        assert!(f.convergence.converged, "{name}: {}", f.convergence.message);
         let r = &c.refs;
         // A smoothing parameter that mgcv, run to a much tighter tolerance, keeps pushing up by
         // orders of magnitude has its optimum at infinity: the score is flat there and any large
@@ -164,7 +164,7 @@ fn reml_matches_mgcv() {
             "{name} REML: sp {:?} (mgcv {:?}); max|log sp diff| {drho:.2e}; edf {edf:.5} (mgcv {edf_m:.5}); \
              max|eta diff| {deta:.2e}; score diff {dscore:.2e} (vs tight mgcv {dtight:.2e}); max rel Vp diag diff {dvp:.2e}; \
              outer {} (mgcv {}), inner {}",
-            f.sp, r["sp_reml"], f.outer_iterations, r["outer_iter"][0], f.inner_iterations
+            f.sp, r["sp_reml"], f.convergence.iterations, r["outer_iter"][0], f.inner_iterations
         );
         assert!(drho < 0.05, "{}: log sp differ by {drho}", c.name);
         assert!((edf - edf_m).abs() < 0.01 * edf_m, "{}: edf {edf} vs {edf_m}", c.name);

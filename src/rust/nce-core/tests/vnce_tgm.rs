@@ -209,7 +209,7 @@ fn without_missing_values_vnce_is_the_nce_logistic_regression() {
         start: None,
     };
     let glm = irls::fit(&design, &prob, &irls::Control::default(), &mut || false).unwrap();
-    assert!(glm.converged);
+    assert!(glm.convergence.converged);
     let th = theta_of(&f.params);
     let diff = th
         .iter()

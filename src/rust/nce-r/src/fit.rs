@@ -59,10 +59,10 @@ fn nce_fit_glm(
             fitted = fit.fitted,
             loglik = fit.loglik,
             deviance = fit.deviance,
-            iterations = fit.iterations as i32,
-            converged = fit.converged,
+            iterations = fit.convergence.iterations as i32,
+            converged = fit.convergence.converged,
             n_certain = fit.n_certain as i32,
-            message = fit.message
+            message = fit.convergence.message
         )
         .into_robj())
     })
@@ -386,14 +386,14 @@ fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: 
         fitted = fit.fit.fitted,
         loglik = fit.fit.loglik,
         deviance = fit.fit.deviance,
-        outer_iterations = fit.outer_iterations as i32,
+        outer_iterations = fit.convergence.iterations as i32,
         inner_iterations = fit.inner_iterations as i32,
-        converged = fit.converged && fit.fit.converged,
+        converged = fit.convergence.converged && fit.fit.convergence.converged,
         n_certain = fit.fit.n_certain as i32,
-        message = if fit.message.is_empty() {
-            fit.fit.message
+        message = if fit.convergence.message.is_empty() {
+            fit.fit.convergence.message
         } else {
-            fit.message
+            fit.convergence.message
         }
     )
     .into_robj()

@@ -669,46 +669,71 @@ mod tests {
 }
 
 #[cfg(test)]
-mod timing {
+pub(crate) mod timing {
     use super::*;
     use std::time::Instant;
+
+    /// The synthetic discretised problem of the ignored timing tests (here and in `grouped`): an
+    /// intercept and three terms of 2000 unique rows (9, 9 and 15 columns) indexed over n rows.
+    pub(crate) struct Synthetic {
+        c: Vec<f64>,
+        ic: Vec<i32>,
+        vals: Vec<Vec<f64>>,
+        idx: Vec<Vec<i32>>,
+    }
+
+    const MS: [usize; 3] = [2000, 2000, 2000];
+    const PS: [usize; 3] = [9, 9, 15];
+
+    impl Synthetic {
+        pub(crate) fn new(n: usize) -> Self {
+            let vals = MS
+                .iter()
+                .zip(&PS)
+                .map(|(&m, &p)| (0..m * p).map(|i| ((i as f64) * 0.37).sin()).collect())
+                .collect();
+            let idx = MS
+                .iter()
+                .enumerate()
+                .map(|(j, &m)| {
+                    (0..n)
+                        .map(|r| (((r * (7 + j * 6)) ^ (r >> 3)) % m) as i32 + 1)
+                        .collect()
+                })
+                .collect();
+            Synthetic {
+                c: vec![1.0],
+                ic: vec![1; n],
+                vals,
+                idx,
+            }
+        }
+
+        pub(crate) fn specs(&self) -> Vec<TermSpec<'_>> {
+            let mut specs = vec![TermSpec {
+                values: &self.c,
+                m: 1,
+                p: 1,
+                index: Some(&self.ic),
+            }];
+            for j in 0..3 {
+                specs.push(TermSpec {
+                    values: &self.vals[j],
+                    m: MS[j],
+                    p: PS[j],
+                    index: Some(&self.idx[j]),
+                });
+            }
+            specs
+        }
+    }
 
     #[test]
     #[ignore]
     fn timing_discrete_vs_dense() {
         let n = 2_000_000usize;
-        let ms = [2000usize, 2000, 2000];
-        let ps = [9usize, 9, 15];
-        let c = vec![1.0];
-        let ic: Vec<i32> = vec![1; n];
-        let vals: Vec<Vec<f64>> = ms
-            .iter()
-            .zip(&ps)
-            .map(|(&m, &p)| (0..m * p).map(|i| ((i as f64) * 0.37).sin()).collect())
-            .collect();
-        let idx: Vec<Vec<i32>> = ms
-            .iter()
-            .enumerate()
-            .map(|(j, &m)| {
-                (0..n)
-                    .map(|r| (((r * (7 + j * 6)) ^ (r >> 3)) % m) as i32 + 1)
-                    .collect()
-            })
-            .collect();
-        let mut specs = vec![TermSpec {
-            values: &c,
-            m: 1,
-            p: 1,
-            index: Some(&ic),
-        }];
-        for j in 0..3 {
-            specs.push(TermSpec {
-                values: &vals[j],
-                m: ms[j],
-                p: ps[j],
-                index: Some(&idx[j]),
-            });
-        }
+        let synthetic = Synthetic::new(n);
+        let specs = synthetic.specs();
         let t = Instant::now();
         let dd = DiscreteDesign::new(n, &specs).unwrap();
         eprintln!("new {:?}", t.elapsed());

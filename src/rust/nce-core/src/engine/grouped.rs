@@ -6,6 +6,7 @@
 //! rows of each group in row order, and all partial sums are added in a fixed order, so results
 //! do not depend on the number of threads.
 
+use crate::convergence::Convergence;
 use crate::design::{doubled_upper, kernels, DenseDesign, Design, CHUNK_ROWS};
 use crate::discrete::{DiscreteDesign, TermSpec};
 use crate::error::{NceError, Result};
@@ -565,9 +566,7 @@ struct FreePoint {
     mu: Vec<f64>,
     loglik: f64,
     objective: f64,
-    iterations: usize,
-    converged: bool,
-    message: String,
+    convergence: Convergence,
     score: f64,
     h: Eliminated,
 }
@@ -623,145 +622,6 @@ impl FreeCtx<'_, '_> {
         g
     }
 
-    /// eta, log-likelihood and penalised log-likelihood at theta (as `pirls::evaluate`).
-    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>) -> Cand {
-        let prob = self.prob;
-        let mut eta = self.lin(&theta);
-        let parts: Vec<f64> = eta
-            .par_chunks_mut(CHUNK_ROWS)
-            .enumerate()
-            .map(|(k, e)| {
-                let r0 = k * CHUNK_ROWS;
-                let mut ll = 0.0;
-                for (i, v) in e.iter_mut().enumerate() {
-                    let r = r0 + i;
-                    *v += prob.offset[r];
-                    let w = prob.prior_weights[r];
-                    if w > 0.0 {
-                        ll += w * pirls::row_terms(prob.family, prob.y[r], *v).0;
-                    }
-                }
-                ll
-            })
-            .collect();
-        let loglik: f64 = parts.iter().sum();
-        let b = DVector::from_column_slice(&theta[..self.pa()]);
-        let pen = (b.transpose() * s * &b)[(0, 0)];
-        Cand {
-            beta: theta,
-            eta,
-            loglik,
-            objective: loglik - 0.5 * pen,
-        }
-    }
-
-    fn deviance(&self, objective: f64) -> f64 {
-        2.0 * (self.sat - objective)
-    }
-
-    /// Step halving as `pirls::halve`.
-    fn halve(&self, s: &DMatrix<f64>, cur: &Cand, mut cand: Cand, max_halving: usize) -> Option<Cand> {
-        let acceptable =
-            |c: &Cand| c.objective.is_finite() && c.objective >= cur.objective - 1e-12 * cur.objective.abs();
-        for _ in 0..max_halving {
-            if acceptable(&cand) {
-                return Some(cand);
-            }
-            let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
-            cand = self.evaluate(s, half);
-        }
-        acceptable(&cand).then_some(cand)
-    }
-
-    /// Penalised Newton iteration with step halving, as `reml::Ctx::inner`, each step solved
-    /// by elimination of the intercepts.
-    fn inner(
-        &self,
-        s: &DMatrix<f64>,
-        start: Option<&[f64]>,
-        interrupted: &mut dyn FnMut() -> bool,
-    ) -> Result<(Cand, Eliminated, usize, bool, String)> {
-        let ctrl = &self.ctrl.inner;
-        let p = self.pa() + self.ng();
-        let mut current: Option<Cand> = start.and_then(|b| {
-            let c = self.evaluate(s, b.to_vec());
-            c.objective.is_finite().then_some(c)
-        });
-        let mut eta = match &current {
-            Some(c) => c.eta.clone(),
-            None => pirls::initial_eta(self.prob),
-        };
-        let (mut converged, mut message, mut iterations) = (false, String::new(), 0);
-        let final_h;
-        let mut it = 0;
-        loop {
-            if interrupted() {
-                return Err(NceError::Interrupted);
-            }
-            let (w, v, _) = pirls::working(self.prob, &eta);
-            let mut h = self.arrows(&[&w]).pop().expect("one weight vector");
-            h.p += s;
-            let b = self.crossprod_vec(&v);
-            let elim = Eliminated::new(h)?;
-            if it == 0 {
-                let aliased = aliased_columns(&elim.sigma, ctrl.alias_tol);
-                if let Some(j) = aliased.iter().position(|&a| a) {
-                    return Err(NceError::Numerical(format!(
-                        "coefficient {} is not identifiable beside the free intercepts (aliased)",
-                        j + 1
-                    )));
-                }
-            }
-            if converged || it == ctrl.maxit || !message.is_empty() {
-                final_h = elim;
-                break;
-            }
-            iterations = it + 1;
-            it += 1;
-            let theta = elim.solve(&b).as_slice().to_vec();
-            let predicted = current.as_ref().map(|cur| {
-                let st = DVector::from_iterator(p, theta.iter().zip(&cur.beta).map(|(a, b)| a - b));
-                (elim.h.mul(&st).dot(&st), self.deviance(cur.objective))
-            });
-            let mut cand = self.evaluate(s, theta);
-            if let Some(cur) = &current {
-                let ok = self.halve(s, cur, cand, ctrl.max_halving);
-                cand = match ok {
-                    Some(c) => c,
-                    None => {
-                        if let Some((dec, d_old)) = predicted {
-                            if dec.abs() <= 1e3 * ctrl.epsilon * (d_old.abs() + 0.1) {
-                                converged = true;
-                                final_h = elim;
-                                break;
-                            }
-                        }
-                        message = format!("step halving failed to improve the objective at iteration {it}");
-                        continue;
-                    }
-                };
-                let (d_new, d_old) = (self.deviance(cand.objective), self.deviance(cur.objective));
-                if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
-                    converged = true;
-                }
-            } else if !cand.objective.is_finite() {
-                cand = self.evaluate(s, vec![0.0; p]);
-                if !cand.objective.is_finite() {
-                    return Err(NceError::Numerical(
-                        "the objective is not finite at the starting values".into(),
-                    ));
-                }
-            }
-            eta.clone_from(&cand.eta);
-            current = Some(cand);
-        }
-        let cur = current.ok_or_else(|| NceError::Numerical("no Newton step was taken".into()))?;
-        if !converged && message.is_empty() {
-            message = format!("no convergence in {} iterations", ctrl.maxit);
-        }
-        Ok((cur, final_h, iterations, converged, message))
-    }
-
     /// Leverages x_r' H^{-1} x_r = a~_r' Sigma^{-1} a~_r + 1 / d_t, a~_r = a_r - Q_t / d_t.
     fn leverages(&self, h: &Eliminated) -> Vec<f64> {
         let (pa, n) = (self.pa(), self.gd.nrow());
@@ -800,6 +660,48 @@ impl FreeCtx<'_, '_> {
     }
 }
 
+/// The inner fit's Newton system, each step solved by elimination of the intercepts.
+impl pirls::NewtonModel for FreeCtx<'_, '_> {
+    type Hessian = Eliminated;
+    fn prob(&self) -> &Problem<'_> {
+        self.prob
+    }
+    fn ncoef(&self) -> usize {
+        self.pa() + self.ng()
+    }
+    fn deviance(&self, objective: f64) -> f64 {
+        2.0 * (self.sat - objective)
+    }
+    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>) -> Cand {
+        let eta = self.lin(&theta);
+        pirls::point(self.prob, Some(s), theta, eta)
+    }
+    fn system(&self, s: &DMatrix<f64>, w: &[f64], v: &[f64]) -> Result<(Eliminated, DVector<f64>)> {
+        let mut h = self.arrows(&[w]).pop().expect("one weight vector");
+        h.p += s;
+        let b = self.crossprod_vec(v);
+        Ok((Eliminated::new(h)?, b))
+    }
+    fn check_aliased(&self, h: &Eliminated) -> Result<()> {
+        match aliased_columns(&h.sigma, self.ctrl.inner.alias_tol)
+            .iter()
+            .position(|&a| a)
+        {
+            Some(j) => Err(NceError::Numerical(format!(
+                "coefficient {} is not identifiable beside the free intercepts (aliased)",
+                j + 1
+            ))),
+            None => Ok(()),
+        }
+    }
+    fn solve(&self, h: &Eliminated, b: &DVector<f64>) -> Result<Vec<f64>> {
+        Ok(h.solve(b).as_slice().to_vec())
+    }
+    fn quad(&self, h: &Eliminated, st: &DVector<f64>) -> f64 {
+        h.h.mul(st).dot(st)
+    }
+}
+
 impl crate::reml::RemlModel for FreeCtx<'_, '_> {
     type Point = FreePoint;
 
@@ -811,8 +713,8 @@ impl crate::reml::RemlModel for FreeCtx<'_, '_> {
     ) -> Result<FreePoint> {
         let lambda: Vec<f64> = rho.iter().map(|r| r.exp()).collect();
         let s = self.pens.total(&lambda);
-        let (c, h, iterations, converged, message) = self.inner(&s, start, interrupted)?;
-        self.inner_iterations += iterations;
+        let (c, h, convergence) = pirls::newton(self, &s, &self.ctrl.inner, start, interrupted)?;
+        self.inner_iterations += convergence.iterations;
         let b = DVector::from_column_slice(&c.beta[..self.pa()]);
         let pen = (b.transpose() * &s * &b)[(0, 0)];
         let log_det_s = self.pens.log_det(rho)?.value;
@@ -831,9 +733,7 @@ impl crate::reml::RemlModel for FreeCtx<'_, '_> {
             mu,
             loglik: c.loglik,
             objective: c.objective,
-            iterations,
-            converged,
-            message,
+            convergence,
             score,
             h,
         })
@@ -930,7 +830,7 @@ impl crate::reml::RemlModel for FreeCtx<'_, '_> {
         &pt.beta
     }
     fn inner_status(pt: &FreePoint) -> (bool, &str) {
-        (pt.converged, &pt.message)
+        (pt.convergence.converged, &pt.convergence.message)
     }
 }
 
@@ -1102,10 +1002,8 @@ fn free_intercepts_on(
         loglik: pt.loglik,
         penalised_loglik: pt.objective,
         deviance: 2.0 * (sat - pt.objective),
-        iterations: pt.iterations,
-        converged: pt.converged,
         n_certain,
-        message: pt.message.clone(),
+        convergence: pt.convergence.clone(),
     };
     Ok(FreeInterceptFit {
         reml: RemlFit {
@@ -1121,10 +1019,8 @@ fn free_intercepts_on(
             mp: penalties.null_space_dim() + ngroups,
             at_bound,
             fit,
-            outer_iterations: o.outer,
+            convergence: o.convergence,
             inner_iterations: ctx.inner_iterations,
-            converged: o.converged,
-            message: o.message,
         },
         intercepts: pt.beta[pa..].to_vec(),
         intercept_se,
@@ -1417,7 +1313,7 @@ mod tests {
 #[cfg(test)]
 mod timing {
     use super::*;
-    use crate::discrete::TermSpec;
+    use crate::discrete::timing::Synthetic;
     use std::time::Instant;
 
     #[test]
@@ -1425,38 +1321,8 @@ mod timing {
     fn timing_grouped_discrete() {
         let (ng, per) = (28_000usize, 21usize);
         let n = ng * per;
-        let ms = [2000usize, 2000, 2000];
-        let ps = [9usize, 9, 15];
-        let c = vec![1.0];
-        let ic: Vec<i32> = vec![1; n];
-        let vals: Vec<Vec<f64>> = ms
-            .iter()
-            .zip(&ps)
-            .map(|(&m, &p)| (0..m * p).map(|i| ((i as f64) * 0.37).sin()).collect())
-            .collect();
-        let idx: Vec<Vec<i32>> = ms
-            .iter()
-            .enumerate()
-            .map(|(j, &m)| {
-                (0..n)
-                    .map(|r| (((r * (7 + j * 6)) ^ (r >> 3)) % m) as i32 + 1)
-                    .collect()
-            })
-            .collect();
-        let mut specs = vec![TermSpec {
-            values: &c,
-            m: 1,
-            p: 1,
-            index: Some(&ic),
-        }];
-        for j in 0..3 {
-            specs.push(TermSpec {
-                values: &vals[j],
-                m: ms[j],
-                p: ps[j],
-                index: Some(&idx[j]),
-            });
-        }
+        let synthetic = Synthetic::new(n);
+        let specs = synthetic.specs();
         let pb = 24;
         let b: Vec<f64> = (0..ng * pb).map(|i| ((i as f64) * 0.71).cos()).collect();
         let group: Vec<usize> = (0..n).map(|r| if r < ng { r } else { (r - ng) / (per - 1) }).collect();

@@ -4,6 +4,7 @@
 //! (X'WX + S) beta = X'(W (eta - offset) + g), which is IRLS for canonical links and stays
 //! defined where a row's curvature is zero (data rows of the Poisson transform).
 
+use crate::convergence::Convergence;
 use crate::design::Design;
 use crate::error::{NceError, Result};
 use crate::family::Family;
@@ -30,12 +31,10 @@ pub struct GlmFit {
     pub loglik: f64,
     pub penalised_loglik: f64,
     pub deviance: f64,
-    pub iterations: usize,
-    pub converged: bool,
     /// Rows with response 1 whose fitted value is numerically 1 (binomial): a sign of separation.
     pub n_certain: usize,
-    /// Message when not converged.
-    pub message: String,
+    /// Newton iterations taken; the message says why the fit did not converge.
+    pub convergence: Convergence,
 }
 
 /// Fit by Newton's method with step halving. `interrupted` is polled once per iteration
@@ -91,7 +90,7 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
         let mut cand = evaluate(beta);
         if let Some(cur) = &current {
             // Step halving: never accept a worse (or non-finite) objective.
-            cand = match pirls::halve(d, prob, prob.penalty, cur, cand, ctrl.max_halving) {
+            cand = match pirls::halve(cur, cand, ctrl.max_halving, evaluate) {
                 Some(c) => c,
                 None => {
                     message = format!("step halving failed to improve the objective at iteration {}", it + 1);
@@ -162,10 +161,12 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
         penalised_loglik: state.objective,
         deviance: deviance(state.objective),
         eta: state.eta,
-        iterations,
-        converged,
         n_certain,
-        message,
+        convergence: Convergence {
+            iterations,
+            converged,
+            message,
+        },
     })
 }
 
@@ -211,7 +212,7 @@ mod tests {
         let o = vec![0.1; n];
         let prob = Problem::new(&y, &w, &o, Family::Binomial);
         let f = fit(&d, &prob, &Control::default(), &mut || false).unwrap();
-        assert!(f.converged);
+        assert!(f.convergence.converged);
         for j in 0..2 {
             let s: f64 = (0..n).map(|i| x[j * n + i] * f.row_grad[i]).sum();
             assert!(s.abs() < 1e-8, "score {s}");

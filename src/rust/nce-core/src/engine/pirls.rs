@@ -1,7 +1,9 @@
 //! Pieces of the penalised Newton/IRLS iteration shared by `irls::fit` and the inner fits of
 //! `reml::fit_reml`: input checks, starting values, the (penalised) log-likelihood and the
-//! working weights, evaluated over fixed row chunks summed in chunk order (thread-invariant).
+//! working weights, evaluated over fixed row chunks summed in chunk order (thread-invariant),
+//! and the inner Newton loop itself (`newton`), generic over how a model holds its Hessian.
 
+use crate::convergence::Convergence;
 use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
@@ -175,6 +177,12 @@ pub(crate) struct Cand {
 pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>>, beta: Vec<f64>) -> Cand {
     let mut eta = vec![0.0; d.nrow()];
     d.linear_predictor(&beta, &mut eta);
+    point(prob, s, beta, eta)
+}
+
+/// The point at `theta` given its X theta (no offset) in `eta`; the penalty S applies to the
+/// first S.nrows() coefficients.
+pub(crate) fn point(prob: &Problem, s: Option<&DMatrix<f64>>, theta: Vec<f64>, mut eta: Vec<f64>) -> Cand {
     let parts: Vec<f64> = eta
         .par_chunks_mut(CHUNK_ROWS)
         .enumerate()
@@ -195,13 +203,13 @@ pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>
     let loglik: f64 = parts.iter().sum();
     let pen = match s {
         Some(s) => {
-            let b = DVector::from_column_slice(&beta);
+            let b = DVector::from_column_slice(&theta[..s.nrows()]);
             (b.transpose() * s * &b)[(0, 0)]
         }
         None => 0.0,
     };
     Cand {
-        beta,
+        beta: theta,
         eta,
         loglik,
         objective: loglik - 0.5 * pen,
@@ -210,13 +218,11 @@ pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>
 
 /// Step halving: move `cand` half-way back to `cur` until its objective is finite and not
 /// worse. None when `max_halving` halvings did not get there.
-pub(crate) fn halve<D: Design>(
-    d: &D,
-    prob: &Problem,
-    s: Option<&DMatrix<f64>>,
+pub(crate) fn halve(
     cur: &Cand,
     mut cand: Cand,
     max_halving: usize,
+    evaluate: impl Fn(Vec<f64>) -> Cand,
 ) -> Option<Cand> {
     let acceptable = |c: &Cand| c.objective.is_finite() && c.objective >= cur.objective - 1e-12 * cur.objective.abs();
     for _ in 0..max_halving {
@@ -224,9 +230,110 @@ pub(crate) fn halve<D: Design>(
             return Some(cand);
         }
         let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
-        cand = evaluate(d, prob, s, half);
+        cand = evaluate(half);
     }
     acceptable(&cand).then_some(cand)
+}
+
+/// A model for `newton`: its points, and its penalised Newton system with the Hessian in the
+/// model's own form (dense for any `Design`, per-group intercepts eliminated in `grouped`).
+pub(crate) trait NewtonModel {
+    type Hessian;
+    fn prob(&self) -> &Problem<'_>;
+    fn ncoef(&self) -> usize;
+    fn deviance(&self, objective: f64) -> f64;
+    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>) -> Cand;
+    /// H = X'WX + S and X'v for the working weights w and working vector v.
+    fn system(&self, s: &DMatrix<f64>, w: &[f64], v: &[f64]) -> Result<(Self::Hessian, DVector<f64>)>;
+    /// An error naming the first aliased coefficient (checked on the first Hessian).
+    fn check_aliased(&self, h: &Self::Hessian) -> Result<()>;
+    fn solve(&self, h: &Self::Hessian, b: &DVector<f64>) -> Result<Vec<f64>>;
+    /// st' H st.
+    fn quad(&self, h: &Self::Hessian, st: &DVector<f64>) -> f64;
+}
+
+/// Penalised Newton (IRLS) with step halving, warm-started from `start`, for the inner fits of
+/// `reml::fit_reml` and `grouped::fit_reml_free_intercepts`. The Hessian computed at the
+/// accepted iterate doubles as the next step's and, once the deviance has converged, as the
+/// final one (returned), so a fit costs one cross-product per step.
+pub(crate) fn newton<M: NewtonModel>(
+    m: &M,
+    s: &DMatrix<f64>,
+    ctrl: &Control,
+    start: Option<&[f64]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<(Cand, M::Hessian, Convergence)> {
+    let p = m.ncoef();
+    let mut current: Option<Cand> = start.and_then(|b| {
+        let c = m.evaluate(s, b.to_vec());
+        c.objective.is_finite().then_some(c)
+    });
+    let mut eta = match &current {
+        Some(c) => c.eta.clone(),
+        None => initial_eta(m.prob()),
+    };
+    let mut conv = Convergence::default();
+    let mut final_h = None;
+    for it in 0..=ctrl.maxit {
+        if interrupted() {
+            return Err(NceError::Interrupted);
+        }
+        let (w, v, _) = working(m.prob(), &eta);
+        let (h, b) = m.system(s, &w, &v)?;
+        if it == 0 {
+            m.check_aliased(&h)?;
+        }
+        if conv.converged || it == ctrl.maxit || !conv.message.is_empty() {
+            final_h = Some(h);
+            break;
+        }
+        conv.iterations = it + 1;
+        let beta = m.solve(&h, &b)?;
+        // Newton decrement: the step's predicted deviance decrease, (b1 - b0)' H (b1 - b0).
+        let predicted = current.as_ref().map(|cur| {
+            let st = DVector::from_iterator(p, beta.iter().zip(&cur.beta).map(|(a, b)| a - b));
+            (m.quad(&h, &st), m.deviance(cur.objective))
+        });
+        let mut cand = m.evaluate(s, beta);
+        if let Some(cur) = &current {
+            cand = match halve(cur, cand, ctrl.max_halving, |t| m.evaluate(s, t)) {
+                Some(c) => c,
+                None => {
+                    // With a very ill-conditioned H (smoothing parameters near their upper
+                    // bound) rounding in the Newton direction can outweigh a predicted gain
+                    // that is already tiny: then the current iterate is the fit.
+                    if let Some((dec, d_old)) = predicted {
+                        if dec.abs() <= 1e3 * ctrl.epsilon * (d_old.abs() + 0.1) {
+                            conv.converged = true;
+                            final_h = Some(h);
+                            break;
+                        }
+                    }
+                    conv.message = format!("step halving failed to improve the objective at iteration {}", it + 1);
+                    // Keep the current iterate (its Hessian is recomputed above).
+                    continue;
+                }
+            };
+            let (d_new, d_old) = (m.deviance(cand.objective), m.deviance(cur.objective));
+            if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
+                conv.converged = true;
+            }
+        } else if !cand.objective.is_finite() {
+            cand = m.evaluate(s, vec![0.0; p]);
+            if !cand.objective.is_finite() {
+                return Err(NceError::Numerical(
+                    "the objective is not finite at the starting values".into(),
+                ));
+            }
+        }
+        eta.clone_from(&cand.eta);
+        current = Some(cand);
+    }
+    let cur = current.expect("at least one iteration ran");
+    if !conv.converged && conv.message.is_empty() {
+        conv.message = format!("no convergence in {} iterations", ctrl.maxit);
+    }
+    Ok((cur, final_h.expect("the loop ends with a Hessian"), conv))
 }
 
 /// Hessian weights w, working vector W (eta - offset) + g and gradients g at eta, prior

@@ -9,6 +9,7 @@
 //! the last iteration reused as the final one. Per outer iteration the derivatives cost a few
 //! passes over the rows (see `Ctx::derivs`); everything else is p x p algebra.
 
+use crate::convergence::Convergence;
 use crate::design::{Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use crate::family::Family;
@@ -92,10 +93,11 @@ pub struct RemlFit {
     pub at_bound: Vec<bool>,
     /// The inner fit at the final smoothing parameters.
     pub fit: GlmFit,
-    pub outer_iterations: usize,
+    /// The outer (Newton on rho) iterations, whether they and the final inner fit converged,
+    /// and why not.
+    pub convergence: Convergence,
+    /// Inner Newton iterations summed over all outer iterations.
     pub inner_iterations: usize,
-    pub converged: bool,
-    pub message: String,
 }
 
 /// The penalised fit at one rho (what `irls::fit` returns, minus what only the final fit needs).
@@ -108,9 +110,7 @@ struct Inner {
     hessian: DMatrix<f64>,
     loglik: f64,
     objective: f64,
-    iterations: usize,
-    converged: bool,
-    message: String,
+    convergence: Convergence,
 }
 
 /// One inner fit with its score; derivatives are filled in on demand.
@@ -156,9 +156,7 @@ pub(crate) struct Outer<P> {
     pub(crate) lo: Vec<f64>,
     pub(crate) hi: Vec<f64>,
     pub(crate) fixed: bool,
-    pub(crate) outer: usize,
-    pub(crate) converged: bool,
-    pub(crate) message: String,
+    pub(crate) convergence: Convergence,
 }
 
 struct Ctx<'a, D: Design> {
@@ -208,118 +206,19 @@ impl<D: Design> Ctx<'_, D> {
         2.0 * (self.sat - objective)
     }
 
-    /// eta = X beta + offset and the penalised log-likelihood (chunk sums in chunk order).
-    fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>) -> Cand {
-        pirls::evaluate(self.d, self.prob, Some(s), beta)
-    }
-
-    /// Penalised IRLS (Newton with step halving, as `irls::fit`), warm-started from `start`.
-    /// The Hessian computed at the accepted iterate doubles as the next step's and, once the
-    /// deviance has converged, as the final one, so a fit costs one cross-product per step.
+    /// Penalised IRLS (`pirls::newton`), warm-started from `start`.
     fn inner(&self, s: &DMatrix<f64>, start: Option<&[f64]>, interrupted: &mut dyn FnMut() -> bool) -> Result<Inner> {
-        let (d, ctrl) = (self.d, &self.ctrl.inner);
-        let p = d.ncol();
-        let mut current: Option<Cand> = match start {
-            Some(b) => {
-                let c = self.evaluate(s, b.to_vec());
-                if c.objective.is_finite() {
-                    Some(c)
-                } else {
-                    None
-                }
-            }
-            None => None,
-        };
-        let mut eta = match &current {
-            Some(c) => c.eta.clone(),
-            None => pirls::initial_eta(self.prob),
-        };
-        let mut converged = false;
-        let mut message = String::new();
-        let mut iterations = 0;
-        let mut final_h = None;
-        for it in 0..=ctrl.maxit {
-            if interrupted() {
-                return Err(NceError::Interrupted);
-            }
-            let (w, v, _) = pirls::working(self.prob, &eta);
-            let (mut h, b) = d.weighted_crossprod(&w, &v);
-            h += s;
-            if it == 0 {
-                let aliased = aliased_columns(&h, ctrl.alias_tol);
-                if let Some(j) = aliased.iter().position(|&a| a) {
-                    return Err(NceError::Numerical(format!(
-                        "coefficient {} is not identifiable even with the penalty (aliased)",
-                        j + 1
-                    )));
-                }
-            }
-            if converged || it == ctrl.maxit || !message.is_empty() {
-                final_h = Some(h);
-                break;
-            }
-            iterations = it + 1;
-            let chol = h
-                .clone()
-                .cholesky()
-                .ok_or_else(|| NceError::Numerical("the Hessian is not positive definite".into()))?;
-            let beta = chol.solve(&b).as_slice().to_vec();
-            // Newton decrement: the step's predicted deviance decrease, (b1 - b0)' H (b1 - b0).
-            let predicted = current.as_ref().map(|cur| {
-                let st = DVector::from_iterator(p, beta.iter().zip(&cur.beta).map(|(a, b)| a - b));
-                ((h.transpose() * &st).dot(&st), self.deviance(cur.objective))
-            });
-            let mut cand = self.evaluate(s, beta);
-            if let Some(cur) = &current {
-                cand = match pirls::halve(self.d, self.prob, Some(s), cur, cand, ctrl.max_halving) {
-                    Some(c) => c,
-                    None => {
-                        // With a very ill-conditioned H (smoothing parameters near their upper
-                        // bound) rounding in the Newton direction can outweigh a predicted gain
-                        // that is already tiny: then the current iterate is the fit.
-                        if let Some((dec, d_old)) = predicted {
-                            if dec.abs() <= 1e3 * ctrl.epsilon * (d_old.abs() + 0.1) {
-                                converged = true;
-                                final_h = Some(h);
-                                break;
-                            }
-                        }
-                        message = format!("step halving failed to improve the objective at iteration {}", it + 1);
-                        // Keep the current iterate (its Hessian is recomputed above).
-                        continue;
-                    }
-                };
-                let (d_new, d_old) = (self.deviance(cand.objective), self.deviance(cur.objective));
-                if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
-                    converged = true;
-                }
-            } else if !cand.objective.is_finite() {
-                cand = self.evaluate(s, vec![0.0; p]);
-                if !cand.objective.is_finite() {
-                    return Err(NceError::Numerical(
-                        "the objective is not finite at the starting values".into(),
-                    ));
-                }
-            }
-            eta.clone_from(&cand.eta);
-            current = Some(cand);
-        }
-        let cur = current.expect("at least one iteration ran");
-        if !converged && message.is_empty() {
-            message = format!("no convergence in {} iterations", ctrl.maxit);
-        }
+        let (cur, hessian, convergence) = pirls::newton(self, s, &self.ctrl.inner, start, interrupted)?;
         let prob = self.prob;
         let mu = cur.eta.iter().map(|&e| prob.family.mean(e)).collect();
         Ok(Inner {
             beta: cur.beta,
             eta: cur.eta,
             mu,
-            hessian: final_h.expect("the loop ends with a Hessian"),
+            hessian,
             loglik: cur.loglik,
             objective: cur.objective,
-            iterations,
-            converged,
-            message,
+            convergence,
         })
     }
 
@@ -328,7 +227,7 @@ impl<D: Design> Ctx<'_, D> {
         let lambda: Vec<f64> = rho.iter().map(|r| r.exp()).collect();
         let s = self.pens.total(&lambda);
         let fit = self.inner(&s, start, interrupted)?;
-        self.inner_iterations += fit.iterations;
+        self.inner_iterations += fit.convergence.iterations;
         let (chol, dscale) = scaled_cholesky(&fit.hessian)?;
         let l = chol.l();
         let log_det_h: f64 = (0..l.nrows()).map(|i| 2.0 * (l[(i, i)].ln() + dscale[i].ln())).sum();
@@ -647,17 +546,48 @@ pub fn fit_reml<D: Design>(
         None
     };
     let o = optimise(&mut ctx, m, &centre, ctrl, prob.start, start0, interrupted)?;
-    finish(
-        &ctx,
-        o.pt,
-        o.der,
-        &o.lo,
-        &o.hi,
-        o.fixed,
-        o.outer,
-        o.converged,
-        o.message,
-    )
+    finish(&ctx, o.pt, o.der, &o.lo, &o.hi, o.fixed, o.convergence)
+}
+
+impl<D: Design> pirls::NewtonModel for Ctx<'_, D> {
+    type Hessian = DMatrix<f64>;
+    fn prob(&self) -> &Problem<'_> {
+        self.prob
+    }
+    fn ncoef(&self) -> usize {
+        self.d.ncol()
+    }
+    fn deviance(&self, objective: f64) -> f64 {
+        Ctx::deviance(self, objective)
+    }
+    /// eta = X beta + offset and the penalised log-likelihood (chunk sums in chunk order).
+    fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>) -> Cand {
+        pirls::evaluate(self.d, self.prob, Some(s), beta)
+    }
+    fn system(&self, s: &DMatrix<f64>, w: &[f64], v: &[f64]) -> Result<(DMatrix<f64>, DVector<f64>)> {
+        let (mut h, b) = self.d.weighted_crossprod(w, v);
+        h += s;
+        Ok((h, b))
+    }
+    fn check_aliased(&self, h: &DMatrix<f64>) -> Result<()> {
+        match aliased_columns(h, self.ctrl.inner.alias_tol).iter().position(|&a| a) {
+            Some(j) => Err(NceError::Numerical(format!(
+                "coefficient {} is not identifiable even with the penalty (aliased)",
+                j + 1
+            ))),
+            None => Ok(()),
+        }
+    }
+    fn solve(&self, h: &DMatrix<f64>, b: &DVector<f64>) -> Result<Vec<f64>> {
+        let chol = h
+            .clone()
+            .cholesky()
+            .ok_or_else(|| NceError::Numerical("the Hessian is not positive definite".into()))?;
+        Ok(chol.solve(b).as_slice().to_vec())
+    }
+    fn quad(&self, h: &DMatrix<f64>, st: &DVector<f64>) -> f64 {
+        (h.transpose() * st).dot(st)
+    }
 }
 
 impl<D: Design> RemlModel for Ctx<'_, D> {
@@ -678,7 +608,7 @@ impl<D: Design> RemlModel for Ctx<'_, D> {
         &pt.fit.beta
     }
     fn inner_status(pt: &Point) -> (bool, &str) {
-        (pt.fit.converged, &pt.fit.message)
+        (pt.fit.convergence.converged, &pt.fit.convergence.message)
     }
 }
 
@@ -805,13 +735,14 @@ pub(crate) fn optimise<M: RemlModel>(
         lo,
         hi,
         fixed,
-        outer,
-        converged,
-        message,
+        convergence: Convergence {
+            iterations: outer,
+            converged,
+            message,
+        },
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn finish<D: Design>(
     ctx: &Ctx<D>,
     pt: Point,
@@ -819,9 +750,7 @@ fn finish<D: Design>(
     lo: &[f64],
     hi: &[f64],
     fixed: bool,
-    outer: usize,
-    converged: bool,
-    message: String,
+    convergence: Convergence,
 ) -> Result<RemlFit> {
     let lambda: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
     let vp = Ctx::<D>::h_inverse(&pt);
@@ -847,10 +776,8 @@ fn finish<D: Design>(
         mp: ctx.pens.null_space_dim(),
         at_bound,
         fit,
-        outer_iterations: outer,
+        convergence,
         inner_iterations: ctx.inner_iterations,
-        converged,
-        message,
     })
 }
 
@@ -887,10 +814,8 @@ fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
         loglik: f.loglik,
         penalised_loglik: f.objective,
         deviance: ctx.deviance(f.objective),
-        iterations: f.iterations,
-        converged: f.converged,
         n_certain,
-        message: f.message.clone(),
+        convergence: f.convergence.clone(),
     }
 }
 
@@ -931,28 +856,51 @@ mod tests {
             .collect()
     }
 
+    /// The test set-up: x, binomial labels from f, the cosine basis with its penalties, unit
+    /// weights and zero offsets.
+    struct Setup {
+        y: Vec<f64>,
+        xm: Vec<f64>,
+        p: usize,
+        pens: PenaltySet,
+        w: Vec<f64>,
+        o: Vec<f64>,
+    }
+
+    impl Setup {
+        fn new(x: &[f64], f: impl Fn(f64) -> f64) -> Self {
+            let n = x.len();
+            let (xm, p, pens) = basis(x);
+            Setup {
+                y: labels(x, f),
+                xm,
+                p,
+                pens,
+                w: vec![1.0; n],
+                o: vec![0.0; n],
+            }
+        }
+
+        fn prob(&self) -> Problem<'_> {
+            Problem::new(&self.y, &self.w, &self.o, Family::Binomial)
+        }
+
+        fn dense(&self) -> DenseDesign<'_> {
+            DenseDesign::new(&self.xm, self.y.len(), self.p).unwrap()
+        }
+    }
+
     #[test]
     fn linear_truth_sends_the_smoothing_parameter_up() {
         let n = 400;
         let x: Vec<f64> = (0..n).map(|i| (i as f64 + 0.5) / n as f64).collect();
-        let y = labels(&x, |t| 2.0 * t - 1.0);
-        let (xm, p, pens) = basis(&x);
-        let d = DenseDesign::new(&xm, n, p).unwrap();
-        let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let st = Setup::new(&x, |t| 2.0 * t - 1.0);
         let ctrl = RemlControl {
             tol: 1e-10,
             ..Default::default()
         };
-        let f = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap();
-        assert!(f.converged, "{}", f.message);
+        let f = fit_reml(&st.dense(), &st.prob(), &st.pens, &ctrl, &mut || false).unwrap();
+        assert!(f.convergence.converged, "{}", f.convergence.message);
         let edf: f64 = f.edf.iter().sum();
         assert!(edf < 2.1, "edf {edf}, sp {:?}", f.sp);
         assert!(
@@ -970,8 +918,8 @@ mod tests {
         let x: Vec<f64> = (0..n).map(|i| ((i * 37 % n) as f64 + 0.5) / n as f64).collect();
         let group: Vec<usize> = (0..n).map(|r| r / 5).collect();
         let z: Vec<f64> = (0..ng).map(|t| (t as f64 * 0.3).sin()).collect();
-        let y = labels(&x, |t| (6.0 * t).sin());
-        let (xa, pa, _) = basis(&x);
+        let st = Setup::new(&x, |t| (6.0 * t).sin());
+        let (xa, pa) = (&st.xm, st.p);
         let b: Vec<f64> = z.iter().map(|_| 1.0).chain(z.iter().copied()).collect();
         // The grouped intercept replaces column 0 of the basis.
         let a = &xa[n..];
@@ -982,19 +930,11 @@ mod tests {
         let dd = DenseDesign::new(&dense, n, pa + 1).unwrap();
         let s = DMatrix::from_fn(8, 8, |i, j| if i == j { ((i + 1) as f64).powi(4) } else { 0.0 });
         let pens = PenaltySet::new(pa + 1, vec![Penalty { start: 1, s }]).unwrap();
-        let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let prob = st.prob();
         let ctrl = RemlControl::default();
         let f1 = fit_reml(&gd, &prob, &pens, &ctrl, &mut || false).unwrap();
         let f2 = fit_reml(&dd, &prob, &pens, &ctrl, &mut || false).unwrap();
-        assert!(f1.converged && f2.converged);
+        assert!(f1.convergence.converged && f2.convergence.converged);
         assert!((f1.rho[0] - f2.rho[0]).abs() < 1e-8);
         for (a, b) in f1.coefficients.iter().zip(&f2.coefficients) {
             assert!((a - b).abs() < 1e-8);
@@ -1006,30 +946,20 @@ mod tests {
     fn bad_input_and_interrupt() {
         let n = 50;
         let x: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
-        let y = labels(&x, |t| t);
-        let (xm, p, pens) = basis(&x);
-        let d = DenseDesign::new(&xm, n, p).unwrap();
-        let (w, o) = (vec![1.0; n], vec![0.0; n]);
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &o,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let st = Setup::new(&x, |t| t);
+        let (d, prob, pens) = (st.dense(), st.prob(), &st.pens);
         let ctrl = RemlControl {
             sp: Some(vec![1.0, 2.0]),
             ..Default::default()
         };
-        let e = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap_err();
+        let e = fit_reml(&d, &prob, pens, &ctrl, &mut || false).unwrap_err();
         assert!(e.to_string().starts_with("`sp`"), "{e}");
         let ctrl = RemlControl {
             sp: Some(vec![-1.0]),
             ..Default::default()
         };
-        assert!(fit_reml(&d, &prob, &pens, &ctrl, &mut || false).is_err());
-        let e = fit_reml(&d, &prob, &pens, &RemlControl::default(), &mut || true).unwrap_err();
+        assert!(fit_reml(&d, &prob, pens, &ctrl, &mut || false).is_err());
+        let e = fit_reml(&d, &prob, pens, &RemlControl::default(), &mut || true).unwrap_err();
         assert_eq!(e, NceError::Interrupted);
     }
 }
