@@ -203,17 +203,17 @@ fn main() {
         walls.push(t0.elapsed().as_secs_f64());
         let r = &fit;
         evals.push(r.evaluations as f64);
-        iters.push(r.iterations as f64);
+        iters.push(r.convergence.iterations as f64);
         errs.push(b_error(&r.par[1..], &pr.a));
         vals.push(r.value);
         if k < 3 {
             eprintln!(
                 "fit {k}: {:.0} ms CPU, {} iterations, {} evaluations, value {:.6}, {}",
                 1e3 * cpus[k],
-                r.iterations,
+                r.convergence.iterations,
                 r.evaluations,
                 r.value,
-                r.message
+                r.convergence.message
             );
         }
     }

@@ -11,10 +11,10 @@ use nce_core::NceError;
 
 pub type Res<T> = std::result::Result<T, NceError>;
 
-/// The seed drawn in R (`draw_seed()`): a non-negative whole number.
+/// The seed drawn in R (`draw_seed()`): a whole number in [0, 2^53).
 pub fn seed_of(seed: f64) -> Res<u64> {
-    if !(seed.is_finite() && seed >= 0.0) {
-        return Err(NceError::invalid("seed", "must be a non-negative number"));
+    if !(0.0..9.007_199_254_740_992e15).contains(&seed) {
+        return Err(NceError::invalid("seed", "must be a whole number in [0, 2^53)"));
     }
     Ok(seed as u64)
 }

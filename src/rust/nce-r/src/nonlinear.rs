@@ -3,7 +3,7 @@
 //! (Laplace ICA). No numerics here.
 
 use crate::convert::threads_of;
-use crate::convert::{guard, list_get, list_number, real_matrix, real_slice, to_r_matrix};
+use crate::convert::{guard, list_get, list_number, real_matrix, real_slice, seed_of, to_r_matrix};
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
@@ -83,10 +83,10 @@ fn result_list(p: Parts) -> Res<Robj> {
     let best = &fit.starts[fit.best];
     let all = RMatrix::new_matrix(p.k, s, |i, j| fit.starts[j].par[i]).into_robj();
     let values: Vec<f64> = fit.starts.iter().map(|r| r.value).collect();
-    let conv: Vec<bool> = fit.starts.iter().map(|r| r.converged).collect();
-    let iters: Vec<i32> = fit.starts.iter().map(|r| r.iterations as i32).collect();
+    let conv: Vec<bool> = fit.starts.iter().map(|r| r.convergence.converged).collect();
+    let iters: Vec<i32> = fit.starts.iter().map(|r| r.convergence.iterations as i32).collect();
     let evals: Vec<i32> = fit.starts.iter().map(|r| r.evaluations as i32).collect();
-    let msgs: Vec<String> = fit.starts.iter().map(|r| r.message.clone()).collect();
+    let msgs: Vec<String> = fit.starts.iter().map(|r| r.convergence.message.clone()).collect();
     Ok(list!(
         coefficients = best.par.clone(),
         cov_sandwich = to_r_matrix(&p.sandwich),
@@ -243,9 +243,7 @@ fn nce_nonlinear_fit_ica(
         let given = starts_of(&starts, d * d + 1)?;
         let ctrl = control_of(&control)?;
         let threads = threads_of(threads)?;
-        if !(seed.is_finite() && seed >= 0.0) {
-            return Err(NceError::invalid("seed", "must be a non-negative number"));
-        }
+        let seed = seed_of(seed)?;
         let parts = run::run(threads, |stop| {
             let model = IcaModel::new(xd, nr, d)?.with_parallel(true);
             let prob = NceProblem::new(&model, label, offset, method)?.with_parallel(true);
@@ -261,7 +259,7 @@ fn nce_nonlinear_fit_ica(
                 }
                 let w = ica::whitening(&xdat, nd, d)?;
                 for k in 0..n_random as u64 {
-                    all.push(ica::random_start(&w, d, seed as u64, k));
+                    all.push(ica::random_start(&w, d, seed, k));
                 }
             }
             let fit = ica::fit_starts_ica(&prob, &all, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
@@ -282,16 +280,14 @@ fn nce_ica_mle(x: Robj, n_starts: i32, seed: f64, control: List) -> Robj {
         if n_starts < 1 {
             return Err(NceError::invalid("n_starts", "must be at least 1"));
         }
-        if !(seed.is_finite() && seed >= 0.0) {
-            return Err(NceError::invalid("seed", "must be a non-negative number"));
-        }
+        let seed = seed_of(seed)?;
         let w = ica::whitening(xd, n, d)?;
         let c = control_of(&control)?;
         let lc = LbfgsControl { ..c.lbfgs };
         let mut best: Option<nce_core::optim::OptimResult> = None;
         let mut values = Vec::new();
         for k in 0..n_starts as u64 {
-            let s = ica::random_start(&w, d, seed as u64, k);
+            let s = ica::random_start(&w, d, seed, k);
             let o = ica::fit_mle(xd, n, d, &s[1..], &lc, &mut interrupt_pending)?;
             values.push(o.value);
             if best.as_ref().map_or(true, |b| o.value < b.value) {

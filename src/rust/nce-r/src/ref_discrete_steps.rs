@@ -2,7 +2,7 @@
 //! references, and the step-selection kernel. Conversions and checks only.
 
 use crate::convert::threads_of;
-use crate::convert::{col_major_matrix, guard, real_matrix, real_slice};
+use crate::convert::{col_major_matrix, guard, real_matrix, real_slice, seed_of};
 use extendr_api::prelude::*;
 use nce_core::ref_discrete::{Bernoulli, Categorical};
 use nce_core::ref_steps::StepKernel;
@@ -15,10 +15,7 @@ fn count_of(n: f64, seed: f64) -> std::result::Result<(usize, u64), NceError> {
             format!("must be a non-negative whole number, got {n}"),
         ));
     }
-    if !(seed.is_finite() && seed >= 0.0) {
-        return Err(NceError::invalid("seed", "must be a non-negative number"));
-    }
-    Ok((n as usize, seed as u64))
+    Ok((n as usize, seed_of(seed)?))
 }
 
 fn categorical_of(probs: &List) -> std::result::Result<Categorical, NceError> {

@@ -63,14 +63,7 @@ impl Family {
     #[inline]
     pub fn mean(self, eta: f64) -> f64 {
         match self {
-            Family::Binomial => {
-                if eta >= 0.0 {
-                    1.0 / (1.0 + (-eta).exp())
-                } else {
-                    let e = eta.exp();
-                    e / (1.0 + e)
-                }
-            }
+            Family::Binomial => sigmoid(eta),
             Family::Poisson | Family::PoissonTransform => eta.min(ETA_CAP).exp(),
         }
     }

@@ -7,6 +7,7 @@
 //! so a sweep costs p^2 instead of n p. Features are used as given: standardise them first.
 //! Path stops as glmnet's: deviance ratio above 0.999, or its gain below 1e-5 of itself.
 
+use crate::family::sigmoid;
 use crate::{NceError, Result};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -90,15 +91,6 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
         t += x * y;
     }
     t
-}
-
-fn sigmoid(eta: f64) -> f64 {
-    if eta >= 0.0 {
-        1.0 / (1.0 + (-eta).exp())
-    } else {
-        let e = eta.exp();
-        e / (1.0 + e)
-    }
 }
 
 /// Binomial deviance of 0/1 responses at linear predictors, probabilities clamped as glmnet's

@@ -2,7 +2,8 @@
 //! f(x; B) = -sqrt(2) sum_i |b_i' x|, b_i the rows of B (theta = B by rows), and the exact
 //! log normaliser c = log|det B| - (d/2) log 2, so the maximum-likelihood fit is computable.
 
-use super::{best_of, FitControl, Model, MultiFit, NceProblem, Preconditioned, RowFn, StartResult};
+use super::{fit_starts_with, FitControl, Model, MultiFit, NceProblem, Preconditioned, RowFn, StartResult};
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective, OptimResult};
 use crate::rng::stream_rng;
@@ -292,10 +293,8 @@ fn minimise_preconditioned(
     Ok(StartResult {
         par,
         value: o.value,
-        iterations: o.convergence.iterations,
         evaluations: o.evaluations,
-        converged: o.convergence.converged,
-        message: o.convergence.message,
+        convergence: o.convergence,
     })
 }
 
@@ -317,7 +316,7 @@ pub fn fit_one_ica(
         let model = prob.model.smoothed(h);
         let sp = NceProblem::new(&model, prob.label, prob.offset, prob.method)?.with_parallel(prob.parallel);
         let r = minimise_preconditioned(&sp, &par, &ctrl.lbfgs, interrupt)?;
-        iterations += r.iterations;
+        iterations += r.convergence.iterations;
         evaluations += r.evaluations + 1;
         par = r.par.clone();
         last = Some(r);
@@ -328,10 +327,15 @@ pub fn fit_one_ica(
     Ok(StartResult {
         par,
         value,
-        iterations,
         evaluations: evaluations + 1,
-        converged: last.converged,
-        message: format!("{} (|.| smoothed on [-{SMOOTH_FINE}, {SMOOTH_FINE}])", last.message),
+        convergence: Convergence {
+            iterations,
+            converged: last.convergence.converged,
+            message: format!(
+                "{} (|.| smoothed on [-{SMOOTH_FINE}, {SMOOTH_FINE}])",
+                last.convergence.message
+            ),
+        },
     })
 }
 
@@ -342,14 +346,7 @@ pub fn fit_starts_ica(
     ctrl: &FitControl,
     interrupt: &mut dyn FnMut() -> bool,
 ) -> Result<MultiFit> {
-    if starts.is_empty() {
-        return Err(NceError::invalid("n_starts", "needs at least one start"));
-    }
-    let mut out = Vec::with_capacity(starts.len());
-    for s in starts {
-        out.push(fit_one_ica(prob, s, ctrl, interrupt)?);
-    }
-    best_of(out)
+    fit_starts_with(starts, |s| fit_one_ica(prob, s, ctrl, interrupt))
 }
 
 /// Exact log normaliser of the Laplace ICA model: log|det B| - (d/2) log 2 (-Inf if singular).
@@ -600,9 +597,9 @@ mod tests {
             eprintln!(
                 "start {k}: {:?}, {} iterations, {} evaluations, {}",
                 t.elapsed(),
-                r.iterations,
+                r.convergence.iterations,
                 r.evaluations,
-                r.message
+                r.convergence.message
             );
         }
     }

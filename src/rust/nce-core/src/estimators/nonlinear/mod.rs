@@ -9,6 +9,7 @@
 
 pub mod ica;
 
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use nalgebra::{DMatrix, DVector};
@@ -382,10 +383,9 @@ pub struct StartResult {
     pub par: Vec<f64>,
     /// Minus the log-likelihood at `par`.
     pub value: f64,
-    pub iterations: usize,
     pub evaluations: usize,
-    pub converged: bool,
-    pub message: String,
+    /// L-BFGS iterations, and whether (and why not) the fit converged.
+    pub convergence: Convergence,
 }
 
 /// Minimise from one start: L-BFGS, then Fisher-scoring steps with step halving while they
@@ -399,8 +399,7 @@ pub fn fit_one<M: Model + ?Sized>(
     let o = minimise_lbfgs(prob, start, &ctrl.lbfgs, interrupt)?;
     let mut par = o.x;
     let mut value = o.value;
-    let mut converged = o.convergence.converged;
-    let mut message = o.convergence.message;
+    let mut convergence = o.convergence;
     let mut evaluations = o.evaluations;
     let k = prob.dim();
     let mut grad = vec![0.0; k];
@@ -418,8 +417,8 @@ pub fn fit_one<M: Model + ?Sized>(
             break;
         }
         if decrement <= ctrl.polish_tol * value.abs().max(1.0) {
-            converged = true;
-            message = "converged (Fisher-scoring decrement below tolerance)".to_string();
+            convergence.converged = true;
+            convergence.message = "converged (Fisher-scoring decrement below tolerance)".to_string();
             break;
         }
         // A Fisher step is a descent direction; if a thousandth of it does not decrease the
@@ -445,10 +444,8 @@ pub fn fit_one<M: Model + ?Sized>(
     Ok(StartResult {
         par,
         value,
-        iterations: o.convergence.iterations,
         evaluations,
-        converged,
-        message,
+        convergence,
     })
 }
 
@@ -464,18 +461,20 @@ pub fn fit_starts<M: Model + ?Sized>(
     ctrl: &FitControl,
     interrupt: &mut dyn FnMut() -> bool,
 ) -> Result<MultiFit> {
+    fit_starts_with(starts, |s| fit_one(prob, s, ctrl, interrupt))
+}
+
+/// Every start fitted by `fit` (in order) and the index of the best (lowest finite objective).
+pub fn fit_starts_with(starts: &[Vec<f64>], mut fit: impl FnMut(&[f64]) -> Result<StartResult>) -> Result<MultiFit> {
     if starts.is_empty() {
         return Err(NceError::invalid("n_starts", "needs at least one start"));
     }
-    let mut out = Vec::with_capacity(starts.len());
-    for s in starts {
-        out.push(fit_one(prob, s, ctrl, interrupt)?);
-    }
+    let out = starts.iter().map(|s| fit(s)).collect::<Result<Vec<_>>>()?;
     best_of(out)
 }
 
 /// The starts' results and the index of the best (lowest finite objective).
-pub fn best_of(out: Vec<StartResult>) -> Result<MultiFit> {
+fn best_of(out: Vec<StartResult>) -> Result<MultiFit> {
     let best = (0..out.len())
         .filter(|&i| out[i].value.is_finite())
         .min_by(|&a, &b| out[a].value.total_cmp(&out[b].value))
@@ -628,7 +627,7 @@ mod tests {
         let prob = NceProblem::new(&model, &label, &off, Method::Logistic).unwrap();
         let fit = fit_starts(&prob, &[vec![0.0, 0.0, 0.0]], &FitControl::default(), &mut || false).unwrap();
         let b = &fit.starts[fit.best];
-        assert!(b.converged, "{}", b.message);
+        assert!(b.convergence.converged, "{}", b.convergence.message);
         // truth: mu = 1, log sd = ln 0.5, nu = -log(sqrt(2 pi) 0.5)
         assert!((b.par[1] - 1.0).abs() < 0.05);
         assert!((b.par[2] - 0.5f64.ln()).abs() < 0.05);
