@@ -4,7 +4,7 @@
 # future::plan() decides where they run) and lapply otherwise. Seeds: future's
 # parallel-safe streams drawn from R's RNG, so set.seed() makes the collection reproducible.
 latkes_by <- function(cl, data, by, env) {
-  if (!is.data.frame(data)) nce_abort("`data` must be a data frame", "input")
+  check_data_frame(data, "data", min_rows = 0L)
   if (!is.character(by) || length(by) != 1L || !by %in% names(data)) {
     nce_abort("`by` must name a column of `data`", "input")
   }

@@ -244,9 +244,7 @@ window_points <- function(w, grid, px, py, refine) {
 # design row averaged under the normalised density (d log Z / d beta).
 grid_normaliser <- function(object, newdata, grid, gradient = FALSE, refine = 7, extrapolate = TRUE,
                             call = caller_call()) {
-  if (!is.numeric(grid) || length(grid) != 2L || any(!is.finite(grid)) || any(grid < 1) || any(grid != round(grid))) {
-    nce_abort("`grid` must be two positive whole numbers (cells along x and y)", "input", call = call)
-  }
+  check_grid(grid, call = call)
   check_whole(refine, "refine", min = 0, max = 99, call = call)
   if (refine > 0 && refine %% 2 == 0) nce_abort("`refine` must be odd (cells centred on the previous fixation)",
                                                 "input", call = call)

@@ -266,11 +266,7 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
                       length(bad), format_positions(bad)), "data")
   }
   if (is.null(window)) window <- c(range(d$x), range(d$y))
-  if (!is.numeric(window) || length(window) != 4L || any(!is.finite(window)) ||
-      window[1] >= window[2] || window[3] >= window[4] || any(!is.finite(diff(window)[c(1, 3)]))) {
-    nce_abort("`window` must be c(xmin, xmax, ymin, ymax), finite, with xmin < xmax and ymin < ymax", "input",
-              call = call)
-  }
+  check_window(window, call = call)
   window <- as.double(window)
   seq0 <- if (is.null(group)) rep(1L, nrow(d)) else d[[group]]
   if (anyNA(seq0)) nce_abort(sprintf("`group` column %s has NA", group), "data")

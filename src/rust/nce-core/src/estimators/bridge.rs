@@ -8,7 +8,12 @@
 //!   L(c) = Σ_A softplus(-(r_i - c + ν)) + Σ_B softplus(r_j - c + ν)
 //!
 //! is convex in c, its gradient runs from -n2 (c → -∞) to n1 (c → +∞), so the root exists and
-//! is unique. It is found by Newton's method safeguarded by bisection on a bracket.
+//! is unique. It is found by Newton's method safeguarded by bisection on a bracket. Not the
+//! `roots` crate: one pass over the draws gives both L' and L'' (roots' Newton takes them as two
+//! functions, two passes), the interrupt is polled between steps, and its absolute stopping test
+//! on |L'| ends early on flat, nearly separated problems. Measured on n = 10^4..10^5 normal log
+//! ratios: 4-5 passes to 1e-15 here, roots' Newton 6-8 calls of each function (1.4-1.8x the time;
+//! error 1.5e-7 when nearly separated), roots' Brent 20-40 passes (5x the time).
 //!
 //! Two uses: a Bayes factor between models that share a prior (f_k = likelihood × prior, so
 //! r = l1 - l2 and c = log K; eq. 19-20 of the NCL report) and one normalising constant against
