@@ -211,14 +211,7 @@ fn main() {
         }
         return;
     }
-    let prob = Problem {
-        y: &y,
-        prior_weights: &w,
-        offset: &offset,
-        family: Family::Binomial,
-        penalty: None,
-        start: None,
-    };
+    let prob = Problem::new(&y, &w, &offset, Family::Binomial);
     let ctrl = RemlControl::default();
     let run = |d: &dyn Fn() -> (f64, RemlFit), label: &str| {
         let mut best: Option<(f64, RemlFit)> = None;

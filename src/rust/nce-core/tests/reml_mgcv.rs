@@ -84,14 +84,7 @@ fn load(name: &str) -> Case {
 fn run(c: &Case, ctrl: &RemlControl) -> RemlFit {
     let d = DenseDesign::new(&c.x, c.n, c.p).unwrap();
     let (w, o) = (vec![1.0; c.n], vec![0.0; c.n]);
-    let prob = Problem {
-        y: &c.y,
-        prior_weights: &w,
-        offset: &o,
-        family: c.family,
-        penalty: None,
-        start: None,
-    };
+    let prob = Problem::new(&c.y, &w, &o, c.family);
     fit_reml(&d, &prob, &c.pens, ctrl, &mut || false).unwrap()
 }
 

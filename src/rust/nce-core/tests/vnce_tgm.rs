@@ -200,14 +200,7 @@ fn without_missing_values_vnce_is_the_nce_logistic_regression() {
         .collect();
     let w = vec![1.0; rows];
     let design = DenseDesign::new(&feat, rows, p).unwrap();
-    let prob = irls::Problem {
-        y: &resp,
-        prior_weights: &w,
-        offset: &off,
-        family: Family::Binomial,
-        penalty: None,
-        start: None,
-    };
+    let prob = irls::Problem::new(&resp, &w, &off, Family::Binomial);
     let glm = irls::fit(&design, &prob, &irls::Control::default(), &mut || false).unwrap();
     assert!(glm.convergence.converged);
     let th = theta_of(&f.params);

@@ -1215,14 +1215,7 @@ mod tests {
         }
         let s = d2.transpose() * d2;
         let w = vec![1.0; n];
-        let prob = Problem {
-            y: &y,
-            prior_weights: &w,
-            offset: &offset,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let prob = Problem::new(&y, &w, &offset, Family::Binomial);
         let ctrl = RemlControl::default();
         let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s: s.clone() }]).unwrap();
         let clusters: Vec<usize> = (0..ng).map(|t| t / 4).collect();

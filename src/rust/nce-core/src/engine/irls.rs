@@ -272,14 +272,7 @@ mod tests {
         assert!(e.to_string().starts_with("`y`"), "{e}");
         let o2 = vec![0.0, f64::INFINITY, 0.0];
         let y2 = vec![0.0, 1.0, 1.0];
-        let prob = Problem {
-            y: &y2,
-            prior_weights: &w,
-            offset: &o2,
-            family: Family::Binomial,
-            penalty: None,
-            start: None,
-        };
+        let prob = Problem::new(&y2, &w, &o2, Family::Binomial);
         let e = fit(&d, &prob, &Control::default(), &mut || false).unwrap_err();
         assert!(
             e.to_string().contains("`offset`") && e.to_string().contains("position 2"),
