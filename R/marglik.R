@@ -121,7 +121,7 @@
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
-marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t"),
+marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t", "warped"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
   call <- match.call()
@@ -172,7 +172,24 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_ess(ess, 1L, ucall)
   # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
-  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(),
+  family <- reference
+  warp <- NULL
+  if (reference == "warped") {
+    # the estimator runs on the normal-score scale of the fitted transports (R/marglik-warp.R)
+    warp <- warp_fit(warp_to_unc(xf, lb, ub), ucall)
+    yf <- warp_inverse(warp, warp_to_unc(xf, lb, ub))
+    xe <- if (split) warp_inverse(warp, warp_to_unc(xe, lb, ub)) else yf
+    xf <- yf
+    colnames(xf) <- colnames(xe) <- colnames(x)
+    log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, colnames(x))
+    warp$lb <- lb
+    warp$ub <- ub
+    lb <- rep(-Inf, d)
+    ub <- rep(Inf, d)
+    family <- "normal"
+  }
+  shrink <- reference == "warped"
+  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, family, as.double(df), as.double(n_ref), draw_seed(), shrink,
                                   nce_threads()))
   xr <- ref$ref_draws
   colnames(xr) <- colnames(x)
@@ -196,7 +213,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
       if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
     } else if (waymarks == "always" || acc1 > control$switch) {
       tele <- marglik_telescope(xf, xe, r1, r2, log_posterior, lb, ub, control$accuracy, control$moves, chains_e,
-                                ess, ucall)
+                                ess, shrink, ucall)
       tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = acc1)
       fit$log_ratio <- tele$log_z
       fit$se <- tele$se
@@ -211,7 +228,8 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     ess = fit$ess[1L], n = nrow(xe), n_ref = as.integer(n_ref),
     bounds = c(lower = fit$bound_lower, upper = fit$bound_upper),
     reference = list(family = reference, df = if (reference == "t") df else NULL,
-                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub),
+                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov,
+                     lb = if (is.null(warp)) lb else warp$lb, ub = if (is.null(warp)) ub else warp$ub, warp = warp),
     split = split, separated = fit$separated, converged = fit$converged,
     iterations = fit$iterations, chains = chains, telescope = tele, call = call),
     class = "nce_marglik")
