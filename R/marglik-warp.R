@@ -109,54 +109,51 @@ warp_forward <- function(w, y) {
   list(u = u, logjac = rowSums(matrix(log(du), n, d)))
 }
 
-# The inverse transport: normal scores of unconstrained draws u (n x d), by safeguarded Newton
-# steps within each monotone cubic piece.
+# The inverse transport: normal scores of unconstrained draws u (n x d), by Newton steps within
+# each monotone cubic piece, safeguarded by bisection (all columns at once).
 warp_inverse <- function(w, u) {
   k <- length(w$scores)
   s <- w$scores
   n <- nrow(u)
   d <- ncol(u)
-  y <- matrix(0, n, d)
-  for (j in seq_len(d)) {
-    q <- w$q[, j]
-    m <- w$m[, j]
-    v <- u[, j]
-    i <- pmin(pmax(findInterval(v, q), 1L), k - 1L)
-    h <- s[i + 1L] - s[i]
-    q0 <- q[i]
-    q1 <- q[i + 1L]
-    m0 <- m[i] * h
-    m1 <- m[i + 1L] * h
-    lo <- 0
-    up <- 1
-    t <- (v - q0) / (q1 - q0)
-    t <- pmin(pmax(t, 0), 1)
-    lo <- rep(0, length(v))
-    up <- rep(1, length(v))
-    for (it in 1:60) {
-      t2 <- t * t
-      t3 <- t2 * t
-      f <- (2 * t3 - 3 * t2 + 1) * q0 + (t3 - 2 * t2 + t) * m0 + (-2 * t3 + 3 * t2) * q1 + (t3 - t2) * m1 - v
-      df <- (6 * t2 - 6 * t) * q0 + (3 * t2 - 4 * t + 1) * m0 + (-6 * t2 + 6 * t) * q1 + (3 * t2 - 2 * t) * m1
-      lo <- ifelse(f < 0, t, lo)
-      up <- ifelse(f > 0, t, up)
-      tn <- t - f / df
-      bad <- !is.finite(tn) | tn <= lo | tn >= up
-      tn[bad] <- 0.5 * (lo[bad] + up[bad])
-      if (max(abs(tn - t)) < 1e-13) {
-        t <- tn
-        break
-      }
-      t <- tn
-    }
-    yj <- s[i] + t * h
-    below <- v < q[1L]
-    above <- v > q[k]
-    yj[below] <- s[1L] + (v[below] - q[1L]) / m[1L]
-    yj[above] <- s[k] + (v[above] - q[k]) / m[k]
-    y[, j] <- yj
+  col <- rep(seq_len(d), each = n)
+  v <- as.vector(u)
+  qk <- function(r) w$q[r, col]
+  i <- rep(1L, n * d)
+  for (r in 2:(k - 1L)) i <- i + (v > qk(r))
+  ic <- cbind(i, col)
+  ic1 <- cbind(i + 1L, col)
+  h <- s[i + 1L] - s[i]
+  q0 <- w$q[ic]
+  q1 <- w$q[ic1]
+  m0 <- w$m[ic] * h
+  m1 <- w$m[ic1] * h
+  t <- pmin(pmax((v - q0) / (q1 - q0), 0), 1)
+  lo <- numeric(length(v))
+  up <- rep(1, length(v))
+  for (it in 1:50) {
+    t2 <- t * t
+    t3 <- t2 * t
+    f <- (2 * t3 - 3 * t2 + 1) * q0 + (t3 - 2 * t2 + t) * m0 + (-2 * t3 + 3 * t2) * q1 + (t3 - t2) * m1 - v
+    df <- (6 * t2 - 6 * t) * (q0 - q1) + (3 * t2 - 4 * t + 1) * m0 + (3 * t2 - 2 * t) * m1
+    neg <- f < 0
+    lo[neg] <- t[neg]
+    up[!neg] <- t[!neg]
+    tn <- t - f / df
+    bad <- !is.finite(tn) | tn < lo | tn > up
+    tn[bad] <- 0.5 * (lo[bad] + up[bad])
+    done <- max(abs(tn - t)) < 1e-12
+    t <- tn
+    if (done) break
   }
-  y
+  y <- s[i] + t * h
+  q_first <- qk(1L)
+  q_last <- qk(k)
+  below <- v < q_first
+  above <- v > q_last
+  y[below] <- s[1L] + (v[below] - q_first[below]) / w$m[1L, col[below]]
+  y[above] <- s[k] + (v[above] - q_last[above]) / w$m[k, col[above]]
+  matrix(y, n, d)
 }
 
 # The kernel on the normal-score scale: log f(x) + log |dx/du| + log |du/dy| at rows of y.

@@ -121,7 +121,7 @@
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
-marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t", "warped"),
+marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
   call <- match.call()
@@ -172,49 +172,23 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_ess(ess, 1L, ucall)
   # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
-  family <- reference
-  warp <- NULL
-  if (reference == "warped") {
-    # the estimator runs on the normal-score scale of the fitted transports (R/marglik-warp.R)
-    warp <- warp_fit(warp_to_unc(xf, lb, ub), ucall)
-    yf <- warp_inverse(warp, warp_to_unc(xf, lb, ub))
-    xe <- if (split) warp_inverse(warp, warp_to_unc(xe, lb, ub)) else yf
-    xf <- yf
-    colnames(xf) <- colnames(xe) <- colnames(x)
-    log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, colnames(x))
-    warp$lb <- lb
-    warp$ub <- ub
-    lb <- rep(-Inf, d)
-    ub <- rep(Inf, d)
-    family <- "normal"
+  est <- marglik_against(if (reference == "auto") "normal" else reference, xf, xe, colnames(x), log_posterior, lb, ub,
+                         df, n_ref, split, ess, chains_e, ucall)
+  if (reference == "auto" && est$accuracy > control$switch) {
+    # the draws and the normal reference barely overlap: match the marginals (R/marglik-warp.R)
+    est <- marglik_against("warped", xf, xe, colnames(x), log_posterior, lb, ub, df, n_ref, split, ess, chains_e,
+                           ucall)
   }
-  shrink <- reference == "warped"
-  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, family, as.double(df), as.double(n_ref), draw_seed(), shrink,
-                                  nce_threads()))
-  xr <- ref$ref_draws
-  colnames(xr) <- colnames(x)
-  lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
-  check_finite_values(lp_e, "log_posterior", "draws")
-  lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
-  bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
-  if (length(bad)) {
-    nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
-                            "-Inf outside the support"),
-                      length(bad), length(lp_r), format_positions(bad)), "data")
-  }
-  r1 <- lp_e + ref$est_logjac - ref$est_logref
-  r2 <- lp_r + ref$ref_logjac - ref$ref_logref
-  check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
-  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  fit <- est$fit
+  ref <- est$ref
   tele <- NULL
   if (waymarks != "none" && !fit$separated) {
-    acc1 <- classifier_accuracy(r1, r2, fit$log_ratio)
-    if (reference == "t") {
+    if (est$family == "t") {
       if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
-    } else if (waymarks == "always" || acc1 > control$switch) {
-      tele <- marglik_telescope(xf, xe, r1, r2, log_posterior, lb, ub, control$accuracy, control$moves, chains_e,
-                                ess, shrink, ucall)
-      tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = acc1)
+    } else if (waymarks == "always" || est$accuracy > control$switch) {
+      tele <- marglik_telescope(est$xf, est$xe, est$r1, est$r2, est$log_posterior, est$lb, est$ub, control$accuracy,
+                                control$moves, chains_e, ess, est$family == "warped", ucall)
+      tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = est$accuracy)
       fit$log_ratio <- tele$log_z
       fit$se <- tele$se
       fit$se_iid <- tele$se_iid
@@ -227,9 +201,9 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     logml = fit$log_ratio, se = fit$se, se_iid = fit$se_iid,
     ess = fit$ess[1L], n = nrow(xe), n_ref = as.integer(n_ref),
     bounds = c(lower = fit$bound_lower, upper = fit$bound_upper),
-    reference = list(family = reference, df = if (reference == "t") df else NULL,
-                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov,
-                     lb = if (is.null(warp)) lb else warp$lb, ub = if (is.null(warp)) ub else warp$ub, warp = warp),
+    reference = list(family = est$family, df = if (est$family == "t") df else NULL,
+                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub, warp = est$warp,
+                     accuracy = est$accuracy),
     split = split, separated = fit$separated, converged = fit$converged,
     iterations = fit$iterations, chains = chains, telescope = tele, call = call),
     class = "nce_marglik")
@@ -239,6 +213,48 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
   out
+}
+
+# One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to
+# `xf`, the single classifier with the `xe` draws, and what telescoping needs (the draws, kernel
+# and bounds on the scale the reference lives on; for "warped" the normal scores of the transports).
+marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_ref, split, ess, chains_e, call) {
+  d <- ncol(xf)
+  warp <- NULL
+  rust_family <- family
+  if (family == "warped") {
+    # the estimator runs on the normal-score scale of the fitted transports (R/marglik-warp.R)
+    uf <- warp_to_unc(xf, lb, ub)
+    warp <- warp_fit(uf, call)
+    yf <- warp_inverse(warp, uf)
+    xe <- if (split) warp_inverse(warp, warp_to_unc(xe, lb, ub)) else yf
+    xf <- yf
+    colnames(xf) <- colnames(xe) <- names
+    log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, names)
+    lb <- rep(-Inf, d)
+    ub <- rep(Inf, d)
+    rust_family <- "normal"
+  }
+  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, rust_family, as.double(df), as.double(n_ref), draw_seed(),
+                                  family == "warped", nce_threads()))
+  xr <- ref$ref_draws
+  colnames(xr) <- names
+  lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+  check_finite_values(lp_e, "log_posterior", "draws")
+  lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
+  bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
+  if (length(bad)) {
+    nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
+                            "-Inf outside the support"),
+                      length(bad), length(lp_r), format_positions(bad)), "data")
+  }
+  r1 <- lp_e + ref$est_logjac - ref$est_logref
+  r2 <- lp_r + ref$ref_logjac - ref$ref_logref
+  check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", call)
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  acc <- if (fit$separated) 1 else classifier_accuracy(r1, r2, fit$log_ratio)
+  list(family = family, fit = fit, ref = ref, accuracy = acc, r1 = r1, r2 = r2, xf = xf, xe = xe,
+       log_posterior = log_posterior, lb = lb, ub = ub, warp = warp)
 }
 
 # Settings of the telescoping: `switch`, the accuracy of the single classifier above which
