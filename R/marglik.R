@@ -21,6 +21,23 @@
 #' the draws fits the reference and the second half enters the estimate, so
 #' the reference does not depend on the draws it is compared with.
 #'
+#' **Warped reference.** In many dimensions most of the gap between the
+#' draws and a normal reference is in the marginals: a log-transformed scale
+#' parameter is skewed, and a small mismatch per parameter adds up over
+#' hundreds (a Gamma(2, 1) kernel on the log scale is 0.045 nats from its
+#' best normal; 300 of them are 13.6 nats apart). The second largest part is
+#' the noise of a full covariance fitted to \eqn{n} draws, about
+#' \eqn{D^2/(4n)} nats. `reference = "warped"` maps each unconstrained
+#' parameter through a monotone transport of a standard normal (the
+#' Fritsch-Carlson monotone cubic through the draws' quantiles at the normal
+#' scores \eqn{-3, \dots, 3}, linear beyond) and joins the marginals by a
+#' Gaussian copula whose correlations are shrunk towards zero by the
+#' Ledoit-Wolf (2004) intensity. The estimate runs on the normal-score scale,
+#' a bijection with its Jacobian, so \eqn{\log Z} is unchanged; the
+#' telescoping below then runs on that scale too. With 10,000 draws of a
+#' 300-dimensional Gamma product the single classifier against it has
+#' accuracy near 0.53 (against the normal reference: 0.997).
+#'
 #' **Telescoping** (Rhodes, Xu and Gutmann 2020). In many dimensions the
 #' draws and the reference barely overlap (a "density chasm"): one classifier
 #' separates them almost perfectly and its intercept is poorly determined.
@@ -51,8 +68,12 @@
 #' @param lb,ub Lower and upper bounds of the parameters: one number for all,
 #'   or one per column (named by column or in column order); `-Inf`/`Inf`
 #'   for none.
-#' @param reference `"normal"` or `"t"` (multivariate Student t with `df`
-#'   degrees of freedom and the draws' covariance, for heavy tails).
+#' @param reference `"auto"` (the normal reference, or the warped one when
+#'   the single classifier against the normal reference is more accurate than
+#'   `control$switch`, i.e. the two barely overlap), `"normal"`, `"t"`
+#'   (multivariate Student t with `df` degrees of freedom and the draws'
+#'   covariance, for heavy tails) or `"warped"` (fitted marginals and a
+#'   Gaussian copula; see Details).
 #' @param df Degrees of freedom of the t reference.
 #' @param n_ref Number of reference draws; by default as many as the draws in
 #'   the estimate.
@@ -80,8 +101,10 @@
 #'   \eqn{n/\mathrm{ESS}}), `se_iid`, `ess`, `n` (draws in the estimate),
 #'   `n_ref`, `bounds` (importance sampling estimates from the reference and
 #'   reciprocal importance sampling from the draws, lower and upper bounds in
-#'   expectation), `reference` (family, mean and covariance on the
-#'   unconstrained scale), `separated`, `converged`, `iterations`, `chains`,
+#'   expectation), `reference` (the family used, mean and covariance on the
+#'   unconstrained scale, or for `"warped"` on the normal-score scale with
+#'   the transports' knots in `warp`, and `accuracy`, that of the single
+#'   classifier against it), `separated`, `converged`, `iterations`, `chains`,
 #'   `telescope` (`NULL` for the single classifier; otherwise the waymarks `b`,
 #'   the intercepts `c` of the pairs with their accuracies, the moves'
 #'   acceptance rates, the number of `log_posterior` evaluations, and
@@ -103,6 +126,13 @@
 #'
 #'   Rhodes, B., Xu, K. and Gutmann, M. U. (2020). Telescoping density-ratio
 #'   estimation. Advances in Neural Information Processing Systems 33.
+#'
+#'   Ledoit, O. and Wolf, M. (2004). A well-conditioned estimator for
+#'   large-dimensional covariance matrices. Journal of Multivariate Analysis 88,
+#'   365-411.
+#'
+#'   Fritsch, F. N. and Carlson, R. E. (1980). Monotone piecewise cubic
+#'   interpolation. SIAM Journal on Numerical Analysis 17, 238-246.
 #'
 #'   Cotter, S. L., Roberts, G. O., Stuart, A. M. and White, D. (2013). MCMC
 #'   methods for functions: modifying old algorithms to make them faster.
@@ -222,13 +252,20 @@ marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_
   d <- ncol(xf)
   warp <- NULL
   rust_family <- family
+  lp_e <- NULL
   if (family == "warped") {
     # the estimator runs on the normal-score scale of the fitted transports (R/marglik-warp.R)
     uf <- warp_to_unc(xf, lb, ub)
     warp <- warp_fit(uf, call)
     yf <- warp_inverse(warp, uf)
-    xe <- if (split) warp_inverse(warp, warp_to_unc(xe, lb, ub)) else yf
+    ue <- if (split) warp_to_unc(xe, lb, ub) else uf
+    ye <- if (split) warp_inverse(warp, ue) else yf
+    # the kernel at the draws themselves, not at their round trip through the transports
+    lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+    check_finite_values(lp_e, "log_posterior", "draws")
+    lp_e <- lp_e + warp_from_unc(ue, lb, ub)$logjac + warp_forward(warp, ye)$logjac
     xf <- yf
+    xe <- ye
     colnames(xf) <- colnames(xe) <- names
     log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, names)
     lb <- rep(-Inf, d)
@@ -239,8 +276,10 @@ marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_
                                   family == "warped", nce_threads()))
   xr <- ref$ref_draws
   colnames(xr) <- names
-  lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
-  check_finite_values(lp_e, "log_posterior", "draws")
+  if (is.null(lp_e)) {
+    lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+    check_finite_values(lp_e, "log_posterior", "draws")
+  }
   lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
   bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
   if (length(bad)) {
@@ -354,7 +393,8 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
   print(signif(x$table, digits))
   r <- x$reference
   cat(sprintf("\nreference: %s%s, fitted to %s draws on the unconstrained scale (%d dimension%s)\n",
-              r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else "",
+              r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else if (identical(r$family, "warped"))
+                " (marginal transports, Gaussian copula with shrunk correlations)" else "",
               if (x$split) "the first half of the" else "all", length(r$mean), if (length(r$mean) == 1L) "" else "s"))
   cat(sprintf("draws in the estimate: %d (effective %s)%s; reference draws: %d\n", x$n,
               format(x$ess, digits = 3),

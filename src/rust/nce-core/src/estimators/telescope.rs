@@ -639,6 +639,30 @@ mod tests {
     }
 
     #[test]
+    fn ledoit_wolf_shrinks_noise_and_keeps_strong_correlations() {
+        let (n, d) = (400, 30);
+        // independent columns: the sample correlations are noise, shrunk almost to zero
+        let x = gamma_draws(n, d, 4);
+        let (m, mut c) = bridge::mean_cov(&x, n, d).unwrap();
+        let diag: Vec<f64> = (0..d).map(|a| c[a * d + a]).collect();
+        let lam = shrink_cov(&x, n, d, &m, &mut c);
+        assert!(lam > 0.8, "{lam}");
+        assert!((0..d).all(|a| c[a * d + a] == diag[a]));
+        // one common factor (correlation 0.8): little shrinkage
+        let mut rng = crate::rng::stream_rng(5, 0);
+        let f: Vec<f64> = (0..n).map(|_| rng.sample(StandardNormal)).collect();
+        let y: Vec<f64> = (0..n * d)
+            .map(|k| 0.8f64.sqrt() * f[k % n] + 0.2f64.sqrt() * rng.sample::<f64, _>(StandardNormal))
+            .collect();
+        let (m, mut c) = bridge::mean_cov(&y, n, d).unwrap();
+        let before = c[1];
+        let lam = shrink_cov(&y, n, d, &m, &mut c);
+        assert!(lam < 0.05, "{lam}");
+        assert!((c[1] - (1.0 - lam) * before).abs() < 1e-12);
+        assert_eq!(shrink_cov(&y, n, 1, &m, &mut [1.0]), 0.0);
+    }
+
+    #[test]
     fn proposals_do_not_depend_on_threads() {
         let (n, d) = (1000, 4);
         let z = gamma_draws(n, d, 2);
