@@ -13,7 +13,7 @@
 # NCE_BENCH_BS_MAXD (default 1000): no bridgesampling above this dimension.
 # NCE_BENCH_OUT: a CSV file for the per-seed rows.
 library(nce)
-cases <- strsplit(Sys.getenv("NCE_BENCH_CASES", "gamma10,gamma20,gamma100,hier100,gamma300,gamma1000"), ",")[[1]]
+cases <- strsplit(Sys.getenv("NCE_BENCH_CASES", "gamma10,gamma20,gamma100,hier100,gamma300,gamma1000,bf300"), ",")[[1]]
 seeds <- as.integer(Sys.getenv("NCE_BENCH_SEEDS", "10"))
 n <- as.integer(Sys.getenv("NCE_BENCH_DRAWS", "10000"))
 with_bs <- requireNamespace("bridgesampling", quietly = TRUE) && Sys.getenv("NCE_BENCH_BS", "1") == "1"
@@ -55,13 +55,48 @@ bs <- function(x, lk, lb, ub, method) {
                                  lb = stats::setNames(rep_len(lb, ncol(x)), nm),
                                  ub = stats::setNames(rep_len(ub, ncol(x)), nm), method = method, silent = TRUE)$logml
 }
+none <- list(value = NA_real_, time = NA_real_)
+
+# bf300: a Bayes factor between two Poisson models sharing a Gamma(2, 1) prior on D = 300 rates
+# (y_j ~ Poisson(theta_j) against y_j ~ Poisson(2 theta_j)); the posteriors are Gamma(2 + y, 2)
+# and Gamma(2 + y, 3), log K exact. bayes_factor_nce() classifies between the two posteriors;
+# the other route is bayes_factor_marglik() of two marglik_nce() estimates, each against its own
+# (warped) reference.
+bf_case <- function(seeds, n, d = 300L) {
+  set.seed(7)
+  y <- stats::rpois(d, 1)
+  l1 <- function(p) rowSums(sweep(log(p), 2, y, "*") - p)
+  l2 <- function(p) rowSums(sweep(log(2 * p), 2, y, "*") - 2 * p)
+  lprior <- function(p) rowSums(log(p) - p)
+  logz <- function(c) sum(lgamma(2 + y) - (2 + y) * log(1 + c) + y * log(c) - lgamma(y + 1))
+  exact <- logz(1) - logz(2)
+  out <- lapply(seq_len(seeds), function(s) {
+    set.seed(100 + s)
+    d1 <- matrix(stats::rgamma(n * d, 2 + y, 2), n, d, byrow = TRUE)
+    d2 <- matrix(stats::rgamma(n * d, 2 + y, 3), n, d, byrow = TRUE)
+    k <- cpu(suppressWarnings(bayes_factor_nce(d1, d2, l1, l2)))
+    m <- cpu(bayes_factor_marglik(marglik_nce(d1, function(p) l1(p) + lprior(p), lb = 0),
+                                  marglik_nce(d2, function(p) l2(p) + lprior(p), lb = 0)))
+    r <- data.frame(seed = s, exact = exact, direct = k$value$log_bf - exact, direct_se = k$value$se,
+                    cpu_direct = k$time, marglik = m$value$log_bf - exact, marglik_se = m$value$se, cpu_marglik = m$time)
+    print(r, row.names = FALSE, digits = 3)
+    r
+  })
+  do.call(rbind, out)
+}
+
 cpu <- function(expr) {
   t0 <- proc.time()
   v <- expr
   t <- proc.time() - t0
   list(value = v, time = t[["user.self"]] + t[["sys.self"]])
 }
-none <- list(value = NA_real_, time = NA_real_)
+if ("bf300" %in% cases) {
+  bf <- bf_case(seeds, n)
+  cat(sprintf("\nbf300: bayes_factor_nce() separated in %d of %d; marglik route RMSE %.4f, max %.4f, mean s.e. %.4f\n",
+              sum(is.na(bf$direct)), nrow(bf), sqrt(mean(bf$marglik^2)), max(abs(bf$marglik)), mean(bf$marglik_se)))
+  cases <- setdiff(cases, "bf300")
+}
 
 rows <- list()
 for (cs_name in cases) {
@@ -78,22 +113,25 @@ for (cs_name in cases) {
     rows[[length(rows) + 1L]] <- data.frame(
       case = cs_name, seed = s, auto = a$value$logml - cs$exact, auto_se = a$value$se,
       reference = a$value$reference$family, waymarks = if (is.null(tel)) 0L else length(tel$b) - 2L,
-      cpu_auto = a$time, single = o$value$logml - cs$exact, single_se = o$value$se,
+      auto_acc = a$value$reference$accuracy, cpu_auto = a$time, single = o$value$logml - cs$exact,
+      single_se = o$value$se,
       single_acc = o$value$reference$accuracy, cpu_single = o$time,
       bs = b$value - cs$exact, cpu_bs = b$time, bs_warp3 = w3$value - cs$exact, cpu_warp3 = w3$time)
     print(utils::tail(rows[[length(rows)]], 1), row.names = FALSE, digits = 3)
     if (nzchar(out_csv)) utils::write.csv(do.call(rbind, rows), out_csv, row.names = FALSE)
   }
 }
-out <- do.call(rbind, rows)
-cat(sprintf("\n%d draws per estimate (%d in the estimate, split = TRUE); errors against the exact log Z\n\n", n, n / 2))
-rmse <- function(v) sqrt(mean(v^2))
-summ <- do.call(rbind, lapply(split(out, out$case), function(d) {
-  data.frame(case = d$case[1], seeds = nrow(d), max_abs_auto = max(abs(d$auto)), rmse_auto = rmse(d$auto),
-             mean_se_auto = mean(d$auto_se), covered_2se = mean(abs(d$auto) <= 2 * d$auto_se),
-             warped = mean(d$reference == "warped"), waymarks = mean(d$waymarks), cpu_auto = mean(d$cpu_auto),
-             max_abs_single = max(abs(d$single)), rmse_single = rmse(d$single), cpu_single = mean(d$cpu_single),
-             max_abs_bs = max(abs(d$bs)), rmse_bs = rmse(d$bs), cpu_bs = mean(d$cpu_bs),
-             rmse_warp3 = rmse(d$bs_warp3), cpu_warp3 = mean(d$cpu_warp3))
-}))
-print(format(summ, digits = 3), row.names = FALSE)
+if (length(rows)) {
+  out <- do.call(rbind, rows)
+  cat(sprintf("\n%d draws per estimate (%d in the estimate, split = TRUE); errors against the exact log Z\n\n", n, n / 2))
+  rmse <- function(v) sqrt(mean(v^2))
+  summ <- do.call(rbind, lapply(split(out, out$case), function(d) {
+    data.frame(case = d$case[1], seeds = nrow(d), max_abs_auto = max(abs(d$auto)), rmse_auto = rmse(d$auto),
+               mean_se_auto = mean(d$auto_se), covered_2se = mean(abs(d$auto) <= 2 * d$auto_se),
+               warped = mean(d$reference == "warped"), waymarks = mean(d$waymarks), cpu_auto = mean(d$cpu_auto),
+               max_abs_single = max(abs(d$single)), rmse_single = rmse(d$single), cpu_single = mean(d$cpu_single),
+               max_abs_bs = max(abs(d$bs)), rmse_bs = rmse(d$bs), cpu_bs = mean(d$cpu_bs),
+               rmse_warp3 = rmse(d$bs_warp3), cpu_warp3 = mean(d$cpu_warp3))
+  }))
+  print(format(summ, digits = 3), row.names = FALSE)
+}
