@@ -92,7 +92,9 @@
 #'   draws and the reference is too accurate, i.e. the two barely overlap),
 #'   `"none"` (always the single classifier) or `"always"`. See Details.
 #' @param control Settings of the telescoping, a list with `switch` (the
-#'   accuracy of the single classifier above which `"auto"` telescopes, 0.75),
+#'   accuracy of the single classifier above which `reference = "auto"` moves
+#'   from the normal to the warped reference and `waymarks = "auto"`
+#'   telescopes, 0.75),
 #'   `accuracy` (the target accuracy of each neighbouring pair, 0.55) and
 #'   `moves` (linear-mixing Metropolis moves per waymark, 10).
 #' @return An object of class `nce_marglik`, a list with `logml` (the
