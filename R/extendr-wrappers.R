@@ -90,13 +90,13 @@ nce_bridge_solve <- function(r1, r2, ess, tol, maxit, threads) .Call(wrap__nce_b
 #' back to the parameter space with their log Jacobian and log reference density.
 #' @keywords internal
 #' @noRd
-nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, threads)
+nce_marglik_reference <- function(fit, est, lb, ub, family, df, n_ref, seed, shrink, threads) .Call(wrap__nce_marglik_reference, fit, est, lb, ub, family, df, n_ref, seed, shrink, threads)
 
 #' Telescoping: whiten the `fit` draws' scale (mean, lower Cholesky factor) and the `est` draws,
 #' with log |dx/dz| - log N(z; 0, I) at each.
 #' @keywords internal
 #' @noRd
-nce_tele_init <- function(fit, est, lb, ub, threads) .Call(wrap__nce_tele_init, fit, est, lb, ub, threads)
+nce_tele_init <- function(fit, est, lb, ub, shrink, threads) .Call(wrap__nce_tele_init, fit, est, lb, ub, shrink, threads)
 
 #' Telescoping: linear-mixing proposals from whitened `z` (step `beta`, stream `step`) and
 #' their points in the parameter space with log |dx/dz| - log N(z'; 0, I).

@@ -15,10 +15,10 @@ classifier_accuracy <- function(r1, r2, c) {
 # t0: log f + log|dx/du| - log g at the estimation draws xe; t_ref: the same at the reference draws.
 # Returns the combined fit (log_z, se, se_iid, ess, and per-pair c, se_pair, accuracy) with the
 # waymarks `b`, the moves' acceptance rates and the number of log_posterior evaluations.
-marglik_telescope <- function(xf, xe, t0, t_ref, log_posterior, lb, ub, accuracy, moves, chains, ess, call) {
+marglik_telescope <- function(xf, xe, t0, t_ref, log_posterior, lb, ub, accuracy, moves, chains, ess, shrink, call) {
   threads <- nce_threads()
   seed <- draw_seed()
-  init <- rs(nce_tele_init(xf, xe, lb, ub, threads), call = call)
+  init <- rs(nce_tele_init(xf, xe, lb, ub, shrink, threads), call = call)
   z <- init$z
   n <- nrow(z)
   t <- t0

@@ -21,6 +21,23 @@
 #' the draws fits the reference and the second half enters the estimate, so
 #' the reference does not depend on the draws it is compared with.
 #'
+#' **Warped reference.** In many dimensions most of the gap between the
+#' draws and a normal reference is in the marginals: a log-transformed scale
+#' parameter is skewed, and a small mismatch per parameter adds up over
+#' hundreds (a Gamma(2, 1) kernel on the log scale is 0.045 nats from its
+#' best normal; 300 of them are 13.6 nats apart). The second largest part is
+#' the noise of a full covariance fitted to \eqn{n} draws, about
+#' \eqn{D^2/(4n)} nats. `reference = "warped"` maps each unconstrained
+#' parameter through a monotone transport of a standard normal (the
+#' Fritsch-Carlson monotone cubic through the draws' quantiles at the normal
+#' scores \eqn{-3, \dots, 3}, linear beyond) and joins the marginals by a
+#' Gaussian copula whose correlations are shrunk towards zero by the
+#' Ledoit-Wolf (2004) intensity. The estimate runs on the normal-score scale,
+#' a bijection with its Jacobian, so \eqn{\log Z} is unchanged; the
+#' telescoping below then runs on that scale too. With 10,000 draws of a
+#' 300-dimensional Gamma product the single classifier against it has
+#' accuracy 0.57 (against the normal reference: 0.997).
+#'
 #' **Telescoping** (Rhodes, Xu and Gutmann 2020). In many dimensions the
 #' draws and the reference barely overlap (a "density chasm"): one classifier
 #' separates them almost perfectly and its intercept is poorly determined.
@@ -51,8 +68,12 @@
 #' @param lb,ub Lower and upper bounds of the parameters: one number for all,
 #'   or one per column (named by column or in column order); `-Inf`/`Inf`
 #'   for none.
-#' @param reference `"normal"` or `"t"` (multivariate Student t with `df`
-#'   degrees of freedom and the draws' covariance, for heavy tails).
+#' @param reference `"auto"` (the normal reference, or the warped one when
+#'   the single classifier against the normal reference is more accurate than
+#'   `control$switch`, i.e. the two barely overlap), `"normal"`, `"t"`
+#'   (multivariate Student t with `df` degrees of freedom and the draws'
+#'   covariance, for heavy tails) or `"warped"` (fitted marginals and a
+#'   Gaussian copula; see Details).
 #' @param df Degrees of freedom of the t reference.
 #' @param n_ref Number of reference draws; by default as many as the draws in
 #'   the estimate.
@@ -71,7 +92,9 @@
 #'   draws and the reference is too accurate, i.e. the two barely overlap),
 #'   `"none"` (always the single classifier) or `"always"`. See Details.
 #' @param control Settings of the telescoping, a list with `switch` (the
-#'   accuracy of the single classifier above which `"auto"` telescopes, 0.75),
+#'   accuracy of the single classifier above which `reference = "auto"` moves
+#'   from the normal to the warped reference and `waymarks = "auto"`
+#'   telescopes, 0.75),
 #'   `accuracy` (the target accuracy of each neighbouring pair, 0.55) and
 #'   `moves` (linear-mixing Metropolis moves per waymark, 10).
 #' @return An object of class `nce_marglik`, a list with `logml` (the
@@ -80,8 +103,10 @@
 #'   \eqn{n/\mathrm{ESS}}), `se_iid`, `ess`, `n` (draws in the estimate),
 #'   `n_ref`, `bounds` (importance sampling estimates from the reference and
 #'   reciprocal importance sampling from the draws, lower and upper bounds in
-#'   expectation), `reference` (family, mean and covariance on the
-#'   unconstrained scale), `separated`, `converged`, `iterations`, `chains`,
+#'   expectation), `reference` (the family used, mean and covariance on the
+#'   unconstrained scale, or for `"warped"` on the normal-score scale with
+#'   the transports' knots in `warp`, and `accuracy`, that of the single
+#'   classifier against it), `separated`, `converged`, `iterations`, `chains`,
 #'   `telescope` (`NULL` for the single classifier; otherwise the waymarks `b`,
 #'   the intercepts `c` of the pairs with their accuracies, the moves'
 #'   acceptance rates, the number of `log_posterior` evaluations, and
@@ -104,6 +129,13 @@
 #'   Rhodes, B., Xu, K. and Gutmann, M. U. (2020). Telescoping density-ratio
 #'   estimation. Advances in Neural Information Processing Systems 33.
 #'
+#'   Ledoit, O. and Wolf, M. (2004). A well-conditioned estimator for
+#'   large-dimensional covariance matrices. Journal of Multivariate Analysis 88,
+#'   365-411.
+#'
+#'   Fritsch, F. N. and Carlson, R. E. (1980). Monotone piecewise cubic
+#'   interpolation. SIAM Journal on Numerical Analysis 17, 238-246.
+#'
 #'   Cotter, S. L., Roberts, G. O., Stuart, A. M. and White, D. (2013). MCMC
 #'   methods for functions: modifying old algorithms to make them faster.
 #'   Statistical Science 28, 424-446.
@@ -121,7 +153,7 @@
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
-marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("normal", "t"),
+marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
   call <- match.call()
@@ -172,32 +204,23 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_ess(ess, 1L, ucall)
   # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
-  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(),
-                                  nce_threads()))
-  xr <- ref$ref_draws
-  colnames(xr) <- colnames(x)
-  lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
-  check_finite_values(lp_e, "log_posterior", "draws")
-  lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
-  bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
-  if (length(bad)) {
-    nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
-                            "-Inf outside the support"),
-                      length(bad), length(lp_r), format_positions(bad)), "data")
+  est <- marglik_against(if (reference == "auto") "normal" else reference, xf, xe, colnames(x), log_posterior, lb, ub,
+                         df, n_ref, split, ess, chains_e, ucall)
+  if (reference == "auto" && est$accuracy > control$switch) {
+    # the draws and the normal reference barely overlap: match the marginals (R/marglik-warp.R)
+    est <- marglik_against("warped", xf, xe, colnames(x), log_posterior, lb, ub, df, n_ref, split, ess, chains_e,
+                           ucall)
   }
-  r1 <- lp_e + ref$est_logjac - ref$est_logref
-  r2 <- lp_r + ref$ref_logjac - ref$ref_logref
-  check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
-  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  fit <- est$fit
+  ref <- est$ref
   tele <- NULL
   if (waymarks != "none" && !fit$separated) {
-    acc1 <- classifier_accuracy(r1, r2, fit$log_ratio)
-    if (reference == "t") {
+    if (est$family == "t") {
       if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
-    } else if (waymarks == "always" || acc1 > control$switch) {
-      tele <- marglik_telescope(xf, xe, r1, r2, log_posterior, lb, ub, control$accuracy, control$moves, chains_e,
-                                ess, ucall)
-      tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = acc1)
+    } else if (waymarks == "always" || est$accuracy > control$switch) {
+      tele <- marglik_telescope(est$xf, est$xe, est$r1, est$r2, est$log_posterior, est$lb, est$ub, control$accuracy,
+                                control$moves, chains_e, ess, est$family == "warped", ucall)
+      tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = est$accuracy)
       fit$log_ratio <- tele$log_z
       fit$se <- tele$se
       fit$se_iid <- tele$se_iid
@@ -210,8 +233,9 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     logml = fit$log_ratio, se = fit$se, se_iid = fit$se_iid,
     ess = fit$ess[1L], n = nrow(xe), n_ref = as.integer(n_ref),
     bounds = c(lower = fit$bound_lower, upper = fit$bound_upper),
-    reference = list(family = reference, df = if (reference == "t") df else NULL,
-                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub),
+    reference = list(family = est$family, df = if (est$family == "t") df else NULL,
+                     mean = stats::setNames(ref$mean, colnames(x)), cov = ref$cov, lb = lb, ub = ub, warp = est$warp,
+                     accuracy = est$accuracy),
     split = split, separated = fit$separated, converged = fit$converged,
     iterations = fit$iterations, chains = chains, telescope = tele, call = call),
     class = "nce_marglik")
@@ -221,6 +245,57 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
   out
+}
+
+# One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to
+# `xf`, the single classifier with the `xe` draws, and what telescoping needs (the draws, kernel
+# and bounds on the scale the reference lives on; for "warped" the normal scores of the transports).
+marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_ref, split, ess, chains_e, call) {
+  d <- ncol(xf)
+  warp <- NULL
+  rust_family <- family
+  lp_e <- NULL
+  if (family == "warped") {
+    # the estimator runs on the normal-score scale of the fitted transports (R/marglik-warp.R)
+    uf <- warp_to_unc(xf, lb, ub)
+    warp <- warp_fit(uf, call)
+    yf <- warp_inverse(warp, uf)
+    ue <- if (split) warp_to_unc(xe, lb, ub) else uf
+    ye <- if (split) warp_inverse(warp, ue) else yf
+    # the kernel at the draws themselves, not at their round trip through the transports
+    lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+    check_finite_values(lp_e, "log_posterior", "draws")
+    lp_e <- lp_e + warp_from_unc(ue, lb, ub)$logjac + warp_forward(warp, ye)$logjac
+    xf <- yf
+    xe <- ye
+    colnames(xf) <- colnames(xe) <- names
+    log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, names)
+    lb <- rep(-Inf, d)
+    ub <- rep(Inf, d)
+    rust_family <- "normal"
+  }
+  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, rust_family, as.double(df), as.double(n_ref), draw_seed(),
+                                  family == "warped", nce_threads()))
+  xr <- ref$ref_draws
+  colnames(xr) <- names
+  if (is.null(lp_e)) {
+    lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+    check_finite_values(lp_e, "log_posterior", "draws")
+  }
+  lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
+  bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
+  if (length(bad)) {
+    nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
+                            "-Inf outside the support"),
+                      length(bad), length(lp_r), format_positions(bad)), "data")
+  }
+  r1 <- lp_e + ref$est_logjac - ref$est_logref
+  r2 <- lp_r + ref$ref_logjac - ref$ref_logref
+  check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", call)
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  acc <- if (fit$separated) 1 else classifier_accuracy(r1, r2, fit$log_ratio)
+  list(family = family, fit = fit, ref = ref, accuracy = acc, r1 = r1, r2 = r2, xf = xf, xe = xe,
+       log_posterior = log_posterior, lb = lb, ub = ub, warp = warp)
 }
 
 # Settings of the telescoping: `switch`, the accuracy of the single classifier above which
@@ -320,7 +395,8 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
   print(signif(x$table, digits))
   r <- x$reference
   cat(sprintf("\nreference: %s%s, fitted to %s draws on the unconstrained scale (%d dimension%s)\n",
-              r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else "",
+              r$family, if (!is.null(r$df)) sprintf(" (df %g)", r$df) else if (identical(r$family, "warped"))
+                " (marginal transports, Gaussian copula with shrunk correlations)" else "",
               if (x$split) "the first half of the" else "all", length(r$mean), if (length(r$mean) == 1L) "" else "s"))
   cat(sprintf("draws in the estimate: %d (effective %s)%s; reference draws: %d\n", x$n,
               format(x$ess, digits = 3),

@@ -10,6 +10,9 @@ tele_env <- local({
   d2 <- rnorm(100, -0.5)
   # NaN at the telescoping proposals only (the draws and reference draws stay below 50)
   lk_nan <- function(x) ifelse(rowSums(x) > 50, NaN, rowSums(log(x) - x))
+  xc <- cbind(x, 1)
+  lk_len <- function(x) 0
+  lk_inf <- function(x) rep(Inf, nrow(x))
   environment()
 })
 
@@ -33,6 +36,15 @@ tele_cases <- list(
        quote(marglik_nce(x, lk, lb = 0, reference = "t", waymarks = "always")), "nce_error_input"),
   list("log_posterior NaN at the proposals",
        quote(marglik_nce(x * 5, lk_nan, lb = 0, waymarks = "always", control = list(moves = 1))), "nce_error_data"),
+  list("warped: a constant column", quote(marglik_nce(xc, lk, lb = 0, ub = c(Inf, Inf, Inf, 2), reference = "warped")),
+       "nce_error_input"),
+  list("warped: log_posterior of the wrong length", quote(marglik_nce(x, lk_len, lb = 0, reference = "warped")),
+       "nce_error_input"),
+  list("warped: log_posterior +Inf", quote(marglik_nce(x, lk_inf, lb = 0, reference = "warped")), "nce_error_data"),
+  list("warped: log_posterior NaN at the reference draws",
+       quote(marglik_nce(x * 5, lk_nan, lb = 0, reference = "warped", waymarks = "always", control = list(moves = 1))),
+       "nce_error_data"),
+  list("reference unknown", quote(marglik_nce(x, lk, lb = 0, reference = "skew")), "error"),
   list("bayes_factor_nce: chains of three", quote(bayes_factor_nce(d1, d2, l1, l2, chains = list(1, 2, 3))),
        "nce_error_input"),
   list("bayes_factor_nce: chains not dividing", quote(bayes_factor_nce(d1, d2, l1, l2, chains = 3)), "nce_error_input"),

@@ -73,6 +73,7 @@ fn nce_marglik_reference(
     df: f64,
     n_ref: f64,
     seed: f64,
+    shrink: bool,
     threads: i32,
 ) -> Robj {
     guard(|| {
@@ -94,7 +95,7 @@ fn nce_marglik_reference(
             .map(|(&a, &b)| Bounds::new(a, b))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let m = run::run(threads_of(threads)?, |_| {
-            bridge::marglik_reference(xf, nf, xe, ne, &bounds, family, df, n_ref, seed)
+            bridge::marglik_reference(xf, nf, xe, ne, &bounds, family, df, n_ref, seed, shrink)
         })?;
         Ok(list!(
             mean = m.mean,
@@ -133,7 +134,7 @@ fn whitening_of(mean: &Robj, chol: &Robj, lb: &Robj, ub: &Robj) -> Result<Whiten
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_tele_init(fit: Robj, est: Robj, lb: Robj, ub: Robj, threads: i32) -> Robj {
+fn nce_tele_init(fit: Robj, est: Robj, lb: Robj, ub: Robj, shrink: bool, threads: i32) -> Robj {
     guard(|| {
         let (xf, nf, d) = real_matrix(&fit, "fit")?;
         let (xe, ne, de) = real_matrix(&est, "est")?;
@@ -142,7 +143,7 @@ fn nce_tele_init(fit: Robj, est: Robj, lb: Robj, ub: Robj, threads: i32) -> Robj
         }
         let bounds = bounds_of(&lb, &ub, d)?;
         let (w, z, extra) = run::run(threads_of(threads)?, |_| {
-            let w = Whitening::fit(xf, nf, &bounds)?;
+            let w = Whitening::fit(xf, nf, &bounds, shrink)?;
             let (z, extra) = w.whiten(xe, ne)?;
             Ok((w, z, extra))
         })?;

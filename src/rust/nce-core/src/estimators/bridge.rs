@@ -485,7 +485,8 @@ pub struct MarglikReference {
 /// Fit a normal (`family = "normal"`) or Student t (`"t"`, `df` degrees of freedom, scale
 /// matching the fitted covariance when df > 2) reference to the `fit` draws (column-major
 /// nf x d) on the unconstrained scale given by `bounds`, and evaluate it at the `est` draws
-/// (ne x d) and at `n_ref` draws of its own on stream `seed`.
+/// (ne x d) and at `n_ref` draws of its own on stream `seed`. With `shrink` the correlations
+/// are shrunk towards zero by the Ledoit-Wolf intensity (`telescope::shrink_cov`).
 #[allow(clippy::too_many_arguments)]
 pub fn marglik_reference(
     fit: &[f64],
@@ -497,11 +498,15 @@ pub fn marglik_reference(
     df: f64,
     n_ref: usize,
     seed: u64,
+    shrink: bool,
 ) -> Result<MarglikReference> {
     let d = bounds.len();
     let (uf, _) = to_unconstrained(fit, nf, bounds)?;
     let (ue, est_logjac) = to_unconstrained(est, ne, bounds)?;
-    let (mean, cov) = mean_cov(&uf, nf, d)?;
+    let (mean, mut cov) = mean_cov(&uf, nf, d)?;
+    if shrink {
+        crate::telescope::shrink_cov(&uf, nf, d, &mean, &mut cov);
+    }
     let reference = match family {
         "normal" => Reference::normal(mean.clone(), &cov),
         "t" => {
@@ -737,7 +742,7 @@ mod tests {
             })
             .collect();
         let bounds = [Bounds::new(0.0, 1.0).unwrap()];
-        let m = marglik_reference(&x, n, &x, n, &bounds, "normal", f64::NAN, n, 17).unwrap();
+        let m = marglik_reference(&x, n, &x, n, &bounds, "normal", f64::NAN, n, 17, false).unwrap();
         let lk = |x: f64| 2.0 * x.ln() + 4.0 * (1.0 - x).ln();
         let r1: Vec<f64> = (0..n).map(|i| lk(x[i]) + m.est_logjac[i] - m.est_logref[i]).collect();
         let r2: Vec<f64> = (0..n)
@@ -764,7 +769,7 @@ mod tests {
         let x: Vec<f64> = u.iter().map(|v| v.exp()).collect();
         let bounds = [Bounds::new(0.0, f64::INFINITY).unwrap()];
         let df = 5.0;
-        let m = marglik_reference(&x, n, &x[..10], 10, &bounds, "t", df, 300, 4).unwrap();
+        let m = marglik_reference(&x, n, &x[..10], 10, &bounds, "t", df, 300, 4, false).unwrap();
         let (mean, cov) = mean_cov(&u, n, 1).unwrap();
         assert!((m.mean[0] - mean[0]).abs() < 1e-12 && (m.cov[0] - cov[0]).abs() < 1e-12);
         let t = Reference::student_t(mean.clone(), &[cov[0] * (df - 2.0) / df], df).unwrap();
@@ -778,6 +783,6 @@ mod tests {
         for i in 0..300 {
             assert!((m.ref_logjac[i] - m.ref_draws[i].ln()).abs() < 1e-9);
         }
-        assert!(marglik_reference(&x, n, &x, n, &bounds, "cauchy", 1.0, 1, 1).is_err());
+        assert!(marglik_reference(&x, n, &x, n, &bounds, "cauchy", 1.0, 1, 1, false).is_err());
     }
 }
