@@ -172,12 +172,15 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_ess(ess, 1L, ucall)
   # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
-  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(),
+  # with split = TRUE the scores' autocorrelation time comes from the whole chains (bridge_solve's `whole`)
+  whole <- split && is.null(ess)
+  xs <- if (whole) x else xe
+  ref <- rs(nce_marglik_reference(xf, xs, lb, ub, reference, as.double(df), as.double(n_ref), draw_seed(),
                                   nce_threads()))
   xr <- ref$ref_draws
   colnames(xr) <- colnames(x)
-  lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
-  check_finite_values(lp_e, "log_posterior", "draws")
+  lp_s <- eval_logdens(log_posterior, xs, "log_posterior", "draws")
+  check_finite_values(lp_s, "log_posterior", "draws")
   lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
   bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
   if (length(bad)) {
@@ -185,10 +188,12 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
                             "-Inf outside the support"),
                       length(bad), length(lp_r), format_positions(bad)), "data")
   }
-  r1 <- lp_e + ref$est_logjac - ref$est_logref
+  r_s <- lp_s + ref$est_logjac - ref$est_logref
+  r1 <- if (whole) r_s[-half] else r_s
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
   check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
-  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL),
+                      whole = if (whole) list(r = r_s, chains = chains))
   tele <- NULL
   if (waymarks != "none" && !fit$separated) {
     acc1 <- classifier_accuracy(r1, r2, fit$log_ratio)

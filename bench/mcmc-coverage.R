@@ -96,7 +96,8 @@ lp1 <- function(th) loglik_logit(th[, 1]) + dnorm(th[, 1], 0, prior_sd, log = TR
 res <- lapply(seq_len(reps), function(r) {
   bf <- do.call(bayes_factor_nce, c(list(d1[, r], d2[, r], l1, l2), ch_arg))
   ml <- do.call(marglik_nce, c(list(d1[, r], lp1, split = split), ch_arg))
-  c(bf = bf$log_bf, bf_se = bf$se, bf_se_iid = bf$se_iid, ml = ml$logml, ml_se = ml$se, ml_se_iid = ml$se_iid)
+  c(bf = bf$log_bf, bf_se = bf$se, bf_se_iid = bf$se_iid, ml = ml$logml, ml_se = ml$se, ml_se_iid = ml$se_iid,
+    ml_ess = ml$ess, bf_ess1 = bf$ess[[1L]])
 })
 res <- do.call(rbind, res)
 summ <- function(est, se, exact) {
@@ -113,3 +114,5 @@ cat(sprintf("exact log K (logit vs probit) %.5f; exact log Z (logit) %.5f\n", ex
 print(round(out, 4))
 cat(sprintf("mean se_iid: %.4f (bayes_factor_nce), %.4f (marglik_nce)\n", mean(res[, "bf_se_iid"]),
             mean(res[, "ml_se_iid"])))
+cat(sprintf("mean ESS: %.1f (marglik_nce, estimation half), %.1f (bayes_factor_nce, logit draws)\n",
+            mean(res[, "ml_ess"]), mean(res[, "bf_ess1"])))
