@@ -330,9 +330,10 @@ check_finite_values <- function(v, fname, xname) {
 # sample NULL (one chain) or its chain lengths; with several chains the effective sample size of
 # that sample's scores is estimated per chain (then the solve is repeated with it: the estimate
 # does not change, only its standard error). `whole`: NULL, or for sample 1 drawn as the second
-# halves of chains, list(r = the log ratios at the whole chains in draw order, chains = their
-# lengths): the autocorrelation time of the scores is then estimated on the whole chains (half the
-# noise and half the mean-estimation bias of the half's own estimate) and applied to the half.
+# halves of chains, list(r = the log ratios at the whole chains in draw order, chains = the lengths
+# of their halves): the autocorrelation time of the scores is then estimated from both halves of
+# every chain (each about its own mean: the reference fitted to the first half shifts its scores),
+# with half the noise of the estimation half's own estimate, and applied to the estimation half.
 bridge_solve <- function(r1, r2, ess = NULL, chains = list(NULL, NULL), whole = NULL) {
   if (is.null(ess)) ess <- c(NA_real_, NA_real_)
   fit <- nce_bridge_solve(as.double(r1), as.double(r2), as.double(ess), 1e-12, 200L, nce_threads())

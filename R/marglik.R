@@ -193,7 +193,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
   check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", ucall)
   fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL),
-                      whole = if (whole) list(r = r_s, chains = chains))
+                      whole = if (whole) list(r = r_s, chains = c(rbind(chains %/% 2L, chains - chains %/% 2L))))
   tele <- NULL
   if (waymarks != "none" && !fit$separated) {
     acc1 <- classifier_accuracy(r1, r2, fit$log_ratio)
