@@ -19,7 +19,15 @@
 #'
 #' With `split = TRUE` (the default, as in bridgesampling) the first half of
 #' the draws fits the reference and the second half enters the estimate, so
-#' the reference does not depend on the draws it is compared with.
+#' the reference does not depend on the draws it is compared with. The
+#' standard error is that of [bayes_factor_nce()]; with `split = TRUE` and
+#' `ess = NULL` the autocorrelation time of the score contributions is
+#' estimated from both halves of each chain (each half about its own mean;
+#' `log_posterior` is therefore also evaluated at the first half) and applied
+#' to the second half, which halves the variance of the half's own estimate:
+#' with chains of only ~50 effective draws in the estimate, a noisy
+#' effective sample size makes intervals too short (see the Bayes factor
+#' vignette for measured coverage).
 #'
 #' **Telescoping** (Rhodes, Xu and Gutmann 2020). In many dimensions the
 #' draws and the reference barely overlap (a "density chasm"): one classifier
