@@ -19,7 +19,15 @@
 #'
 #' With `split = TRUE` (the default, as in bridgesampling) the first half of
 #' the draws fits the reference and the second half enters the estimate, so
-#' the reference does not depend on the draws it is compared with.
+#' the reference does not depend on the draws it is compared with. The
+#' standard error is that of [bayes_factor_nce()]; with `split = TRUE` and
+#' `ess = NULL` the autocorrelation time of the score contributions is
+#' estimated from both halves of each chain (each half about its own mean;
+#' `log_posterior` is therefore also evaluated at the first half) and applied
+#' to the second half, which halves the variance of the half's own estimate:
+#' with chains of only ~50 effective draws in the estimate, a noisy
+#' effective sample size makes intervals too short (see the Bayes factor
+#' vignette for measured coverage).
 #'
 #' **Warped reference.** In many dimensions most of the gap between the
 #' draws and a normal reference is in the marginals: a log-transformed scale
@@ -204,12 +212,16 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   check_ess(ess, 1L, ucall)
   # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
+  # with split = TRUE the scores' autocorrelation time comes from the whole chains (bridge_solve's `whole`)
+  whole <- if (split && is.null(ess)) {
+    list(x = x, half = half, chains = c(rbind(chains %/% 2L, chains - chains %/% 2L)))
+  }
   est <- marglik_against(if (reference == "auto") "normal" else reference, xf, xe, colnames(x), log_posterior, lb, ub,
-                         df, n_ref, split, ess, chains_e, ucall)
+                         df, n_ref, split, ess, chains_e, ucall, whole)
   if (reference == "auto" && est$accuracy > control$switch) {
     # the draws and the normal reference barely overlap: match the marginals (R/marglik-warp.R)
     est <- marglik_against("warped", xf, xe, colnames(x), log_posterior, lb, ub, df, n_ref, split, ess, chains_e,
-                           ucall)
+                           ucall, whole)
   }
   fit <- est$fit
   ref <- est$ref
@@ -250,36 +262,39 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
 # One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to
 # `xf`, the single classifier with the `xe` draws, and what telescoping needs (the draws, kernel
 # and bounds on the scale the reference lives on; for "warped" the normal scores of the transports).
-marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_ref, split, ess, chains_e, call) {
+marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_ref, split, ess, chains_e, call,
+                            whole = NULL) {
   d <- ncol(xf)
   warp <- NULL
   rust_family <- family
   lp_e <- NULL
+  # the scores are computed at every draw when the autocorrelation time comes from the whole chains
+  xs <- if (is.null(whole)) xe else whole$x
   if (family == "warped") {
     # the estimator runs on the normal-score scale of the fitted transports (R/marglik-warp.R)
     uf <- warp_to_unc(xf, lb, ub)
     warp <- warp_fit(uf, call)
     yf <- warp_inverse(warp, uf)
-    ue <- if (split) warp_to_unc(xe, lb, ub) else uf
+    ue <- if (split) warp_to_unc(xs, lb, ub) else uf
     ye <- if (split) warp_inverse(warp, ue) else yf
     # the kernel at the draws themselves, not at their round trip through the transports
-    lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+    lp_e <- eval_logdens(log_posterior, xs, "log_posterior", "draws")
     check_finite_values(lp_e, "log_posterior", "draws")
     lp_e <- lp_e + warp_from_unc(ue, lb, ub)$logjac + warp_forward(warp, ye)$logjac
     xf <- yf
-    xe <- ye
-    colnames(xf) <- colnames(xe) <- names
+    xs <- ye
+    colnames(xf) <- colnames(xs) <- names
     log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, names)
     lb <- rep(-Inf, d)
     ub <- rep(Inf, d)
     rust_family <- "normal"
   }
-  ref <- rs(nce_marglik_reference(xf, xe, lb, ub, rust_family, as.double(df), as.double(n_ref), draw_seed(),
+  ref <- rs(nce_marglik_reference(xf, xs, lb, ub, rust_family, as.double(df), as.double(n_ref), draw_seed(),
                                   family == "warped", nce_threads()))
   xr <- ref$ref_draws
   colnames(xr) <- names
   if (is.null(lp_e)) {
-    lp_e <- eval_logdens(log_posterior, xe, "log_posterior", "draws")
+    lp_e <- eval_logdens(log_posterior, xs, "log_posterior", "draws")
     check_finite_values(lp_e, "log_posterior", "draws")
   }
   lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
@@ -289,10 +304,13 @@ marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_
                             "-Inf outside the support"),
                       length(bad), length(lp_r), format_positions(bad)), "data")
   }
-  r1 <- lp_e + ref$est_logjac - ref$est_logref
+  r_s <- lp_e + ref$est_logjac - ref$est_logref
+  r1 <- if (is.null(whole)) r_s else r_s[-whole$half]
+  xe <- if (is.null(whole)) xs else xs[-whole$half, , drop = FALSE]
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
   check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", call)
-  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL))
+  fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL),
+                      whole = if (!is.null(whole)) list(r = r_s, chains = whole$chains))
   acc <- if (fit$separated) 1 else classifier_accuracy(r1, r2, fit$log_ratio)
   list(family = family, fit = fit, ref = ref, accuracy = acc, r1 = r1, r2 = r2, xf = xf, xe = xe,
        log_posterior = log_posterior, lb = lb, ub = ub, warp = warp)
