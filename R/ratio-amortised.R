@@ -483,14 +483,16 @@ confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
 summary.nce_ratio_posterior <- function(object, level = 0.95, ...) {
   ci <- confint(object, level = level)
   tab <- data.frame(mean = coef(object), sd = sqrt(diag(vcov(object))), lower = ci[, 1], upper = ci[, 2])
-  structure(list(table = tab, method = object$method, ess = object$ess, acceptance = object$acceptance,
-                 n = nrow(object$draws), level = level), class = "summary.nce_ratio_posterior")
+  structure(list(table = tab, method = object$method, engine = object$engine, ess = object$ess,
+                 acceptance = object$acceptance, n = nrow(object$draws), level = level),
+            class = "summary.nce_ratio_posterior")
 }
 
 #' @export
 print.summary.nce_ratio_posterior <- function(x, digits = 4L, ...) {
+  how <- if (is.null(x$engine)) x$method else sprintf("%s in %s", x$method, if (x$engine == "r") "R" else "Rust")
   cat(sprintf("Posterior from an amortised ratio estimator (%s, %d draws); %g%% credible intervals\n",
-              x$method, x$n, 100 * x$level))
+              how, x$n, 100 * x$level))
   print(format(x$table, digits = digits))
   cat("Effective sample size:", paste(format(round(x$ess, 1)), collapse = ", "), "\n")
   if (!is.na(x$acceptance)) cat(sprintf("Acceptance rate: %.3f\n", x$acceptance))
