@@ -103,7 +103,7 @@ test_that("lfire refuses bad input", {
 
 test_that("the Rust LFIRE engine refuses malformed problems without crashing", {
   m <- matrix(rnorm(20), 10, 2)
-  ctrl <- list(nlambda = 5, lambda_min_ratio = 0.01, nfolds = 3, one_se = 0)
+  ctrl <- list(nlambda = 5, lambda_min_ratio = 0.01, nfolds = 3, one_se = 0, coarse = 1)
   bad <- list(
     list(m, m, c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 1L)[],
     list(m, m[, 1, drop = FALSE], c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 1L),
@@ -115,7 +115,8 @@ test_that("the Rust LFIRE engine refuses malformed problems without crashing", {
     list(m, m, c(0L, 10L), c(0, 0), "lasso", list(), 1, 1L),
     list(m, m, c(0L, 1L, 10L), c(0, 0), "lasso", ctrl, 1, 1L),
     list(m, m, c(0L, 10L), c(0, NaN), "lasso", ctrl, 1, 1L),
-    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(nfolds = 1)), 1, 1L)
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(nfolds = 1)), 1, 1L),
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(coarse = 0)), 1, 1L)
   )
   bad[[1]][[1]][1, 1] <- Inf
   for (a in bad) {

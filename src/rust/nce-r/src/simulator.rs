@@ -21,7 +21,7 @@ fn seed_of(seed: f64) -> std::result::Result<u64, NceError> {
 /// LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
 /// starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
 /// `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
-/// one_se (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+/// one_se, coarse (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -54,6 +54,7 @@ fn nce_lfire_fit(
                     nlambda: num("nlambda")? as usize,
                     lambda_min_ratio: num("lambda_min_ratio")?,
                     nfolds: num("nfolds")? as usize,
+                    coarse: num("coarse")? as usize,
                     ..LassoControl::default()
                 },
                 one_se: num("one_se")? != 0.0,
@@ -116,6 +117,12 @@ fn nce_lasso_cv(x: Robj, y: Robj, foldid: Robj, control: List) -> Robj {
         let ctrl = LassoControl {
             nlambda: num("nlambda")? as usize,
             lambda_min_ratio: num("lambda_min_ratio")?,
+            // Optional: 1 (every lambda) unless given.
+            coarse: if list_get(&control, "coarse", "control").is_ok() {
+                num("coarse")? as usize
+            } else {
+                1
+            },
             ..LassoControl::default()
         };
         let cv = cv_logistic_lasso(xd, n, p, y, &folds, &ctrl)?;
