@@ -2,11 +2,15 @@
 //! ARCH(1) problems written by bench/lfire-dump.R (standardised summaries, binary files).
 //!
 //!     R_LIBS=.Rlib Rscript bench/lfire-dump.R /tmp/nce-lfire
-//!     cargo run --release -p nce-core --example bench_lfire -- [DIR] [--every K] [--save FILE] [--ref FILE]
+//!     cargo run --release -p nce-core --example bench_lfire -- [DIR] [--every K] [--coarse C]
+//!         [--nlambda L] [--tol T] [--seed S] [--save FILE] [--ref FILE]
 //!
-//! Fits every K-th grid point on one thread and prints the time per fit, the mean path length,
-//! outer steps, the chosen lambda index; `--save` writes (lambda, log ratio) per fit, `--ref`
-//! compares with such a file (same chosen lambda, max |log ratio difference|).
+//! Fits every K-th grid point on one thread (CV folds from stream g of seed S, as lfire_fit) and
+//! prints the time per fit, the mean path length, outer steps per lambda and the chosen lambda
+//! index; with K = 1, the symmetrised KL of the posterior (uniform prior) to the exact one.
+//! `--save` writes (lambda, log ratio) per fit; `--ref` compares with such a file (same chosen
+//! lambda, max |log ratio difference|, and with K = 1 the KL between the two posteriors and the
+//! four grid points of largest log ratio). LF_DEBUG=g prints grid point g's path and CV curve.
 
 use nce_core::lasso::{cv_logistic_lasso, fold_ids, LassoControl};
 use nce_core::rng::stream_rng;
