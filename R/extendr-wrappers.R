@@ -273,4 +273,17 @@ nce_lfire_fit <- function(marginal, at_theta, starts, observed, penalty, control
 #' @noRd
 nce_lasso_cv <- function(x, y, foldid, control) .Call(wrap__nce_lasso_cv, x, y, foldid, control)
 
+#' Random-walk Metropolis on prior x exp(sum of tabulated functions). `prior`:
+#' list(kind = "uniform", lower, upper) or list(kind = "normal", mean, sd); `starts` a
+#' chains x d double matrix; `scale` the proposal sds. Returns draws (steps x chains x d in R's
+#' array order, as a vector), accepted (per chain, after burn-in) and off_table.
+#' @keywords internal
+#' @noRd
+nce_ratio_metropolis <- function(values, lo, hi, prior, starts, scale, burnin, steps, seed, threads) .Call(wrap__nce_ratio_metropolis, values, lo, hi, prior, starts, scale, burnin, steps, seed, threads)
+
+#' The interpolated sum of the tables at the rows of `x` (NA off the tables).
+#' @keywords internal
+#' @noRd
+nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_eval, values, lo, hi, x)
+
 

@@ -189,8 +189,21 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 #'
 #' For an observed data set, draws from prior x exp(log ratio) without new simulations:
 #' by importance sampling with the prior as proposal (weights, effective sample size), or
-#' by random-walk Metropolis run as `n_chains` parallel chains whose log ratios are
-#' evaluated together (acceptance rate and effective sample size reported).
+#' by random-walk Metropolis run as `n_chains` parallel chains (acceptance rate and effective
+#' sample size reported).
+#'
+#' Metropolis runs in Rust when it can (`engine = "auto"`): when no term of the classifier
+#' involves two parameters (as the default formula of [ratio_amortised()]), its log ratio at
+#' the observed summaries is a sum of one-parameter functions. These are tabulated by one
+#' `predict.gam()` call on `n_grid` points per parameter, the chains run in Rust on the tables
+#' interpolated by local cubics, one random stream per chain (seeded from R's generator, so
+#' draws are reproducible under [set.seed()] whatever [nce_threads()]), in parallel. The
+#' interpolation error, measured against `predict.gam()` at 200 of the draws, is returned as
+#' `table_error` (typically below 1e-8 with the default grid). Classifiers with a term in two
+#' or more parameters (e.g. `ti(theta1, theta2)`) and priors other than [prior_uniform()] and
+#' [prior_normal()] run the chains in R, one `predict.gam()` call per step for all chains. A
+#' normal prior's tables span 10 prior sds on each side of its mean; proposals beyond them are
+#' rejected and counted (`off_table`, with a warning).
 #'
 #' @param object An `nce_ratio` from [ratio_amortised()], or a design result whose
 #'   classifier serves: an `nce_eig` ([design_eig()]) or an `nce_design` ([design_optimise()],
@@ -200,24 +213,50 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 #' @param method `"importance"` or `"metropolis"`.
 #' @param n_chains,burnin Metropolis: parallel chains and burn-in steps per chain.
 #' @param scale Metropolis: proposal sd per parameter (default: from an importance pass).
+#' @param engine Metropolis: `"auto"` (Rust when the classifier and prior allow it, else R),
+#'   `"rust"` (an error when they do not) or `"r"`.
+#' @param n_grid Metropolis in Rust: grid points per parameter of the log-ratio tables.
 #' @return An object of class `nce_ratio_posterior`: `draws` (matrix), `weights`, `ess`,
-#'   `acceptance` (Metropolis), with `summary()`, `coef()`, `vcov()`, `confint()`, `plot()`.
+#'   `acceptance` (Metropolis; per chain in `chain_acceptance`), `engine`, and for the Rust
+#'   engine `table_error` and `off_table`; with `summary()`, `coef()`, `vcov()`,
+#'   `confint()`, `plot()`.
 #' @section What it refuses:
 #' * `object` not an `nce_ratio` (or an `nce_eig`, or an `nce_design` with a final
 #'   evaluation), `n_draws` not a whole number >= 10, `method` not
 #'   "importance" or "metropolis", `n_chains` not a whole number >= 2, `burnin` not a whole
-#'   number >= 0 (`nce_error_input`);
+#'   number >= 0, `scale` not NULL or one finite number > 0 per parameter, `engine` not one of
+#'   the choices, `n_grid` not a whole number in 16..10^6 (`nce_error_input`);
+#' * `engine = "rust"` for a classifier with a term in two parameters or a prior other than
+#'   uniform or normal (`nce_error_unsupported`);
+#' * draws that would not fit in memory (`nce_error_size`);
 #' * `summaries` failing on `observed`, giving non-finite values, or giving another number
 #'   of summaries than the simulations (`nce_error_input`).
+#' @examples
+#' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+#' summ <- function(x) cbind(m = rowMeans(x))
+#' set.seed(1)
+#' r <- ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 1000, batch = TRUE,
+#'                      formula = ~ te(mu, m, k = 5))
+#' post <- ratio_posterior(r, matrix(rnorm(20, 0.5), 1), n_draws = 4000, method = "metropolis",
+#'                         n_chains = 20)
+#' post$engine
+#' summary(post)
 #' @export
 ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("importance", "metropolis"),
-                            n_chains = 100L, burnin = 100L, scale = NULL) {
+                            n_chains = 100L, burnin = 100L, scale = NULL, engine = c("auto", "rust", "r"),
+                            n_grid = 2049L) {
   ucall <- sys.call()
   object <- as_ratio(object, ucall)
   check_count(n_draws, min = 10)
   method <- sim_match_arg(method, c("importance", "metropolis"), "method", ucall)
   check_count(n_chains, min = 2)
   check_count(burnin, min = 0)
+  engine <- sim_match_arg(engine, c("auto", "rust", "r"), "engine", ucall)
+  check_count(n_grid, min = 16, max = 1e6)
+  d <- length(object$parameters)
+  if (!is.null(scale) && (!is.numeric(scale) || length(scale) != d || any(!is.finite(scale)) || any(scale <= 0))) {
+    check_fail(sprintf("NULL or %d finite number(s) > 0, one per parameter", d), scale, "scale", ucall)
+  }
   s_obs <- observed_summaries(object$summaries, observed, object$batch, ucall)
   if (length(s_obs) != length(object$summary_names)) {
     nce_abort("`observed` gives a different number of summaries than the simulations.", "input", call = ucall)
@@ -241,7 +280,8 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
     w <- normalise_log_weights(ratio_log_ratio(object, th, sm))
     res <- list(draws = th, weights = w, ess = 1 / sum(w^2), acceptance = NA_real_)
   } else {
-    res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs)
+    engine <- ratio_engine(engine, object, ucall)
+    res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs, engine, n_grid, ucall)
   }
   structure(c(res, list(method = method, observed_summaries = s_obs, prior = pr,
                         time = proc.time()[["elapsed"]] - t0)),
@@ -264,10 +304,14 @@ as_ratio <- function(object, call) {
   object
 }
 
-# Random-walk Metropolis with n_chains chains moved together (one vectorised log-ratio
-# evaluation per step), started from an importance-resampled population.
-ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs) {
+# Random-walk Metropolis with n_chains chains, started from an importance-resampled
+# population; the step loop in Rust on tabulated log ratios (ratio_tables()) or in R, all chains
+# moved together (one vectorised log-ratio evaluation per step).
+ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs, engine, n_grid,
+                             call) {
   d <- length(pr$names)
+  steps <- ceiling(n_draws / n_chains)
+  check_size(2 * 8 * steps * n_chains * d, "n_draws", "the draws", call = call)
   init <- as_theta_matrix(pr$sample(max(2000L, 10L * n_chains)), pr$names)
   lw <- log_target(init)
   w <- normalise_log_weights(lw)
@@ -275,28 +319,123 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
     mu <- colSums(init * w)
     scale <- 2.38 / sqrt(d) * sqrt(pmax(colSums(sweep(init, 2L, mu)^2 * w), 1e-12))
   }
+  scale <- stats::setNames(as.double(scale), pr$names)
   cur <- init[sample.int(nrow(init), n_chains, replace = TRUE, prob = w), , drop = FALSE]
-  lcur <- log_target(cur)
-  steps <- ceiling(n_draws / n_chains)
-  draws <- array(NA_real_, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
-  acc <- 0
-  for (it in seq_len(burnin + steps)) {
-    prop <- cur + matrix(stats::rnorm(n_chains * d), n_chains, d) * rep(scale, each = n_chains)
-    colnames(prop) <- pr$names
-    lprop <- log_target(prop)
-    a <- log(stats::runif(n_chains)) < lprop - lcur
-    a[is.na(a)] <- FALSE
-    cur[a, ] <- prop[a, ]
-    lcur[a] <- lprop[a]
-    if (it > burnin) {
-      draws[it - burnin, , ] <- cur
-      acc <- acc + sum(a)
+  extra <- list()
+  if (engine == "rust") {
+    tab <- ratio_tables(object, s_obs, n_grid)
+    r <- rs(nce_ratio_metropolis(tab$values, tab$lo, tab$hi, ratio_rust_prior(pr), unname(cur), unname(scale),
+                                 as.double(burnin), as.double(steps), draw_seed(), nce_threads()), call = call)
+    draws <- array(r$draws, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
+    acc_chain <- r$accepted
+    # The interpolation error at up to 200 draws (evenly spaced, no use of the RNG).
+    flat0 <- matrix(draws, steps * n_chains, d, dimnames = list(NULL, pr$names))
+    at <- flat0[unique(round(seq(1, nrow(flat0), length.out = min(200L, nrow(flat0))))), , drop = FALSE]
+    sm <- matrix(s_obs, nrow(at), length(s_obs), byrow = TRUE, dimnames = list(NULL, names(s_obs)))
+    table_error <- max(abs(rs(nce_sum_tables_eval(tab$values, tab$lo, tab$hi, unname(at)), call = call) -
+                             ratio_log_ratio(object, at, sm)))
+    if (r$off_table > 0) {
+      nce_warn(sprintf(paste("%d proposal(s) fell beyond the log-ratio tables (10 prior sds from the mean) and were",
+                             "rejected: the posterior lies far in the prior's tails; check the fit."), r$off_table),
+               "tables", call = call)
+    }
+    extra <- list(table_error = table_error, off_table = r$off_table, n_grid = n_grid)
+  } else {
+    lcur <- log_target(cur)
+    draws <- array(NA_real_, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
+    acc_chain <- numeric(n_chains)
+    for (it in seq_len(burnin + steps)) {
+      prop <- cur + matrix(stats::rnorm(n_chains * d), n_chains, d) * rep(scale, each = n_chains)
+      colnames(prop) <- pr$names
+      lprop <- log_target(prop)
+      a <- log(stats::runif(n_chains)) < lprop - lcur
+      a[is.na(a)] <- FALSE
+      cur[a, ] <- prop[a, ]
+      lcur[a] <- lprop[a]
+      if (it > burnin) {
+        draws[it - burnin, , ] <- cur
+        acc_chain <- acc_chain + a
+      }
     }
   }
-  flat <- matrix(aperm(draws, c(1, 2, 3)), steps * n_chains, d, dimnames = list(NULL, pr$names))
+  flat <- matrix(draws, steps * n_chains, d, dimnames = list(NULL, pr$names))
   ess <- vapply(seq_len(d), function(j) chain_ess(draws[, , j, drop = TRUE]), 1)
-  list(draws = flat, weights = rep(1 / nrow(flat), nrow(flat)), ess = stats::setNames(ess, pr$names),
-       acceptance = acc / (steps * n_chains), scale = scale)
+  c(list(draws = flat, weights = rep(1 / nrow(flat), nrow(flat)), ess = stats::setNames(ess, pr$names),
+         acceptance = sum(acc_chain) / (steps * n_chains), chain_acceptance = acc_chain / steps, scale = scale,
+         engine = engine), extra)
+}
+
+# "auto" -> "rust" when the classifier's log ratio is a sum of one-parameter functions and the
+# prior has a Rust form, else "r"; "rust" refused when it cannot serve.
+ratio_engine <- function(engine, object, call) {
+  if (engine == "r") return("r")
+  why <- if (!ratio_separable(object$gam, object$parameters)) {
+    "a term of the classifier involves two or more parameters, so its log ratio cannot be tabulated per parameter"
+  } else if (is.null(ratio_rust_prior(object$prior))) {
+    "the prior exists only as R functions (prior_custom()); Rust knows prior_uniform() and prior_normal()"
+  }
+  if (is.null(why)) return("rust")
+  if (engine == "rust") {
+    nce_abort(paste0("`engine = \"rust\"` cannot serve this posterior: ", why, "; use `engine = \"r\"`."),
+              "unsupported", call = call)
+  }
+  "r"
+}
+
+# TRUE when no model term (smooth, with its `by` variable, or parametric, or offset) involves more
+# than one parameter.
+ratio_separable <- function(g, pars) {
+  n_par <- function(exprs) sum(pars %in% unlist(lapply(exprs, function(e) all.vars(str2lang(e)))))
+  for (sm in g$smooth) {
+    if (n_par(c(sm$term, if (!identical(sm$by, "NA")) sm$by)) > 1L) return(FALSE)
+  }
+  fac <- attr(g$pterms, "factors")
+  if (length(fac)) {
+    for (k in seq_len(ncol(fac))) if (n_par(rownames(fac)[fac[, k] > 0]) > 1L) return(FALSE)
+  }
+  off <- attr(g$pterms, "offset")
+  if (length(off) && n_par(rownames(attr(g$pterms, "factors"))[off]) > 1L) return(FALSE)
+  TRUE
+}
+
+# The prior as the Rust sampler takes it, or NULL.
+ratio_rust_prior <- function(pr) {
+  if (identical(pr$kind, "uniform") && all(is.finite(c(pr$lower, pr$upper)))) {
+    return(list(kind = "uniform", lower = unname(pr$lower), upper = unname(pr$upper)))
+  }
+  if (identical(pr$kind, "normal") && is.numeric(pr$mean) && is.numeric(pr$sd)) {
+    return(list(kind = "normal", mean = unname(as.double(pr$mean)), sd = unname(as.double(pr$sd))))
+  }
+  NULL
+}
+
+# The log ratio at the observed summaries, separable in the parameters, as one table per
+# parameter on n_grid equally spaced points (the prior's box, or 10 sds around a normal prior's
+# mean): log r(theta) = log r(ref) + sum_j [log r(ref with theta_j) - log r(ref)], exact at the
+# grid points; the constant log r(ref) goes into the first table. One predict.gam() call.
+ratio_tables <- function(object, s_obs, n_grid) {
+  pr <- object$prior
+  pars <- object$parameters
+  d <- length(pars)
+  if (identical(pr$kind, "normal")) {
+    lo <- pr$mean - 10 * pr$sd
+    hi <- pr$mean + 10 * pr$sd
+  } else {
+    lo <- pr$lower
+    hi <- pr$upper
+  }
+  lo <- as.double(lo[pars])
+  hi <- as.double(hi[pars])
+  ref <- (lo + hi) / 2
+  grids <- vapply(seq_len(d), function(j) seq(lo[j], hi[j], length.out = n_grid), numeric(n_grid))
+  th <- matrix(rep(ref, each = d * n_grid + 1L), d * n_grid + 1L, d, dimnames = list(NULL, pars))
+  for (j in seq_len(d)) th[(j - 1L) * n_grid + seq_len(n_grid), j] <- grids[, j]
+  sm <- matrix(s_obs, nrow(th), length(s_obs), byrow = TRUE, dimnames = list(NULL, names(s_obs)))
+  eta <- ratio_log_ratio(object, th, sm)
+  base <- eta[length(eta)]
+  values <- matrix(eta[-length(eta)] - base, n_grid, d)
+  values[, 1L] <- values[, 1L] + base
+  list(values = values, lo = lo, hi = hi)
 }
 
 # Effective sample size of parallel chains (columns): n_total / (1 + 2 sum of the
@@ -344,14 +483,16 @@ confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
 summary.nce_ratio_posterior <- function(object, level = 0.95, ...) {
   ci <- confint(object, level = level)
   tab <- data.frame(mean = coef(object), sd = sqrt(diag(vcov(object))), lower = ci[, 1], upper = ci[, 2])
-  structure(list(table = tab, method = object$method, ess = object$ess, acceptance = object$acceptance,
-                 n = nrow(object$draws), level = level), class = "summary.nce_ratio_posterior")
+  structure(list(table = tab, method = object$method, engine = object$engine, ess = object$ess,
+                 acceptance = object$acceptance, n = nrow(object$draws), level = level),
+            class = "summary.nce_ratio_posterior")
 }
 
 #' @export
 print.summary.nce_ratio_posterior <- function(x, digits = 4L, ...) {
+  how <- if (is.null(x$engine)) x$method else sprintf("%s in %s", x$method, if (x$engine == "r") "R" else "Rust")
   cat(sprintf("Posterior from an amortised ratio estimator (%s, %d draws); %g%% credible intervals\n",
-              x$method, x$n, 100 * x$level))
+              how, x$n, 100 * x$level))
   print(format(x$table, digits = digits))
   cat("Effective sample size:", paste(format(round(x$ess, 1)), collapse = ", "), "\n")
   if (!is.na(x$acceptance)) cat(sprintf("Acceptance rate: %.3f\n", x$acceptance))

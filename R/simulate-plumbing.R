@@ -70,7 +70,7 @@ prior_normal <- function(mean, sd) {
     nce_abort(sprintf("`sd` must hold %d positive numbers, one per parameter.", length(mean)), "input")
   }
   nms <- names(mean)
-  new_prior(
+  pr <- new_prior(
     names = nms, lower = rep(-Inf, length(nms)), upper = rep(Inf, length(nms)), kind = "normal",
     sample = function(n) {
       m <- vapply(seq_along(nms), function(j) stats::rnorm(n, mean[j], sd[j]), numeric(n))
@@ -81,6 +81,10 @@ prior_normal <- function(mean, sd) {
       rowSums(stats::dnorm(theta, rep(mean, each = nrow(theta)), rep(sd, each = nrow(theta)), log = TRUE))
     }
   )
+  # Kept for samplers that evaluate the prior outside R (ratio_posterior() in Rust).
+  pr$mean <- stats::setNames(as.double(mean), nms)
+  pr$sd <- stats::setNames(as.double(sd), nms)
+  pr
 }
 
 #' @rdname prior_uniform

@@ -48,3 +48,77 @@ test_that("predict gives the log ratio, which is near the exact one in the bulk"
   expect_lt(max(abs(lr - truth)), 0.35)
   expect_error(predict(r, data.frame(mu = 1)), class = "nce_error_input")
 })
+
+test_that("Metropolis in Rust: tables match predict.gam, the R loop agrees, draws do not depend on threads", {
+  r <- fit_gauss_ratio()
+  set.seed(7)
+  x_obs <- matrix(rnorm(20, -0.4), 1)
+  set.seed(8)
+  rust <- ratio_posterior(r, x_obs, n_draws = 20000, method = "metropolis", n_chains = 40, burnin = 100)
+  expect_identical(rust$engine, "rust")
+  # Local cubic interpolation of tables on 2049 points: against predict.gam at 200 draws.
+  expect_lt(rust$table_error, 1e-6)
+  expect_identical(rust$off_table, 0)
+  set.seed(9)
+  rloop <- ratio_posterior(r, x_obs, n_draws = 20000, method = "metropolis", n_chains = 40, burnin = 100,
+                           engine = "r")
+  expect_identical(rloop$engine, "r")
+  # Same target: means within 4 Monte Carlo sds of their difference, sds within 5 %.
+  se <- sqrt(vcov(rust)[1, 1] / rust$ess + vcov(rloop)[1, 1] / rloop$ess)
+  expect_lt(abs(coef(rust) - coef(rloop)), 4 * se)
+  expect_equal(sqrt(vcov(rust)[1, 1]), sqrt(vcov(rloop)[1, 1]), tolerance = 0.05)
+  # Against the exact posterior N(xbar, 1/20) (the bounds +-2 are > 7 sds away).
+  expect_lt(abs(coef(rust) - mean(x_obs)), 0.05)
+  expect_equal(sqrt(vcov(rust)[1, 1]), sqrt(1 / 20), tolerance = 0.15)
+  expect_length(rust$chain_acceptance, 40)
+  old <- options(nce.threads = 1L)
+  on.exit(options(old))
+  set.seed(8)
+  one <- ratio_posterior(r, x_obs, n_draws = 20000, method = "metropolis", n_chains = 40, burnin = 100)
+  options(nce.threads = 2L)
+  set.seed(8)
+  two <- ratio_posterior(r, x_obs, n_draws = 20000, method = "metropolis", n_chains = 40, burnin = 100)
+  expect_identical(one$draws, rust$draws)
+  expect_identical(two$draws, rust$draws)
+  expect_snapshot(print(summary(rust), digits = 2))
+  expect_snapshot(print(summary(rloop), digits = 2))
+})
+
+test_that("Metropolis in Rust with a normal prior recovers the conjugate posterior", {
+  set.seed(31)
+  r <- ratio_amortised(gauss_sim, gauss_summ, prior_normal(c(mu = 0), c(mu = 1)), n = 2000, batch = TRUE,
+                       formula = ~ te(mu, m, k = 6))
+  set.seed(32)
+  x_obs <- matrix(rnorm(20, 0.8), 1)
+  post <- ratio_posterior(r, x_obs, n_draws = 20000, method = "metropolis", n_chains = 40)
+  expect_identical(post$engine, "rust")
+  expect_lt(post$table_error, 1e-6)
+  # Exact: N(20 xbar / 21, 1 / 21); tolerances 0.05 on the mean (sd 0.22) and 15 % on the sd.
+  expect_lt(abs(coef(post) - 20 * mean(x_obs) / 21), 0.05)
+  expect_equal(sqrt(vcov(post)[1, 1]), sqrt(1 / 21), tolerance = 0.15)
+})
+
+test_that("classifiers with parameter-parameter terms and custom priors fall back to the R loop", {
+  sim2 <- function(theta, n) matrix(rnorm(n * 10, theta[, "a"] + theta[, "b"]), n, 10)
+  summ2 <- function(x) cbind(m = rowMeans(x))
+  pr <- prior_uniform(a = c(-1, 1), b = c(-1, 1))
+  set.seed(41)
+  r <- ratio_amortised(sim2, summ2, pr, n = 300, batch = TRUE, formula = ~ s(a, k = 4) + s(m, k = 4) + ti(a, b, k = 3))
+  expect_false(nce:::ratio_separable(r$gam, r$parameters))
+  x_obs <- matrix(rnorm(10, 0.2), 1)
+  post <- ratio_posterior(r, x_obs, n_draws = 200, method = "metropolis", n_chains = 10, burnin = 5)
+  expect_identical(post$engine, "r")
+  expect_error(ratio_posterior(r, x_obs, n_draws = 200, method = "metropolis", n_chains = 10, engine = "rust"),
+               class = "nce_error_unsupported")
+  expect_true(nce:::ratio_separable(list(smooth = list(list(term = "a", by = "m")), pterms = stats::terms(~ a + m)),
+                                    c("a", "b")))
+  expect_false(nce:::ratio_separable(list(smooth = list(list(term = "a", by = "b")), pterms = stats::terms(~ 1)),
+                                     c("a", "b")))
+  expect_false(nce:::ratio_separable(list(smooth = list(), pterms = stats::terms(~ a:b + m)), c("a", "b")))
+  expect_false(nce:::ratio_separable(list(smooth = list(), pterms = stats::terms(~ I(a * b))), c("a", "b")))
+  expect_true(nce:::ratio_separable(list(smooth = list(), pterms = stats::terms(~ a:m + b)), c("a", "b")))
+  rc <- fit_gauss_ratio()
+  rc$prior <- prior_custom(function(n) cbind(mu = runif(n, -2, 2)), function(th) rep(0, nrow(th)), "mu", -2, 2)
+  post <- ratio_posterior(rc, matrix(rnorm(20), 1), n_draws = 200, method = "metropolis", n_chains = 10, burnin = 5)
+  expect_identical(post$engine, "r")
+})

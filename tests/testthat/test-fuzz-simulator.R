@@ -103,7 +103,7 @@ test_that("lfire refuses bad input", {
 
 test_that("the Rust LFIRE engine refuses malformed problems without crashing", {
   m <- matrix(rnorm(20), 10, 2)
-  ctrl <- list(nlambda = 5, lambda_min_ratio = 0.01, nfolds = 3, one_se = 0)
+  ctrl <- list(nlambda = 5, lambda_min_ratio = 0.01, nfolds = 3, one_se = 0, coarse = 1)
   bad <- list(
     list(m, m, c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 1L)[],
     list(m, m[, 1, drop = FALSE], c(0L, 10L), c(0, 0), "lasso", ctrl, 1, 1L),
@@ -115,7 +115,8 @@ test_that("the Rust LFIRE engine refuses malformed problems without crashing", {
     list(m, m, c(0L, 10L), c(0, 0), "lasso", list(), 1, 1L),
     list(m, m, c(0L, 1L, 10L), c(0, 0), "lasso", ctrl, 1, 1L),
     list(m, m, c(0L, 10L), c(0, NaN), "lasso", ctrl, 1, 1L),
-    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(nfolds = 1)), 1, 1L)
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(nfolds = 1)), 1, 1L),
+    list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(coarse = 0)), 1, 1L)
   )
   bad[[1]][[1]][1, 1] <- Inf
   for (a in bad) {
@@ -135,4 +136,60 @@ test_that("ratio_amortised and ratio_posterior refuse bad input", {
     function() ratio_posterior("fit", 1)
   )
   for (f in cases) expect_error(f(), class = "nce_error_input")
+})
+
+test_that("ratio_posterior refuses bad Metropolis arguments, and the Rust sampler malformed tables", {
+  set.seed(3)
+  r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 100, batch = TRUE, formula = ~ s(mu, k = 4) + s(m, k = 4))
+  x <- matrix(rnorm(5), 1)
+  mh <- function(...) ratio_posterior(r, x, n_draws = 100, method = "metropolis", n_chains = 5, burnin = 2, ...)
+  cases <- list(
+    function() ratio_posterior(r, x, method = "gibbs"),
+    function() ratio_posterior(r, x, method = NA),
+    function() mh(engine = "julia"),
+    function() mh(engine = 1),
+    function() mh(n_grid = 3),
+    function() mh(n_grid = NaN),
+    function() mh(n_grid = 1e9),
+    function() mh(scale = -1),
+    function() mh(scale = c(0.1, 0.1)),
+    function() mh(scale = NA_real_),
+    function() mh(scale = Inf),
+    function() mh(scale = "a"),
+    function() ratio_posterior(r, x, method = "metropolis", n_chains = 1),
+    function() ratio_posterior(r, x, method = "metropolis", n_chains = NA),
+    function() ratio_posterior(r, x, method = "metropolis", burnin = -1),
+    function() ratio_posterior(r, x, method = "metropolis", burnin = Inf),
+    function() ratio_posterior(r, x, n_draws = 5, method = "metropolis")
+  )
+  for (f in cases) expect_error(f(), class = "nce_error_input")
+  options(nce.max_memory = 1e6)
+  on.exit(options(nce.max_memory = NULL))
+  expect_error(ratio_posterior(r, x, n_draws = 1e8, method = "metropolis"), class = "nce_error_size")
+  options(nce.max_memory = NULL)
+  v <- matrix(0, 10, 1)
+  pr <- list(kind = "uniform", lower = -1, upper = 1)
+  ok <- list(v, -1, 1, pr, matrix(0, 2, 1), 0.1, 0, 5, 1, 1L)
+  bad <- list(
+    replace(ok, 1L, list(matrix(0, 3, 1))),
+    replace(ok, 1L, list(matrix(NaN, 10, 1))),
+    replace(ok, 2L, list(c(-1, 0))),
+    replace(ok, 3L, list(-2)),
+    replace(ok, 4L, list(list(kind = "beta"))),
+    replace(ok, 4L, list(list(kind = "normal", mean = 0, sd = 0))),
+    replace(ok, 4L, list(list(kind = "uniform", lower = c(-1, 0), upper = 1))),
+    replace(ok, 5L, list(matrix(0, 2, 2))),
+    replace(ok, 5L, list(matrix(NA_real_, 2, 1))),
+    replace(ok, 6L, list(0)),
+    replace(ok, 6L, list(c(0.1, 0.1))),
+    replace(ok, 7L, list(-1)),
+    replace(ok, 8L, list(0)),
+    replace(ok, 8L, list(2^60)),
+    replace(ok, 9L, list(-1)),
+    replace(ok, 10L, list(0L))
+  )
+  for (a in bad) expect_error(nce:::rs(do.call(nce:::nce_ratio_metropolis, a)), class = "nce_error_input")
+  expect_type(nce:::rs(do.call(nce:::nce_ratio_metropolis, ok))$draws, "double")
+  expect_error(nce:::rs(nce:::nce_sum_tables_eval(v, -1, 1, matrix(0, 2, 3))), class = "nce_error_input")
+  expect_true(is.na(nce:::rs(nce:::nce_sum_tables_eval(v, -1, 1, matrix(2, 1, 1)))))
 })

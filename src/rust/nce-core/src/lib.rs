@@ -28,4 +28,4 @@ pub use convergence::Convergence;
 pub use engine::{alias, design, discrete, family, grouped, irls, penalty, pirls, reml, sandwich};
 pub use error::{NceError, Result};
 pub use estimators::{bridge, lasso, lfire, mog, nonlinear, telescope, vnce};
-pub use sampling::{kernel, latkes_sim, ref_discrete, ref_steps, reference, tgm_sim, truncnorm};
+pub use sampling::{kernel, latkes_sim, metropolis, ref_discrete, ref_steps, reference, tgm_sim, truncnorm};

@@ -1,10 +1,14 @@
-//! Binding of nce_core::lfire (ratio estimation for simulator models). No numerics here.
+//! Binding of nce_core::lfire (ratio estimation for simulator models) and of the tabulated
+//! Metropolis sampler of amortised ratio posteriors. No numerics here.
 
-use crate::convert::{guard, int_slice, list_number, real_matrix, real_slice, threads_of};
+use crate::convert::{
+    count_of, guard, int_slice, list_get, list_number, list_vec, real_matrix, real_slice, threads_of,
+};
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::lasso::{cv_logistic_lasso, LassoControl};
 use nce_core::lfire::{lfire_fit, LfireData, LfirePenalty};
+use nce_core::metropolis::{metropolis_tables, ChainPrior, SumTables};
 use nce_core::NceError;
 
 fn seed_of(seed: f64) -> std::result::Result<u64, NceError> {
@@ -17,7 +21,7 @@ fn seed_of(seed: f64) -> std::result::Result<u64, NceError> {
 /// LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
 /// starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
 /// `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
-/// one_se (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+/// one_se, coarse (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -50,6 +54,7 @@ fn nce_lfire_fit(
                     nlambda: num("nlambda")? as usize,
                     lambda_min_ratio: num("lambda_min_ratio")?,
                     nfolds: num("nfolds")? as usize,
+                    coarse: num("coarse")? as usize,
                     ..LassoControl::default()
                 },
                 one_se: num("one_se")? != 0.0,
@@ -112,6 +117,12 @@ fn nce_lasso_cv(x: Robj, y: Robj, foldid: Robj, control: List) -> Robj {
         let ctrl = LassoControl {
             nlambda: num("nlambda")? as usize,
             lambda_min_ratio: num("lambda_min_ratio")?,
+            // Optional: 1 (every lambda) unless given.
+            coarse: if list_get(&control, "coarse", "control").is_ok() {
+                num("coarse")? as usize
+            } else {
+                1
+            },
             ..LassoControl::default()
         };
         let cv = cv_logistic_lasso(xd, n, p, y, &folds, &ctrl)?;
@@ -131,8 +142,101 @@ fn nce_lasso_cv(x: Robj, y: Robj, foldid: Robj, control: List) -> Robj {
     })
 }
 
+/// Tables of one-parameter functions: `values` an n x d double matrix (column j on the grid
+/// from lo[j] to hi[j]).
+fn sum_tables(values: &Robj, lo: &Robj, hi: &Robj) -> std::result::Result<SumTables, NceError> {
+    let (v, n, d) = real_matrix(values, "values")?;
+    let lo = real_slice(lo, "lo")?.to_vec();
+    let hi = real_slice(hi, "hi")?.to_vec();
+    if lo.len() != d {
+        return Err(NceError::invalid("lo", "needs one value per column of `values`"));
+    }
+    SumTables::new(lo, hi, n, v.to_vec())
+}
+
+/// Random-walk Metropolis on prior x exp(sum of tabulated functions). `prior`:
+/// list(kind = "uniform", lower, upper) or list(kind = "normal", mean, sd); `starts` a
+/// chains x d double matrix; `scale` the proposal sds. Returns draws (steps x chains x d in R's
+/// array order, as a vector), accepted (per chain, after burn-in) and off_table.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_ratio_metropolis(
+    values: Robj,
+    lo: Robj,
+    hi: Robj,
+    prior: List,
+    starts: Robj,
+    scale: Robj,
+    burnin: f64,
+    steps: f64,
+    seed: f64,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let tables = sum_tables(&values, &lo, &hi)?;
+        let kind = list_get(&prior, "kind", "prior")?;
+        let pr = match kind.as_str() {
+            Some("uniform") => ChainPrior::Uniform {
+                lower: list_vec(&prior, "lower", "prior")?,
+                upper: list_vec(&prior, "upper", "prior")?,
+            },
+            Some("normal") => ChainPrior::Normal {
+                mean: list_vec(&prior, "mean", "prior")?,
+                sd: list_vec(&prior, "sd", "prior")?,
+            },
+            _ => return Err(NceError::invalid("prior", "`kind` must be \"uniform\" or \"normal\"")),
+        };
+        let (st, nc, d) = real_matrix(&starts, "starts")?;
+        if d != tables.dim() || nc == 0 {
+            return Err(NceError::invalid(
+                "starts",
+                "must have one row per chain and one column per table",
+            ));
+        }
+        let scale = real_slice(&scale, "scale")?;
+        let burnin = count_of(burnin, "burnin", 0)?;
+        let steps = count_of(steps, "steps", 1)?;
+        let seed = seed_of(seed)?;
+        let threads = threads_of(threads)?;
+        let res = run::run(threads, |stop| {
+            metropolis_tables(&tables, &pr, st, scale, burnin, steps, seed, stop)
+        })?;
+        Ok(list!(
+            draws = res.draws,
+            accepted = res.accepted.iter().map(|&a| a as f64).collect::<Vec<f64>>(),
+            off_table = res.off_table as f64
+        )
+        .into_robj())
+    })
+}
+
+/// The interpolated sum of the tables at the rows of `x` (NA off the tables).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_sum_tables_eval(values: Robj, lo: Robj, hi: Robj, x: Robj) -> Robj {
+    guard(|| {
+        let tables = sum_tables(&values, &lo, &hi)?;
+        let (xv, n, d) = real_matrix(&x, "x")?;
+        if d != tables.dim() {
+            return Err(NceError::invalid("x", "must have one column per table"));
+        }
+        let out: Vec<Option<f64>> = (0..n)
+            .map(|i| {
+                let row: Vec<f64> = (0..d).map(|j| xv[i + n * j]).collect();
+                tables.eval(&row)
+            })
+            .collect();
+        Ok(Doubles::from_values(out.into_iter().map(|v| v.map_or(Rfloat::na(), Rfloat::from))).into_robj())
+    })
+}
+
 extendr_module! {
     mod simulator;
     fn nce_lfire_fit;
     fn nce_lasso_cv;
+    fn nce_ratio_metropolis;
+    fn nce_sum_tables_eval;
 }

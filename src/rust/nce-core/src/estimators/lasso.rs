@@ -23,6 +23,9 @@ pub struct LassoControl {
     pub tol: f64,
     pub max_outer: usize,
     pub max_inner: usize,
+    /// Cross-validation on every `coarse`-th lambda of the sequence (and the last), then on
+    /// every lambda between the two coarse neighbours of the best one; 1: on every lambda.
+    pub coarse: usize,
 }
 
 impl Default for LassoControl {
@@ -34,6 +37,7 @@ impl Default for LassoControl {
             tol: 1e-7,
             max_outer: 25,
             max_inner: 10_000,
+            coarse: 1,
         }
     }
 }
@@ -46,6 +50,8 @@ pub struct LassoPath {
     /// beta[k] holds the p coefficients at lambda[k].
     pub beta: Vec<Vec<f64>>,
     pub dev_ratio: Vec<f64>,
+    /// Outer (IRLS) steps taken over the whole path.
+    pub outer_steps: usize,
 }
 
 /// Cross-validated path: the full-data path, the CV curve and the chosen lambdas.
@@ -169,6 +175,22 @@ pub fn logistic_lasso_path(
     lambdas: &[f64],
     ctrl: &LassoControl,
 ) -> Result<LassoPath> {
+    path_from(x, n, p, y, rows, lambdas, ctrl, None)
+}
+
+/// The path from a starting fit (intercept, slopes) at a larger lambda, or from the null model
+/// with glmnet's stopping rule (`start` None); a path from a start runs every lambda given.
+#[allow(clippy::too_many_arguments)]
+fn path_from(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    y: &[f64],
+    rows: &[usize],
+    lambdas: &[f64],
+    ctrl: &LassoControl,
+    start: Option<(f64, &[f64])>,
+) -> Result<LassoPath> {
     let m = rows.len();
     if m < 2 {
         return Err(NceError::invalid("x", "needs at least two rows in every fit"));
@@ -177,9 +199,12 @@ pub fn logistic_lasso_path(
     let yr: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
     let mf = m as f64;
     let ybar = (yr.iter().sum::<f64>() / mf).clamp(1e-10, 1.0 - 1e-10);
-    let mut b0 = (ybar / (1.0 - ybar)).ln();
-    let mut beta = vec![0.0; p];
-    let null_dev = deviance(&yr, &vec![b0; m], false).max(1e-300);
+    let null_b0 = (ybar / (1.0 - ybar)).ln();
+    let null_dev = deviance(&yr, &vec![null_b0; m], false).max(1e-300);
+    let (mut b0, mut beta) = match start {
+        Some((b, bs)) => (b, bs.to_vec()),
+        None => (null_b0, vec![0.0; p]),
+    };
     // Columns gathered once (contiguous per feature) for the gradient and Gram products.
     let mut xc = vec![0.0; m * p];
     for j in 0..p {
@@ -189,14 +214,22 @@ pub fn logistic_lasso_path(
     }
     let col = |j: usize| &xc[j * m..(j + 1) * m];
     let mut eta = vec![b0; m];
+    for j in 0..p {
+        if beta[j] != 0.0 {
+            for (e, v) in eta.iter_mut().zip(col(j)) {
+                *e += beta[j] * v;
+            }
+        }
+    }
     let mut out = LassoPath {
         lambda: Vec::new(),
         intercept: Vec::new(),
         beta: Vec::new(),
         dev_ratio: Vec::new(),
+        outer_steps: 0,
     };
-    let mut active: Vec<usize> = Vec::new();
-    let mut is_active = vec![false; p];
+    let mut active: Vec<usize> = (0..p).filter(|&j| beta[j] != 0.0).collect();
+    let mut is_active: Vec<bool> = beta.iter().map(|&b| b != 0.0).collect();
     let mut w = vec![0.0; m];
     let mut resid = vec![0.0; m];
     let mut gram: Vec<f64> = Vec::new();
@@ -205,15 +238,34 @@ pub fn logistic_lasso_path(
     let mut grad = vec![0.0; p];
     let mut wa = vec![0.0; m];
     let mut prev_ratio = 0.0;
+    // One pass over the rows at eta: IRLS weights and residuals, and the negative
+    // log-likelihood (softplus form, from the same exp), which the step control checks.
+    let pass = |eta: &[f64], w: &mut [f64], resid: &mut [f64]| -> (f64, f64) {
+        let (mut nll, mut sr) = (0.0, 0.0);
+        for r in 0..m {
+            let e = eta[r];
+            let a = (-e.abs()).exp();
+            let inv = 1.0 / (1.0 + a);
+            let mu = if e >= 0.0 { inv } else { a * inv };
+            w[r] = (mu * (1.0 - mu)).max(1e-5);
+            resid[r] = yr[r] - mu;
+            sr += resid[r];
+            let z = if yr[r] > 0.5 { -e } else { e };
+            nll += z.max(0.0) + a.ln_1p();
+        }
+        (nll, sr)
+    };
+    let l1 = |b: &[f64]| b.iter().map(|v| v.abs()).sum::<f64>();
+    let (mut nll, mut sr) = pass(&eta, &mut w, &mut resid);
+    let mut beta_old = beta.clone();
+    let mut eta_old = eta.clone();
     for (k, &lam) in lambdas.iter().enumerate() {
         for outer in 0..ctrl.max_outer {
-            let mut sr = 0.0;
-            for r in 0..m {
-                let mu = sigmoid(eta[r]);
-                w[r] = (mu * (1.0 - mu)).max(1e-5);
-                resid[r] = yr[r] - mu;
-                sr += resid[r];
-            }
+            out.outer_steps += 1;
+            beta_old.copy_from_slice(&beta);
+            eta_old.copy_from_slice(&eta);
+            let b0_old = b0;
+            let obj_old = nll / mf + lam * l1(&beta_old);
             // Full gradient: KKT check of the inactive features, and the active residuals.
             for (j, g) in grad.iter_mut().enumerate() {
                 *g = dot(col(j), &resid) / mf;
@@ -305,16 +357,32 @@ pub fn logistic_lasso_path(
                     }
                 }
             }
+            (nll, sr) = pass(&eta, &mut w, &mut resid);
+            // Step control: the quadratic step is a descent direction of the penalised
+            // objective; where it overshoots (nearly separable classes, far steps between
+            // lambdas), halve it until the objective does not increase.
+            let mut halvings = 0;
+            while nll / mf + lam * l1(&beta) > obj_old + 1e-12 * obj_old.abs() && halvings < 40 {
+                for (b, o) in beta.iter_mut().zip(&beta_old) {
+                    *b = 0.5 * (*b + o);
+                }
+                b0 = 0.5 * (b0 + b0_old);
+                for (e, o) in eta.iter_mut().zip(&eta_old) {
+                    *e = 0.5 * (*e + o);
+                }
+                (nll, sr) = pass(&eta, &mut w, &mut resid);
+                halvings += 1;
+            }
             if dlx < ctrl.tol && !added {
                 break;
             }
         }
-        let ratio = 1.0 - deviance(&yr, &eta, false) / null_dev;
+        let ratio = 1.0 - 2.0 * nll / null_dev;
         out.lambda.push(lam);
         out.intercept.push(b0);
         out.beta.push(beta.clone());
         out.dev_ratio.push(ratio);
-        if ratio > 0.999 || (k > 0 && ratio - prev_ratio < 1e-5 * ratio) {
+        if start.is_none() && (ratio > 0.999 || (k > 0 && ratio - prev_ratio < 1e-5 * ratio)) {
             break;
         }
         prev_ratio = ratio;
@@ -340,8 +408,24 @@ pub fn fold_ids<R: Rng>(n: usize, nfolds: usize, rng: &mut R) -> Vec<usize> {
     f
 }
 
+/// One path's fit at each lambda of the merged sequence: (path, index in it) per lambda.
+struct Merged<'a> {
+    parts: Vec<(&'a LassoPath, usize)>,
+}
+
+impl Merged<'_> {
+    fn fit(&self, k: usize) -> (f64, &[f64]) {
+        let (p, i) = self.parts[k];
+        let i = i.min(p.lambda.len() - 1);
+        (p.intercept[i], &p.beta[i])
+    }
+}
+
 /// Lasso path on all rows with K-fold cross-validation of the (clamped) binomial deviance.
-/// `folds` gives each row's fold (0..nfolds).
+/// `folds` gives each row's fold (0..nfolds). With `ctrl.coarse` = c > 1 the paths run on every
+/// c-th lambda of the sequence (and the last); then, from the fits at the coarse lambda above
+/// the best one, on every lambda between its two coarse neighbours. The returned path and CV
+/// curve hold the coarse lambdas and that fine stretch, in decreasing order.
 pub fn cv_logistic_lasso(
     x: &[f64],
     n: usize,
@@ -358,67 +442,175 @@ pub fn cv_logistic_lasso(
     if nfolds < 2 {
         return Err(NceError::invalid("nfolds", "must be at least 2"));
     }
-    let lambdas = lambda_sequence(x, n, p, y, ctrl)?;
+    let all_lambdas = lambda_sequence(x, n, p, y, ctrl)?;
+    let step = ctrl.coarse.max(1);
+    let mut coarse_idx: Vec<usize> = (0..all_lambdas.len()).step_by(step).collect();
+    if coarse_idx.last() != Some(&(all_lambdas.len() - 1)) {
+        coarse_idx.push(all_lambdas.len() - 1);
+    }
+    let coarse_l: Vec<f64> = coarse_idx.iter().map(|&i| all_lambdas[i]).collect();
     let all: Vec<usize> = (0..n).collect();
-    let path = logistic_lasso_path(x, n, p, y, &all, &lambdas, ctrl)?;
-    let nl = path.lambda.len();
+    let path = logistic_lasso_path(x, n, p, y, &all, &coarse_l, ctrl)?;
+    let nc = path.lambda.len();
+    coarse_idx.truncate(nc);
     let xr = Rows { x, n };
-    // Per fold: mean held-out deviance at each lambda of the full path; a fold path that
-    // stopped early keeps its last fit for the remaining lambdas (glmnet's predict does too).
-    let mut fold_dev = vec![vec![0.0; nl]; nfolds];
-    let mut fold_n = vec![0usize; nfolds];
+    struct Fold {
+        test: Vec<usize>,
+        yt: Vec<f64>,
+        train: Vec<usize>,
+        // None: the training rows hold one class (the fit predicts it with certainty).
+        path: Option<LassoPath>,
+        one_class: f64,
+    }
+    let mut fd: Vec<Fold> = Vec::with_capacity(nfolds);
     for f in 0..nfolds {
         let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
         let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
-        fold_n[f] = test.len();
-        if test.is_empty() {
-            continue;
-        }
         let yt: Vec<f64> = test.iter().map(|&i| y[i]).collect();
         let ytrain_sum: f64 = train.iter().map(|&i| y[i]).sum();
-        let fp = if ytrain_sum == 0.0 || ytrain_sum == train.len() as f64 {
+        let single = ytrain_sum == 0.0 || ytrain_sum == train.len() as f64;
+        let fp = if test.is_empty() || single {
             None
         } else {
             Some(logistic_lasso_path(x, n, p, y, &train, &path.lambda, ctrl)?)
         };
-        let mut eta = vec![0.0; test.len()];
-        for (k, dev_k) in fold_dev[f].iter_mut().enumerate() {
-            match &fp {
-                Some(fp) => {
-                    let kk = k.min(fp.lambda.len() - 1);
-                    eta.iter_mut().for_each(|e| *e = fp.intercept[kk]);
-                    for (j, &bj) in fp.beta[kk].iter().enumerate() {
-                        if bj != 0.0 {
-                            for (e, &i) in eta.iter_mut().zip(&test) {
-                                *e += bj * xr.at(i, j);
-                            }
+        let one_class = if ytrain_sum == 0.0 { -30.0 } else { 30.0 };
+        fd.push(Fold {
+            test,
+            yt,
+            train,
+            path: fp,
+            one_class,
+        });
+    }
+    // Held-out mean deviance of a fit (a fold path that stopped early keeps its last fit for
+    // the remaining lambdas, as glmnet's predict does).
+    let held_out = |fold: &Fold, fit: Option<(f64, &[f64])>| -> f64 {
+        let mut eta = vec![0.0; fold.test.len()];
+        match fit {
+            Some((b0, beta)) => {
+                eta.iter_mut().for_each(|e| *e = b0);
+                for (j, &bj) in beta.iter().enumerate() {
+                    if bj != 0.0 {
+                        for (e, &i) in eta.iter_mut().zip(&fold.test) {
+                            *e += bj * xr.at(i, j);
                         }
                     }
                 }
-                None => {
-                    let b = if ytrain_sum == 0.0 { -30.0 } else { 30.0 };
-                    eta.iter_mut().for_each(|e| *e = b);
-                }
             }
-            *dev_k = deviance(&yt, &eta, true) / test.len() as f64;
+            None => eta.iter_mut().for_each(|e| *e = fold.one_class),
         }
-    }
-    let wsum: f64 = fold_n.iter().map(|&c| c as f64).sum();
-    let kf = fold_n.iter().filter(|&&c| c > 0).count().max(2) as f64;
-    let mut cvm = vec![0.0; nl];
-    let mut cvsd = vec![0.0; nl];
-    for k in 0..nl {
-        let m: f64 = (0..nfolds).map(|f| fold_n[f] as f64 * fold_dev[f][k]).sum::<f64>() / wsum;
-        let v: f64 = (0..nfolds)
-            .map(|f| fold_n[f] as f64 * (fold_dev[f][k] - m).powi(2))
-            .sum::<f64>()
-            / wsum;
-        cvm[k] = m;
-        cvsd[k] = (v / (kf - 1.0)).sqrt();
-    }
-    let index_min = (0..nl).fold(0, |b, k| if cvm[k] < cvm[b] { k } else { b });
+        deviance(&fold.yt, &eta, true) / fold.test.len() as f64
+    };
+    let cv_curve = |merged_folds: &[Option<Merged>], nl: usize| -> (Vec<f64>, Vec<f64>) {
+        let fold_n: Vec<f64> = fd.iter().map(|f| f.test.len() as f64).collect();
+        let wsum: f64 = fold_n.iter().sum();
+        let kf = fd.iter().filter(|f| !f.test.is_empty()).count().max(2) as f64;
+        let dev: Vec<Vec<f64>> = fd
+            .iter()
+            .zip(merged_folds)
+            .map(|(f, mf)| {
+                (0..nl)
+                    .map(|k| {
+                        if f.test.is_empty() {
+                            0.0
+                        } else {
+                            held_out(f, mf.as_ref().map(|m| m.fit(k)))
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut cvm = vec![0.0; nl];
+        let mut cvsd = vec![0.0; nl];
+        for k in 0..nl {
+            let m: f64 = (0..nfolds).map(|f| fold_n[f] * dev[f][k]).sum::<f64>() / wsum;
+            let v: f64 = (0..nfolds).map(|f| fold_n[f] * (dev[f][k] - m).powi(2)).sum::<f64>() / wsum;
+            cvm[k] = m;
+            cvsd[k] = (v / (kf - 1.0)).sqrt();
+        }
+        (cvm, cvsd)
+    };
+    let coarse_folds: Vec<Option<Merged>> = fd
+        .iter()
+        .map(|f| {
+            f.path.as_ref().map(|p| Merged {
+                parts: (0..nc).map(|k| (p, k)).collect(),
+            })
+        })
+        .collect();
+    let (cvm_c, cvsd_c) = cv_curve(&coarse_folds, nc);
+    let argmin = |c: &[f64]| (0..c.len()).fold(0, |b, k| if c[k] < c[b] { k } else { b });
+    let kc = argmin(&cvm_c);
+    // The fine stretch: lambdas strictly between the coarse neighbours of the best coarse one.
+    let lo = if kc > 0 { coarse_idx[kc - 1] } else { coarse_idx[0] };
+    let hi = if kc + 1 < nc {
+        coarse_idx[kc + 1]
+    } else {
+        coarse_idx[kc]
+    };
+    let fine: Vec<usize> = (lo + 1..hi).filter(|i| !coarse_idx.contains(i)).collect();
+    let (path, cvm, cvsd) = if step == 1 || fine.is_empty() {
+        (path, cvm_c, cvsd_c)
+    } else {
+        let fine_l: Vec<f64> = fine.iter().map(|&i| all_lambdas[i]).collect();
+        let from = kc.saturating_sub(1);
+        let start_of = |p: &LassoPath| {
+            let i = from.min(p.lambda.len() - 1);
+            (p.intercept[i], p.beta[i].clone())
+        };
+        let (b0, bs) = start_of(&path);
+        let seg = path_from(x, n, p, y, &all, &fine_l, ctrl, Some((b0, &bs)))?;
+        let mut fold_seg: Vec<Option<LassoPath>> = Vec::with_capacity(nfolds);
+        for f in &fd {
+            fold_seg.push(match &f.path {
+                Some(fp) => {
+                    let (b0, bs) = start_of(fp);
+                    Some(path_from(x, n, p, y, &f.train, &fine_l, ctrl, Some((b0, &bs)))?)
+                }
+                None => None,
+            });
+        }
+        // Merged order: all lambda indices, coarse and fine, increasing (lambda decreasing).
+        let mut order: Vec<(usize, bool, usize)> = coarse_idx.iter().enumerate().map(|(k, &i)| (i, false, k)).collect();
+        order.extend(fine.iter().enumerate().map(|(k, &i)| (i, true, k)));
+        order.sort_by_key(|o| o.0);
+        let pick = |c: &LassoPath, s: &LassoPath, o: &(usize, bool, usize)| -> (f64, Vec<f64>, f64, f64) {
+            let (src, k) = if o.1 { (s, o.2) } else { (c, o.2) };
+            let k = k.min(src.lambda.len() - 1);
+            (src.lambda[k], src.beta[k].clone(), src.intercept[k], src.dev_ratio[k])
+        };
+        let mut merged = LassoPath {
+            lambda: Vec::new(),
+            intercept: Vec::new(),
+            beta: Vec::new(),
+            dev_ratio: Vec::new(),
+            outer_steps: path.outer_steps + seg.outer_steps,
+        };
+        for o in &order {
+            let (l, b, b0, r) = pick(&path, &seg, o);
+            merged.lambda.push(l);
+            merged.beta.push(b);
+            merged.intercept.push(b0);
+            merged.dev_ratio.push(r);
+        }
+        let nl = merged.lambda.len();
+        let mf: Vec<Option<Merged>> = fd
+            .iter()
+            .zip(&fold_seg)
+            .map(|(f, s)| match (&f.path, s) {
+                (Some(c), Some(s)) => Some(Merged {
+                    parts: order.iter().map(|o| if o.1 { (s, o.2) } else { (c, o.2) }).collect(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let (cvm, cvsd) = cv_curve(&mf, nl);
+        (merged, cvm, cvsd)
+    };
+    let index_min = argmin(&cvm);
     let bound = cvm[index_min] + cvsd[index_min];
-    let index_1se = (0..nl).find(|&k| cvm[k] <= bound).unwrap_or(index_min);
+    let index_1se = (0..cvm.len()).find(|&k| cvm[k] <= bound).unwrap_or(index_min);
     Ok(CvLasso {
         path,
         cvm,
@@ -480,6 +672,70 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Coarse-to-fine CV: the path holds every `coarse`-th lambda and the fine stretch around
+    /// the best, in decreasing order; its fits match the full path's at the same lambdas, and the
+    /// chosen lambda is the full grid's when the CV curve has one minimum.
+    #[test]
+    fn coarse_cv_matches_the_full_path() {
+        let (n, p) = (600, 6);
+        let (x, y) = problem(n, p, 11);
+        let full_ctrl = LassoControl {
+            nlambda: 40,
+            lambda_min_ratio: 1e-3,
+            tol: 1e-12,
+            ..LassoControl::default()
+        };
+        let folds = fold_ids(n, 5, &mut stream_rng(5, 1));
+        let full = cv_logistic_lasso(&x, n, p, &y, &folds, &full_ctrl).unwrap();
+        let ctrl = LassoControl {
+            coarse: 4,
+            ..full_ctrl.clone()
+        };
+        let cv = cv_logistic_lasso(&x, n, p, &y, &folds, &ctrl).unwrap();
+        assert!(cv.path.lambda.len() < full.path.lambda.len());
+        assert!(cv.path.lambda.windows(2).all(|w| w[1] < w[0]));
+        for (k, l) in cv.path.lambda.iter().enumerate() {
+            // The full path may stop earlier (glmnet's rule sees smaller steps there).
+            let Some(i) = full.path.lambda.iter().position(|v| v == l) else {
+                assert!(*l < *full.path.lambda.last().unwrap());
+                continue;
+            };
+            assert!((cv.cvm[k] - full.cvm[i]).abs() < 1e-6);
+            for j in 0..p {
+                assert!((cv.path.beta[k][j] - full.path.beta[i][j]).abs() < 1e-4);
+            }
+        }
+        assert_eq!(cv.path.lambda[cv.index_min], full.path.lambda[full.index_min]);
+    }
+
+    /// Nearly separable classes: the step control keeps the penalised objective decreasing, so
+    /// the fits stay finite and the deviance ratio in [0, 1] even with far steps between lambdas.
+    #[test]
+    fn step_control_on_nearly_separable_classes() {
+        let (n, p) = (300, 4);
+        let (x, _) = problem(n, p, 4);
+        let y: Vec<f64> = (0..n)
+            .map(|i| if x[i] + 0.05 * x[n + i] > 0.0 { 1.0 } else { 0.0 })
+            .collect();
+        let ctrl = LassoControl {
+            nlambda: 6,
+            lambda_min_ratio: 1e-5,
+            ..LassoControl::default()
+        };
+        let lam = lambda_sequence(&x, n, p, &y, &ctrl).unwrap();
+        let rows: Vec<usize> = (0..n).collect();
+        let path = logistic_lasso_path(&x, n, p, &y, &rows, &lam, &ctrl).unwrap();
+        for k in 0..path.lambda.len() {
+            assert!(
+                path.dev_ratio[k] >= -1e-12 && path.dev_ratio[k] <= 1.0,
+                "{:?}",
+                path.dev_ratio
+            );
+            assert!(path.beta[k].iter().all(|b| b.is_finite()));
+        }
+        assert!(path.dev_ratio.windows(2).all(|w| w[1] >= w[0] - 1e-9));
     }
 
     /// CV keeps the two real effects (shrunk towards 0) and drops the noise features.

@@ -177,10 +177,14 @@ fn fit_one(data: &LfireData, g: usize, pen: &LfirePenalty, seed: u64, stop: &Ato
 pub fn lfire_fit(data: &LfireData, pen: &LfirePenalty, seed: u64, stop: &AtomicBool) -> Result<Vec<LfireFit>> {
     data.check()?;
     if let LfirePenalty::Lasso { ctrl, .. } = pen {
-        if ctrl.nfolds < 2 || ctrl.nlambda < 1 || !(ctrl.lambda_min_ratio > 0.0 && ctrl.lambda_min_ratio < 1.0) {
+        if ctrl.nfolds < 2
+            || ctrl.nlambda < 1
+            || ctrl.coarse < 1
+            || !(ctrl.lambda_min_ratio > 0.0 && ctrl.lambda_min_ratio < 1.0)
+        {
             return Err(NceError::invalid(
                 "control",
-                "needs nfolds >= 2, nlambda >= 1, 0 < lambda_min_ratio < 1",
+                "needs nfolds >= 2, nlambda >= 1, coarse >= 1, 0 < lambda_min_ratio < 1",
             ));
         }
     }

@@ -1,8 +1,10 @@
 //! Samplers and reference densities: built-in references, the truncated normal random-walk
-//! kernel, the truncated normal, and the simulators of the TGM (Gibbs) and of LATKES chains.
+//! kernel, the truncated normal, the simulators of the TGM (Gibbs) and of LATKES chains, and
+//! random-walk Metropolis on tabulated log densities (amortised ratio posteriors).
 
 pub mod kernel;
 pub mod latkes_sim;
+pub mod metropolis;
 pub mod ref_discrete;
 pub mod ref_steps;
 pub mod reference;
