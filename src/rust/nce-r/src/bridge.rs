@@ -43,8 +43,8 @@ fn nce_bridge_solve(r1: Robj, r2: Robj, ess: Robj, tol: f64, maxit: i32, threads
             info = f.info,
             ess = f.ess.to_vec(),
             n = vec![f.n[0] as f64, f.n[1] as f64],
-            iterations = f.iterations as i32,
-            converged = f.converged,
+            iterations = f.convergence.iterations as i32,
+            converged = f.convergence.converged,
             separated = f.separated,
             max_r2 = f.max_r2,
             min_r1 = f.min_r1,
@@ -269,9 +269,9 @@ fn nce_tele_solve(sets: List, b: Robj, eve: List, chains: Robj, ess: f64, thread
             c = f.c,
             se_pair = f.se_pair,
             accuracy = f.accuracy,
-            converged = f.converged,
+            converged = f.convergence.converged,
             separated = f.separated,
-            iterations = f.iterations as i32
+            iterations = f.convergence.iterations as i32
         )
         .into_robj())
     })

@@ -2,7 +2,7 @@
 //! Metropolis sampler of amortised ratio posteriors. No numerics here.
 
 use crate::convert::{
-    count_of, guard, int_slice, list_get, list_number, list_vec, real_matrix, real_slice, threads_of,
+    count_of, guard, int_slice, list_get, list_number, list_vec, real_matrix, real_slice, seed_of, threads_of,
 };
 use crate::run;
 use extendr_api::prelude::*;
@@ -10,13 +10,6 @@ use nce_core::lasso::{cv_logistic_lasso, LassoControl};
 use nce_core::lfire::{lfire_fit, LfireData, LfirePenalty};
 use nce_core::metropolis::{metropolis_tables, ChainPrior, SumTables};
 use nce_core::NceError;
-
-fn seed_of(seed: f64) -> std::result::Result<u64, NceError> {
-    if !(seed.is_finite() && seed >= 0.0 && seed < 2f64.powi(53)) {
-        return Err(NceError::invalid("seed", "must be a whole number in [0, 2^53)"));
-    }
-    Ok(seed as u64)
-}
 
 /// LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
 /// starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;

@@ -22,6 +22,7 @@
 //! Also here: effective sample sizes (Geyer's initial monotone sequence) and the transforms of
 //! bounded parameters to the real line used by `marglik` (as in bridge sampling).
 
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 use crate::family::sigmoid;
 use crate::reference::Reference;
@@ -73,8 +74,8 @@ pub struct BridgeFit {
     /// Effective sample sizes of the score contributions of samples A and B.
     pub ess: [f64; 2],
     pub n: [usize; 2],
-    pub iterations: usize,
-    pub converged: bool,
+    /// Newton/bisection iterations and whether the score test was met.
+    pub convergence: Convergence,
     /// min r over A exceeds max r over B: the samples are perfectly classified and the data
     /// only bound c.
     pub separated: bool,
@@ -191,8 +192,11 @@ pub fn solve(
             info: 0.0,
             ess: [n1 as f64, n2 as f64],
             n: [n1, n2],
-            iterations: 0,
-            converged: false,
+            convergence: Convergence {
+                iterations: 0,
+                converged: false,
+                message: "the samples are perfectly separated".into(),
+            },
             separated: true,
             max_r2,
             min_r1,
@@ -289,8 +293,15 @@ pub fn solve(
         info,
         ess: [ess1, ess2],
         n: [n1, n2],
-        iterations,
-        converged,
+        convergence: Convergence {
+            iterations,
+            converged,
+            message: if converged {
+                String::new()
+            } else {
+                "iteration limit reached".into()
+            },
+        },
         separated,
         max_r2,
         min_r1,
@@ -575,7 +586,7 @@ mod tests {
         let r2 = vec![0.5 * (2.0 * std::f64::consts::PI).ln(); 300];
         let f = solve(&r1, &r2, [None, None], &SolveControl::default(), &mut never()).unwrap();
         assert!((f.log_ratio - 0.5 * (2.0 * std::f64::consts::PI).ln()).abs() < 1e-10);
-        assert!(f.converged && !f.separated);
+        assert!(f.convergence.converged && !f.separated);
         assert!(f.se < 1e-6); // constant ratio: no error at all
     }
 

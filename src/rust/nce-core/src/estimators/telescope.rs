@@ -33,6 +33,7 @@
 //! sequence, per chain). The reference samples of the last waymark are independent.
 
 use crate::bridge::{self, ess_ims, Bounds, SolveControl};
+use crate::convergence::Convergence;
 use crate::error::{NceError, Result};
 use crate::family::sigmoid;
 use nalgebra::DMatrix;
@@ -372,9 +373,9 @@ pub struct TelescopeFit {
     pub c: Vec<f64>,
     pub se_pair: Vec<f64>,
     pub accuracy: Vec<f64>,
-    pub converged: bool,
     pub separated: bool,
-    pub iterations: usize,
+    /// Newton iterations summed over the pairs; converged when every pair's fit did.
+    pub convergence: Convergence,
 }
 
 /// Solve every pair (in parallel) and combine. `sets[j]` holds t at the samples of waymark j
@@ -496,9 +497,17 @@ pub fn solve(
         ess: ess_used,
         se_pair: fits.iter().map(|f| f.se).collect(),
         accuracy,
-        converged: fits.iter().all(|f| f.converged),
         separated,
-        iterations: fits.iter().map(|f| f.iterations).sum(),
+        convergence: Convergence {
+            iterations: fits.iter().map(|f| f.convergence.iterations).sum(),
+            converged: fits.iter().all(|f| f.convergence.converged),
+            message: fits
+                .iter()
+                .map(|f| f.convergence.message.as_str())
+                .find(|m| !m.is_empty())
+                .unwrap_or("")
+                .into(),
+        },
         c,
     })
 }
