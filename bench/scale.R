@@ -7,7 +7,9 @@
 # "Maximum resident set size"); the time is the fit's elapsed time inside that process (set-up
 # included, data simulation excluded). Ratios are within one run (the machine is shared).
 #   Rscript bench/scale.R                    # S = 14 and 56 (NCE_SCALE_S="14,56")
-#   NCE_SCALE_S=560 NCE_SCALE_ENGINES=discrete Rscript bench/scale.R
+#   NCE_SCALE_S=560 NCE_SCALE_ENGINES=discrete NCE_MAX_MEMORY=40e9 Rscript bench/scale.R
+#     (NCE_MAX_MEMORY sets options(nce.max_memory): the up-front size check of the reference rows
+#     assumes four copies of every row: it asks 28 GB for S = 560, about twice what the fit needs)
 #   Rscript bench/scale.R --one <engine> <S> <dir>   (one worker; engines: exact, discrete, bam)
 args <- commandArgs(trailingOnly = TRUE)
 window <- c(0, 1024, 0, 768)
@@ -35,6 +37,7 @@ if (length(args) >= 1 && args[1] == "--one") {
     library(mgcv)
     library(nce)
   })
+  if (nzchar(Sys.getenv("NCE_MAX_MEMORY"))) options(nce.max_memory = as.numeric(Sys.getenv("NCE_MAX_MEMORY")))
   out <- file.path(dir, sprintf("%s-%d.rds", engine, n_subjects))
   if (engine == "bam") {
     mf <- readRDS(file.path(dir, sprintf("frame-%d.rds", n_subjects)))

@@ -475,7 +475,7 @@ impl<'a> DiscreteDesign<'a> {
 
     /// Upper triangles (row j, column k >= j at j * p + k) of X' diag(w_l) X.
     pub fn crossprod_parts(&self, weights: &[&[f64]]) -> Vec<Vec<f64>> {
-        self.crossprods(weights).iter().map(|h| upper(h)).collect()
+        self.crossprods(weights).iter().map(upper).collect()
     }
 
     /// out_r = x_r' M x_r for symmetric M (p x p).
