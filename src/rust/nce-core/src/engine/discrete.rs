@@ -694,7 +694,8 @@ mod tests {
 
     #[test]
     fn matches_the_expanded_dense_design_and_is_thread_invariant() {
-        for n in [9000usize, 300] {
+        // 40000 rows: the (37 x 400)-cell table for the two mapped terms; fewer: sums per value.
+        for n in [40000usize, 9000, 300] {
             let (vals, idx, x) = toy(n);
             let specs = [
                 TermSpec {
@@ -733,6 +734,16 @@ mod tests {
             let (he, ge) = de.weighted_crossprod(&w, &v);
             assert!((&h1 - &he).amax() < 1e-10 * he.amax(), "{}", (&h1 - &he).amax());
             assert!((&g1 - &ge).amax() < 1e-10 * ge.amax());
+            // Several weight vectors in one pass: each as on its own.
+            let w2: Vec<f64> = (0..n).map(|i| ((i % 7) as f64 - 3.0) * 0.3).collect();
+            let hs = with_threads(2, || dd.weighted_crossprods(&[&w, &w2])).unwrap();
+            assert_eq!(hs[0], h1);
+            let he2 = de.weighted_crossprods(&[&w2]).pop().unwrap();
+            assert!(
+                (&hs[1] - &he2).amax() < 1e-10 * he2.amax(),
+                "{}",
+                (&hs[1] - &he2).amax()
+            );
             let beta: Vec<f64> = (0..10).map(|i| (i as f64 * 0.3).cos()).collect();
             let (mut e1, mut e2) = (vec![0.0; n], vec![0.0; n]);
             dd.linear_predictor(&beta, &mut e1);
