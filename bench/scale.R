@@ -9,7 +9,7 @@
 #   Rscript bench/scale.R                    # S = 14 and 56 (NCE_SCALE_S="14,56")
 #   NCE_SCALE_S=560 NCE_SCALE_ENGINES=discrete NCE_MAX_MEMORY=40e9 Rscript bench/scale.R
 #     (NCE_MAX_MEMORY sets options(nce.max_memory): the up-front size check of the reference rows
-#     assumes four copies of every row: it asks 28 GB for S = 560, about twice what the fit needs)
+#     assumes four copies of every row: it asks 28 GB for S = 560, whose discrete fit peaked at 10.4 GB)
 #   Rscript bench/scale.R --one <engine> <S> <dir>   (one worker; engines: exact, discrete, bam)
 args <- commandArgs(trailingOnly = TRUE)
 window <- c(0, 1024, 0, 768)
