@@ -7,7 +7,9 @@
 # "Maximum resident set size"); the time is the fit's elapsed time inside that process (set-up
 # included, data simulation excluded). Ratios are within one run (the machine is shared).
 #   Rscript bench/scale.R                    # S = 14 and 56 (NCE_SCALE_S="14,56")
-#   NCE_SCALE_S=560 NCE_SCALE_ENGINES=discrete Rscript bench/scale.R
+#   NCE_SCALE_S=560 NCE_SCALE_ENGINES=discrete NCE_MAX_MEMORY=40e9 Rscript bench/scale.R
+#     (NCE_MAX_MEMORY sets options(nce.max_memory): the up-front size check of the reference rows
+#     assumes four copies of every row: it asks 28 GB for S = 560, whose discrete fit peaked at 10.4 GB)
 #   Rscript bench/scale.R --one <engine> <S> <dir>   (one worker; engines: exact, discrete, bam)
 args <- commandArgs(trailingOnly = TRUE)
 window <- c(0, 1024, 0, 768)
@@ -24,6 +26,9 @@ simulate_scale <- function(n_subjects) {
   d
 }
 
+# CPU seconds of the process (all threads), beside the elapsed time: the machine is shared.
+cpu_time <- function(st) sum(st[c("user.self", "sys.self")])
+
 if (length(args) >= 1 && args[1] == "--one") {
   engine <- args[2]
   n_subjects <- as.integer(args[3])
@@ -32,21 +37,22 @@ if (length(args) >= 1 && args[1] == "--one") {
     library(mgcv)
     library(nce)
   })
+  if (nzchar(Sys.getenv("NCE_MAX_MEMORY"))) options(nce.max_memory = as.numeric(Sys.getenv("NCE_MAX_MEMORY")))
   out <- file.path(dir, sprintf("%s-%d.rds", engine, n_subjects))
   if (engine == "bam") {
     mf <- readRDS(file.path(dir, sprintf("frame-%d.rds", n_subjects)))
-    time <- system.time(b <- bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
-                                 knots = list(angle = c(-pi, pi)), nthreads = 2))[["elapsed"]]
-    saveRDS(list(time = time, rows = nrow(mf), edf = sum(b$edf), eta = b$linear.predictors,
+    st <- system.time(b <- bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
+                               knots = list(angle = c(-pi, pi)), nthreads = 2))
+    saveRDS(list(time = st[["elapsed"]], cpu = cpu_time(st), rows = nrow(mf), edf = sum(b$edf), eta = b$linear.predictors,
                  converged = b$outer.info$conv), out)
   } else {
     d <- simulate_scale(n_subjects)
     extra <- if (engine == "discrete") list(discrete = TRUE) else list()
-    time <- system.time(fit <- do.call(latkes, c(list(d, group = "sequence", window = window, ratio = 20,
-                                                      kernel = kernel, intercept = intercept), extra)))[["elapsed"]]
+    st <- system.time(fit <- do.call(latkes, c(list(d, group = "sequence", window = window, ratio = 20,
+                                                    kernel = kernel, intercept = intercept), extra)))
     data_mb <- as.numeric(utils::object.size(fit$nce_frame)) / 2^20
     if (engine == "exact") saveRDS(model.frame(fit), file.path(dir, sprintf("frame-%d.rds", n_subjects)))
-    saveRDS(list(time = time, rows = nrow(fit$nce_frame), edf = sum(fit$edf), eta = fit$linear.predictors,
+    saveRDS(list(time = st[["elapsed"]], cpu = cpu_time(st), rows = nrow(fit$nce_frame), edf = sum(fit$edf), eta = fit$linear.predictors,
                  converged = fit$converged, data_mb = data_mb), out)
   }
   quit(save = "no")
@@ -67,7 +73,8 @@ run_one <- function(engine, s) {
   r$peak_mb <- as.numeric(sub(".*: ", "", grep("Maximum resident", tl, value = TRUE))) / 1024
   r
 }
-cat(sprintf("%4s %10s %-9s %8s %10s %9s %9s %14s %9s\n", "S", "rows", "engine", "time(s)", "peak(MB)",
+cat(sprintf("load average at start: %s\n", paste(readLines("/proc/loadavg", warn = FALSE), collapse = " ")))
+cat(sprintf("%4s %10s %-9s %8s %8s %10s %9s %9s %14s %9s\n", "S", "rows", "engine", "time(s)", "cpu(s)", "peak(MB)",
             "data(MB)", "edf", "max|eta-exact|", "converged"))
 results <- list()
 for (s in sizes) {
@@ -80,18 +87,19 @@ for (s in sizes) {
     }
     ex <- results[[paste("exact", s)]]
     dev <- if (!is.null(ex) && length(ex$eta) == length(r$eta)) max(abs(r$eta - ex$eta)) else NA
-    cat(sprintf("%4d %10d %-9s %8.2f %10.0f %9s %9.2f %14.2e %9s\n", s, r$rows, e, r$time, r$peak_mb,
+    cat(sprintf("%4d %10d %-9s %8.2f %8.2f %10.0f %9s %9.2f %14.2e %9s\n", s, r$rows, e, r$time, r$cpu, r$peak_mb,
                 if (is.null(r$data_mb)) "" else sprintf("%.0f", r$data_mb), r$edf, dev, format(r$converged)))
   }
   b <- results[[paste("bam", s)]]
   for (e in intersect(c("exact", "discrete"), engines)) {
     r <- results[[paste(e, s)]]
     if (!is.null(r) && !is.null(b)) {
-      cat(sprintf("     S = %d: bam / %s time %.2fx, %s / bam peak memory %.2fx\n", s, e, b$time / r$time, e,
-                  r$peak_mb / b$peak_mb))
+      cat(sprintf("     S = %d: bam / %s time %.2fx (CPU %.2fx), %s / bam peak memory %.2fx\n", s, e, b$time / r$time,
+                  b$cpu / r$cpu, e, r$peak_mb / b$peak_mb))
     }
   }
 }
+cat(sprintf("load average at end: %s\n", paste(readLines("/proc/loadavg", warn = FALSE), collapse = " ")))
 if (all(paste("exact", c(14, 56)) %in% names(results)) && !any(vapply(results[paste("exact", c(14, 56))], is.null, TRUE))) {
   cat(sprintf("exact: time S = 56 / S = 14: %.2fx\n", results[["exact 56"]]$time / results[["exact 14"]]$time))
 }

@@ -99,6 +99,11 @@ impl<'a> DenseDesign<'a> {
         &self.data[j * self.nrow..(j + 1) * self.nrow]
     }
 
+    /// The matrix, as a view (no copy).
+    pub fn matrix(&self) -> nalgebra::DMatrixView<'a, f64> {
+        nalgebra::DMatrixView::from_slice(self.data, self.nrow, self.ncol)
+    }
+
     fn chunks(&self) -> Vec<(usize, usize)> {
         (0..self.nrow.div_ceil(CHUNK_ROWS).max(1))
             .map(|k| (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(self.nrow)))

@@ -26,6 +26,18 @@ const BATCH: usize = 16;
 /// Largest m_j m_l for which a cross block is formed by a table of weight sums.
 const TABLE_MAX: usize = 1 << 16;
 
+/// The upper triangle of a square matrix, row-major (row j, column k >= j at j * p + k).
+pub(crate) fn upper(h: &DMatrix<f64>) -> Vec<f64> {
+    let p = h.nrows();
+    let mut u = vec![0.0; p * p];
+    for j in 0..p {
+        for k in j..p {
+            u[j * p + k] = h[(j, k)];
+        }
+    }
+    u
+}
+
 /// sum over fixed row chunks of f(r0, r1, partial), partials added in chunk order.
 fn chunked_sum(n: usize, len: usize, f: impl Fn(usize, usize, &mut [f64]) + Sync) -> Vec<f64> {
     let nchunk = n.div_ceil(CHUNK).max(1);
@@ -80,18 +92,16 @@ impl Mapped<'_> {
         &self.rows[a * self.p..(a + 1) * self.p]
     }
 
-    /// Per distinct value: the sum of v over its rows.
-    fn value_sums(&self, v: &[f64]) -> Vec<f64> {
-        if self.m == 1 {
-            return chunked_sum(v.len(), 1, |r0, r1, s| s[0] = v[r0..r1].iter().sum());
-        }
-        chunked_sum(v.len(), self.m, |r0, r1, s| {
-            for (&k, &x) in self.index[r0..r1].iter().zip(&v[r0..r1]) {
-                s[(k - 1) as usize] += x;
-            }
-        })
+    /// M' diag(s) M.
+    fn weighted_gram(&self, s: &[f64]) -> DMatrix<f64> {
+        let ws = DMatrix::from_fn(self.m, self.p, |a, i| self.mat[(a, i)] * s[a]);
+        self.mat.tr_mul(&ws)
     }
 }
+
+/// Per mapped term (None for the dense one) and vector v_l: the sums of v_l over the rows of
+/// each distinct value (`sums[j][l][a]`).
+type ValueSums = Vec<Option<Vec<Vec<f64>>>>;
 
 #[derive(Debug, Clone)]
 enum Term<'a> {
@@ -114,14 +124,12 @@ impl Term<'_> {
         }
     }
 
-    /// X_j' v.
-    fn crossprod_vec(&self, v: &[f64]) -> Vec<f64> {
-        match self {
-            Term::Mapped(t) => {
-                let s = DVector::from_vec(t.value_sums(v));
-                t.mat.tr_mul(&s).as_slice().to_vec()
-            }
-            Term::Dense(d) => d.crossprod_vec_raw(v),
+    /// X_j' v, from v's value sums `s` for a mapped term.
+    fn crossprod_vec(&self, v: &[f64], s: Option<&[f64]>) -> Vec<f64> {
+        match (self, s) {
+            (Term::Mapped(t), Some(s)) => t.mat.tr_mul(&DVector::from_column_slice(s)).as_slice().to_vec(),
+            (Term::Dense(d), _) => d.crossprod_vec_raw(v),
+            (Term::Mapped(_), None) => unreachable!("a mapped term has value sums"),
         }
     }
 
@@ -234,6 +242,15 @@ impl<'a> DiscreteDesign<'a> {
         self.terms[j].axpy_row(r, w, acc);
     }
 
+    /// Row r of term j's columns when the term is mapped (None for the dense term).
+    #[inline]
+    pub fn term_row(&self, j: usize, r: usize) -> Option<&[f64]> {
+        match &self.terms[j] {
+            Term::Mapped(t) => Some(t.row(t.k(r))),
+            Term::Dense(_) => None,
+        }
+    }
+
     /// Row r of X into `buf` (length p).
     pub fn row_into(&self, r: usize, buf: &mut [f64]) {
         buf.iter_mut().for_each(|v| *v = 0.0);
@@ -248,132 +265,217 @@ impl<'a> DiscreteDesign<'a> {
         }
     }
 
-    /// X' v.
-    pub fn crossprod_vec_raw(&self, v: &[f64]) -> Vec<f64> {
+    /// Value sums of every mapped term for each of `vs`, in one pass over fixed row chunks.
+    fn value_sums(&self, vs: &[&[f64]]) -> ValueSums {
+        let nv = vs.len();
+        let mut mapped = Vec::new();
+        let mut len = 0;
+        for t in &self.terms {
+            if let Term::Mapped(m) = t {
+                mapped.push((m, len));
+                len += nv * m.m;
+            }
+        }
+        let total = chunked_sum(self.nrow, len, |r0, r1, s| {
+            for &(m, o) in &mapped {
+                for (l, v) in vs.iter().enumerate() {
+                    let sl = &mut s[o + l * m.m..o + (l + 1) * m.m];
+                    if m.m == 1 {
+                        sl[0] = v[r0..r1].iter().sum();
+                        continue;
+                    }
+                    for (&k, &x) in m.index[r0..r1].iter().zip(&v[r0..r1]) {
+                        sl[(k - 1) as usize] += x;
+                    }
+                }
+            }
+        });
+        let mut next = mapped.iter();
+        self.terms
+            .iter()
+            .map(|t| match t {
+                Term::Mapped(m) => {
+                    let &(_, o) = next.next().expect("one entry per mapped term");
+                    Some(
+                        (0..nv)
+                            .map(|l| total[o + l * m.m..o + (l + 1) * m.m].to_vec())
+                            .collect(),
+                    )
+                }
+                Term::Dense(_) => None,
+            })
+            .collect()
+    }
+
+    /// X' v from the value sums of v (vector `l` of `sums`).
+    fn crossprod_vec_with(&self, v: &[f64], sums: &ValueSums, l: usize) -> Vec<f64> {
         let mut g = vec![0.0; self.p];
-        for (t, &o) in self.terms.iter().zip(&self.off) {
-            g[o..o + t.p()].copy_from_slice(&t.crossprod_vec(v));
+        for ((t, &o), s) in self.terms.iter().zip(&self.off).zip(sums) {
+            g[o..o + t.p()].copy_from_slice(&t.crossprod_vec(v, s.as_ref().map(|s| s[l].as_slice())));
         }
         g
     }
 
-    /// X_j' W X_l for j != l (p_j x p_l).
-    fn cross_block(&self, j: usize, l: usize, w: &[f64], sums: &[Option<Vec<f64>>]) -> DMatrix<f64> {
-        let n = self.nrow;
-        let (tj, tl) = (&self.terms[j], &self.terms[l]);
+    /// X' v.
+    pub fn crossprod_vec_raw(&self, v: &[f64]) -> Vec<f64> {
+        let sums = self.value_sums(&[v]);
+        self.crossprod_vec_with(v, &sums, 0)
+    }
+
+    /// X_j' W_l X_t (p_j x p_t) for each weight vector w_l, j != t.
+    fn cross_blocks(&self, j: usize, t: usize, ws: &[&[f64]], sums: &ValueSums) -> Vec<DMatrix<f64>> {
+        let (n, nw) = (self.nrow, ws.len());
+        // X_k' w_l.
+        let x_w = |k: usize, l: usize| {
+            DVector::from_vec(self.terms[k].crossprod_vec(ws[l], sums[k].as_ref().map(|s| s[l].as_slice())))
+        };
         // A constant term (one distinct row): its row times X_other' w.
-        let x_w = |t: &Term, s: &Option<Vec<f64>>| -> DVector<f64> {
-            match (t, s) {
-                (Term::Mapped(m), Some(s)) => m.mat.tr_mul(&DVector::from_column_slice(s)),
-                _ => DVector::from_vec(t.crossprod_vec(w)),
+        if let Term::Mapped(mj) = &self.terms[j] {
+            if mj.m == 1 {
+                let row = DMatrix::from_row_slice(1, mj.p, mj.row(0));
+                return (0..nw).map(|l| row.tr_mul(&x_w(t, l).transpose())).collect();
+            }
+        }
+        if let Term::Mapped(mt) = &self.terms[t] {
+            if mt.m == 1 {
+                let row = DMatrix::from_row_slice(1, mt.p, mt.row(0));
+                return (0..nw).map(|l| x_w(j, l) * &row).collect();
+            }
+        }
+        // Bucket the rows by a mapped term b and accumulate the other term o: a table of weight
+        // sums over (k_b, k_o) when it is small, else sums of w x_o per value of b. Of the two
+        // orientations, the one with fewer operations.
+        let table_ok =
+            |b: &Mapped, o: &Term| matches!(o, Term::Mapped(om) if b.m * om.m <= TABLE_MAX && b.m * om.m <= n);
+        let cost = |b: &Mapped, o: &Term| -> f64 {
+            let (bm, bp, op) = (b.m as f64, b.p as f64, o.p() as f64);
+            if table_ok(b, o) {
+                n as f64 + bm * o.m(n) as f64 * op + bm * bp * op
+            } else {
+                n as f64 * op + bm * bp * op
             }
         };
-        if let Term::Mapped(mj) = tj {
-            if mj.m == 1 {
-                return DMatrix::from_row_slice(1, mj.p, mj.row(0)).tr_mul(&x_w(tl, &sums[l]).transpose());
-            }
-        }
-        if let Term::Mapped(ml) = tl {
-            if ml.m == 1 {
-                return x_w(tj, &sums[j]) * DMatrix::from_row_slice(1, ml.p, ml.row(0));
-            }
-        }
-        // Bucket by the term with fewer distinct values (a mapped one).
-        let (b, o, flip) = match (tj, tl) {
+        let (b, o, flip) = match (&self.terms[j], &self.terms[t]) {
             (Term::Mapped(a), Term::Mapped(c)) => {
-                if a.m <= c.m {
-                    (a, tl, false)
+                if cost(c, &self.terms[j]) < cost(a, &self.terms[t]) {
+                    (c, &self.terms[j], true)
                 } else {
-                    (c, tj, true)
+                    (a, &self.terms[t], false)
                 }
             }
-            (Term::Mapped(a), Term::Dense(_)) => (a, tl, false),
-            (Term::Dense(_), Term::Mapped(c)) => (c, tj, true),
+            (Term::Mapped(a), Term::Dense(_)) => (a, &self.terms[t], false),
+            (Term::Dense(_), Term::Mapped(c)) => (c, &self.terms[j], true),
             (Term::Dense(_), Term::Dense(_)) => unreachable!("at most one dense term"),
         };
-        let po = o.p();
-        let mo = o.m(n);
-        let block = match o {
-            Term::Mapped(om) if b.m * mo <= TABLE_MAX && b.m * mo <= n => {
-                // T[a, c]: sums of w over rows with (k_b, k_o) = (a, c); row-major m_b x m_o.
-                let t = chunked_sum(n, b.m * mo, |r0, r1, t| {
+        let (po, mo) = (o.p(), o.m(n));
+        let blocks: Vec<DMatrix<f64>> = match o {
+            Term::Mapped(om) if table_ok(b, o) => {
+                // T_l[a, c]: sums of w_l over rows with (k_b, k_o) = (a, c), at (a m_o + c) nw + l.
+                let t = chunked_sum(n, b.m * mo * nw, |r0, r1, t| {
                     for r in r0..r1 {
-                        t[b.k(r) * mo + om.k(r)] += w[r];
+                        let cell = (b.k(r) * mo + om.k(r)) * nw;
+                        for (v, w) in t[cell..cell + nw].iter_mut().zip(ws) {
+                            *v += w[r];
+                        }
                     }
                 });
-                let t = DMatrix::from_row_slice(b.m, mo, &t);
-                b.mat.tr_mul(&(t * &om.mat))
+                (0..nw)
+                    .map(|l| {
+                        let tl = DMatrix::from_fn(b.m, mo, |a, c| t[(a * mo + c) * nw + l]);
+                        b.mat.tr_mul(&(tl * &om.mat))
+                    })
+                    .collect()
             }
             _ => {
-                // D[a, ] = sum over rows with k_b = a of w_r x_o,r; row-major m_b x p_o.
-                let d = chunked_sum(n, b.m * po, |r0, r1, d| {
-                    for r in r0..r1 {
-                        let a = b.k(r);
-                        o.axpy_row(r, w[r], &mut d[a * po..(a + 1) * po]);
+                // D_l[a, ] = sum over rows with k_b = a of w_l,r x_o,r, at ((a nw + l) p_o).
+                let d = chunked_sum(n, b.m * nw * po, |r0, r1, d| match o {
+                    Term::Mapped(om) => {
+                        for r in r0..r1 {
+                            let x = om.row(om.k(r));
+                            let base = b.k(r) * nw * po;
+                            for (dl, w) in d[base..base + nw * po].chunks_exact_mut(po).zip(ws) {
+                                let wr = w[r];
+                                for (a, xv) in dl.iter_mut().zip(x) {
+                                    *a += wr * xv;
+                                }
+                            }
+                        }
+                    }
+                    Term::Dense(_) => {
+                        for r in r0..r1 {
+                            let base = b.k(r) * nw * po;
+                            for (dl, w) in d[base..base + nw * po].chunks_exact_mut(po).zip(ws) {
+                                o.axpy_row(r, w[r], dl);
+                            }
+                        }
                     }
                 });
-                b.mat.tr_mul(&DMatrix::from_row_slice(b.m, po, &d))
+                (0..nw)
+                    .map(|l| {
+                        let dl = DMatrix::from_fn(b.m, po, |a, i| d[(a * nw + l) * po + i]);
+                        b.mat.tr_mul(&dl)
+                    })
+                    .collect()
             }
         };
         if flip {
-            block.transpose()
+            blocks.into_iter().map(|c| c.transpose()).collect()
         } else {
-            block
+            blocks
         }
+    }
+
+    /// X' diag(w_l) X for each weight vector, the mapped terms' parts from `sums` (whose first
+    /// ws.len() vectors are the weights).
+    fn crossprods_with(&self, ws: &[&[f64]], sums: &ValueSums) -> Vec<DMatrix<f64>> {
+        let (nt, nw) = (self.terms.len(), ws.len());
+        let mut hs = vec![DMatrix::zeros(self.p, self.p); nw];
+        for j in 0..nt {
+            let (oj, pj) = (self.off[j], self.terms[j].p());
+            let blocks: Vec<DMatrix<f64>> = match (&self.terms[j], &sums[j]) {
+                (Term::Mapped(m), Some(s)) => s[..nw].iter().map(|s| m.weighted_gram(s)).collect(),
+                (Term::Dense(d), _) => d
+                    .crossprod_parts(ws)
+                    .into_iter()
+                    .map(|u| DMatrix::from_fn(pj, pj, |a, c| if a <= c { u[a * pj + c] } else { u[c * pj + a] }))
+                    .collect(),
+                (Term::Mapped(_), None) => unreachable!("a mapped term has value sums"),
+            };
+            for (h, b) in hs.iter_mut().zip(blocks) {
+                h.view_mut((oj, oj), (pj, pj)).copy_from(&b);
+            }
+            for l in j + 1..nt {
+                let (ol, pl) = (self.off[l], self.terms[l].p());
+                for (h, c) in hs.iter_mut().zip(self.cross_blocks(j, l, ws, sums)) {
+                    h.view_mut((oj, ol), (pj, pl)).copy_from(&c);
+                    h.view_mut((ol, oj), (pl, pj)).copy_from(&c.transpose());
+                }
+            }
+        }
+        hs
     }
 
     /// X' diag(w) X.
     pub fn crossprod_full(&self, w: &[f64]) -> DMatrix<f64> {
-        let nt = self.terms.len();
-        let sums: Vec<Option<Vec<f64>>> = self
-            .terms
-            .iter()
-            .map(|t| match t {
-                Term::Mapped(m) => Some(m.value_sums(w)),
-                Term::Dense(_) => None,
-            })
-            .collect();
-        let mut h = DMatrix::zeros(self.p, self.p);
-        for j in 0..nt {
-            let (oj, pj) = (self.off[j], self.terms[j].p());
-            let block = match (&self.terms[j], &sums[j]) {
-                (Term::Mapped(m), Some(s)) => {
-                    let ws = DMatrix::from_fn(m.m, m.p, |a, i| m.mat[(a, i)] * s[a]);
-                    m.mat.tr_mul(&ws)
-                }
-                (Term::Dense(d), _) => {
-                    let u = d.crossprod_parts(&[w]).pop().expect("one weight");
-                    DMatrix::from_fn(pj, pj, |a, c| if a <= c { u[a * pj + c] } else { u[c * pj + a] })
-                }
-                _ => unreachable!(),
-            };
-            h.view_mut((oj, oj), (pj, pj)).copy_from(&block);
-            for l in j + 1..nt {
-                let (ol, pl) = (self.off[l], self.terms[l].p());
-                let c = self.cross_block(j, l, w, &sums);
-                h.view_mut((oj, ol), (pj, pl)).copy_from(&c);
-                h.view_mut((ol, oj), (pl, pj)).copy_from(&c.transpose());
-            }
-        }
-        h
+        self.crossprods(&[w]).pop().expect("one weight vector")
+    }
+
+    /// X' diag(w_l) X for each weight vector, every pass over the rows shared by all of them.
+    pub fn crossprods(&self, ws: &[&[f64]]) -> Vec<DMatrix<f64>> {
+        let sums = self.value_sums(ws);
+        self.crossprods_with(ws, &sums)
+    }
+
+    /// (X' diag(w) X, X' v), the value sums of w and v from one pass.
+    pub fn crossprod_and_vec(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, Vec<f64>) {
+        let sums = self.value_sums(&[w, v]);
+        let h = self.crossprods_with(&[w], &sums).pop().expect("one weight vector");
+        (h, self.crossprod_vec_with(v, &sums, 1))
     }
 
     /// Upper triangles (row j, column k >= j at j * p + k) of X' diag(w_l) X.
     pub fn crossprod_parts(&self, weights: &[&[f64]]) -> Vec<Vec<f64>> {
-        let p = self.p;
-        weights
-            .iter()
-            .map(|w| {
-                let h = self.crossprod_full(w);
-                let mut u = vec![0.0; p * p];
-                for j in 0..p {
-                    for k in j..p {
-                        u[j * p + k] = h[(j, k)];
-                    }
-                }
-                u
-            })
-            .collect()
+        self.crossprods(weights).iter().map(upper).collect()
     }
 
     /// out_r = x_r' M x_r for symmetric M (p x p).
@@ -416,6 +518,15 @@ impl<'a> DiscreteDesign<'a> {
                             .map(|(i, k)| t[(i, k)])
                             .collect();
                         parts.push(Part::Table(a, c, rows, c.m));
+                    }
+                    (Term::Mapped(a), Term::Mapped(c)) if c.p < a.p => {
+                        // The shorter row is dotted: C = M_j (2 M_jl) (m_j x p_l), row-major.
+                        let cm = &a.mat * &mjl;
+                        let rows: Vec<f64> = (0..a.m)
+                            .flat_map(|i| (0..pl).map(move |k| (i, k)))
+                            .map(|(i, k)| cm[(i, k)])
+                            .collect();
+                        parts.push(Part::DotMapped(c, a, rows));
                     }
                     (tj, Term::Mapped(c)) => {
                         // C = M_l (2 M_jl)' (m_l x p_j), row-major.
@@ -515,11 +626,12 @@ impl Design for DiscreteDesign<'_> {
     }
 
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
-        (self.crossprod_full(w), DVector::from_vec(self.crossprod_vec_raw(v)))
+        let (h, g) = self.crossprod_and_vec(w, v);
+        (h, DVector::from_vec(g))
     }
 
     fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
-        weights.iter().map(|w| self.crossprod_full(w)).collect()
+        self.crossprods(weights)
     }
 
     fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
@@ -582,7 +694,8 @@ mod tests {
 
     #[test]
     fn matches_the_expanded_dense_design_and_is_thread_invariant() {
-        for n in [9000usize, 300] {
+        // 40000 rows: the (37 x 400)-cell table for the two mapped terms; fewer: sums per value.
+        for n in [40000usize, 9000, 300] {
             let (vals, idx, x) = toy(n);
             let specs = [
                 TermSpec {
@@ -621,6 +734,16 @@ mod tests {
             let (he, ge) = de.weighted_crossprod(&w, &v);
             assert!((&h1 - &he).amax() < 1e-10 * he.amax(), "{}", (&h1 - &he).amax());
             assert!((&g1 - &ge).amax() < 1e-10 * ge.amax());
+            // Several weight vectors in one pass: each as on its own.
+            let w2: Vec<f64> = (0..n).map(|i| ((i % 7) as f64 - 3.0) * 0.3).collect();
+            let hs = with_threads(2, || dd.weighted_crossprods(&[&w, &w2])).unwrap();
+            assert_eq!(hs[0], h1);
+            let he2 = de.weighted_crossprods(&[&w2]).pop().unwrap();
+            assert!(
+                (&hs[1] - &he2).amax() < 1e-10 * he2.amax(),
+                "{}",
+                (&hs[1] - &he2).amax()
+            );
             let beta: Vec<f64> = (0..10).map(|i| (i as f64 * 0.3).cos()).collect();
             let (mut e1, mut e2) = (vec![0.0; n], vec![0.0; n]);
             dd.linear_predictor(&beta, &mut e1);

@@ -7,7 +7,7 @@
 //! do not depend on the number of threads.
 
 use crate::convergence::Convergence;
-use crate::design::{doubled_upper, kernels, DenseDesign, Design, CHUNK_ROWS};
+use crate::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
 use crate::discrete::{DiscreteDesign, TermSpec};
 use crate::error::{NceError, Result};
 use crate::irls::{GlmFit, Problem};
@@ -15,7 +15,7 @@ use crate::linalg::aliased_columns;
 use crate::penalty::PenaltySet;
 use crate::pirls::{self, Cand};
 use crate::reml::{offset_only_intercept, optimise, weight_derivs, Derivs, RemlControl, RemlFit};
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+use nalgebra::{Cholesky, DMatrix, DMatrixView, DVector, Dyn};
 use rayon::prelude::*;
 
 /// Groups per chunk of the parallel group sums.
@@ -58,6 +58,20 @@ impl RowBlock<'_> {
         match self {
             RowBlock::Dense(d) => d.crossprod_parts(weights),
             RowBlock::Discrete(d) => d.crossprod_parts(weights),
+        }
+    }
+
+    /// (upper triangle of A' diag(w) A, A' v).
+    fn crossprod_and_vec(&self, w: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        match self {
+            RowBlock::Dense(d) => (
+                d.crossprod_parts(&[w]).pop().expect("one weight"),
+                d.crossprod_vec_raw(v),
+            ),
+            RowBlock::Discrete(d) => {
+                let (h, g) = d.crossprod_and_vec(w, v);
+                (crate::discrete::upper(&h), g)
+            }
         }
     }
 
@@ -211,7 +225,6 @@ impl<'a> GroupedDesign<'a> {
                 let mut sums = vec![vec![0.0; m]; nw];
                 let mut psums = vec![vec![0.0; m]; nv];
                 let mut aws = vec![vec![0.0; m * pa]; nw];
-                let mut acc = vec![0.0; pa];
                 let rows_of = |t: usize| &self.rows_by_group[self.group_start[t]..self.group_start[t + 1]];
                 for t in t0..t1 {
                     let rows = rows_of(t);
@@ -222,28 +235,47 @@ impl<'a> GroupedDesign<'a> {
                         s[t - t0] = rows.iter().map(|&r| w[r]).sum();
                     }
                 }
-                for (w, aw) in ws.iter().zip(aws.iter_mut()) {
-                    match &self.a {
-                        // Column by column: no row-major copy of A (a group's rows lie close together).
-                        RowBlock::Dense(ad) => {
-                            for (j, awj) in aw.chunks_mut(m).enumerate() {
-                                let col = ad.col(j);
-                                for (t, v) in (t0..t1).zip(awj.iter_mut()) {
-                                    *v = rows_of(t).iter().map(|&r| w[r] * col[r]).sum();
+                // All weight vectors in one walk over a group's rows (each row's values read once);
+                // per weight, the same order of additions as a walk of its own.
+                let mut acc = vec![0.0; nw * pa];
+                match &self.a {
+                    _ if nw == 0 => {}
+                    // Column by column: no row-major copy of A (a group's rows lie close together).
+                    RowBlock::Dense(ad) => {
+                        for j in 0..pa {
+                            let col = ad.col(j);
+                            for t in t0..t1 {
+                                let acc = &mut acc[..nw];
+                                acc.iter_mut().for_each(|a| *a = 0.0);
+                                for &r in rows_of(t) {
+                                    for (a, w) in acc.iter_mut().zip(ws) {
+                                        *a += w[r] * col[r];
+                                    }
+                                }
+                                for (aw, a) in aws.iter_mut().zip(acc.iter()) {
+                                    aw[j * m + t - t0] = *a;
                                 }
                             }
                         }
-                        // Term by term, so that one term's distinct rows stay in cache.
-                        RowBlock::Discrete(ad) => {
-                            for term in 0..ad.nterms() {
-                                let (o, pt) = ad.term_cols(term);
-                                let acc = &mut acc[..pt];
-                                for t in t0..t1 {
-                                    acc.iter_mut().for_each(|a| *a = 0.0);
-                                    for &r in rows_of(t) {
-                                        ad.term_axpy_row(term, r, w[r], acc);
+                    }
+                    // Term by term, so that one term's distinct rows stay in cache.
+                    RowBlock::Discrete(ad) => {
+                        for term in 0..ad.nterms() {
+                            let (o, pt) = ad.term_cols(term);
+                            let acc = &mut acc[..nw * pt];
+                            for t in t0..t1 {
+                                acc.iter_mut().for_each(|a| *a = 0.0);
+                                for &r in rows_of(t) {
+                                    let x = ad.term_row(term, r);
+                                    for (al, w) in acc.chunks_exact_mut(pt).zip(ws) {
+                                        match x {
+                                            Some(x) => al.iter_mut().zip(x).for_each(|(a, x)| *a += w[r] * x),
+                                            None => ad.term_axpy_row(term, r, w[r], al),
+                                        }
                                     }
-                                    for (j, a) in acc.iter().enumerate() {
+                                }
+                                for (aw, al) in aws.iter_mut().zip(acc.chunks_exact(pt)) {
+                                    for (j, a) in al.iter().enumerate() {
                                         aw[(o + j) * m + t - t0] = *a;
                                     }
                                 }
@@ -282,10 +314,10 @@ impl<'a> GroupedDesign<'a> {
         let parts: Vec<DMatrix<f64>> = (0..ng.div_ceil(CHUNK_ROWS))
             .into_par_iter()
             .map(|k| {
+                // One matrix product per chunk (blocked, vectorised).
                 let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
-                DMatrix::from_fn(pa, pb, |i, j| {
-                    kernels::dot(&aw[i * ng + t0..i * ng + t1], &self.b.col(j)[t0..t1])
-                })
+                let awc = DMatrixView::from_slice(aw, ng, pa).rows(t0, t1 - t0).transpose();
+                awc * self.b.matrix().rows(t0, t1 - t0)
             })
             .collect();
         parts.into_iter().fold(DMatrix::zeros(pa, pb), |acc, m| acc + m)
@@ -335,8 +367,7 @@ impl Design for GroupedDesign<'_> {
 
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
         let (pa, pb) = (self.pa(), self.pb());
-        let haa = self.a.crossprod_parts(&[w]).pop().unwrap();
-        let ga = self.a.crossprod_vec_raw(v);
+        let (haa, ga) = self.a.crossprod_and_vec(w, v);
         let (ws, vs, aw) = self.group_sums(&[w], &[v]);
         let hbb = self.b.crossprod_parts(&[&ws[0]]).pop().unwrap();
         let gb = self.b.crossprod_vec_raw(&vs[0]);
@@ -384,12 +415,10 @@ impl Design for GroupedDesign<'_> {
         self.a.quadratic_forms_raw(&doubled_upper(&maa), out);
         let mut dq = vec![0.0; ng];
         self.b.quadratic_forms_raw(&doubled_upper(&mbb), &mut dq);
-        // c[j * ng + t] = 2 (M_ab b_t)_j
-        let mut c = vec![0.0; pa * ng];
-        for (j, cj) in c.chunks_mut(ng).enumerate() {
-            let row: Vec<f64> = (0..pb).map(|k| m[(j, pa + k)] + m[(pa + k, j)]).collect();
-            self.b.linear_predictor(&row, cj);
-        }
+        // c[j * ng + t] = 2 (M_ab b_t)_j: B (M_ab + M_ba')' (ng x pa, column-major).
+        let mab2 = DMatrix::from_fn(pb, pa, |k, j| m[(j, pa + k)] + m[(pa + k, j)]);
+        let c = self.b.matrix() * mab2;
+        let c = c.as_slice();
         // The same, row-major (one group's entries together), for the discretised A's row gathers.
         let ct: Vec<f64> = match self.a {
             RowBlock::Discrete(_) => (0..ng * pa).map(|i| c[(i % pa) * ng + i / pa]).collect(),
@@ -413,8 +442,20 @@ impl Design for GroupedDesign<'_> {
                 RowBlock::Discrete(ad) => {
                     let mut x = vec![0.0; pa];
                     for (i, (v, &t)) in o.iter_mut().zip(g).enumerate() {
-                        ad.row_into(r0 + i, &mut x);
-                        *v += x.iter().zip(&ct[t * pa..(t + 1) * pa]).map(|(a, b)| a * b).sum::<f64>();
+                        let (r, ctt) = (r0 + i, &ct[t * pa..(t + 1) * pa]);
+                        for term in 0..ad.nterms() {
+                            let (oj, pj) = ad.term_cols(term);
+                            let cj = &ctt[oj..oj + pj];
+                            *v += match ad.term_row(term, r) {
+                                Some(xr) => xr.iter().zip(cj).map(|(a, b)| a * b).sum::<f64>(),
+                                None => {
+                                    let x = &mut x[..pj];
+                                    x.iter_mut().for_each(|a| *a = 0.0);
+                                    ad.term_axpy_row(term, r, 1.0, x);
+                                    x.iter().zip(cj).map(|(a, b)| a * b).sum::<f64>()
+                                }
+                            };
+                        }
                     }
                 }
             }
