@@ -90,7 +90,8 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
     nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
   }
   int <- intercept_spec(intercept, reference$vars, call = user_call)
-  tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call)
+  tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call,
+                          discrete = discrete)
   rows <- tr$rows
   nt <- nrow(tr$trans)
   n_clusters <- length(unique(tr$trans$.sequence))
@@ -141,7 +142,7 @@ intercept_spec <- function(intercept, vars, call = caller_call()) {
 
 # Transitions of each sequence with their reference points: the rows of the NCE regression.
 build_transitions <- function(formula, data, reference, ratio, group, order, time, features = NULL,
-                              call = caller_call()) {
+                              call = caller_call(), discrete = FALSE) {
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     nce_abort("`formula` must be one-sided, e.g. ~ I(y * y_prev)", "input", call)
   }
@@ -152,8 +153,11 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   check_count(ratio, "ratio", call = call)
   check_count(order, "order", call = call)
   # Reference rows: nrow(data) * ratio, each a copy of its transition's columns and the
-  # model matrices built on them (about four copies in all).
-  check_size(8 * as.double(nrow(data)) * ratio * (2 * ncol(data) + 4 * order + 24) * 4, "ratio",
+  # model matrices built on them (about four copies in all; two with discrete = TRUE, whose
+  # model matrices hold only the distinct rounded rows: 10.4 GB measured at 23.3 million rows,
+  # against 14 GB estimated).
+  copies <- if (isTRUE(discrete)) 2 else 4
+  check_size(8 * as.double(nrow(data)) * ratio * (2 * ncol(data) + 4 * order + 24) * copies, "ratio",
              "the reference points", call = call)
   ratio <- as.integer(ratio)
   order <- as.integer(order)
