@@ -14,7 +14,9 @@ use crate::irls::{GlmFit, Problem};
 use crate::linalg::aliased_columns;
 use crate::penalty::PenaltySet;
 use crate::pirls::{self, Cand};
-use crate::reml::{offset_only_intercept, optimise, weight_derivs, Derivs, RemlControl, RemlFit};
+use crate::reml::{
+    offset_only_intercept, optimise, rho_from_diagonal, start_weights, weight_derivs, Derivs, RemlControl, RemlFit,
+};
 use nalgebra::{Cholesky, DMatrix, DMatrixView, DVector, Dyn};
 use rayon::prelude::*;
 
@@ -1071,39 +1073,10 @@ fn free_intercepts_on(
 
 /// `reml::auto_rho` for the free-intercept design: lambda_j S_j comparable with A'WA.
 fn free_auto_rho(gd: &GroupedDesign, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
-    let n = gd.nrow();
-    let w: Vec<f64> = (0..n)
-        .map(|r| {
-            let eta0 = match prob.family {
-                crate::family::Family::Binomial => ((prob.y[r] + 0.5) / 2.0 / (1.0 - (prob.y[r] + 0.5) / 2.0)).ln(),
-                crate::family::Family::Poisson => (prob.y[r] + 0.1).ln(),
-                crate::family::Family::PoissonTransform => prob.offset[r],
-            };
-            prob.prior_weights[r] * prob.family.row(prob.y[r], eta0).weight
-        })
-        .collect();
+    let w = start_weights(prob);
     let u = gd.a.crossprod_parts(&[&w]).pop().expect("one weight vector");
     let pa = gd.pa();
-    pens.penalties()
-        .iter()
-        .map(|pen| {
-            let k = pen.s.nrows();
-            let thresh = pen.s.amax() * 1e-8;
-            let (mut sx, mut ss) = (0.0, 0.0);
-            for i in 0..k {
-                if pen.s[(i, i)] > thresh {
-                    let j = pen.start + i;
-                    sx += u[j * pa + j];
-                    ss += pen.s[(i, i)];
-                }
-            }
-            if sx > 0.0 && ss > 0.0 {
-                (sx / ss).ln()
-            } else {
-                0.0
-            }
-        })
-        .collect()
+    rho_from_diagonal(pens, |j| u[j * pa + j])
 }
 
 #[cfg(test)]

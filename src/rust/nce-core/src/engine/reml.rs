@@ -355,8 +355,14 @@ fn ws_dot3(a: &[f64], b: &[f64], c: &[f64]) -> f64 {
 
 /// mgcv-like starting values: lambda_j S_j comparable with X'WX on S_j's block.
 fn auto_rho<D: Design>(d: &D, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
-    let n = d.nrow();
-    let w: Vec<f64> = (0..n)
+    let w = start_weights(prob);
+    let (xwx, _) = d.weighted_crossprod(&w, &vec![0.0; w.len()]);
+    rho_from_diagonal(pens, |j| xwx[(j, j)])
+}
+
+/// The working weights at mgcv's starting linear predictor (from y alone), times the prior weights.
+pub(crate) fn start_weights(prob: &Problem) -> Vec<f64> {
+    (0..prob.y.len())
         .map(|r| {
             let eta0 = match prob.family {
                 Family::Binomial => ((prob.y[r] + 0.5) / 2.0 / (1.0 - (prob.y[r] + 0.5) / 2.0)).ln(),
@@ -365,17 +371,20 @@ fn auto_rho<D: Design>(d: &D, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
             };
             prob.prior_weights[r] * prob.family.row(prob.y[r], eta0).weight
         })
-        .collect();
-    let (xwx, _) = d.weighted_crossprod(&w, &vec![0.0; n]);
+        .collect()
+}
+
+/// log(tr X'WX / tr S_j) over the penalised diagonal of each penalty's block, given the diagonal
+/// of X'WX by column; 0 where either trace vanishes.
+pub(crate) fn rho_from_diagonal(pens: &PenaltySet, xwx_diag: impl Fn(usize) -> f64) -> Vec<f64> {
     pens.penalties()
         .iter()
         .map(|pen| {
-            let k = pen.s.nrows();
             let thresh = pen.s.amax() * 1e-8;
             let (mut sx, mut ss) = (0.0, 0.0);
-            for i in 0..k {
+            for i in 0..pen.s.nrows() {
                 if pen.s[(i, i)] > thresh {
-                    sx += xwx[(pen.start + i, pen.start + i)];
+                    sx += xwx_diag(pen.start + i);
                     ss += pen.s[(i, i)];
                 }
             }
