@@ -954,12 +954,7 @@ fn free_intercepts_on(
         }
     }
     let m = penalties.len();
-    let sat: f64 = prob
-        .y
-        .iter()
-        .zip(prob.prior_weights)
-        .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
-        .sum();
+    let sat = prob.saturated_loglik();
     let mut ctx = FreeCtx {
         gd,
         prob,

@@ -43,12 +43,7 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
     ctrl.check()?;
     let (n, p) = (d.nrow(), d.ncol());
     pirls::validate(n, p, prob)?;
-    let sat: f64 = prob
-        .y
-        .iter()
-        .zip(prob.prior_weights)
-        .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
-        .sum();
+    let sat = prob.saturated_loglik();
     let deviance = |obj: f64| 2.0 * (sat - obj);
 
     let evaluate = |beta: Vec<f64>| pirls::evaluate(d, prob, prob.penalty, beta);

@@ -34,6 +34,15 @@ impl<'a> Problem<'a> {
             start: None,
         }
     }
+
+    /// The saturated model's weighted log-likelihood (the deviance's reference point).
+    pub fn saturated_loglik(&self) -> f64 {
+        self.y
+            .iter()
+            .zip(self.prior_weights)
+            .map(|(&y, &w)| w * self.family.saturated_loglik(y))
+            .sum()
+    }
 }
 
 impl Control {

@@ -534,12 +534,7 @@ pub fn fit_reml<D: Design>(
     }
     pirls::validate(d.nrow(), d.ncol(), prob)?;
     let m = penalties.len();
-    let sat: f64 = prob
-        .y
-        .iter()
-        .zip(prob.prior_weights)
-        .map(|(&y, &w)| w * prob.family.saturated_loglik(y))
-        .sum();
+    let sat = prob.saturated_loglik();
     let mut ctx = Ctx {
         d,
         prob,
