@@ -122,3 +122,14 @@ test_that("classifiers with parameter-parameter terms and custom priors fall bac
   post <- ratio_posterior(rc, matrix(rnorm(20), 1), n_draws = 200, method = "metropolis", n_chains = 10, burnin = 5)
   expect_identical(post$engine, "r")
 })
+
+test_that("print and summary of an amortised ratio and its posterior", {
+  r <- fit_gauss_ratio()
+  set.seed(6)
+  post <- ratio_posterior(r, matrix(rnorm(20, 0.3), 1), n_draws = 2000)
+  # timings vary from run to run
+  mask <- function(x) gsub("[0-9.]+ s\\b", "<t> s", x)
+  expect_snapshot(print(r), transform = mask)
+  expect_snapshot(print(summary(r)), transform = mask)
+  expect_snapshot(print(post))
+})
