@@ -261,7 +261,7 @@ nce_debug_panic <- function(msg, worker) .Call(wrap__nce_debug_panic, msg, worke
 #' LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
 #' starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
 #' `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
-#' one_se (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+#' one_se, coarse (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
 #' @keywords internal
 #' @noRd
 nce_lfire_fit <- function(marginal, at_theta, starts, observed, penalty, control, seed, threads) .Call(wrap__nce_lfire_fit, marginal, at_theta, starts, observed, penalty, control, seed, threads)
