@@ -197,7 +197,7 @@ predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...
 #' the observed summaries is a sum of one-parameter functions. These are tabulated by one
 #' `predict.gam()` call on `n_grid` points per parameter, the chains run in Rust on the tables
 #' interpolated by local cubics, one random stream per chain (seeded from R's generator, so
-#' draws are reproducible under [set.seed()] whatever [nce_threads()]), in parallel. The
+#' draws are reproducible under [set.seed()] whatever `options(nce.threads =)`), in parallel. The
 #' interpolation error, measured against `predict.gam()` at 200 of the draws, is returned as
 #' `table_error` (typically below 1e-8 with the default grid). Classifiers with a term in two
 #' or more parameters (e.g. `ti(theta1, theta2)`) and priors other than [prior_uniform()] and
