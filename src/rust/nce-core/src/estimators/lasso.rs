@@ -642,6 +642,13 @@ mod tests {
         (x, y)
     }
 
+    /// The path over the default lambda sequence, on every row.
+    fn full_path(x: &[f64], n: usize, p: usize, y: &[f64], ctrl: &LassoControl) -> LassoPath {
+        let lam = lambda_sequence(x, n, p, y, ctrl).unwrap();
+        let rows: Vec<usize> = (0..n).collect();
+        logistic_lasso_path(x, n, p, y, &rows, &lam, ctrl).unwrap()
+    }
+
     /// KKT conditions of the lasso at every lambda of the path.
     #[test]
     fn path_satisfies_kkt() {
@@ -652,9 +659,7 @@ mod tests {
             tol: 1e-12,
             ..LassoControl::default()
         };
-        let lam = lambda_sequence(&x, n, p, &y, &ctrl).unwrap();
-        let rows: Vec<usize> = (0..n).collect();
-        let path = logistic_lasso_path(&x, n, p, &y, &rows, &lam, &ctrl).unwrap();
+        let path = full_path(&x, n, p, &y, &ctrl);
         assert!(path.beta[0].iter().all(|&b| b.abs() < 1e-10));
         for k in 0..path.lambda.len() {
             let eta: Vec<f64> = (0..n)
@@ -724,9 +729,7 @@ mod tests {
             lambda_min_ratio: 1e-5,
             ..LassoControl::default()
         };
-        let lam = lambda_sequence(&x, n, p, &y, &ctrl).unwrap();
-        let rows: Vec<usize> = (0..n).collect();
-        let path = logistic_lasso_path(&x, n, p, &y, &rows, &lam, &ctrl).unwrap();
+        let path = full_path(&x, n, p, &y, &ctrl);
         for k in 0..path.lambda.len() {
             assert!(
                 path.dev_ratio[k] >= -1e-12 && path.dev_ratio[k] <= 1.0,
