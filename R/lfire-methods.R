@@ -137,10 +137,14 @@ update.nce_lfire <- function(object, ...) {
 print.nce_lfire <- function(x, ...) {
   cat("LFIRE posterior (likelihood-free inference by ratio estimation)\n")
   cat("Call: ", paste(deparse(x$call, width.cutoff = 100L), collapse = "\n"), "\n", sep = "")
+  pen <- if (x$penalty == "lasso") {
+    sprintf("lasso (lambda by %s%d-fold CV, %s)", if (isTRUE(x$control$onestep == 1)) "one-step " else "",
+            x$control$nfolds, x$control$lambda)
+  } else {
+    "ridge (REML)"
+  }
   cat(sprintf("%d parameter values (%s), %d simulations each, %d prior-predictive; penalty %s\n",
-              nrow(x$theta), x$type, x$n_theta, x$n_marginal,
-              if (x$penalty == "lasso") sprintf("lasso (lambda by %d-fold CV, %s)", x$control$nfolds, x$control$lambda)
-              else "ridge (REML)"))
+              nrow(x$theta), x$type, x$n_theta, x$n_marginal, pen))
   nf <- nrow(x$simulations$failures) + nrow(x$marginal$failures)
   if (nf > 0L) cat(sprintf("%d simulations failed and were left out\n", nf))
   m <- posterior_moments(x)

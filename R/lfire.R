@@ -17,6 +17,14 @@
 #'   reaches from the fits at the coarse lambda above (1: on every lambda, as glmnet). On the
 #'   ARCH(1) benchmark, 4 takes two thirds of the time of 1 and gives the same posterior up to
 #'   the variation between two choices of CV folds.
+#' @param cv How the cross-validation gets each fold's fit at each lambda. `"onestep"` (the
+#'   default): one proximal Newton step from the fit on all rows, on the fold's training rows
+#'   (approximate K-fold CV; Beirami et al. 2017, Rad and Maleki 2020), solved exactly by an
+#'   active-set method, so features may enter or leave; it fits one path instead of
+#'   `nfolds + 1`. `"exact"`: a lasso path per fold, as glmnet's `cv.glmnet()`. On the ARCH(1)
+#'   benchmark `"onestep"` takes a fifth of the fitting time of `"exact"` and its posterior is
+#'   as close to the exact one (symmetrised KL 2.27-2.30 against 2.30-2.32 over two fold
+#'   seeds); the two posteriors differ by less than two fold seeds of the exact CV do.
 #' @param quadratic If `TRUE`, the squares of the standardised summaries join them as features,
 #'   so the log ratio can be quadratic in each summary. A log ratio linear in the summaries is
 #'   right when theta shifts their distribution; when theta also changes their spread (as the
@@ -25,13 +33,13 @@
 #' @section What it refuses:
 #' * `nlambda` not a whole number in 1..10000, `lambda_min_ratio` not a number strictly
 #'   between 0 and 1, `nfolds` not a whole number in 2..1000, `lambda` not "min" or "1se",
-#'   `coarse` not a whole number in 1..100,
+#'   `coarse` not a whole number in 1..100, `cv` not "onestep" or "exact",
 #'   `chunk_size` not a whole number >= 1, `quadratic` not TRUE/FALSE (`nce_error_input`).
 #' @examples
 #' lfire_control(nfolds = 5)
 #' @export
 lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L, lambda = c("min", "1se"),
-                          chunk_size = 100L, quadratic = FALSE, coarse = 4L) {
+                          chunk_size = 100L, quadratic = FALSE, coarse = 4L, cv = c("onestep", "exact")) {
   check_count(nlambda, max = 1e4)
   check_number(lambda_min_ratio, min = 0, max = 1, exclusive_min = TRUE)
   if (lambda_min_ratio >= 1) check_fail("one number > 0 and < 1", lambda_min_ratio, "lambda_min_ratio", sys.call())
@@ -40,9 +48,10 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
   check_count(chunk_size)
   check_bool(quadratic)
   check_count(coarse, max = 100)
+  cv <- sim_match_arg(cv, c("onestep", "exact"), "cv", sys.call())
   list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), nfolds = as.double(nfolds),
        one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size),
-       quadratic = quadratic, coarse = as.double(coarse))
+       quadratic = quadratic, coarse = as.double(coarse), cv = cv, onestep = as.double(cv == "onestep"))
 }
 
 #' Posterior of a simulator model by ratio estimation (LFIRE)
@@ -236,10 +245,12 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   obs_std <- (s_obs - center) / scale
   if (isTRUE(control$quadratic)) obs_std <- c(obs_std, obs_std^2)
   if (is.null(control$coarse)) control$coarse <- 1  # controls saved before `coarse` existed
+  if (is.null(control$onestep)) control$onestep <- 0  # ... or before `cv`
   t0 <- proc.time()[["elapsed"]]
   c0 <- cpu_seconds()
-  res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std), penalty, control[c("nlambda",
-                          "lambda_min_ratio", "nfolds", "one_se", "coarse")], draw_seed(), nce_threads()), call = call)
+  fit_control <- control[c("nlambda", "lambda_min_ratio", "nfolds", "one_se", "coarse", "onestep")]
+  res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std), penalty, fit_control, draw_seed(),
+                          nce_threads()), call = call)
   t_fit <- proc.time()[["elapsed"]] - t0
   c_fit <- cpu_seconds() - c0
   fill <- function(v) {

@@ -3,7 +3,7 @@
 //!
 //!     R_LIBS=.Rlib Rscript bench/lfire-dump.R /tmp/nce-lfire
 //!     cargo run --release -p nce-core --example bench_lfire -- [DIR] [--every K] [--coarse C]
-//!         [--nlambda L] [--tol T] [--seed S] [--save FILE] [--ref FILE]
+//!         [--nlambda L] [--tol T] [--onestep] [--seed S] [--save FILE] [--ref FILE]
 //!
 //! Fits every K-th grid point on one thread (CV folds from stream g of seed S, as lfire_fit) and
 //! prints the time per fit, the mean path length, outer steps per lambda and the chosen lambda
@@ -50,6 +50,7 @@ fn main() {
                 ctrl.coarse = args[i + 1].parse().unwrap();
                 i += 1;
             }
+            "--onestep" => ctrl.onestep = true,
             "--tol" => {
                 ctrl.tol = args[i + 1].parse().unwrap();
                 i += 1;

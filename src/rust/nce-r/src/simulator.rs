@@ -48,6 +48,7 @@ fn nce_lfire_fit(
                     lambda_min_ratio: num("lambda_min_ratio")?,
                     nfolds: num("nfolds")? as usize,
                     coarse: num("coarse")? as usize,
+                    onestep: num("onestep")? != 0.0,
                     ..LassoControl::default()
                 },
                 one_se: num("one_se")? != 0.0,
@@ -116,6 +117,8 @@ fn nce_lasso_cv(x: Robj, y: Robj, foldid: Robj, control: List) -> Robj {
             } else {
                 1
             },
+            // Optional: exact K-fold CV unless given.
+            onestep: list_get(&control, "onestep", "control").is_ok() && num("onestep")? != 0.0,
             ..LassoControl::default()
         };
         let cv = cv_logistic_lasso(xd, n, p, y, &folds, &ctrl)?;

@@ -5,6 +5,7 @@
 
 pub mod bridge;
 pub mod lasso;
+pub mod lasso_onestep;
 pub mod lfire;
 pub mod mog;
 pub mod nonlinear;
