@@ -30,6 +30,11 @@
 #'   right when theta shifts their distribution; when theta also changes their spread (as the
 #'   autocorrelations of a short series), the linear one is too flat and the posterior too wide.
 #' @return A list for the `control` argument of [lfire()].
+#' @references Beirami, A., Razaviyayn, M., Shahrampour, S. and Tarokh, V. (2017). On optimal
+#'   generalizability in parametric learning. NeurIPS.
+#'
+#'   Rad, K. R. and Maleki, A. (2020). A scalable estimate of the out-of-sample prediction
+#'   error via approximate leave-one-out cross-validation. JRSS B 82, 965-996.
 #' @section What it refuses:
 #' * `nlambda` not a whole number in 1..10000, `lambda_min_ratio` not a number strictly
 #'   between 0 and 1, `nfolds` not a whole number in 2..1000, `lambda` not "min" or "1se",
