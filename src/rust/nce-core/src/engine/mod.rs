@@ -6,6 +6,7 @@ pub mod basis;
 pub mod design;
 pub mod discrete;
 pub mod family;
+pub mod freml;
 pub mod grouped;
 pub mod irls;
 pub mod penalty;
