@@ -1225,7 +1225,16 @@ mod tests {
         let s = d2.transpose() * d2;
         let w = vec![1.0; n];
         let prob = Problem::new(&y, &w, &offset, Family::Binomial);
-        let ctrl = RemlControl::default();
+        // Converged tightly: the two fits take different paths (the expanded one starts by
+        // performance iteration), and only their common end point is compared.
+        let ctrl = RemlControl {
+            tol: 1e-11,
+            inner: crate::pirls::Control {
+                epsilon: 1e-14,
+                ..Default::default()
+            },
+            ..RemlControl::default()
+        };
         let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s: s.clone() }]).unwrap();
         let clusters: Vec<usize> = (0..ng).map(|t| t / 4).collect();
         let free = fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
@@ -1268,7 +1277,11 @@ mod tests {
         assert!((free.intercepts[0] - full.coefficients[0]).abs() < 1e-8);
         for t in 1..ng {
             let want = full.coefficients[0] + full.coefficients[pa + t];
-            assert!((free.intercepts[t] - want).abs() < 1e-7);
+            // Relative: a group whose rows are nearly separated has a large, weakly pinned intercept.
+            assert!(
+                (free.intercepts[t] - want).abs() < 1e-7 * (1.0 + want.abs()),
+                "group {t}"
+            );
         }
         // The clustered sandwich: same beta block as on the expanded design.
         let sw =
