@@ -2,14 +2,21 @@
 # model with a known log ratio, glmnet on the same lasso problems, and the simulation
 # plumbing (reproducibility across workers, failures reported, caches reused).
 
-test_that("the Rust lasso path and its CV match glmnet on the same data, folds and lambdas", {
-  skip_if_not_installed("glmnet")
+# A logistic lasso problem with three signals among 12 features, and 10 CV folds.
+lasso_problem <- function() {
   set.seed(1)
   n <- 600
-  p <- 12
-  x <- matrix(rnorm(n * p), n, p)
+  x <- matrix(rnorm(n * 12), n, 12)
   y <- as.double(runif(n) < plogis(0.4 + 1.2 * x[, 1] - 0.8 * x[, 2] + 0.3 * x[, 3]))
-  foldid <- sample(rep(1:10, length.out = n))
+  list(x = x, y = y, foldid = sample(rep(1:10, length.out = n)))
+}
+
+test_that("the Rust lasso path and its CV match glmnet on the same data, folds and lambdas", {
+  skip_if_not_installed("glmnet")
+  pr <- lasso_problem()
+  x <- pr$x
+  y <- pr$y
+  foldid <- pr$foldid
   ctrl <- list(nlambda = 60, lambda_min_ratio = 1e-3)
   ours <- nce:::rs(nce:::nce_lasso_cv(x, y, foldid, ctrl))
   g <- glmnet::glmnet(x, y, family = "binomial", lambda = ours$lambda, standardize = FALSE, thresh = 1e-14)
@@ -28,12 +35,10 @@ test_that("the Rust lasso path and its CV match glmnet on the same data, folds a
 
 test_that("one-step CV approximates glmnet's exact K-fold CV curve and its minimum", {
   skip_if_not_installed("glmnet")
-  set.seed(1)
-  n <- 600
-  p <- 12
-  x <- matrix(rnorm(n * p), n, p)
-  y <- as.double(runif(n) < plogis(0.4 + 1.2 * x[, 1] - 0.8 * x[, 2] + 0.3 * x[, 3]))
-  foldid <- sample(rep(1:10, length.out = n))
+  pr <- lasso_problem()
+  x <- pr$x
+  y <- pr$y
+  foldid <- pr$foldid
   ctrl <- list(nlambda = 60, lambda_min_ratio = 1e-3, onestep = 1)
   os <- nce:::rs(nce:::nce_lasso_cv(x, y, foldid, ctrl))
   cv <- glmnet::cv.glmnet(x, y, family = "binomial", lambda = os$lambda, standardize = FALSE, foldid = foldid,

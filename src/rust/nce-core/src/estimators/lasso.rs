@@ -554,25 +554,11 @@ pub fn cv_logistic_lasso(
     if ctrl.onestep {
         return super::lasso_onestep::cv_logistic_lasso_onestep(x, n, p, y, folds, ctrl);
     }
-    check_inputs(x, n, p, y)?;
-    if folds.len() != n {
-        return Err(NceError::invalid("folds", "must give one fold per row"));
-    }
-    let nfolds = folds.iter().copied().max().map_or(0, |m| m + 1);
-    if nfolds < 2 {
-        return Err(NceError::invalid("nfolds", "must be at least 2"));
-    }
-    let all_lambdas = lambda_sequence(x, n, p, y, ctrl)?;
+    let nfolds = check_cv_inputs(x, n, p, y, folds)?;
     let step = ctrl.coarse.max(1);
-    let mut coarse_idx: Vec<usize> = (0..all_lambdas.len()).step_by(step).collect();
-    if coarse_idx.last() != Some(&(all_lambdas.len() - 1)) {
-        coarse_idx.push(all_lambdas.len() - 1);
-    }
-    let coarse_l: Vec<f64> = coarse_idx.iter().map(|&i| all_lambdas[i]).collect();
-    let all: Vec<usize> = (0..n).collect();
-    let path = logistic_lasso_path(x, n, p, y, &all, &coarse_l, ctrl)?;
+    let (all_lambdas, coarse_idx, path) = coarse_path(x, n, p, y, ctrl)?;
     let nc = path.lambda.len();
-    coarse_idx.truncate(nc);
+    let all: Vec<usize> = (0..n).collect();
     let xr = Rows { x, n };
     struct Fold {
         test: Vec<usize>,
@@ -622,10 +608,8 @@ pub fn cv_logistic_lasso(
         }
         deviance(&fold.yt, &eta, true) / fold.test.len() as f64
     };
+    let fold_n: Vec<f64> = fd.iter().map(|f| f.test.len() as f64).collect();
     let cv_curve = |merged_folds: &[Option<Merged>], nl: usize| -> (Vec<f64>, Vec<f64>) {
-        let fold_n: Vec<f64> = fd.iter().map(|f| f.test.len() as f64).collect();
-        let wsum: f64 = fold_n.iter().sum();
-        let kf = fd.iter().filter(|f| !f.test.is_empty()).count().max(2) as f64;
         let dev: Vec<Vec<f64>> = fd
             .iter()
             .zip(merged_folds)
@@ -641,15 +625,7 @@ pub fn cv_logistic_lasso(
                     .collect()
             })
             .collect();
-        let mut cvm = vec![0.0; nl];
-        let mut cvsd = vec![0.0; nl];
-        for k in 0..nl {
-            let m: f64 = (0..nfolds).map(|f| fold_n[f] * dev[f][k]).sum::<f64>() / wsum;
-            let v: f64 = (0..nfolds).map(|f| fold_n[f] * (dev[f][k] - m).powi(2)).sum::<f64>() / wsum;
-            cvm[k] = m;
-            cvsd[k] = (v / (kf - 1.0)).sqrt();
-        }
-        (cvm, cvsd)
+        cv_curve_of(&fold_n, &dev, nl)
     };
     let coarse_folds: Vec<Option<Merged>> = fd
         .iter()
@@ -660,16 +636,8 @@ pub fn cv_logistic_lasso(
         })
         .collect();
     let (cvm_c, cvsd_c) = cv_curve(&coarse_folds, nc);
-    let argmin = |c: &[f64]| (0..c.len()).fold(0, |b, k| if c[k] < c[b] { k } else { b });
     let kc = argmin(&cvm_c);
-    // The fine stretch: lambdas strictly between the coarse neighbours of the best coarse one.
-    let lo = if kc > 0 { coarse_idx[kc - 1] } else { coarse_idx[0] };
-    let hi = if kc + 1 < nc {
-        coarse_idx[kc + 1]
-    } else {
-        coarse_idx[kc]
-    };
-    let fine: Vec<usize> = (lo + 1..hi).filter(|i| !coarse_idx.contains(i)).collect();
+    let fine = fine_indices(&coarse_idx, kc);
     let (path, cvm, cvsd) = if step == 1 || fine.is_empty() {
         (path, cvm_c, cvsd_c)
     } else {
@@ -692,9 +660,7 @@ pub fn cv_logistic_lasso(
             });
         }
         // Merged order: all lambda indices, coarse and fine, increasing (lambda decreasing).
-        let mut order: Vec<(usize, bool, usize)> = coarse_idx.iter().enumerate().map(|(k, &i)| (i, false, k)).collect();
-        order.extend(fine.iter().enumerate().map(|(k, &i)| (i, true, k)));
-        order.sort_by_key(|o| o.0);
+        let order = merge_order(&coarse_idx, &fine);
         let pick = |c: &LassoPath, s: &LassoPath, o: &(usize, bool, usize)| -> (f64, Vec<f64>, f64, f64) {
             let (src, k) = if o.1 { (s, o.2) } else { (c, o.2) };
             let k = k.min(src.lambda.len() - 1);
@@ -728,16 +694,103 @@ pub fn cv_logistic_lasso(
         let (cvm, cvsd) = cv_curve(&mf, nl);
         (merged, cvm, cvsd)
     };
+    Ok(cv_result(path, cvm, cvsd))
+}
+
+/// The checks of a cross-validated fit; returns the number of folds.
+pub(crate) fn check_cv_inputs(x: &[f64], n: usize, p: usize, y: &[f64], folds: &[usize]) -> Result<usize> {
+    check_inputs(x, n, p, y)?;
+    if folds.len() != n {
+        return Err(NceError::invalid("folds", "must give one fold per row"));
+    }
+    let nfolds = folds.iter().copied().max().map_or(0, |m| m + 1);
+    if nfolds < 2 {
+        return Err(NceError::invalid("nfolds", "must be at least 2"));
+    }
+    Ok(nfolds)
+}
+
+/// The lambda sequence, the indices of its coarse lambdas reached by the all-rows path, and
+/// that path.
+pub(crate) fn coarse_path(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    y: &[f64],
+    ctrl: &LassoControl,
+) -> Result<(Vec<f64>, Vec<usize>, LassoPath)> {
+    let all_lambdas = lambda_sequence(x, n, p, y, ctrl)?;
+    let mut coarse_idx = coarse_indices(all_lambdas.len(), ctrl.coarse);
+    let coarse_l: Vec<f64> = coarse_idx.iter().map(|&i| all_lambdas[i]).collect();
+    let all: Vec<usize> = (0..n).collect();
+    let path = logistic_lasso_path(x, n, p, y, &all, &coarse_l, ctrl)?;
+    coarse_idx.truncate(path.lambda.len());
+    Ok((all_lambdas, coarse_idx, path))
+}
+
+/// Indices of the coarse lambdas among `nl`: every `step`-th, and the last.
+pub(crate) fn coarse_indices(nl: usize, step: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..nl).step_by(step.max(1)).collect();
+    if idx.last() != Some(&(nl - 1)) {
+        idx.push(nl - 1);
+    }
+    idx
+}
+
+/// The fine stretch: lambda indices strictly between the coarse neighbours of the best coarse
+/// lambda (position `kc` among `coarse_idx`), other than coarse ones.
+pub(crate) fn fine_indices(coarse_idx: &[usize], kc: usize) -> Vec<usize> {
+    let nc = coarse_idx.len();
+    let lo = if kc > 0 { coarse_idx[kc - 1] } else { coarse_idx[0] };
+    let hi = if kc + 1 < nc {
+        coarse_idx[kc + 1]
+    } else {
+        coarse_idx[kc]
+    };
+    (lo + 1..hi).filter(|i| !coarse_idx.contains(i)).collect()
+}
+
+/// Coarse and fine lambdas in one order (lambda decreasing): (index in the sequence, fine?,
+/// position in its own list).
+pub(crate) fn merge_order(coarse_idx: &[usize], fine: &[usize]) -> Vec<(usize, bool, usize)> {
+    let mut order: Vec<(usize, bool, usize)> = coarse_idx.iter().enumerate().map(|(k, &i)| (i, false, k)).collect();
+    order.extend(fine.iter().enumerate().map(|(k, &i)| (i, true, k)));
+    order.sort_by_key(|o| o.0);
+    order
+}
+
+pub(crate) fn argmin(c: &[f64]) -> usize {
+    (0..c.len()).fold(0, |b, k| if c[k] < c[b] { k } else { b })
+}
+
+/// CV mean and standard error per lambda from each fold's held-out mean deviance `dev[f][k]`,
+/// folds weighted by their sizes `fold_n` (as glmnet's cv.glmnet).
+pub(crate) fn cv_curve_of(fold_n: &[f64], dev: &[Vec<f64>], nl: usize) -> (Vec<f64>, Vec<f64>) {
+    let wsum: f64 = fold_n.iter().sum();
+    let kf = fold_n.iter().filter(|&&v| v > 0.0).count().max(2) as f64;
+    let mut cvm = vec![0.0; nl];
+    let mut cvsd = vec![0.0; nl];
+    for k in 0..nl {
+        let m: f64 = fold_n.iter().zip(dev).map(|(w, d)| w * d[k]).sum::<f64>() / wsum;
+        let v: f64 = fold_n.iter().zip(dev).map(|(w, d)| w * (d[k] - m).powi(2)).sum::<f64>() / wsum;
+        cvm[k] = m;
+        cvsd[k] = (v / (kf - 1.0)).sqrt();
+    }
+    (cvm, cvsd)
+}
+
+/// The result with lambda.min and lambda.1se (the largest lambda within one SE of the minimum).
+pub(crate) fn cv_result(path: LassoPath, cvm: Vec<f64>, cvsd: Vec<f64>) -> CvLasso {
     let index_min = argmin(&cvm);
     let bound = cvm[index_min] + cvsd[index_min];
     let index_1se = (0..cvm.len()).find(|&k| cvm[k] <= bound).unwrap_or(index_min);
-    Ok(CvLasso {
+    CvLasso {
         path,
         cvm,
         cvsd,
         index_min,
         index_1se,
-    })
+    }
 }
 
 #[cfg(test)]

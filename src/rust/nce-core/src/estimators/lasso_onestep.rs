@@ -10,11 +10,11 @@
 //! O(1/K); one Newton step leaves an error of the square of that.
 
 use super::lasso::{
-    check_inputs, deviance, dot, lambda_sequence, logistic_lasso_path, path_from, soft, CvLasso, LassoControl,
-    LassoPath,
+    argmin, check_cv_inputs, coarse_path, cv_curve_of, cv_result, deviance, dot, fine_indices, merge_order, path_from,
+    soft, CvLasso, LassoControl, LassoPath,
 };
 use crate::family::sigmoid;
-use crate::{NceError, Result};
+use crate::Result;
 
 /// One fold: its held-out rows' columns (intercept first), gathered once.
 struct Fold {
@@ -170,14 +170,7 @@ pub fn cv_logistic_lasso_onestep(
     folds: &[usize],
     ctrl: &LassoControl,
 ) -> Result<CvLasso> {
-    check_inputs(x, n, p, y)?;
-    if folds.len() != n {
-        return Err(NceError::invalid("folds", "must give one fold per row"));
-    }
-    let nfolds = folds.iter().copied().max().map_or(0, |m| m + 1);
-    if nfolds < 2 {
-        return Err(NceError::invalid("nfolds", "must be at least 2"));
-    }
+    let nfolds = check_cv_inputs(x, n, p, y, folds)?;
     let p1 = p + 1;
     let fd: Vec<Fold> = (0..nfolds)
         .map(|f| {
@@ -246,42 +239,16 @@ pub fn cv_logistic_lasso_onestep(
         }
         dev
     };
-    let curve = |dev: &[Vec<f64>], nl: usize| -> (Vec<f64>, Vec<f64>) {
-        let fold_n: Vec<f64> = fd.iter().map(|f| f.len as f64).collect();
-        let wsum: f64 = fold_n.iter().sum();
-        let kf = fd.iter().filter(|f| f.len > 0).count().max(2) as f64;
-        let mut cvm = vec![0.0; nl];
-        let mut cvsd = vec![0.0; nl];
-        for k in 0..nl {
-            let m: f64 = (0..nfolds).map(|f| fold_n[f] * dev[f][k]).sum::<f64>() / wsum;
-            let v: f64 = (0..nfolds).map(|f| fold_n[f] * (dev[f][k] - m).powi(2)).sum::<f64>() / wsum;
-            cvm[k] = m;
-            cvsd[k] = (v / (kf - 1.0)).sqrt();
-        }
-        (cvm, cvsd)
-    };
-    let all_lambdas = lambda_sequence(x, n, p, y, ctrl)?;
+    let fold_n: Vec<f64> = fd.iter().map(|f| f.len as f64).collect();
+    let curve = |dev: &[Vec<f64>], nl: usize| cv_curve_of(&fold_n, dev, nl);
     let step = ctrl.coarse.max(1);
-    let mut coarse_idx: Vec<usize> = (0..all_lambdas.len()).step_by(step).collect();
-    if coarse_idx.last() != Some(&(all_lambdas.len() - 1)) {
-        coarse_idx.push(all_lambdas.len() - 1);
-    }
-    let coarse_l: Vec<f64> = coarse_idx.iter().map(|&i| all_lambdas[i]).collect();
-    let all: Vec<usize> = (0..n).collect();
-    let path = logistic_lasso_path(x, n, p, y, &all, &coarse_l, ctrl)?;
+    let (all_lambdas, coarse_idx, path) = coarse_path(x, n, p, y, ctrl)?;
     let nc = path.lambda.len();
-    coarse_idx.truncate(nc);
+    let all: Vec<usize> = (0..n).collect();
     let dev_c = fold_dev(&path);
     let (cvm_c, _) = curve(&dev_c, nc);
-    let argmin = |c: &[f64]| (0..c.len()).fold(0, |b, k| if c[k] < c[b] { k } else { b });
     let kc = argmin(&cvm_c);
-    let lo = if kc > 0 { coarse_idx[kc - 1] } else { coarse_idx[0] };
-    let hi = if kc + 1 < nc {
-        coarse_idx[kc + 1]
-    } else {
-        coarse_idx[kc]
-    };
-    let fine: Vec<usize> = (lo + 1..hi).filter(|i| !coarse_idx.contains(i)).collect();
+    let fine = fine_indices(&coarse_idx, kc);
     let (path, dev) = if step == 1 || fine.is_empty() {
         (path, dev_c)
     } else {
@@ -299,9 +266,7 @@ pub fn cv_logistic_lasso_onestep(
         )?;
         let dev_f = fold_dev(&seg);
         // Merge coarse and fine fits in lambda order (decreasing).
-        let mut order: Vec<(usize, bool, usize)> = coarse_idx.iter().enumerate().map(|(k, &i)| (i, false, k)).collect();
-        order.extend(fine.iter().enumerate().map(|(k, &i)| (i, true, k)));
-        order.sort_by_key(|o| o.0);
+        let order = merge_order(&coarse_idx, &fine);
         let mut merged = LassoPath {
             lambda: Vec::new(),
             intercept: Vec::new(),
@@ -324,16 +289,7 @@ pub fn cv_logistic_lasso_onestep(
     };
     let nl = path.lambda.len();
     let (cvm, cvsd) = curve(&dev, nl);
-    let index_min = argmin(&cvm);
-    let bound = cvm[index_min] + cvsd[index_min];
-    let index_1se = (0..cvm.len()).find(|&k| cvm[k] <= bound).unwrap_or(index_min);
-    Ok(CvLasso {
-        path,
-        cvm,
-        cvsd,
-        index_min,
-        index_1se,
-    })
+    Ok(cv_result(path, cvm, cvsd))
 }
 
 #[cfg(test)]
