@@ -13,8 +13,9 @@
 use super::penalty::PenaltySet;
 use nalgebra::{DMatrix, DVector};
 
-/// Largest coefficient count for which the working start is tried (p x p inverses per step).
-const MAX_P: usize = 1500;
+/// Largest coefficient count for which the working start is tried: each of its Newton steps
+/// costs about 2 m p^3 flops (m penalties), against one such product per exact step.
+const MAX_P: usize = 400;
 
 /// The working model's REML minimiser in rho, from `rho0` within [lo, hi], by Newton's method
 /// with an eigenvalue-modified Hessian and step halving; None if it cannot be computed.
