@@ -229,3 +229,19 @@ test_that("snce(ratio = 1e7) is refused before allocating", {
   expect_error(snce(~ I(y * y_prev), data.frame(y = rchain(100, 2)), ref_uniform(y = c(0, 1)), ratio = 1e7),
                "ratio", class = "nce_error_size")
 })
+
+test_that("data and reference rows are stacked exactly as rbind() stacks them", {
+  a <- data.frame(x = 1:2, f = factor(c("a", "b")), o = factor(c("lo", "hi"), levels = c("lo", "hi"), ordered = TRUE),
+                  s = c("u", "v"), l = c(TRUE, FALSE))
+  b <- data.frame(x = 3.5, f = factor("c"), o = factor("hi", levels = c("lo", "hi"), ordered = TRUE), s = "w",
+                  l = NA)
+  want <- rbind(a, b)
+  rownames(want) <- NULL
+  expect_identical(nce:::stack_rows(a, b), want)
+  # Columns rbind() treats specially (dates here) take rbind()'s own path.
+  a$d <- as.Date("2026-01-01") + 0:1
+  b$d <- as.Date("2026-02-01")
+  want <- rbind(a, b)
+  rownames(want) <- NULL
+  expect_identical(nce:::stack_rows(a, b), want)
+})
