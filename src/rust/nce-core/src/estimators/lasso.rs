@@ -2,11 +2,16 @@
 //! K-fold cross-validation of the binomial deviance, as glmnet does it (Friedman, Hastie and
 //! Tibshirani 2010): objective -(1/n) loglik(b0, beta) + lambda ||beta||_1, intercept free.
 //!
-//! Each outer step replaces the log-likelihood by its quadratic (IRLS) approximation; the
-//! inner coordinate descent works on the weighted Gram matrix X'WX / n ("covariance updates"),
-//! so a sweep costs p^2 instead of n p. Features are used as given: standardise them first.
+//! Each outer step replaces the log-likelihood by its quadratic (IRLS) approximation and
+//! minimises it with the penalty exactly on the active features by an active-set method (a
+//! proximal Newton step); where the signs do not settle, coordinate descent on the weighted
+//! Gram matrix X'WX / n ("covariance updates", a sweep costs p^2 instead of n p) takes over.
+//! A lambda's fit ends when its KKT conditions hold to `kkt_tol`: glmnet's rule on the step
+//! size alone stops early on correlated features. Features are used as given: standardise
+//! them first.
 //! Path stops as glmnet's: deviance ratio above 0.999, or its gain below 1e-5 of itself.
 
+use crate::estimators::lasso_onestep::active_set_step;
 use crate::family::sigmoid;
 use crate::{NceError, Result};
 use rand::seq::SliceRandom;
@@ -21,6 +26,9 @@ pub struct LassoControl {
     pub nfolds: usize,
     /// Convergence of the inner sweeps: largest weighted coefficient change (glmnet's thresh).
     pub tol: f64,
+    /// Largest violation of the KKT conditions (gradient X'(y - mu) / n against lambda) at which
+    /// a lambda's fit stops; the change rule alone stops early on correlated features.
+    pub kkt_tol: f64,
     pub max_outer: usize,
     pub max_inner: usize,
     /// Cross-validation on every `coarse`-th lambda of the sequence (and the last), then on
@@ -38,6 +46,7 @@ impl Default for LassoControl {
             lambda_min_ratio: 1e-4,
             nfolds: 10,
             tol: 1e-7,
+            kkt_tol: 1e-8,
             max_outer: 25,
             max_inner: 10_000,
             coarse: 1,
@@ -336,6 +345,7 @@ fn path_from_impl(
     let mut xw: Vec<f64> = Vec::new();
     let mut sw = 0.25;
     let mut grad = vec![0.0; p];
+    let (mut gfull, mut sfull) = (Vec::new(), Vec::new());
     let mut wa = vec![0.0; m];
     let mut prev_ratio = 0.0;
     // One pass over the rows at eta: IRLS weights and residuals, and the negative
@@ -375,95 +385,138 @@ fn path_from_impl(
     let mut beta_old = beta.clone();
     let mut eta_old = eta.clone();
     for (k, &lam) in lambdas.iter().enumerate() {
+        let mut tol = ctrl.tol;
+        let mut refresh = false;
+        let mut newton = true;
         for outer in 0..ctrl.max_outer {
             out.outer_steps += 1;
             beta_old.copy_from_slice(&beta);
             eta_old.copy_from_slice(&eta);
             let b0_old = b0;
             let obj_old = nll / mf + lam * l1(&beta_old);
-            // Full gradient: KKT check of the inactive features, and the active residuals.
-            for (j, g) in grad.iter_mut().enumerate() {
-                *g = dot(col(j), &resid) / mf;
-            }
-            let mut added = false;
-            for j in 0..p {
-                if !is_active[j] && grad[j].abs() > lam {
-                    is_active[j] = true;
-                    active.push(j);
-                    added = true;
+            // Each outer step solves the penalised quadratic model on the active features
+            // exactly (active-set method: a proximal Newton step); sweeps of coordinate descent,
+            // which crawl where features are correlated, take over when the signs do not settle.
+            let step = if newton {
+                for (j, g) in grad.iter_mut().enumerate() {
+                    *g = dot(col(j), &resid) / mf;
                 }
-            }
-            let q = active.len();
-            // The weighted Gram matrix (the Hessian of the quadratic step) on the active set is
-            // the costly part (n q^2 / 2). Consecutive lambdas have nearly the same weights, so
-            // the previous Hessian serves until the active set grows or a lambda needs a third
-            // step (then every second step): the fixed point of the step depends on the exact
-            // gradient only, so the solution is unchanged; a stale Hessian only slows it.
-            if added || gram.len() != q * q || (outer >= 2 && outer % 2 == 0) {
-                gram.clear();
-                gram.resize(q * q, 0.0);
-                xw.clear();
-                xw.resize(q, 0.0);
-                sw = sum(&w) / mf;
-                for (a, &ja) in active.iter().enumerate() {
-                    let ca = col(ja);
-                    for ((u, &c), &v) in wa.iter_mut().zip(ca).zip(&w) {
-                        *u = c * v;
-                    }
-                    xw[a] = sum(&wa) / mf;
-                    for (b, &jb) in active.iter().enumerate().take(a + 1) {
-                        let g = dot(&wa, col(jb)) / mf;
-                        gram[a * q + b] = g;
-                        gram[b * q + a] = g;
+                let mut added = false;
+                for j in 0..p {
+                    if !is_active[j] && grad[j].abs() > lam {
+                        is_active[j] = true;
+                        active.push(j);
+                        added = true;
                     }
                 }
-            }
-            let inv_diag: Vec<f64> = (0..q).map(|a| 1.0 / gram[a * q + a]).collect();
-            let mut res: Vec<f64> = active.iter().map(|&j| grad[j]).collect();
-            let mut res0 = sr / mf;
-            let mut dlx = 0.0f64;
-            let mut d0_tot = 0.0;
-            let mut dbeta = vec![0.0; q];
-            for _inner in 0..ctrl.max_inner {
-                let mut dmax = 0.0f64;
-                let d0 = res0 / sw;
-                if d0 != 0.0 {
-                    b0 += d0;
-                    d0_tot += d0;
-                    for a in 0..q {
-                        res[a] -= xw[a] * d0;
+                active_gram(&col, &w, &resid, sr, &active, &mut gfull, &mut sfull);
+                let c: Vec<f64> = std::iter::once(b0).chain(active.iter().map(|&j| beta[j])).collect();
+                active_set_step(&c, &gfull, &sfull, mf, lam).map(|coef| {
+                    let q1 = c.len();
+                    let mut dlx = 0.0f64;
+                    for a in 0..q1 {
+                        let d = coef[a] - c[a];
+                        dlx = dlx.max(gfull[a * q1 + a] / mf * d * d);
                     }
-                    res0 -= sw * d0;
-                    dmax = dmax.max(sw * d0 * d0);
+                    b0 = coef[0];
+                    for (a, &j) in active.iter().enumerate() {
+                        beta[j] = coef[a + 1];
+                    }
+                    (added, dlx)
+                })
+            } else {
+                None
+            };
+            let (added, dlx) = if let Some(s) = step {
+                s
+            } else {
+                newton = false;
+                // Full gradient: KKT check of the inactive features, and the active residuals.
+                for (j, g) in grad.iter_mut().enumerate() {
+                    *g = dot(col(j), &resid) / mf;
                 }
-                for a in 0..q {
-                    let j = active[a];
-                    let gjj = gram[a * q + a];
-                    if gjj <= 0.0 {
-                        continue;
+                let mut added = false;
+                for j in 0..p {
+                    if !is_active[j] && grad[j].abs() > lam {
+                        is_active[j] = true;
+                        active.push(j);
+                        added = true;
                     }
-                    // A multiplication: the division's latency sat on the sweep's critical path.
-                    let new = soft(res[a] + gjj * beta[j], lam) * inv_diag[a];
-                    let d = new - beta[j];
-                    if d != 0.0 {
-                        beta[j] = new;
-                        dbeta[a] += d;
-                        let gc = &gram[a * q..(a + 1) * q];
-                        for c in 0..q {
-                            res[c] -= gc[c] * d;
+                }
+                let q = active.len();
+                // The weighted Gram matrix (the Hessian of the quadratic step) on the active set is
+                // the costly part (n q^2 / 2). Consecutive lambdas have nearly the same weights, so
+                // the previous Hessian serves until the active set grows or a lambda needs a third
+                // step (then every second step): the fixed point of the step depends on the exact
+                // gradient only, so the solution is unchanged; a stale Hessian only slows it.
+                if added || refresh || gram.len() != q * q || (outer >= 2 && outer % 2 == 0) {
+                    refresh = false;
+                    gram.clear();
+                    gram.resize(q * q, 0.0);
+                    xw.clear();
+                    xw.resize(q, 0.0);
+                    sw = sum(&w) / mf;
+                    for (a, &ja) in active.iter().enumerate() {
+                        let ca = col(ja);
+                        for ((u, &c), &v) in wa.iter_mut().zip(ca).zip(&w) {
+                            *u = c * v;
                         }
-                        res0 -= xw[a] * d;
-                        dmax = dmax.max(gjj * d * d);
+                        xw[a] = sum(&wa) / mf;
+                        for (b, &jb) in active.iter().enumerate().take(a + 1) {
+                            let g = dot(&wa, col(jb)) / mf;
+                            gram[a * q + b] = g;
+                            gram[b * q + a] = g;
+                        }
                     }
                 }
-                if dmax < ctrl.tol {
-                    break;
+                let inv_diag: Vec<f64> = (0..q).map(|a| 1.0 / gram[a * q + a]).collect();
+                let mut res: Vec<f64> = active.iter().map(|&j| grad[j]).collect();
+                let mut res0 = sr / mf;
+                let mut dlx = 0.0f64;
+                let mut d0_tot = 0.0;
+                let mut dbeta = vec![0.0; q];
+                for _inner in 0..ctrl.max_inner {
+                    let mut dmax = 0.0f64;
+                    let d0 = res0 / sw;
+                    if d0 != 0.0 {
+                        b0 += d0;
+                        d0_tot += d0;
+                        for a in 0..q {
+                            res[a] -= xw[a] * d0;
+                        }
+                        res0 -= sw * d0;
+                        dmax = dmax.max(sw * d0 * d0);
+                    }
+                    for a in 0..q {
+                        let j = active[a];
+                        let gjj = gram[a * q + a];
+                        if gjj <= 0.0 {
+                            continue;
+                        }
+                        // A multiplication: the division's latency sat on the sweep's critical path.
+                        let new = soft(res[a] + gjj * beta[j], lam) * inv_diag[a];
+                        let d = new - beta[j];
+                        if d != 0.0 {
+                            beta[j] = new;
+                            dbeta[a] += d;
+                            let gc = &gram[a * q..(a + 1) * q];
+                            for c in 0..q {
+                                res[c] -= gc[c] * d;
+                            }
+                            res0 -= xw[a] * d;
+                            dmax = dmax.max(gjj * d * d);
+                        }
+                    }
+                    if dmax < tol {
+                        break;
+                    }
                 }
-            }
-            dlx = dlx.max(sw * d0_tot * d0_tot);
-            for a in 0..q {
-                dlx = dlx.max(gram[a * q + a] * dbeta[a] * dbeta[a]);
-            }
+                dlx = dlx.max(sw * d0_tot * d0_tot);
+                for a in 0..q {
+                    dlx = dlx.max(gram[a * q + a] * dbeta[a] * dbeta[a]);
+                }
+                (added, dlx)
+            };
             // eta = b0 + X_A beta_A.
             eta.iter_mut().for_each(|e| *e = b0);
             for &j in &active {
@@ -490,8 +543,16 @@ fn path_from_impl(
                 (nll, sr) = pass(&eta, &mut w, &mut resid);
                 halvings += 1;
             }
-            if dlx < ctrl.tol && !added {
-                break;
+            if dlx < tol && !added {
+                // Small steps are not yet the optimum where features are correlated (the
+                // sweeps crawl along the Gram matrix's small eigenvectors): stop only when
+                // the KKT conditions hold, else go on with a fresh Hessian and finer sweeps.
+                if kkt_violation(&col, &resid, sr, mf, &beta, lam) <= ctrl.kkt_tol {
+                    break;
+                }
+                tol = (tol * 1e-3).max(1e-30);
+                refresh = true;
+                newton = true;
             }
         }
         let ratio = 1.0 - 2.0 * nll / null_dev;
@@ -505,6 +566,69 @@ fn path_from_impl(
         prev_ratio = ratio;
     }
     Ok(out)
+}
+
+/// The weighted Gram matrix X1' W X1 (sums; X1 = [1 | X_active], intercept first) and the
+/// score X1'(y - mu), for an exact Newton step on the active features.
+#[inline(always)]
+fn active_gram<'c>(
+    col: &impl Fn(usize) -> &'c [f64],
+    w: &[f64],
+    resid: &[f64],
+    sr: f64,
+    active: &[usize],
+    g: &mut Vec<f64>,
+    s: &mut Vec<f64>,
+) {
+    let q1 = active.len() + 1;
+    g.clear();
+    g.resize(q1 * q1, 0.0);
+    s.clear();
+    s.resize(q1, 0.0);
+    g[0] = sum(w);
+    s[0] = sr;
+    let mut wa = vec![0.0; w.len()];
+    for (a, &ja) in active.iter().enumerate() {
+        let ca = col(ja);
+        for ((u, &c), &v) in wa.iter_mut().zip(ca).zip(w) {
+            *u = c * v;
+        }
+        s[a + 1] = dot(ca, resid);
+        let g0 = sum(&wa);
+        g[a + 1] = g0;
+        g[(a + 1) * q1] = g0;
+        for (b, &jb) in active.iter().enumerate().take(a + 1) {
+            let v = dot(&wa, col(jb));
+            g[(a + 1) * q1 + b + 1] = v;
+            g[(b + 1) * q1 + a + 1] = v;
+        }
+    }
+}
+
+/// Largest violation of the lasso's optimality conditions: the intercept's score, and for
+/// each feature its score X_j'(y - mu) / n against lambda sign(beta_j), or beyond lambda at 0.
+#[inline(always)]
+fn kkt_violation<'c>(
+    col: &impl Fn(usize) -> &'c [f64],
+    resid: &[f64],
+    sr: f64,
+    mf: f64,
+    beta: &[f64],
+    lam: f64,
+) -> f64 {
+    let mut v = (sr / mf).abs();
+    for (j, &b) in beta.iter().enumerate() {
+        let g = dot(col(j), resid) / mf;
+        let e = if b > 0.0 {
+            (g - lam).abs()
+        } else if b < 0.0 {
+            (g + lam).abs()
+        } else {
+            g.abs() - lam
+        };
+        v = v.max(e);
+    }
+    v
 }
 
 pub(crate) fn soft(u: f64, lam: f64) -> f64 {

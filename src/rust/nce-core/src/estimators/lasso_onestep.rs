@@ -70,7 +70,7 @@ fn parts_at(folds: &[Fold], p1: usize, mu: &[f64], yall: &[f64]) -> Parts {
 /// hold and every slope off S has |b_j - (G x)_j| <= m lam. Starting from the full-data fit's
 /// support (nearly always right), slopes whose sign flips leave S and violators enter it, for a
 /// few rounds; None if that does not settle (coordinate descent then takes over).
-fn active_set_step(c: &[f64], gram: &[f64], score: &[f64], m: f64, lam: f64) -> Option<Vec<f64>> {
+pub(crate) fn active_set_step(c: &[f64], gram: &[f64], score: &[f64], m: f64, lam: f64) -> Option<Vec<f64>> {
     let p1 = c.len();
     let b: Vec<f64> = (0..p1)
         .map(|j| score[j] + dot(&gram[j * p1..(j + 1) * p1], c))
