@@ -42,7 +42,7 @@ ops$n <- character()
 invisible(suppressMessages(trace("shard_job", quote(ops$n <- c(ops$n, job$task$op)), print = FALSE, where = asNamespace("nce"))))
 future::plan(future::sequential)
 st1 <- system.time(f1 <- fit(1))
-suppressMessages(untrace("shard_job", where = asNamespace("nce"))))
+suppressMessages(untrace("shard_job", where = asNamespace("nce")))
 calls <- table(ops$n)
 
 # (3) Two background workers, two shards.
