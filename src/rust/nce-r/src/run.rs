@@ -87,9 +87,7 @@ pub fn run_serving<T: Send, Q: Send, A: Send>(
     let requester = Requester { tx: Mutex::new(tx) };
     std::thread::scope(|s| {
         let handle = s.spawn(|| {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pool.install(|| f(&stop, &requester))
-            }));
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| f(&stop, &requester))));
             let _ = done.send(Msg::Done);
             out
         });

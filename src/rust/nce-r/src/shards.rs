@@ -52,7 +52,10 @@ fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32) -> Robj {
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g0 = zero_based(&group, "group", ng)?;
         if g0.len() != n {
-            return Err(NceError::invalid("group", format!("has length {}, expected {n}", g0.len())));
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {n}", g0.len()),
+            ));
         }
         let layout = ShardLayout::new(&g0, ng, int_count(shards, "shards", 1)?)?;
         let parts = LocalShard::split(ad, n, pa, bd, ng, pb, &g0, &layout)?;
@@ -97,7 +100,10 @@ fn task_from_r(l: &List) -> Res<ShardTask> {
         .as_str()
         .and_then(ShardOp::from_name)
         .ok_or_else(|| NceError::invalid("task", "`op` must be \"info\", \"eta\", \"sums\" or \"quad\""))?;
-    let nw = get("nw")?.as_integer().filter(|&v| v >= 0).ok_or_else(|| NceError::invalid("task", "`nw` must be a count"))?;
+    let nw = get("nw")?
+        .as_integer()
+        .filter(|&v| v >= 0)
+        .ok_or_else(|| NceError::invalid("task", "`nw` must be a count"))?;
     Ok(ShardTask {
         op,
         x: num("x")?,
@@ -111,11 +117,25 @@ fn task_from_r(l: &List) -> Res<ShardTask> {
 }
 
 fn result_to_r(r: ShardResult) -> Robj {
-    list!(rows = r.rows, hess = r.hess, grad = r.grad, gw = r.gw, gv = r.gv, cross = r.cross, aw = r.aw).into_robj()
+    list!(
+        rows = r.rows,
+        hess = r.hess,
+        grad = r.grad,
+        gw = r.gw,
+        gv = r.gv,
+        cross = r.cross,
+        aw = r.aw
+    )
+    .into_robj()
 }
 
 fn result_from_r(x: &Robj, s: usize) -> Res<ShardResult> {
-    let bad = || NceError::invalid("shards", format!("shard {} returned something other than its sums", s + 1));
+    let bad = || {
+        NceError::invalid(
+            "shards",
+            format!("shard {} returned something other than its sums", s + 1),
+        )
+    };
     let l: List = x.clone().try_into().map_err(|_| bad())?;
     let num = |name: &str| -> Res<Vec<f64>> {
         let v = list_get(&l, name, "shards").map_err(|_| bad())?;

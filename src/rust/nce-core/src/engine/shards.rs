@@ -219,7 +219,10 @@ impl ShardPart<'_> {
     pub fn compute(&self, task: &ShardTask) -> Result<ShardResult> {
         let (pa, pb, n) = (self.pa, self.pb, self.nrow);
         if self.g1 < self.g0 || self.g1 > self.ngroups {
-            return Err(NceError::invalid("shard", "its range of groups is not within the groups"));
+            return Err(NceError::invalid(
+                "shard",
+                "its range of groups is not within the groups",
+            ));
         }
         let ngs = self.g1 - self.g0;
         let rd = self.rows_design()?;
@@ -266,7 +269,11 @@ impl ShardPart<'_> {
                 }
                 if ngs > 0 {
                     let bsub: Vec<f64> = (0..pb)
-                        .flat_map(|k| self.b[k * self.ngroups + self.g0..k * self.ngroups + self.g1].iter().copied())
+                        .flat_map(|k| {
+                            self.b[k * self.ngroups + self.g0..k * self.ngroups + self.g1]
+                                .iter()
+                                .copied()
+                        })
                         .collect();
                     let gd = GroupedDesign::new(self.a_groups, m, pa, &bsub, ngs, pb, self.group_local)?;
                     let wg: Vec<&[f64]> = (0..nw).map(|l| &task.w_groups[l * m..(l + 1) * m]).collect();
@@ -308,7 +315,9 @@ pub struct LocalShard {
 }
 
 fn gather_rows(a: &[f64], nrow: usize, pa: usize, rows: impl Iterator<Item = usize> + Clone) -> Vec<f64> {
-    (0..pa).flat_map(|j| rows.clone().map(move |r| a[j * nrow + r])).collect()
+    (0..pa)
+        .flat_map(|j| rows.clone().map(move |r| a[j * nrow + r]))
+        .collect()
 }
 
 impl LocalShard {
@@ -327,7 +336,10 @@ impl LocalShard {
         DenseDesign::new(a, nrow, pa)?;
         DenseDesign::new(b, ngroups, pb)?;
         if group.len() != nrow {
-            return Err(NceError::invalid("group", format!("has length {}, expected {nrow}", group.len())));
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {nrow}", group.len()),
+            ));
         }
         Ok((0..layout.len())
             .map(|s| {
@@ -492,7 +504,11 @@ impl<'a> ShardedDesign<'a> {
         if self.failed() {
             return None;
         }
-        match self.backend.run(tasks).and_then(|r| check_count(&r, self.layout.len()).map(|_| r)) {
+        match self
+            .backend
+            .run(tasks)
+            .and_then(|r| check_count(&r, self.layout.len()).map(|_| r))
+        {
             Ok(r) => Some(r),
             Err(e) => {
                 self.fail(e);
@@ -561,7 +577,11 @@ impl<'a> ShardedDesign<'a> {
                 ("group sums of w", r.gw.len(), nw * ngs),
                 ("group sums of v", r.gv.len(), if v.is_some() { ngs } else { 0 }),
                 ("cross terms", r.cross.len(), ngc * nw * pa * pb),
-                ("weighted group sums", r.aw.len(), if want_aw { nw * ngs * pa } else { 0 }),
+                (
+                    "weighted group sums",
+                    r.aw.len(),
+                    if want_aw { nw * ngs * pa } else { 0 },
+                ),
             ];
             if let Some((what, got, want)) = sizes.iter().find(|(_, g, w)| g != w) {
                 self.fail(bad_size(s, what, *got, *want));
@@ -757,7 +777,10 @@ mod tests {
         assert_eq!(l.group_rows.iter().map(Vec::len).sum::<usize>(), 10_000);
         for bad in [0, 4] {
             let e = ShardLayout::new(&group, 5000, bad).unwrap_err();
-            assert!(matches!(e, NceError::InvalidInput { ref arg, .. } if arg == "shards"), "{e}");
+            assert!(
+                matches!(e, NceError::InvalidInput { ref arg, .. } if arg == "shards"),
+                "{e}"
+            );
         }
     }
 
@@ -793,7 +816,13 @@ mod tests {
                 sd.linear_predictor(&beta, &mut eta);
                 let mut q = vec![0.0; n];
                 sd.row_quadratic_forms(&m, &mut q);
-                (eta, q, sd.weighted_crossprod(&w, &v), sd.weighted_crossprods(&[&w, &w2]), sd.crossprod_vec(&v))
+                (
+                    eta,
+                    q,
+                    sd.weighted_crossprod(&w, &v),
+                    sd.weighted_crossprods(&[&w, &w2]),
+                    sd.crossprod_vec(&v),
+                )
             })
             .unwrap();
             assert_eq!(eta, eta0, "{shards} shards");
