@@ -41,6 +41,7 @@ fit_in_memory <- local({
 
 test_that("a sharded fit is bit-identical to the in-memory fit for 1, 2 and 3 shards", {
   skip_on_cran()
+  skip_if_not_installed("future")
   ref <- fit_in_memory()
   expect_gt(nrow(ref$nce_frame), 2 * 4096)
   old <- future::plan(future::sequential)
@@ -94,6 +95,7 @@ test_that("bad `shards` are classed errors naming the argument", {
 
 test_that("a failing shard worker stops the fit with a classed error naming `shards`", {
   skip_on_cran()
+  skip_if_not_installed("future")
   job <- list(path = file.path(tempdir(), "nce-shards-missing-1.rds"), token = "missing", task = list())
   expect_error(shard_job(job), "not found on worker .* shared by all workers")
   old <- future::plan(future::sequential)
