@@ -371,9 +371,11 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
                                    if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                    if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
   } else {
-    # This process drops A once the shards are written (see fit_grouped_sharded()).
-    a$X <- NULL
-    res <- rs(fit_grouped_sharded(shards, a_engine, b$X, group, y, offset, family, cluster, penalties, sp, control))
+    # This process drops A once the shards are written.
+    store <- write_shards(shards, a_engine, b$X, group)
+    on.exit(unlink(store$paths), add = TRUE)
+    a$X <- a_engine <- NULL
+    res <- rs(fit_grouped_sharded(store, b$X, group, y, offset, family, cluster, penalties, sp, control))
   }
   rm(a_engine)
   for (i in seq_along(b$smooth)) {

@@ -78,18 +78,25 @@ check_shard_count <- function(shards, nrow, call = caller_call()) {
   invisible(shards)
 }
 
-# The REML fit of fit_grouped() with A in shards: split (nce_shard_split()), written to the
-# shards' directory, then the engine calls `runner` whenever it needs the shards' sums.
-fit_grouped_sharded <- function(shards, a, b, group, y, offset, family, cluster, penalties, sp, control) {
+# A (n x pa), B and the group of each row split into shards (nce_shard_split()), one RDS file
+# each in the shards' directory: list(paths, token, n, pa). The caller removes the files.
+write_shards <- function(shards, a, b, group) {
   parts <- rs(nce_shard_split(a, b, as.integer(group), shards$n))
-  pa <- ncol(a)
-  rm(a)
   dir <- if (is.null(shards$dir)) tempdir() else shards$dir
   token <- basename(tempfile("nce-shards-"))
   paths <- file.path(dir, sprintf("%s-%d.rds", token, seq_along(parts)))
-  on.exit(unlink(paths), add = TRUE)
   for (s in seq_along(parts)) saveRDS(parts[[s]], paths[s], compress = FALSE)
-  rm(parts)
+  list(paths = paths, token = token, n = length(parts), pa = ncol(a))
+}
+
+# The REML fit of fit_grouped() with A in the shards of `store` (write_shards()): the engine
+# calls `runner` whenever it needs the shards' sums.
+fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, penalties, sp, control) {
+  paths <- store$paths
+  token <- store$token
+  # Shards run in this process (sequential plan) are not kept after the fit.
+  on.exit(if (identical(shard_cache$.token, token)) rm(list = ls(shard_cache, all.names = TRUE), envir = shard_cache),
+          add = TRUE)
   # Sent to the workers with each call: a closure of the base environment travels light (the
   # package's own function as FUN made each call about four times slower under multisession).
   worker <- local(function(job) utils::getFromNamespace("shard_job", "nce")(job), baseenv())
@@ -103,7 +110,7 @@ fit_grouped_sharded <- function(shards, a, b, group, y, offset, family, cluster,
       },
       error = function(e) e, interrupt = function(e) e)
   }
-  nce_fit_reml_grouped_sharded(runner, shards$n, pa, b, as.integer(group), as.double(y), rep(1, length(y)),
+  nce_fit_reml_grouped_sharded(runner, store$n, store$pa, b, as.integer(group), as.double(y), rep(1, length(y)),
                                as.double(offset), family, if (is.null(cluster)) NULL else as.integer(cluster),
                                penalties, if (is.null(sp)) NULL else as.double(sp), control, nce_threads())
 }
