@@ -14,7 +14,8 @@
 #'
 #' The shards' partial sums are added in the order of the in-memory fit's
 #' fixed chunks of rows, so the fit is bit-identical to the in-memory fit
-#' whatever the number of shards, workers or threads.
+#' whatever the number of shards, workers or threads (on workers whose CPUs
+#' have the same vector instructions, AVX2 and FMA, as this one's).
 #'
 #' Shards cover exact fits whose transition intercept is a smooth (the
 #' default) or `"none"`; with `discrete = TRUE` or `intercept = "transition"`
