@@ -286,4 +286,24 @@ nce_ratio_metropolis <- function(values, lo, hi, prior, starts, scale, burnin, s
 #' @noRd
 nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_eval, values, lo, hi, x)
 
+#' The shards of a grouped design: A (n x pa), B (ngroups x pb) and the 1-based group of each
+#' row, split into `shards`. Returns one list per shard: a, group (0-based), b, a_groups,
+#' group_local (0-based), g0, g1 (the shard's groups g0..g1, 0-based, end excluded).
+#' @keywords internal
+#' @noRd
+nce_shard_split <- function(a, b, group, shards) .Call(wrap__nce_shard_split, a, b, group, shards)
+
+#' One shard's task on a worker: `shard` as from `nce_shard_split`, `task` a list(op, x, nw,
+#' w_rows, w_groups, v_rows, v_groups, want_aw). Returns list(rows, hess, grad, gw, gv, cross, aw).
+#' @keywords internal
+#' @noRd
+nce_shard_task <- function(shard, task, threads) .Call(wrap__nce_shard_task, shard, task, threads)
+
+#' REML fit on the grouped design [A | B[group, ]] with A in `shards` shards reached through
+#' `runner` (see `serve`): as `nce_fit_reml_grouped` for a dense A with `pa` columns, with
+#' the same results bit for bit.
+#' @keywords internal
+#' @noRd
+nce_fit_reml_grouped_sharded <- function(runner, shards, pa, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_grouped_sharded, runner, shards, pa, b, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
+
 

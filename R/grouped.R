@@ -348,10 +348,11 @@ discrete_smooth <- function(spec, data, knots, fast_tp = FALSE) {
 # Fit by REML on [A | B[group, ]]. `rows` and `groups` are data frames; `group` maps each row
 # (1-based) to its row of `groups`. `cluster` (one entry per group) requests the clustered
 # sandwich. A carries the intercept. With `discrete`, A's smooths are discretised
-# (setup_terms_discrete()); B is already compressed by group and stays exact.
+# (setup_terms_discrete()); B is already compressed by group and stays exact. With `shards`
+# (nce_shards(), exact fits only) A is held in row shards by the workers of the future plan.
 fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offset,
                         family = "binomial", cluster = NULL, knots = NULL, sp = NULL,
-                        control = nce_control(), discrete = FALSE) {
+                        control = nce_control(), discrete = FALSE, shards = NULL) {
   a <- if (discrete) setup_terms_discrete(row_formula, rows, knots, intercept = TRUE) else
     setup_terms(row_formula, rows, knots, intercept = TRUE)
   b <- setup_terms(group_formula, groups, knots, intercept = FALSE)
@@ -363,11 +364,19 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
     nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input")
   }
-  res <- rs(nce_fit_reml_grouped(a_engine, b$X, as.integer(group), as.double(y), rep(1, length(y)),
-                                 as.double(offset), family,
-                                 if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                 if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
   cn <- c(if (discrete) a$colnames else colnames(a$X), colnames(b$X))
+  if (is.null(shards)) {
+    res <- rs(nce_fit_reml_grouped(a_engine, b$X, as.integer(group), as.double(y), rep(1, length(y)),
+                                   as.double(offset), family,
+                                   if (is.null(cluster)) NULL else as.integer(cluster), penalties,
+                                   if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
+  } else {
+    # This process drops A once the shards are written.
+    store <- write_shards(shards, a_engine, b$X, group)
+    on.exit(unlink(store$paths), add = TRUE)
+    a$X <- a_engine <- NULL
+    res <- rs(fit_grouped_sharded(store, b$X, group, y, offset, family, cluster, penalties, sp, control))
+  }
   rm(a_engine)
   for (i in seq_along(b$smooth)) {
     b$smooth[[i]]$first.para <- b$smooth[[i]]$first.para + pa

@@ -106,7 +106,8 @@
 #' @param map_by Name of the column of `data` whose values choose the map of
 #'   each fixation when `maps` holds lists of maps per image.
 #' @param ... Further arguments of [snce()]: `cluster`, `knots` (merged with
-#'   the cyclic knots of the angles), `sp`, `time`, `control`, `discrete`.
+#'   the cyclic knots of the angles), `sp`, `time`, `control`, `discrete`,
+#'   `shards`.
 #' @return An object of class `latkes_fit` (also `snce_fit`, `nce_fit`), or a
 #'   `latkes_collection` with `by`. Besides the snce() methods: [plot()][plot.latkes_fit]
 #'   draws each kernel term on its natural scale, [predict()][predict.latkes_fit]
@@ -156,7 +157,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
     intercept <- default_intercept(order, if (per_image) map_by)
   }
   dots <- list(...)
-  bad <- setdiff(names(dots), c("cluster", "knots", "sp", "time", "control", "discrete"))
+  bad <- setdiff(names(dots), c("cluster", "knots", "sp", "time", "control", "discrete", "shards"))
   if (length(bad) || (length(dots) && is.null(names(dots)))) {
     nce_abort(sprintf("unknown argument(s) in `...`: %s", paste(bad, collapse = ", ")), "input")
   }
@@ -167,7 +168,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                   cluster = match.arg(dots$cluster, c("transition", "sequence")), knots = knots, sp = dots$sp,
                   control = if (is.null(dots$control)) nce_control() else dots$control, call = cl,
                   features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w), user_call = sys.call(),
-                  discrete = if (is.null(dots$discrete)) FALSE else dots$discrete)
+                  discrete = if (is.null(dots$discrete)) FALSE else dots$discrete, shards = dots$shards)
   fit$window <- w
   fit$cache <- new.env(parent = emptyenv())
   fit$call_env <- parent.frame()

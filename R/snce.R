@@ -51,6 +51,10 @@
 #'   moves by at most about 0.006. The spline intercept is computed per transition and stays
 #'   exact; smooths with `by` variables or factor covariates keep their exact
 #'   basis.
+#' @param shards `NULL` to fit in this process, or [nce_shards()] (or a
+#'   number of shards) to hold the row-level model matrix in row shards run by
+#'   the workers of the current [future::plan()] (e.g. on a cluster): the same
+#'   fit, bit for bit. Exact fits with a smooth or no transition intercept only.
 #' @return An object of class `snce_fit` (also `nce_fit`): `print`,
 #'   `summary`, `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs` (the
 #'   number of transitions), `model.frame`, `update`.
@@ -69,12 +73,12 @@
 #' @export
 snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group = NULL, order = 1L,
                  time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
-                 control = nce_control(), discrete = FALSE) {
+                 control = nce_control(), discrete = FALSE, shards = NULL) {
   cl <- match.call()
   check_bool(discrete, "discrete")
   fit <- fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
                   time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
-                  call = cl, user_call = sys.call(), discrete = discrete)
+                  call = cl, user_call = sys.call(), discrete = discrete, shards = shards)
   fit$call_env <- parent.frame()
   fit
 }
@@ -84,15 +88,22 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
 # columns added; it is applied to the data and reference rows before fitting, stored on
 # the fit, and applied again to new data in predict() (and so in simulate()).
 fit_snce <- function(formula, data, reference, ratio, intercept, group, order, time, cluster, knots, sp,
-                     control, call, features = NULL, user_call = call, discrete = FALSE) {
+                     control, call, features = NULL, user_call = call, discrete = FALSE, shards = NULL) {
   cl <- call
   if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
     nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
   }
   int <- intercept_spec(intercept, reference$vars, call = user_call)
+  shards <- as_shards(shards, call = user_call)
+  if (!is.null(shards) && (isTRUE(discrete) || int$type == "transition")) {
+    nce_abort(sprintf("`shards` is not supported yet with %s: fit in one process (shards = NULL)",
+                      if (isTRUE(discrete)) "discrete = TRUE" else "intercept = \"transition\""),
+              "unsupported", call = user_call)
+  }
   tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call,
                           discrete = discrete)
   rows <- tr$rows
+  if (!is.null(shards)) check_shard_count(shards, nrow(rows), call = user_call)
   nt <- nrow(tr$trans)
   n_clusters <- length(unique(tr$trans$.sequence))
   if (cluster == "sequence" && n_clusters == 1L) {
@@ -107,11 +118,13 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
   clus <- if (cluster == "transition") seq_len(nt) else as.integer(factor(tr$trans$.sequence))
   res <- switch(int$type,
     smooth = fit_grouped(formula, rows, int$formula, tr$trans, rows$.transition, rows$.label, rows$.offset,
-                         cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete),
+                         cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
+                         shards = shards),
     transition = fit_free_intercepts(formula, rows, nt, rows$.transition, rows$.label, rows$.offset,
                                      cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete),
     none = fit_grouped(formula, rows, ~ 1, tr$trans, rows$.transition, rows$.label, rows$.offset,
-                       cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete)
+                       cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
+                       shards = shards)
   )
   warn_fit(res, names(res$coefficients), nt)
   res$vcov <- nce_bayes_cov(res)

@@ -295,7 +295,7 @@ fn term_specs(parts: &[(Robj, Robj)], nrow: usize) -> Res<Vec<TermSpec<'_>>> {
 }
 
 /// Cluster of each group (1-based in R, 0-based here), or None for NULL.
-fn cluster_of(cluster: &Robj, ng: usize) -> Res<Option<Vec<usize>>> {
+pub(crate) fn cluster_of(cluster: &Robj, ng: usize) -> Res<Option<Vec<usize>>> {
     if cluster.is_null() {
         return Ok(None);
     }
@@ -310,7 +310,7 @@ fn cluster_of(cluster: &Robj, ng: usize) -> Res<Option<Vec<usize>>> {
 }
 
 /// Response, prior weights, offset and family of a fit (the penalty comes separately).
-fn problem<'a>(y: &'a Robj, weights: &'a Robj, offset: &'a Robj, family: &str) -> Res<Problem<'a>> {
+pub(crate) fn problem<'a>(y: &'a Robj, weights: &'a Robj, offset: &'a Robj, family: &str) -> Res<Problem<'a>> {
     let family =
         Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
     Ok(Problem::new(
@@ -322,7 +322,7 @@ fn problem<'a>(y: &'a Robj, weights: &'a Robj, offset: &'a Robj, family: &str) -
 }
 
 /// Penalties from list(list(start, S), ...), `start` 0-based.
-fn penalties_from(pens: &List, p: usize) -> Res<PenaltySet> {
+pub(crate) fn penalties_from(pens: &List, p: usize) -> Res<PenaltySet> {
     let mut out = Vec::with_capacity(pens.len());
     for (k, (_, item)) in pens.iter().enumerate() {
         let arg = format!("penalties[[{}]]", k + 1);
@@ -343,7 +343,7 @@ fn penalties_from(pens: &List, p: usize) -> Res<PenaltySet> {
     PenaltySet::new(p, out)
 }
 
-fn reml_control(sp: &Robj, control: &List) -> Res<RemlControl> {
+pub(crate) fn reml_control(sp: &Robj, control: &List) -> Res<RemlControl> {
     let sp = opt_real_slice(sp, "sp")?.map(<[f64]>::to_vec);
     let base = RemlControl::default();
     let mut inner = irls_control(control, base.inner.clone())?;
@@ -371,7 +371,7 @@ fn fit_reml_then<D: Design + Sync>(
     })
 }
 
-fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: Vec<bool>) -> Robj {
+pub(crate) fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>, aliased: Vec<bool>) -> Robj {
     list!(
         coefficients = fit.coefficients,
         sp = fit.sp,

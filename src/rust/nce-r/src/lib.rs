@@ -17,6 +17,7 @@ mod nonlinear;
 mod ref_discrete_steps;
 mod reference;
 mod run;
+mod shards;
 mod simulator;
 mod spatial;
 mod vnce;
@@ -36,4 +37,5 @@ extendr_api::extendr_module! {
     use nonlinear;
     use debug;
     use simulator;
+    use shards;
 }

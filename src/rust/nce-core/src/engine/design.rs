@@ -116,18 +116,8 @@ impl DenseDesign<'_> {
     /// fixed chunks of rows, added in chunk order.
     pub(crate) fn crossprod_parts(&self, weights: &[&[f64]]) -> Vec<Vec<f64>> {
         let p = self.ncol;
-        let nw = weights.len();
-        let parts: Vec<Vec<Vec<f64>>> = self
-            .chunks()
-            .into_par_iter()
-            .map(|(a, b)| {
-                let mut outs = vec![vec![0.0; p * p]; nw];
-                kernels::syrk(self, a, b, weights, &mut outs);
-                outs
-            })
-            .collect();
-        let mut total = vec![vec![0.0; p * p]; nw];
-        for part in parts {
+        let mut total = vec![vec![0.0; p * p]; weights.len()];
+        for part in self.crossprod_chunk_parts(weights) {
             for (t, c) in total.iter_mut().zip(part) {
                 for (x, y) in t.iter_mut().zip(c) {
                     *x += y;
@@ -137,21 +127,40 @@ impl DenseDesign<'_> {
         total
     }
 
+    /// The per-chunk terms of `crossprod_parts` (chunk, then weight), before they are added:
+    /// row shards aligned to the chunks return these (engine/shards.rs).
+    pub(crate) fn crossprod_chunk_parts(&self, weights: &[&[f64]]) -> Vec<Vec<Vec<f64>>> {
+        let p = self.ncol;
+        let nw = weights.len();
+        self.chunks()
+            .into_par_iter()
+            .map(|(a, b)| {
+                let mut outs = vec![vec![0.0; p * p]; nw];
+                kernels::syrk(self, a, b, weights, &mut outs);
+                outs
+            })
+            .collect()
+    }
+
     /// X' v over fixed chunks of rows, added in chunk order.
     pub(crate) fn crossprod_vec_raw(&self, v: &[f64]) -> Vec<f64> {
         let p = self.ncol;
-        let parts: Vec<Vec<f64>> = self
-            .chunks()
-            .into_par_iter()
-            .map(|(a, b)| (0..p).map(|j| kernels::dot(&self.col(j)[a..b], &v[a..b])).collect())
-            .collect();
         let mut g = vec![0.0; p];
-        for part in parts {
+        for part in self.crossprod_vec_chunk_parts(v) {
             for (x, y) in g.iter_mut().zip(part) {
                 *x += y;
             }
         }
         g
+    }
+
+    /// The per-chunk terms of `crossprod_vec_raw`, before they are added.
+    pub(crate) fn crossprod_vec_chunk_parts(&self, v: &[f64]) -> Vec<Vec<f64>> {
+        let p = self.ncol;
+        self.chunks()
+            .into_par_iter()
+            .map(|(a, b)| (0..p).map(|j| kernels::dot(&self.col(j)[a..b], &v[a..b])).collect())
+            .collect()
     }
 
     /// out_i = x_i' M x_i, M given as its upper triangle with doubled off-diagonal entries

@@ -25,7 +25,7 @@ const CHUNK_GROUPS: usize = 1024;
 
 /// Per group: sums of each weight vector, sums of each plain vector, and for each weight vector
 /// the weighted sums of the rows of A (ngroups x pa, column-major).
-type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+pub(crate) type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
 
 /// The row-level block A: dense (column-major, as given) or discretised.
 #[derive(Debug, Clone)]
@@ -216,7 +216,7 @@ impl<'a> GroupedDesign<'a> {
 
     /// Per group and weight vector w_l: sum of w_l and sum of w_l a_r (ngroups x pa,
     /// column-major); `plain` vectors only get their group sums.
-    fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> GroupSums {
+    pub(crate) fn group_sums(&self, ws: &[&[f64]], plain: &[&[f64]]) -> GroupSums {
         let (ng, pa) = (self.ngroups(), self.pa());
         let (nw, nv) = (ws.len(), plain.len());
         let parts: Vec<GroupSums> = (0..ng.div_ceil(CHUNK_GROUPS))
@@ -312,8 +312,16 @@ impl<'a> GroupedDesign<'a> {
 
     /// sum_t aw_t b_t' (pa x pb), over fixed chunks of groups added in order.
     fn cross_block(&self, aw: &[f64]) -> DMatrix<f64> {
-        let (ng, pa, pb) = (self.ngroups(), self.pa(), self.pb());
-        let parts: Vec<DMatrix<f64>> = (0..ng.div_ceil(CHUNK_ROWS))
+        let (pa, pb) = (self.pa(), self.pb());
+        self.cross_block_parts(aw)
+            .into_iter()
+            .fold(DMatrix::zeros(pa, pb), |acc, m| acc + m)
+    }
+
+    /// The per-chunk terms of `cross_block` (chunks of CHUNK_ROWS groups), before they are added.
+    pub(crate) fn cross_block_parts(&self, aw: &[f64]) -> Vec<DMatrix<f64>> {
+        let (ng, pa) = (self.ngroups(), self.pa());
+        (0..ng.div_ceil(CHUNK_ROWS))
             .into_par_iter()
             .map(|k| {
                 // One matrix product per chunk (blocked, vectorised).
@@ -321,21 +329,24 @@ impl<'a> GroupedDesign<'a> {
                 let awc = DMatrixView::from_slice(aw, ng, pa).rows(t0, t1 - t0).transpose();
                 awc * self.b.matrix().rows(t0, t1 - t0)
             })
-            .collect();
-        parts.into_iter().fold(DMatrix::zeros(pa, pb), |acc, m| acc + m)
+            .collect()
     }
 
     /// Assemble [A'WA, cross; cross', B'W_gB] from the upper triangles of the blocks.
     fn assemble(&self, haa: &[f64], hbb: &[f64], hab: &DMatrix<f64>) -> DMatrix<f64> {
-        let (pa, pb) = (self.pa(), self.pb());
-        let up = |u: &[f64], q: usize, i: usize, j: usize| if i <= j { u[i * q + j] } else { u[j * q + i] };
-        DMatrix::from_fn(pa + pb, pa + pb, |i, j| match (i < pa, j < pa) {
-            (true, true) => up(haa, pa, i, j),
-            (false, false) => up(hbb, pb, i - pa, j - pa),
-            (true, false) => hab[(i, j - pa)],
-            (false, true) => hab[(j, i - pa)],
-        })
+        assemble(self.pa(), self.pb(), haa, hbb, hab)
     }
+}
+
+/// [A'WA, cross; cross', B'W_gB] from the upper triangles of the diagonal blocks.
+pub(crate) fn assemble(pa: usize, pb: usize, haa: &[f64], hbb: &[f64], hab: &DMatrix<f64>) -> DMatrix<f64> {
+    let up = |u: &[f64], q: usize, i: usize, j: usize| if i <= j { u[i * q + j] } else { u[j * q + i] };
+    DMatrix::from_fn(pa + pb, pa + pb, |i, j| match (i < pa, j < pa) {
+        (true, true) => up(haa, pa, i, j),
+        (false, false) => up(hbb, pb, i - pa, j - pa),
+        (true, false) => hab[(i, j - pa)],
+        (false, true) => hab[(j, i - pa)],
+    })
 }
 
 fn rename(e: NceError, arg: &str) -> NceError {

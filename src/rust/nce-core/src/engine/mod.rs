@@ -13,3 +13,4 @@ pub mod penalty;
 pub mod pirls;
 pub mod reml;
 pub mod sandwich;
+pub mod shards;

@@ -47,7 +47,7 @@ pub fn sample_sandwich<D: Design>(
 }
 
 /// bread * meat * bread on the identifiable coefficients, symmetrised; NaN where aliased.
-fn bread_meat_bread(bread: &DMatrix<f64>, meat: &DMatrix<f64>, aliased: &[bool]) -> DMatrix<f64> {
+pub(crate) fn bread_meat_bread(bread: &DMatrix<f64>, meat: &DMatrix<f64>, aliased: &[bool]) -> DMatrix<f64> {
     let p = meat.nrows();
     let keep: Vec<usize> = (0..p).filter(|&j| !aliased[j]).collect();
     let b = select(bread, &keep);
@@ -91,7 +91,7 @@ pub fn grouped_cluster_sandwich(
     aliased: &[bool],
 ) -> Result<DMatrix<f64>> {
     let (n, pa, pb, ng) = (design.nrow(), design.pa(), design.pb(), design.ngroups());
-    let (b, group) = (design.b(), design.group());
+    let group = design.group();
     let p = pa + pb;
     if row_grad.len() != n {
         return Err(NceError::invalid(
@@ -108,13 +108,11 @@ pub fn grouped_cluster_sandwich(
     let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
     let mut s = DMatrix::<f64>::zeros(nc, p);
     match design.a() {
-        RowBlock::Dense(a) => {
-            for j in 0..pa {
-                let col = a.col(j);
-                for r in 0..n {
-                    s[(cluster_of_group[group[r]], j)] += row_grad[r] * col[r];
-                }
-            }
+        // Through the per-group sums of row_grad a_r (a row-sharded design returns these: the
+        // same result whatever the rows' split; engine/shards.rs).
+        RowBlock::Dense(_) => {
+            let (_, _, aw) = design.group_sums(&[row_grad], &[]);
+            add_group_sums_by_cluster(&mut s, cluster_of_group, &aw[0], pa);
         }
         RowBlock::Discrete(_) => {
             let mut x = vec![0.0; pa];
@@ -127,6 +125,30 @@ pub fn grouped_cluster_sandwich(
             }
         }
     }
+    add_group_block(&mut s, design.b(), group, cluster_of_group, row_grad, pa);
+    Ok(bread_meat_bread(bread, &(s.transpose() * &s), aliased))
+}
+
+/// s[(cluster of t, j)] += aw[t, j] (aw ngroups x pa, column-major), groups in order.
+pub(crate) fn add_group_sums_by_cluster(s: &mut DMatrix<f64>, cluster_of_group: &[usize], aw: &[f64], pa: usize) {
+    let ng = cluster_of_group.len();
+    for j in 0..pa {
+        for t in 0..ng {
+            s[(cluster_of_group[t], j)] += aw[j * ng + t];
+        }
+    }
+}
+
+/// The group-level columns of the clustered score sums.
+pub(crate) fn add_group_block(
+    s: &mut DMatrix<f64>,
+    b: &crate::design::DenseDesign,
+    group: &[usize],
+    cluster_of_group: &[usize],
+    row_grad: &[f64],
+    pa: usize,
+) {
+    let (ng, pb, n) = (b.nrow(), b.ncol(), row_grad.len());
     if pb > 0 {
         let mut gsum = vec![0.0; ng];
         for r in 0..n {
@@ -139,7 +161,6 @@ pub fn grouped_cluster_sandwich(
             }
         }
     }
-    Ok(bread_meat_bread(bread, &(s.transpose() * &s), aliased))
 }
 
 #[cfg(test)]

@@ -1,0 +1,140 @@
+#' Row shards for pooled fits held by the workers of a future plan
+#'
+#' A pooled [snce()] or [latkes()] fit spends its time in sums over rows
+#' (X'WX, X'Wz and the pieces of REML's derivatives). With `shards =
+#' nce_shards(n)` the row-level model matrix is split into `n` shards, written
+#' once to `dir`, and each iteration runs the shards' sums through
+#' [future.apply::future_lapply()], so the current [future::plan()] decides
+#' where: in this R process (`sequential`), in background R processes
+#' (`multisession`) or on the nodes of a cluster (`cluster`, or any other
+#' future backend). A worker reads its shard once and keeps it until the
+#' next sharded fit; each iteration sends it only coefficient- and
+#' weight-sized data. The main process keeps the row-length vectors and the
+#' per-transition block, not the row-level model matrix.
+#'
+#' The shards' partial sums are added in the order of the in-memory fit's
+#' fixed chunks of rows, so the fit is bit-identical to the in-memory fit
+#' whatever the number of shards, workers or threads (on workers whose CPUs
+#' have the same vector instructions, AVX2 and FMA, as this one's).
+#'
+#' Shards cover exact fits whose transition intercept is a smooth (the
+#' default) or `"none"`; with `discrete = TRUE` or `intercept = "transition"`
+#' they are an error of class `nce_error_unsupported`.
+#'
+#' @param n Number of shards: a whole number from 1 to the number of chunks
+#'   of 4096 rows (data and reference rows). Usually the number of workers.
+#' @param dir Directory the shards are written to (one file per shard,
+#'   removed after the fit): `NULL` for [tempdir()]. On a cluster, a directory
+#'   every worker can read (shared storage) under the same path.
+#' @return An object of class `nce_shards`, to give as `shards`. A plain
+#'   number `n` as `shards` means `nce_shards(n)`.
+#' @seealso The README section "Pooled fits at scale".
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(300, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_trials = 2)
+#' # In this process (future's default plan); plan(multisession, workers = 2) for two background workers.
+#' fit <- latkes(d, group = "trial", window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist, bs = "cr"),
+#'               shards = nce_shards(1))
+#' summary(fit)
+#' @export
+nce_shards <- function(n = 2L, dir = NULL) {
+  call <- caller_call()
+  if (!is.numeric(n) || length(n) != 1L || !is.finite(n) || n < 1 || n != round(n)) {
+    nce_abort(sprintf("`shards` must be a whole number of at least 1, not %s", describe_value(n)), "input",
+              call = call)
+  }
+  if (!is.null(dir) && !(is.character(dir) && length(dir) == 1L && !is.na(dir) && dir.exists(dir))) {
+    nce_abort("`dir` of `shards` must be NULL or the path of an existing directory", "input", call = call)
+  }
+  structure(list(n = as.integer(n), dir = dir), class = "nce_shards")
+}
+
+#' @export
+print.nce_shards <- function(x, ...) {
+  cat(sprintf("<nce_shards: %d shard%s in %s>\n", x$n, if (x$n == 1L) "" else "s",
+              if (is.null(x$dir)) "tempdir()" else x$dir))
+  invisible(x)
+}
+
+# `shards` as given to snce()/latkes(): NULL (in-process), a number or nce_shards().
+as_shards <- function(shards, call = caller_call()) {
+  if (is.null(shards) || inherits(shards, "nce_shards")) return(shards)
+  if (is.numeric(shards)) return(nce_shards(shards))
+  nce_abort(sprintf("`shards` must be NULL, a number of shards or nce_shards(), not %s", describe_value(shards)),
+            "input", call = call)
+}
+
+# Rows per chunk of the engine's sums (CHUNK_ROWS in engine/design.rs): shards hold whole chunks.
+shard_chunk_rows <- 4096L
+
+# At most one shard per chunk of rows, checked before the set-up of the model matrices.
+check_shard_count <- function(shards, nrow, call = caller_call()) {
+  chunks <- max(1L, ceiling(nrow / shard_chunk_rows))
+  if (shards$n > chunks) {
+    nce_abort(sprintf(paste("`shards` must be at most %d: the %d data and reference rows make %d chunk%s of %d rows,",
+                            "and a shard holds whole chunks; got %d"),
+                      chunks, nrow, chunks, if (chunks == 1) "" else "s", shard_chunk_rows, shards$n),
+              "input", call = call)
+  }
+  invisible(shards)
+}
+
+# A (n x pa), B and the group of each row split into shards (nce_shard_split()), one RDS file
+# each in the shards' directory: list(paths, token, n, pa). The caller removes the files.
+write_shards <- function(shards, a, b, group) {
+  parts <- rs(nce_shard_split(a, b, as.integer(group), shards$n))
+  dir <- if (is.null(shards$dir)) tempdir() else shards$dir
+  token <- basename(tempfile("nce-shards-"))
+  paths <- file.path(dir, sprintf("%s-%d.rds", token, seq_along(parts)))
+  for (s in seq_along(parts)) saveRDS(parts[[s]], paths[s], compress = FALSE)
+  list(paths = paths, token = token, n = length(parts), pa = ncol(a))
+}
+
+# The REML fit of fit_grouped() with A in the shards of `store` (write_shards()): the engine
+# calls `runner` whenever it needs the shards' sums.
+fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, penalties, sp, control) {
+  paths <- store$paths
+  token <- store$token
+  # Shards run in this process (sequential plan) are not kept after the fit.
+  on.exit(if (identical(shard_cache$.token, token)) rm(list = ls(shard_cache, all.names = TRUE), envir = shard_cache),
+          add = TRUE)
+  # Sent to the workers with each call: a closure of the base environment travels light (the
+  # package's own function as FUN made each call about four times slower under multisession).
+  worker <- local(function(job) utils::getFromNamespace("shard_job", "nce")(job), baseenv())
+  runner <- function(tasks) {
+    jobs <- lapply(seq_along(tasks), function(s) list(path = paths[s], token = token, task = tasks[[s]]))
+    tryCatch(
+      if (requireNamespace("future.apply", quietly = TRUE)) {
+        future.apply::future_lapply(jobs, worker, future.packages = "nce", future.seed = NULL)
+      } else {
+        lapply(jobs, shard_job)
+      },
+      error = function(e) e, interrupt = function(e) e)
+  }
+  nce_fit_reml_grouped_sharded(runner, store$n, store$pa, b, as.integer(group), as.double(y), rep(1, length(y)),
+                               as.double(offset), family, if (is.null(cluster)) NULL else as.integer(cluster),
+                               penalties, if (is.null(sp)) NULL else as.double(sp), control, nce_threads())
+}
+
+# Shards read by this process, of the latest sharded fit only (keyed by file).
+shard_cache <- new.env(parent = emptyenv())
+
+# One shard's task, on a worker: its shard read once per fit, then the sums in Rust.
+shard_job <- function(job) {
+  if (!identical(shard_cache$.token, job$token)) {
+    rm(list = ls(shard_cache, all.names = TRUE), envir = shard_cache)
+    shard_cache$.token <- job$token
+  }
+  shard <- shard_cache[[job$path]]
+  if (is.null(shard)) {
+    if (!file.exists(job$path)) {
+      stop(sprintf("shard file %s not found on worker %s: is the shards' `dir` shared by all workers?",
+                   job$path, Sys.info()[["nodename"]]), call. = FALSE)
+    }
+    shard <- readRDS(job$path)
+    assign(job$path, shard, envir = shard_cache)
+  }
+  res <- nce_shard_task(shard, job$task, nce_threads())
+  if (inherits(res, "nce_rust_error")) stop(res$message, call. = FALSE)
+  res
+}

@@ -1,0 +1,294 @@
+//! Binding of nce_core::shards: pooled fits with the row-level block in shards held by the
+//! workers of an R `future` plan. The fit runs on the per-call pool; whenever it needs the
+//! shards, the R main thread (never a pool thread) calls the R function that runs the shards'
+//! tasks. No numerics here.
+
+use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_slice, threads_of, zero_based, Res};
+use crate::fit::{cluster_of, penalties_from, problem, reml_control, reml_result};
+use crate::run::{self, Requester};
+use extendr_api::prelude::*;
+use nce_core::reml::fit_reml;
+use nce_core::shards::{
+    sharded_cluster_sandwich, LocalShard, ShardBackend, ShardLayout, ShardOp, ShardPart, ShardResult, ShardTask,
+    ShardedDesign,
+};
+use nce_core::NceError;
+use std::sync::atomic::Ordering;
+
+type Answer = Res<Vec<ShardResult>>;
+
+/// Shards reached through the R main thread.
+struct RShards<'a>(&'a Requester<Vec<ShardTask>, Answer>);
+
+impl ShardBackend for RShards<'_> {
+    fn run(&self, tasks: Vec<ShardTask>) -> Res<Vec<ShardResult>> {
+        self.0
+            .ask(tasks)
+            .unwrap_or_else(|| Err(NceError::Internal("the R main thread stopped answering".into())))
+    }
+}
+
+fn usize_vec(x: &Robj, arg: &str) -> Res<Vec<usize>> {
+    let v = int_slice(x, arg)?;
+    if v.iter().any(|&g| g < 0) {
+        return Err(NceError::invalid(arg, "must hold non-negative integers"));
+    }
+    Ok(v.iter().map(|&g| g as usize).collect())
+}
+
+fn to_i32(v: &[usize]) -> Vec<i32> {
+    v.iter().map(|&g| g as i32).collect()
+}
+
+/// The shards of a grouped design: A (n x pa), B (ngroups x pb) and the 1-based group of each
+/// row, split into `shards`. Returns one list per shard: a, group (0-based), b, a_groups,
+/// group_local (0-based), g0, g1 (the shard's groups g0..g1, 0-based, end excluded).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32) -> Robj {
+    guard(|| {
+        let (ad, n, pa) = real_matrix(&a, "a")?;
+        let (bd, ng, pb) = real_matrix(&b, "b")?;
+        let g0 = zero_based(&group, "group", ng)?;
+        if g0.len() != n {
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {n}", g0.len()),
+            ));
+        }
+        let layout = ShardLayout::new(&g0, ng, int_count(shards, "shards", 1)?)?;
+        let parts = LocalShard::split(ad, n, pa, bd, ng, pb, &g0, &layout)?;
+        let out: Vec<Robj> = parts
+            .into_iter()
+            .map(|s| {
+                list!(
+                    a = RMatrix::new_matrix(s.nrow, pa, |i, j| s.a[j * s.nrow + i]),
+                    group = to_i32(&s.group),
+                    b = RMatrix::new_matrix(ng, pb, |i, j| s.b[j * ng + i]),
+                    a_groups = RMatrix::new_matrix(s.nrow_groups, pa, |i, j| s.a_groups[j * s.nrow_groups + i]),
+                    group_local = to_i32(&s.group_local),
+                    g0 = s.g0 as i32,
+                    g1 = s.g1 as i32
+                )
+                .into_robj()
+            })
+            .collect();
+        Ok(List::from_values(out).into_robj())
+    })
+}
+
+fn task_to_r(t: &ShardTask) -> Robj {
+    list!(
+        op = t.op.name(),
+        x = t.x.clone(),
+        nw = t.nw as i32,
+        w_rows = t.w_rows.clone(),
+        w_groups = t.w_groups.clone(),
+        v_rows = t.v_rows.clone(),
+        v_groups = t.v_groups.clone(),
+        want_aw = t.want_aw
+    )
+    .into_robj()
+}
+
+fn task_from_r(l: &List) -> Res<ShardTask> {
+    let get = |name: &str| list_get(l, name, "task");
+    let num = |name: &str| -> Res<Vec<f64>> { Ok(real_slice(&get(name)?, name)?.to_vec()) };
+    let op = get("op")?;
+    let op = op
+        .as_str()
+        .and_then(ShardOp::from_name)
+        .ok_or_else(|| NceError::invalid("task", "`op` must be \"info\", \"eta\", \"sums\" or \"quad\""))?;
+    let nw = get("nw")?
+        .as_integer()
+        .filter(|&v| v >= 0)
+        .ok_or_else(|| NceError::invalid("task", "`nw` must be a count"))?;
+    Ok(ShardTask {
+        op,
+        x: num("x")?,
+        nw: nw as usize,
+        w_rows: num("w_rows")?,
+        w_groups: num("w_groups")?,
+        v_rows: num("v_rows")?,
+        v_groups: num("v_groups")?,
+        want_aw: get("want_aw")?.as_bool().unwrap_or(false),
+    })
+}
+
+fn result_to_r(r: ShardResult) -> Robj {
+    list!(
+        rows = r.rows,
+        hess = r.hess,
+        grad = r.grad,
+        gw = r.gw,
+        gv = r.gv,
+        cross = r.cross,
+        aw = r.aw
+    )
+    .into_robj()
+}
+
+fn result_from_r(x: &Robj, s: usize) -> Res<ShardResult> {
+    let bad = || {
+        NceError::invalid(
+            "shards",
+            format!("shard {} returned something other than its sums", s + 1),
+        )
+    };
+    let l: List = x.clone().try_into().map_err(|_| bad())?;
+    let num = |name: &str| -> Res<Vec<f64>> {
+        let v = list_get(&l, name, "shards").map_err(|_| bad())?;
+        Ok(real_slice(&v, "shards").map_err(|_| bad())?.to_vec())
+    };
+    Ok(ShardResult {
+        rows: num("rows")?,
+        hess: num("hess")?,
+        grad: num("grad")?,
+        gw: num("gw")?,
+        gv: num("gv")?,
+        cross: num("cross")?,
+        aw: num("aw")?,
+    })
+}
+
+/// One shard's task on a worker: `shard` as from `nce_shard_split`, `task` a list(op, x, nw,
+/// w_rows, w_groups, v_rows, v_groups, want_aw). Returns list(rows, hess, grad, gw, gv, cross, aw).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_shard_task(shard: List, task: List, threads: i32) -> Robj {
+    guard(|| {
+        let get = |name: &str| list_get(&shard, name, "shard");
+        let (a, b, ag) = (get("a")?, get("b")?, get("a_groups")?);
+        let (ad, nrow, pa) = real_matrix(&a, "shard$a")?;
+        let (bd, ngroups, pb) = real_matrix(&b, "shard$b")?;
+        let (agd, nrow_groups, pa2) = real_matrix(&ag, "shard$a_groups")?;
+        if pa2 != pa {
+            return Err(NceError::invalid("shard", "`a` and `a_groups` have different columns"));
+        }
+        let group = usize_vec(&get("group")?, "shard$group")?;
+        let group_local = usize_vec(&get("group_local")?, "shard$group_local")?;
+        let bound = |name: &str| -> Res<usize> {
+            get(name)?
+                .as_integer()
+                .filter(|&v| v >= 0)
+                .map(|v| v as usize)
+                .ok_or_else(|| NceError::invalid("shard", format!("`{name}` must be a count")))
+        };
+        let part = ShardPart {
+            a: ad,
+            nrow,
+            pa,
+            group: &group,
+            b: bd,
+            ngroups,
+            pb,
+            a_groups: agd,
+            nrow_groups,
+            group_local: &group_local,
+            g0: bound("g0")?,
+            g1: bound("g1")?,
+        };
+        let task = task_from_r(&task)?;
+        let res = run::run(threads_of(threads)?, |_| part.compute(&task))?;
+        Ok(result_to_r(res))
+    })
+}
+
+/// The shards' tasks through the R function `runner(tasks)` (one task per shard; returns one
+/// result per shard, or a condition: class "interrupt" when the user interrupted it).
+fn serve(runner: &Function, tasks: Vec<ShardTask>) -> Answer {
+    let rtasks = List::from_values(tasks.iter().map(task_to_r));
+    let out = runner
+        .call(pairlist!(rtasks))
+        .map_err(|e| NceError::invalid("shards", format!("the shards' runner failed: {e}")))?;
+    if out.inherits("interrupt") {
+        return Err(NceError::Interrupted);
+    }
+    if out.inherits("condition") {
+        let msg = out
+            .dollar("message")
+            .ok()
+            .and_then(|m| m.as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown error".into());
+        return Err(NceError::invalid("shards", format!("a shard's worker failed: {msg}")));
+    }
+    let l: List = out
+        .try_into()
+        .map_err(|_| NceError::invalid("shards", "the shards' runner must return a list"))?;
+    l.values().enumerate().map(|(s, r)| result_from_r(&r, s)).collect()
+}
+
+/// REML fit on the grouped design [A | B[group, ]] with A in `shards` shards reached through
+/// `runner` (see `serve`): as `nce_fit_reml_grouped` for a dense A with `pa` columns, with
+/// the same results bit for bit.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_fit_reml_grouped_sharded(
+    runner: Robj,
+    shards: i32,
+    pa: i32,
+    b: Robj,
+    group: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    cluster: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let runner: Function = runner
+            .try_into()
+            .map_err(|_| NceError::invalid("runner", "must be a function"))?;
+        let shards = int_count(shards, "shards", 1)?;
+        let pa = int_count(pa, "pa", 0)?;
+        let (bd, ng, pb) = real_matrix(&b, "b")?;
+        let g0 = zero_based(&group, "group", ng)?;
+        let prob = problem(&y, &weights, &offset, family)?;
+        if g0.len() != prob.y.len() {
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {} (one per row)", g0.len(), prob.y.len()),
+            ));
+        }
+        let cluster = cluster_of(&cluster, ng)?;
+        let pens = penalties_from(&penalties, pa + pb)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let (fit, sandwich) = run::run_serving(
+            threads_of(threads)?,
+            |tasks| serve(&runner, tasks),
+            |stop, requester| {
+                let backend = RShards(requester);
+                let design = ShardedDesign::new(bd, ng, pb, &g0, pa, shards, &backend)?;
+                let fit = fit_reml(&design, &prob, &pens, &ctrl, &mut || {
+                    stop.load(Ordering::Relaxed) || design.failed()
+                });
+                // A shard's failure (or an interrupt while the shards ran) is the cause.
+                if let Some(e) = design.take_failure() {
+                    return Err(e);
+                }
+                let fit = fit?;
+                let sandwich = cluster
+                    .as_deref()
+                    .map(|c| sharded_cluster_sandwich(&design, c, &fit.fit.row_grad, &fit.vp, &fit.fit.aliased))
+                    .transpose()?;
+                Ok((fit, sandwich))
+            },
+        )?;
+        Ok(reml_result(fit, sandwich, vec![false; pa + pb]))
+    })
+}
+
+extendr_module! {
+    mod shards;
+    fn nce_shard_split;
+    fn nce_shard_task;
+    fn nce_fit_reml_grouped_sharded;
+}

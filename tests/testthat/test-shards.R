@@ -1,0 +1,108 @@
+# Pooled fits with the row-level model matrix in shards run through the future plan
+# (nce_shards()): the same fit, bit for bit, whatever the number of shards.
+
+# A LATKES problem of about 8,800 rows (three chunks of 4096 rows), its reference rows drawn
+# from the same seed for every fit.
+shard_problem <- local({
+  d <- NULL
+  function() {
+    if (is.null(d)) {
+      set.seed(11)
+      d <<- rlatkes(800, latkes_truth, window = screen, n_trials = 4)
+    }
+    d
+  }
+})
+
+# Formulas made here, not in fit_sharded(): their environment is part of the fit.
+shard_kernel <- ~ s(dist, bs = "cr", k = 6) + s(angle, bs = "cc", k = 8)
+shard_intercept <- ~ te(x_prev, y_prev, k = 3)
+
+fit_sharded <- function(shards = NULL, ...) {
+  d <- shard_problem()
+  set.seed(5)
+  latkes(d, group = "trial", window = screen, ratio = 10, kernel = shard_kernel, intercept = shard_intercept,
+         shards = shards, ...)
+}
+
+# All fields but the call and those holding environments.
+expect_same_fit <- function(fit, ref) {
+  keep <- setdiff(names(ref), c("call", "cache", "call_env", "features"))
+  for (k in keep) expect_identical(fit[[k]], ref[[k]], label = sprintf("`%s` of the sharded fit", k))
+}
+
+fit_in_memory <- local({
+  fit <- NULL
+  function() {
+    if (is.null(fit)) fit <<- fit_sharded()
+    fit
+  }
+})
+
+test_that("a sharded fit is bit-identical to the in-memory fit for 1, 2 and 3 shards", {
+  skip_on_cran()
+  skip_if_not_installed("future")
+  ref <- fit_in_memory()
+  expect_gt(nrow(ref$nce_frame), 2 * 4096)
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old), add = TRUE)
+  for (s in 1:3) expect_same_fit(fit_sharded(s), ref)
+})
+
+test_that("the sharded fit's methods give the in-memory fit's results", {
+  skip_on_cran()
+  ref <- fit_in_memory()
+  fit <- fit_sharded(nce_shards(2, dir = tempdir()))
+  expect_identical(capture.output(print(fit)), capture.output(print(ref)))
+  expect_identical(capture.output(summary(fit)), capture.output(summary(ref)))
+  expect_identical(coef(fit), coef(ref))
+  expect_identical(vcov(fit), vcov(ref))
+  expect_identical(confint(fit), confint(ref))
+  expect_identical(nobs(fit), nobs(ref))
+  nd <- model.frame(ref)[1:20, ]
+  expect_identical(predict(fit, newdata = nd), predict(ref, newdata = nd))
+  expect_identical(latkes_effects(fit, n = 50), latkes_effects(ref, n = 50))
+  # The shards' files are removed after the fit, and this process keeps no shard.
+  expect_length(list.files(tempdir(), pattern = "^nce-shards-"), 0L)
+  expect_length(ls(shard_cache, all.names = TRUE), 0L)
+})
+
+test_that("two multisession workers give the same fit", {
+  skip_on_cran()
+  skip_if_not_installed("future.apply")
+  ref <- fit_in_memory()
+  old <- future::plan(future::multisession, workers = 2)
+  on.exit(future::plan(old), add = TRUE)
+  expect_same_fit(fit_sharded(2), ref)
+})
+
+test_that("bad `shards` are classed errors naming the argument", {
+  d <- shard_problem()
+  expect_error(nce_shards(0), "`shards` must be a whole number of at least 1", class = "nce_error_input")
+  expect_error(nce_shards(1.5), "`shards` must be a whole number", class = "nce_error_input")
+  expect_error(nce_shards(NA), "`shards` must be a whole number", class = "nce_error_input")
+  expect_error(nce_shards(2, dir = file.path(tempdir(), "no-such-dir")), "`dir` of `shards`",
+               class = "nce_error_input")
+  expect_error(fit_sharded("two"), "`shards` must be NULL, a number of shards", class = "nce_error_input")
+  expect_error(fit_sharded(0), "`shards` must be a whole number of at least 1", class = "nce_error_input")
+  expect_error(fit_sharded(50), "`shards` must be at most 3: .* 3 chunks of 4096 rows", class = "nce_error_input")
+  expect_error(fit_sharded(2, discrete = TRUE), "`shards` is not supported yet with discrete = TRUE",
+               class = "nce_error_unsupported")
+  expect_error(latkes(d, group = "trial", window = screen, ratio = 10, kernel = ~ s(dist, bs = "cr"),
+                      intercept = "transition", shards = 2),
+               "`shards` is not supported yet with intercept = \"transition\"", class = "nce_error_unsupported")
+  expect_output(print(nce_shards(3)), "<nce_shards: 3 shards in tempdir\\(\\)>")
+})
+
+test_that("a failing shard worker stops the fit with a classed error naming `shards`", {
+  skip_on_cran()
+  skip_if_not_installed("future")
+  job <- list(path = file.path(tempdir(), "nce-shards-missing-1.rds"), token = "missing", task = list())
+  expect_error(shard_job(job), "not found on worker .* shared by all workers")
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old), add = TRUE)
+  suppressMessages(trace("shard_job", quote(if (job$task$op == "sums") stop("worker lost")), print = FALSE,
+                         where = asNamespace("nce")))
+  on.exit(suppressMessages(untrace("shard_job", where = asNamespace("nce"))), add = TRUE)
+  expect_error(fit_sharded(2), "`shards`: a shard's worker failed: worker lost", class = "nce_error_input")
+})
