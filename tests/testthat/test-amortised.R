@@ -25,6 +25,35 @@ test_that("the amortised posterior matches the exact one for two observed data s
   }
 })
 
+test_that("discrete = TRUE: the same posterior and log ratio as the exact fit, near the truth", {
+  set.seed(22)
+  pr <- prior_uniform(mu = c(-2, 2))
+  sims <- simulate_summaries(gauss_sim, gauss_summ, pr$sample(4000), batch = TRUE)
+  ex <- ratio_amortised(gauss_sim, gauss_summ, pr, n = 4000, batch = TRUE, formula = ~ te(mu, m, k = 6),
+                        simulations = sims)
+  set.seed(22)
+  di <- ratio_amortised(gauss_sim, gauss_summ, pr, n = 4000, batch = TRUE, formula = ~ te(mu, m, k = 6),
+                        simulations = sims, discrete = TRUE)
+  expect_true(di$discrete)
+  expect_false(ex$discrete)
+  expect_output(print(di), "discretised covariates")
+  # Log ratio in the bulk of the joint distribution, against the truth with the exact fit's
+  # tolerance (0.35). Between the two fits: the rounding moves m by up to 0.023 (100 values
+  # over a range of about 4.6), and the true log ratio's slope in m, 20 |m - mu|, reaches 6
+  # at these points, so up to 0.14 from the rounding alone: tolerance 0.25.
+  nd <- data.frame(mu = c(0, 0.2, -0.3, 1), m = c(0.1, 0.1, -0.2, 0.9))
+  pm <- (pnorm(2, nd$m, sqrt(1 / 20)) - pnorm(-2, nd$m, sqrt(1 / 20))) / 4
+  truth <- dnorm(nd$m, nd$mu, sqrt(1 / 20), log = TRUE) - log(pm)
+  expect_lt(max(abs(predict(di, nd) - truth)), 0.35)
+  expect_lt(max(abs(predict(di, nd) - predict(ex, nd))), 0.25)
+  set.seed(5)
+  x_obs <- matrix(rnorm(20, 0.6), 1)
+  post <- ratio_posterior(di, x_obs, n_draws = 20000)
+  # Exact posterior N(xbar, 1/20): mean within 0.05, sd within 20 %.
+  expect_lt(abs(coef(post) - mean(x_obs)), 0.05)
+  expect_equal(sqrt(vcov(post)[1, 1]), sqrt(1 / 20), tolerance = 0.2)
+})
+
 test_that("Metropolis on the amortised ratio agrees with importance sampling", {
   r <- fit_gauss_ratio()
   set.seed(6)

@@ -133,6 +133,8 @@ test_that("ratio_amortised and ratio_posterior refuse bad input", {
     function() ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, formula = "y"),
     function() ratio_amortised(fz_sim, function(x) cbind(mu = rowMeans(x)), fz_prior, n = 50, batch = TRUE),
     function() ratio_amortised(fz_sim, function(x) cbind(`a b` = rowMeans(x)), fz_prior, n = 50, batch = TRUE),
+    function() ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, discrete = NA),
+    function() ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, discrete = TRUE, formula = ~ mu + m),
     function() ratio_posterior("fit", 1)
   )
   for (f in cases) expect_error(f(), class = "nce_error_input")
