@@ -406,17 +406,20 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
     check_points(xu, nu, d, "Xu")?;
     let eta = Eta::new(tprs_order(m, d), d)?;
     let mut e = DMatrix::<f64>::zeros(nu, nu);
+    let simd = radial_simd();
     e.as_mut_slice().par_chunks_mut(nu).enumerate().for_each(|(j, col)| {
-        let mut r2 = vec![0.0; nu];
-        for l in 0..d {
-            let xl = &xu[l * nu..(l + 1) * nu];
-            let u = xl[j];
-            for (acc, &xv) in r2.iter_mut().zip(xl) {
-                let z = xv - u;
-                *acc += z * z;
-            }
-        }
-        eta.fill(&r2, col);
+        let part = RadialBlock {
+            x: xu,
+            n: nu,
+            d,
+            lo: 0,
+            hi: nu,
+            xu,
+            nu,
+            j0: j,
+            kc: 1,
+        };
+        part.fill_with(simd, &eta, col);
     });
     Ok(e)
 }
