@@ -424,21 +424,23 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
     Ok(e)
 }
 
-/// E * V with the columns of V split over the pool's threads.
+/// E * V, rows in parallel.
 fn sym_times(e: &DMatrix<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
-    let nc = v.ncols();
-    let chunk = 8usize;
-    let parts: Vec<DMatrix<f64>> = (0..nc.div_ceil(chunk))
+    // Fixed panels of rows, each one product with every column of V: E is read once per
+    // product (column chunks re-read and re-packed all of it per chunk), and the panels do
+    // not depend on the thread count.
+    const PANEL: usize = 256;
+    let n = e.nrows();
+    let parts: Vec<DMatrix<f64>> = (0..n.div_ceil(PANEL))
         .into_par_iter()
         .map(|c| {
-            let lo = c * chunk;
-            let w = (lo + chunk).min(nc) - lo;
-            e * v.columns(lo, w)
+            let lo = c * PANEL;
+            e.rows(lo, PANEL.min(n - lo)) * v
         })
         .collect();
-    let mut out = DMatrix::<f64>::zeros(e.nrows(), nc);
+    let mut out = DMatrix::<f64>::zeros(n, v.ncols());
     for (c, p) in parts.iter().enumerate() {
-        out.columns_mut(c * chunk, p.ncols()).copy_from(p);
+        out.rows_mut(c * PANEL, p.nrows()).copy_from(p);
     }
     out
 }
