@@ -53,7 +53,7 @@ tp_construct <- function(object, data, knots) {
     if (length(unique(lengths(kl))) != 1L || lengths(kl)[1L] > n) return(NULL)
     knt <- matrix(unlist(kl, use.names = FALSE), ncol = d) - rep(shift, each = lengths(kl)[1L])
   } else if (n > max_knots) {
-    xu <- mgcv::uniquecombs(xs, TRUE)
+    xu_rows <- xu <- unique_rows(xs)
     if (nrow(xu) > max_knots) {
       temp_seed <- utils::getFromNamespace("temp.seed", "mgcv")
       rngs <- temp_seed(seed)
@@ -71,7 +71,8 @@ tp_construct <- function(object, data, knots) {
   if (k < m_big + 1L) return(NULL)
   use_knots <- !is.null(knt) && nrow(knt) >= k
   pts <- if (use_knots) knt else xs
-  xu <- mgcv::uniquecombs(pts, TRUE)
+  # The rows' distinct points were found above when there were more rows than max.knots.
+  xu <- if (!use_knots && exists("xu_rows", inherits = FALSE)) xu_rows else unique_rows(pts)
   idx <- attr(xu, "index")
   attributes(xu) <- list(dim = dim(xu))
   nu <- nrow(xu)
@@ -112,6 +113,32 @@ tp_construct <- function(object, data, knots) {
   object$drop.null <- 0
   class(object) <- "tprs.smooth"
   object
+}
+
+# mgcv::uniquecombs(x, ordered = TRUE) of a numeric matrix, the same rows in the same order with
+# the same "index" attribute, without pasting the columns into one string per row: mgcv orders
+# the strings paste0(x[, 1], "*", x[, 2], ...) in the C locale, and as "*" sorts before every
+# character of a number's string, that is the order of the columns' own strings taken in turn,
+# which a radix sort (always in the C locale) gives directly. Equal rows keep the first.
+unique_rows <- function(x) {
+  n <- nrow(x)
+  if (ncol(x) == 1L) return(mgcv::uniquecombs(x, TRUE))
+  cs <- lapply(seq_len(ncol(x)), function(j) as.character(x[, j]))
+  o <- do.call(order, c(cs, list(method = "radix")))
+  first <- rep(TRUE, n)
+  if (n > 1L) {
+    same <- rep(TRUE, n - 1L)
+    for (cj in cs) {
+      sj <- cj[o]
+      same <- same & sj[-1L] == sj[-n]
+    }
+    first[-1L] <- !same
+  }
+  index <- integer(n)
+  index[o] <- cumsum(first)
+  xu <- x[o[first], , drop = FALSE]
+  attr(xu, "index") <- index
+  xu
 }
 
 # Penalty order used by tprs.c for p.order m in d dimensions.

@@ -100,3 +100,19 @@ test_that("nce() and the grouped set-up use it and give mgcv's fit", {
   expect_s3_class(setup$smooth[[1L]], "tprs.smooth")
   expect_equal(unname(mgcv::PredictMat(setup$smooth[[1L]], dat)), unname(setup$X), tolerance = 1e-10)
 })
+
+test_that("unique_rows() is mgcv::uniquecombs(x, TRUE): same rows, order and index", {
+  set.seed(17)
+  cases <- list(
+    cbind(runif(3000), runif(3000)),
+    cbind(round(runif(3000), 2), round(runif(3000), 1)),
+    cbind(rnorm(2000) * 1e-6, c(rep(1, 1000), rnorm(1000) * 1e6)),
+    cbind(sample(c(-1, 0, -0, 10, 100, 1e-20, 1e20), 3000, TRUE), sample(c(0.1, 0.11, 1.1, -2), 3000, TRUE),
+          as.double(runif(3000) > 0.5)),
+    matrix(c(1, 1, 2, 2, 1, 1), 3, 2, byrow = TRUE),
+    cbind(x = runif(50), y = runif(50))
+  )
+  for (x in cases) {
+    expect_identical(nce:::unique_rows(x), mgcv::uniquecombs(x, TRUE))
+  }
+})
