@@ -32,3 +32,64 @@ glance.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
 augment.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
   nce_unsupported("augment", x, "there are no data rows to augment (use predict() for the log ratios)")
 }
+
+#' Tidy an amortised ratio estimator
+#'
+#' The classifier of [ratio_amortised()] as mgcv's GAMs are tidied: its parametric
+#' coefficients (`parametric = TRUE`) or its smooth terms (edf, reference df, test statistic
+#' and p-value); `glance()` one row on the fit; `augment()` the classifier's pairs (or
+#' `newdata`) with the log ratio `.fitted` (and `.se.fit` with `se_fit = TRUE`).
+#'
+#' @param x An `nce_ratio` fit.
+#' @param parametric Parametric coefficients (`TRUE`) or smooth terms (`FALSE`).
+#' @param conf.int,conf.level Wald intervals for the parametric coefficients.
+#' @param newdata Rows with a column per parameter and summary; by default the pairs.
+#' @param se_fit Whether `augment()` adds `.se.fit`.
+#' @param ... Unused.
+#' @return A data frame.
+#' @name tidy.nce_ratio
+#' @exportS3Method generics::tidy
+tidy.nce_ratio <- function(x, parametric = TRUE,  # nolint: object_name_linter.
+                           conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  check_bool(parametric, "parametric")
+  check_bool(conf.int, "conf.int")
+  s <- summary(x$gam)
+  if (!parametric) {
+    tab <- s$s.table
+    return(data.frame(term = rownames(tab), edf = tab[, 1L], ref.df = tab[, 2L], statistic = tab[, 3L],
+                      p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE))
+  }
+  tab <- s$p.table
+  out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L], statistic = tab[, 3L],
+                    p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
+  if (conf.int) {
+    ci <- stats::confint(x, parm = rownames(tab), level = conf.level)
+    out$conf.low <- unname(ci[, 1L])
+    out$conf.high <- unname(ci[, 2L])
+  }
+  out
+}
+
+#' @rdname tidy.nce_ratio
+#' @exportS3Method generics::glance
+glance.nce_ratio <- function(x, ...) {  # nolint: object_name_linter.
+  ll <- stats::logLik(x)
+  g <- x$gam
+  data.frame(n_pairs = x$n, n_shuffle = x$n_shuffle, nobs = stats::nobs(x), edf = sum(g$edf),
+             logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll), deviance = g$deviance,
+             deviance_explained = 1 - g$deviance / g$null.deviance, discrete = isTRUE(x$discrete),
+             simulation_time = unname(x$time[["simulation"]]), fitting_time = unname(x$time[["fitting"]]),
+             stringsAsFactors = FALSE)
+}
+
+#' @rdname tidy.nce_ratio
+#' @exportS3Method generics::augment
+augment.nce_ratio <- function(x, newdata = NULL, se_fit = FALSE, ...) {  # nolint: object_name_linter.
+  check_bool(se_fit, "se_fit")
+  rows <- ratio_newdata(x, newdata)
+  p <- predict.nce_ratio(x, rows, se.fit = se_fit)
+  out <- as.data.frame(rows)
+  out$.fitted <- if (se_fit) p$fit else p
+  if (se_fit) out$.se.fit <- p$se.fit
+  out
+}

@@ -186,18 +186,6 @@ print.summary.nce_ratio <- function(x, ...) {
   invisible(x)
 }
 
-#' @export
-predict.nce_ratio <- function(object, newdata, type = c("link", "response"), ...) {
-  type <- match.arg(type)
-  if (missing(newdata) || !is.data.frame(newdata)) {
-    nce_abort("`newdata` must be a data frame with the parameter and summary columns.", "input")
-  }
-  miss <- setdiff(c(object$parameters, object$summary_names), names(newdata))
-  if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input")
-  lr <- ratio_log_ratio(object, newdata[object$parameters], newdata[object$summary_names])
-  if (type == "link") lr else exp(lr)
-}
-
 #' Posterior draws from an amortised ratio estimator
 #'
 #' For an observed data set, draws from prior x exp(log ratio) without new simulations:

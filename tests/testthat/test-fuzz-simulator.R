@@ -140,6 +140,31 @@ test_that("ratio_amortised and ratio_posterior refuse bad input", {
   for (f in cases) expect_error(f(), class = "nce_error_input")
 })
 
+test_that("the methods of an amortised ratio refuse bad input with classed errors", {
+  set.seed(3)
+  r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 100, batch = TRUE, formula = ~ s(mu, k = 4) + ti(mu, m, k = 3))
+  nd <- data.frame(mu = 0.1, m = 0.2, v = 1)
+  cases <- list(
+    function() predict(r, nd, type = "terms"),
+    function() predict(r, nd, type = NA),
+    function() predict(r, nd, se.fit = NA),
+    function() predict(r, "rows"),
+    function() predict(r, data.frame(mu = 1)),
+    function() predict(r, list(mu = 1, m = 2)),
+    function() anova(r, lm(1 ~ 1)),
+    function() generics::tidy(r, parametric = NA),
+    function() generics::augment(r, se_fit = "yes"),
+    function() generics::augment(r, newdata = data.frame(m = 1))
+  )
+  for (f in cases) expect_error(f(), class = "nce_error_input")
+  expect_error(simulate(r), class = "nce_error_unsupported")
+  set.seed(4)
+  other <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 60, batch = TRUE, formula = ~ s(mu, k = 4) + s(m, k = 4))
+  expect_error(anova(r, other), class = "nce_error_input")
+  # Rows with NA summaries predict NA, as predict.gam does.
+  expect_true(is.na(predict(r, data.frame(mu = 0.1, m = NA_real_, v = 1))))
+})
+
 test_that("ratio_posterior refuses bad Metropolis arguments, and the Rust sampler malformed tables", {
   set.seed(3)
   r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 100, batch = TRUE, formula = ~ s(mu, k = 4) + s(m, k = 4))

@@ -1,0 +1,183 @@
+# Model methods of the amortised ratio estimator (class nce_ratio). Its classifier, `$gam`, is a
+# mgcv-compatible GAM between joint (y = 1) and shuffled (y = 0) pairs, so the model methods
+# are mgcv's on that classifier: coefficients, covariance, log-likelihood and residuals are
+# those of the classification. The classifier's linear predictor plus log(n_shuffle) is the
+# log ratio log p(s | theta) / p(s), which predict() returns.
+
+#' Methods for amortised ratio estimators
+#'
+#' An [ratio_amortised()] fit is a logistic-regression classifier (a GAM) between joint and
+#' shuffled (theta, s) pairs, and answers the model methods of mgcv's GAMs through it:
+#' `coef()`, `vcov()` (the Bayesian covariance `Vp`), `confint()` (Wald intervals of the
+#' coefficients), `nobs()` (classifier rows: joint plus shuffled pairs), `fitted()` (the
+#' probability that a pair is joint), `residuals()`, `logLik()`/`AIC()`/`BIC()` (of the
+#' classification, with the effective degrees of freedom; comparable between classifiers fitted
+#' to the same pairs), `anova()` (mgcv's tests of the smooth terms, or a deviance test between
+#' classifiers fitted to the same pairs), `model.frame()` (the pairs), `model.matrix()`,
+#' `formula()`, `terms()` and `plot()` (mgcv's plot of the smooth terms). `update()` refits,
+#' reusing the simulations unless the simulator, summaries, prior or `n` change.
+#' `simulate()` is refused: a ratio estimator is not a model of the pairs' labels (simulate
+#' pairs with [simulate_summaries()]).
+#'
+#' `predict()` gives the log ratio \eqn{\log p(s \mid \theta) / p(s)} (`type = "link"`), the
+#' ratio (`"response"`) or the classifier's linear-predictor matrix (`"lpmatrix"`; the log
+#' ratio is that matrix times `coef()` plus `log(n_shuffle)`, its attribute `"constant"`), at
+#' `newdata` (columns for every parameter and summary) or at the classifier's own pairs;
+#' `se.fit = TRUE` adds standard errors from the classifier's Bayesian covariance.
+#'
+#' @param object,x,formula An `nce_ratio` from [ratio_amortised()].
+#' @param newdata A data frame with a column per parameter and summary; by default the pairs.
+#' @param type `"link"` (log ratio), `"response"` (ratio) or `"lpmatrix"`.
+#' @param se.fit Whether to return standard errors too (a list `fit`, `se.fit`).
+#' @param parm,level As for [stats::confint()].
+#' @param nsim,seed Unused: `simulate()` is refused.
+#' @param ... Other `nce_ratio` fits (`anova()`), arguments of [ratio_amortised()] to change
+#'   (`update()`), residual type (`residuals()`), or arguments of [mgcv::plot.gam()] (`plot()`).
+#' @return As the generics; `predict()` a numeric vector, a list with `se.fit`, or a matrix.
+#' @examples
+#' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+#' summ <- function(x) cbind(m = rowMeans(x))
+#' set.seed(1)
+#' r <- ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 500, batch = TRUE,
+#'                      formula = ~ s(mu, k = 5) + s(m, k = 5) + ti(mu, m, k = 4))
+#' predict(r, data.frame(mu = c(0, 1), m = c(0.1, 0.1)), se.fit = TRUE)
+#' r2 <- update(r, formula = ~ s(mu, k = 5) + s(m, k = 5))  # same simulations
+#' AIC(r, r2)
+#' plot(r, pages = 1)
+#' @name nce_ratio_methods
+NULL
+
+#' @rdname nce_ratio_methods
+#' @export
+predict.nce_ratio <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix"),
+                              se.fit = FALSE, ...) {  # nolint: object_name_linter.
+  type <- check_choice(type, c("link", "response", "lpmatrix"), "type")
+  check_bool(se.fit, "se.fit")
+  nd <- ratio_newdata(object, newdata)
+  const <- log(object$n_shuffle)
+  if (type == "lpmatrix") {
+    x <- mgcv::predict.gam(object$gam, newdata = nd, type = "lpmatrix")
+    attr(x, "constant") <- const
+    return(x)
+  }
+  p <- mgcv::predict.gam(object$gam, newdata = nd, type = "link", se.fit = se.fit)
+  lr <- as.double(if (se.fit) p$fit else p) + const
+  fit <- if (type == "link") lr else exp(lr)
+  if (!se.fit) return(fit)
+  se <- as.double(p$se.fit)
+  list(fit = fit, se.fit = if (type == "link") se else fit * se)
+}
+
+# The rows to predict at: the classifier's pairs, or `newdata` checked for every parameter and
+# summary column.
+ratio_newdata <- function(object, newdata, call = caller_call()) {
+  call <- call
+  if (is.null(newdata)) return(object$gam$model)
+  if (!is.data.frame(newdata)) {
+    nce_abort("`newdata` must be a data frame with the parameter and summary columns.", "input", call = call)
+  }
+  miss <- setdiff(c(object$parameters, object$summary_names), names(newdata))
+  if (length(miss)) {
+    nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input", call = call)
+  }
+  newdata
+}
+
+#' @rdname nce_ratio_methods
+#' @export
+coef.nce_ratio <- function(object, ...) stats::coef(object$gam)
+
+#' @rdname nce_ratio_methods
+#' @export
+vcov.nce_ratio <- function(object, ...) stats::vcov(object$gam)
+
+#' @rdname nce_ratio_methods
+#' @export
+confint.nce_ratio <- function(object, parm, level = 0.95, ...) {
+  if (missing(parm)) stats::confint.default(object, level = level) else stats::confint.default(object, parm, level)
+}
+
+#' @rdname nce_ratio_methods
+#' @export
+nobs.nce_ratio <- function(object, ...) nrow(object$gam$model)
+
+#' @rdname nce_ratio_methods
+#' @export
+fitted.nce_ratio <- function(object, ...) stats::fitted(object$gam)
+
+#' @rdname nce_ratio_methods
+#' @export
+residuals.nce_ratio <- function(object, ...) stats::residuals(object$gam, ...)
+
+#' @rdname nce_ratio_methods
+#' @export
+logLik.nce_ratio <- function(object, ...) {
+  # The classification's Bernoulli log-likelihood at the penalised fit, with the total edf as
+  # its degrees of freedom (as mgcv's logLik.gam counts them).
+  g <- object$gam
+  w <- if (is.null(g$prior.weights)) 1 else g$prior.weights
+  ll <- sum(w * stats::dbinom(g$y, 1, g$fitted.values, log = TRUE))
+  structure(ll, df = sum(g$edf), nobs = nobs.nce_ratio(object), class = "logLik")
+}
+
+#' @rdname nce_ratio_methods
+#' @export
+anova.nce_ratio <- function(object, ...) {
+  others <- list(...)
+  if (!length(others)) return(mgcv::anova.gam(object$gam))
+  if (!all(vapply(others, inherits, TRUE, "nce_ratio"))) {
+    nce_abort("anova() compares nce_ratio fits with each other only.", "input")
+  }
+  n <- vapply(c(list(object), others), nobs.nce_ratio, 1)
+  if (length(unique(n)) != 1L) {
+    nce_abort("anova() needs classifiers fitted to the same pairs (different numbers of pairs).", "input")
+  }
+  do.call(mgcv::anova.gam, c(list(object$gam), lapply(others, `[[`, "gam"), list(test = "Chisq")))
+}
+
+#' @rdname nce_ratio_methods
+#' @export
+update.nce_ratio <- function(object, ...) {
+  changes <- list(...)
+  args <- list(simulator = object$simulator, summaries = object$summaries, prior = object$prior, n = object$n,
+               formula = object$formula, batch = object$batch, n_shuffle = object$n_shuffle,
+               discrete = isTRUE(object$discrete))
+  if (!any(names(changes) %in% c("simulator", "summaries", "prior", "n", "batch"))) {
+    args$simulations <- object$simulations
+  }
+  args[names(changes)] <- changes
+  fit <- do.call(ratio_amortised, args)
+  fit$call <- object$call
+  for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
+  fit
+}
+
+#' @rdname nce_ratio_methods
+#' @export
+model.frame.nce_ratio <- function(formula, ...) formula$gam$model
+
+#' @rdname nce_ratio_methods
+#' @export
+model.matrix.nce_ratio <- function(object, ...) stats::model.matrix(object$gam)
+
+#' @rdname nce_ratio_methods
+#' @export
+formula.nce_ratio <- function(x, ...) x$gam$formula
+
+#' @rdname nce_ratio_methods
+#' @export
+terms.nce_ratio <- function(x, ...) stats::terms(x$gam)
+
+#' @rdname nce_ratio_methods
+#' @export
+plot.nce_ratio <- function(x, ...) {
+  mgcv::plot.gam(x$gam, ...)
+  invisible(x)
+}
+
+#' @rdname nce_ratio_methods
+#' @export
+simulate.nce_ratio <- function(object, nsim = 1, seed = NULL, ...) {
+  nce_unsupported("simulate", object, paste("a ratio estimator is not a model of the pairs' labels;",
+                                            "simulate (theta, s) pairs with simulate_summaries()"))
+}
