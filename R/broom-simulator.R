@@ -93,3 +93,34 @@ augment.nce_ratio <- function(x, newdata = NULL, se_fit = FALSE, ...) {  # nolin
   if (se_fit) out$.se.fit <- p$se.fit
   out
 }
+
+#' Tidy a posterior from an amortised ratio estimator
+#'
+#' @param x An `nce_ratio_posterior` from [ratio_posterior()].
+#' @param conf.level Credible level of `conf.low`/`conf.high`.
+#' @param ... Unused.
+#' @return `tidy()`: one row per parameter (posterior mean as `estimate`, posterior sd as
+#'   `std.error`, equal-tailed credible interval). `glance()`: one row on the sample (method,
+#'   engine, draws, smallest effective sample size, acceptance rate, time).
+#' @name tidy.nce_ratio_posterior
+#' @exportS3Method generics::tidy
+tidy.nce_ratio_posterior <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  m <- stats::coef(x)
+  ci <- stats::confint(x, level = conf.level)
+  data.frame(term = names(m), estimate = unname(m), std.error = unname(sqrt(diag(stats::vcov(x)))),
+             conf.low = unname(ci[, 1L]), conf.high = unname(ci[, 2L]), stringsAsFactors = FALSE)
+}
+
+#' @rdname tidy.nce_ratio_posterior
+#' @exportS3Method generics::glance
+glance.nce_ratio_posterior <- function(x, ...) {  # nolint: object_name_linter.
+  data.frame(method = x$method, engine = if (is.null(x$engine)) NA_character_ else x$engine,
+             n_draws = nrow(x$draws), ess = min(x$ess), acceptance = x$acceptance, time = x$time,
+             stringsAsFactors = FALSE)
+}
+
+#' @rdname tidy.nce_ratio_posterior
+#' @exportS3Method generics::augment
+augment.nce_ratio_posterior <- function(x, ...) {  # nolint: object_name_linter.
+  nce_unsupported("augment", x, "a posterior sample has no data rows to augment")
+}

@@ -284,8 +284,10 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
     engine <- ratio_engine(engine, object, ucall)
     res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs, engine, n_grid, ucall)
   }
+  args <- list(n_draws = n_draws, method = method, n_chains = n_chains, burnin = burnin, scale = scale,
+               engine = engine, n_grid = n_grid)
   structure(c(res, list(method = method, observed_summaries = s_obs, prior = pr,
-                        time = proc.time()[["elapsed"]] - t0)),
+                        time = proc.time()[["elapsed"]] - t0, ratio = object, observed = observed, args = args)),
             class = "nce_ratio_posterior")
 }
 
@@ -461,15 +463,18 @@ chain_ess <- function(x) {
   length(x) / (1 + 2 * s)
 }
 
+#' @rdname nce_ratio_posterior_methods
 #' @export
 coef.nce_ratio_posterior <- function(object, ...) colSums(object$draws * object$weights)
 
+#' @rdname nce_ratio_posterior_methods
 #' @export
 vcov.nce_ratio_posterior <- function(object, ...) {
   cen <- sweep(object$draws, 2L, coef(object))
   crossprod(cen * sqrt(object$weights))
 }
 
+#' @rdname nce_ratio_posterior_methods
 #' @export
 confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
   nms <- colnames(object$draws)
@@ -480,6 +485,7 @@ confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
   ci
 }
 
+#' @rdname nce_ratio_posterior_methods
 #' @export
 summary.nce_ratio_posterior <- function(object, level = 0.95, ...) {
   ci <- confint(object, level = level)
@@ -500,12 +506,14 @@ print.summary.nce_ratio_posterior <- function(x, digits = 4L, ...) {
   invisible(x)
 }
 
+#' @rdname nce_ratio_posterior_methods
 #' @export
 print.nce_ratio_posterior <- function(x, ...) {
   print(summary(x))
   invisible(x)
 }
 
+#' @rdname nce_ratio_posterior_methods
 #' @export
 plot.nce_ratio_posterior <- function(x, ...) {
   d <- ncol(x$draws)

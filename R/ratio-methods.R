@@ -181,3 +181,106 @@ simulate.nce_ratio <- function(object, nsim = 1, seed = NULL, ...) {
   nce_unsupported("simulate", object, paste("a ratio estimator is not a model of the pairs' labels;",
                                             "simulate (theta, s) pairs with simulate_summaries()"))
 }
+
+#' Methods for posteriors from amortised ratio estimators
+#'
+#' A [ratio_posterior()] result is a (weighted) sample from the posterior. `coef()` gives the
+#' posterior means, `vcov()` the posterior covariance, `confint()` equal-tailed credible
+#' intervals, `summary()` all three with the effective sample size (and the acceptance rate of
+#' Metropolis), `nobs()` the number of draws, `plot()` the marginal densities. `simulate()`
+#' draws from the posterior predictive distribution: `nsim` parameter values from the posterior
+#' (resampled by their weights), each with a new simulation and its summaries (a data frame of
+#' parameters and summaries). `update()` samples again with other arguments of
+#' [ratio_posterior()] (`n_draws`, `method`, ...) or another `observed` data set, with the same
+#' classifier. Methods of a fitted model of data (`predict()`, `fitted()`, `residuals()`,
+#' `logLik()`, `anova()`, `model.frame()`, `model.matrix()`, `formula()`, `terms()`) are
+#' refused with `nce_error_unsupported`: use them on the ratio estimator.
+#'
+#' @param object,x,formula An `nce_ratio_posterior` from [ratio_posterior()].
+#' @param parm Parameters (names) for `confint()`.
+#' @param level Credible level.
+#' @param nsim Number of posterior predictive simulations.
+#' @param seed Passed to [set.seed()] first, when not `NULL`.
+#' @param ... Arguments of [ratio_posterior()] to change (`update()`); unused otherwise.
+#' @return As described.
+#' @examples
+#' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+#' summ <- function(x) cbind(m = rowMeans(x))
+#' set.seed(1)
+#' r <- ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 1000, batch = TRUE,
+#'                      formula = ~ te(mu, m, k = 5))
+#' post <- ratio_posterior(r, matrix(rnorm(20, 0.5), 1), n_draws = 4000)
+#' coef(post); confint(post); nobs(post)
+#' head(simulate(post, nsim = 5, seed = 2))   # posterior predictive summaries
+#' update(post, method = "metropolis", n_chains = 20)
+#' @name nce_ratio_posterior_methods
+NULL
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+nobs.nce_ratio_posterior <- function(object, ...) nrow(object$draws)
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+simulate.nce_ratio_posterior <- function(object, nsim = 1, seed = NULL, ...) {
+  check_count(nsim)
+  r <- object$ratio
+  if (is.null(r)) nce_unsupported("simulate", object, "this posterior does not hold its ratio estimator")
+  if (!is.null(seed)) set.seed(seed)
+  i <- sample.int(nrow(object$draws), nsim, replace = TRUE, prob = object$weights)
+  th <- object$draws[i, , drop = FALSE]
+  s <- run_simulations(r$simulator, r$summaries, th, 1L, r$batch, 100L, call = sys.call())
+  data.frame(th, s$summaries, check.names = FALSE)
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+update.nce_ratio_posterior <- function(object, ...) {
+  if (is.null(object$ratio)) nce_unsupported("update", object, "this posterior does not hold its ratio estimator")
+  changes <- list(...)
+  args <- c(list(object = object$ratio, observed = object$observed), object$args)
+  args[names(changes)] <- changes
+  do.call(ratio_posterior, args)
+}
+
+# Methods of a fitted model of data: refused for a posterior sample, with the reason.
+refuse_posterior <- function(method) {
+  force(method)
+  f <- function(object, ...) {
+    nce_unsupported(method, object, "it is a posterior sample, not a fitted model of data; use the ratio estimator")
+  }
+  first <- switch(method, model.frame = "formula", formula = , terms = "x", "object")
+  if (first != "object") {
+    body(f) <- do.call(substitute, list(body(f), stats::setNames(list(as.name(first)), "object")))
+    names(formals(f))[1L] <- first
+  }
+  f
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+predict.nce_ratio_posterior <- refuse_posterior("predict")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+fitted.nce_ratio_posterior <- refuse_posterior("fitted")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+residuals.nce_ratio_posterior <- refuse_posterior("residuals")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+logLik.nce_ratio_posterior <- refuse_posterior("logLik")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+anova.nce_ratio_posterior <- refuse_posterior("anova")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+model.frame.nce_ratio_posterior <- refuse_posterior("model.frame")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+model.matrix.nce_ratio_posterior <- refuse_posterior("model.matrix")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+formula.nce_ratio_posterior <- refuse_posterior("formula")
+#' @rdname nce_ratio_posterior_methods
+#' @export
+terms.nce_ratio_posterior <- refuse_posterior("terms")

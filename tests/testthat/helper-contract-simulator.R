@@ -30,6 +30,13 @@ contract_cases_simulator <- function() {
          newdata = data.frame(mu = c(-0.2, 0.5), m = c(0, 0.4)),
          # type = "response" is the ratio, exp of the log ratio.
          unsupported = "simulate"),
+    list(name = "nce_ratio_posterior", fit = function() {
+           r <- fit_ratio(~ s(mu, k = 4) + s(m, k = 4) + ti(mu, m, k = 3))()
+           ratio_posterior(r, matrix(stats::rnorm(10, 0.3), 1), n_draws = 500)
+         },
+         unsupported = c("predict", "predict_newdata", "predict_se", "predict_link", "predict_response",
+                         "predict_lpmatrix", "fitted", "residuals", "logLik", "AIC", "BIC", "anova",
+                         "model.frame", "model.matrix", "formula", "terms", "augment")),
     list(name = "nce_lfire", fit = fit_lfire,
          newdata = data.frame(mu = c(-0.2, 0.5)),
          # predict(newdata) simulates afresh at each call, so two calls differ by Monte Carlo error.

@@ -162,3 +162,31 @@ test_that("print and summary of an amortised ratio and its posterior", {
   expect_snapshot(print(summary(r)), transform = mask)
   expect_snapshot(print(post))
 })
+
+test_that("posterior predictive simulation and update() of an amortised posterior", {
+  r <- fit_gauss_ratio()
+  set.seed(5)
+  x_obs <- matrix(rnorm(20, 0.6), 1)
+  post <- ratio_posterior(r, x_obs, n_draws = 20000)
+  expect_identical(nobs(post), 20000L)
+  pp <- simulate(post, nsim = 4000, seed = 1)
+  expect_identical(names(pp), c("mu", "m"))
+  expect_identical(pp, simulate(post, nsim = 4000, seed = 1))
+  # Exact posterior predictive of m: N(xbar, 1/20 + 1/20) (posterior N(xbar, 1/20) far from the
+  # bounds); tolerance: 4 Monte Carlo sds of the mean (0.016 at 4000 draws) plus the
+  # classifier's posterior error (0.05, as above), and 15 % on the sd.
+  expect_lt(abs(mean(pp$m) - mean(x_obs)), 0.05 + 4 * sqrt(0.1 / 4000))
+  expect_equal(sd(pp$m), sqrt(0.1), tolerance = 0.15)
+  expect_lt(abs(mean(pp$mu) - coef(post)), 4 * sqrt(vcov(post)[1, 1] / 4000))
+  set.seed(6)
+  mh <- update(post, method = "metropolis", n_draws = 5000, n_chains = 50, burnin = 50)
+  expect_s3_class(mh, "nce_ratio_posterior")
+  expect_identical(mh$method, "metropolis")
+  expect_lt(abs(coef(mh) - coef(post)), 0.03)
+  other <- update(post, observed = matrix(rnorm(20, -0.5), 1))
+  expect_lt(coef(other), coef(post) - 0.5)
+  expect_error(simulate(post, nsim = 0), class = "nce_error_input")
+  expect_error(predict(post), class = "nce_error_unsupported")
+  expect_identical(generics::tidy(post)$term, "mu")
+  expect_equal(generics::tidy(post)$estimate, unname(coef(post)))
+})
