@@ -123,12 +123,14 @@ print.summary.nce_edge_roc <- function(x, digits = max(3L, getOption("digits") -
   invisible(x)
 }
 
-# Methods with no meaning for these results: refused with the reason.
+# Methods with no meaning for these results (and for ratio_posterior()'s sample): refused with the reason.
 refuse_estimate <- function(method) {
   force(method)
   f <- function(object, ...) {
     why <- if (inherits(object, "nce_edge_roc")) {
       "it is a comparison of an estimated graph with the true one, not a fitted model of data"
+    } else if (inherits(object, "nce_ratio_posterior")) {
+      "it is a posterior sample, not a fitted model of data; use the ratio estimator"
     } else {
       "it is an estimate of a normalising constant from draws, not a fitted model of data"
     }

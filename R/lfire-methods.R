@@ -108,10 +108,17 @@ predict.nce_lfire <- function(object, newdata = NULL, type = c("link", "response
 #' @export
 simulate.nce_lfire <- function(object, nsim = 1, seed = NULL, ...) {
   check_count(nsim)
+  posterior_predictive(object$theta, object$posterior, nsim, seed, object$simulator, object$summaries, object$batch,
+                       sys.call())
+}
+
+# nsim parameter values drawn from a weighted posterior sample, each simulated once: a data frame
+# of the parameters and their summaries.
+posterior_predictive <- function(theta, weights, nsim, seed, simulator, summaries, batch, call) {
   if (!is.null(seed)) set.seed(seed)
-  i <- sample.int(nrow(object$theta), nsim, replace = TRUE, prob = object$posterior)
-  th <- object$theta[i, , drop = FALSE]
-  s <- run_simulations(object$simulator, object$summaries, th, 1L, object$batch, 100L, call = sys.call())
+  i <- sample.int(nrow(theta), nsim, replace = TRUE, prob = weights)
+  th <- theta[i, , drop = FALSE]
+  s <- run_simulations(simulator, summaries, th, 1L, batch, 100L, call = call)
   data.frame(th, s$summaries, check.names = FALSE)
 }
 

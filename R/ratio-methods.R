@@ -226,11 +226,7 @@ simulate.nce_ratio_posterior <- function(object, nsim = 1, seed = NULL, ...) {
   check_count(nsim)
   r <- object$ratio
   if (is.null(r)) nce_unsupported("simulate", object, "this posterior does not hold its ratio estimator")
-  if (!is.null(seed)) set.seed(seed)
-  i <- sample.int(nrow(object$draws), nsim, replace = TRUE, prob = object$weights)
-  th <- object$draws[i, , drop = FALSE]
-  s <- run_simulations(r$simulator, r$summaries, th, 1L, r$batch, 100L, call = sys.call())
-  data.frame(th, s$summaries, check.names = FALSE)
+  posterior_predictive(object$draws, object$weights, nsim, seed, r$simulator, r$summaries, r$batch, sys.call())
 }
 
 #' @rdname nce_ratio_posterior_methods
@@ -243,44 +239,30 @@ update.nce_ratio_posterior <- function(object, ...) {
   do.call(ratio_posterior, args)
 }
 
-# Methods of a fitted model of data: refused for a posterior sample, with the reason.
-refuse_posterior <- function(method) {
-  force(method)
-  f <- function(object, ...) {
-    nce_unsupported(method, object, "it is a posterior sample, not a fitted model of data; use the ratio estimator")
-  }
-  first <- switch(method, model.frame = "formula", formula = , terms = "x", "object")
-  if (first != "object") {
-    body(f) <- do.call(substitute, list(body(f), stats::setNames(list(as.name(first)), "object")))
-    names(formals(f))[1L] <- first
-  }
-  f
-}
-
 #' @rdname nce_ratio_posterior_methods
 #' @export
-predict.nce_ratio_posterior <- refuse_posterior("predict")
+predict.nce_ratio_posterior <- refuse_estimate("predict")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-fitted.nce_ratio_posterior <- refuse_posterior("fitted")
+fitted.nce_ratio_posterior <- refuse_estimate("fitted")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-residuals.nce_ratio_posterior <- refuse_posterior("residuals")
+residuals.nce_ratio_posterior <- refuse_estimate("residuals")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-logLik.nce_ratio_posterior <- refuse_posterior("logLik")
+logLik.nce_ratio_posterior <- refuse_estimate("logLik")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-anova.nce_ratio_posterior <- refuse_posterior("anova")
+anova.nce_ratio_posterior <- refuse_estimate("anova")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-model.frame.nce_ratio_posterior <- refuse_posterior("model.frame")
+model.frame.nce_ratio_posterior <- refuse_estimate("model.frame")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-model.matrix.nce_ratio_posterior <- refuse_posterior("model.matrix")
+model.matrix.nce_ratio_posterior <- refuse_estimate("model.matrix")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-formula.nce_ratio_posterior <- refuse_posterior("formula")
+formula.nce_ratio_posterior <- refuse_estimate("formula")
 #' @rdname nce_ratio_posterior_methods
 #' @export
-terms.nce_ratio_posterior <- refuse_posterior("terms")
+terms.nce_ratio_posterior <- refuse_estimate("terms")
