@@ -80,6 +80,10 @@ ratio_newdata <- function(object, newdata, call = caller_call()) {
   if (length(miss)) {
     nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input", call = call)
   }
+  bad <- Filter(function(v) !is.numeric(newdata[[v]]), c(object$parameters, object$summary_names))
+  if (length(bad)) {
+    nce_abort(sprintf("`newdata` column(s) %s must be numeric.", paste(bad, collapse = ", ")), "input", call = call)
+  }
   newdata
 }
 

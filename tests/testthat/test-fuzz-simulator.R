@@ -150,6 +150,7 @@ test_that("the methods of an amortised ratio refuse bad input with classed error
     function() predict(r, nd, se.fit = NA),
     function() predict(r, "rows"),
     function() predict(r, data.frame(mu = 1)),
+    function() predict(r, data.frame(mu = "a", m = 1, v = 1)),
     function() predict(r, list(mu = 1, m = 2)),
     function() anova(r, lm(1 ~ 1)),
     function() generics::tidy(r, parametric = NA),
