@@ -303,8 +303,8 @@ pub fn tprs_predict(
     Ok(out)
 }
 
-/// Which build of the radial kernel runs: AVX-512, AVX2 or portable (NCE_NO_SIMD set, or the
-/// CPU lacks them). The arithmetic is the same IEEE operations in every build (no contraction
+/// Which build of the radial kernel runs: AVX-512 (with rustc >= 1.89, see build.rs), AVX2 or
+/// portable (NCE_NO_SIMD set, or the CPU lacks them). The arithmetic is the same IEEE operations in every build (no contraction
 /// into FMA without fast-math), so the basis is bit-identical; they differ only in the number
 /// of lanes the compiler vectorises over.
 #[derive(Clone, Copy, PartialEq)]
@@ -321,7 +321,10 @@ fn radial_simd() -> Simd {
         *SIMD.get_or_init(|| {
             if std::env::var_os("NCE_NO_SIMD").is_some() {
                 Simd::None
-            } else if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512dq") {
+            } else if cfg!(nce_avx512)
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512dq")
+            {
                 Simd::Avx512
             } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
                 Simd::Avx2
@@ -381,7 +384,7 @@ impl RadialBlock<'_> {
         self.fill_body(eta, out);
     }
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", nce_avx512))]
     #[target_feature(enable = "avx512f,avx512dq")]
     unsafe fn fill_avx512(&self, eta: &Eta, out: &mut [f64]) {
         self.fill_body(eta, out);
@@ -390,7 +393,7 @@ impl RadialBlock<'_> {
     /// The build `simd` says.
     fn fill_with(&self, simd: Simd, eta: &Eta, out: &mut [f64]) {
         match simd {
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", nce_avx512))]
             // SAFETY: radial_simd() checked that the CPU has these instructions.
             Simd::Avx512 => unsafe { self.fill_avx512(eta, out) },
             #[cfg(target_arch = "x86_64")]
