@@ -304,9 +304,9 @@ pub fn tprs_predict(
 }
 
 /// Which build of the radial kernel runs: AVX-512 (with rustc >= 1.89, see build.rs), AVX2 or
-/// portable (NCE_NO_SIMD set, or the CPU lacks them). The arithmetic is the same IEEE operations in every build (no contraction
-/// into FMA without fast-math), so the basis is bit-identical; they differ only in the number
-/// of lanes the compiler vectorises over.
+/// portable (NCE_NO_SIMD set, or the CPU lacks them). Every build does the same IEEE
+/// operations (no contraction into FMA without fast-math), so the basis is bit-identical;
+/// they differ only in the number of lanes the compiler vectorises over.
 #[derive(Clone, Copy, PartialEq)]
 enum Simd {
     None,
@@ -429,9 +429,9 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
 
 /// E * V, rows in parallel.
 fn sym_times(e: &DMatrix<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
-    // Fixed panels of rows, each one product with every column of V: E is read once per
-    // product (column chunks re-read and re-packed all of it per chunk), and the panels do
-    // not depend on the thread count.
+    // Fixed panels of rows, each one product with all of V: E is read (and packed by the
+    // matrix product) once per product, not once per few columns of V; the panels do not
+    // depend on the thread count.
     const PANEL: usize = 256;
     let n = e.nrows();
     let parts: Vec<DMatrix<f64>> = (0..n.div_ceil(PANEL))
