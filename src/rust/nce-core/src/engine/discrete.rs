@@ -368,6 +368,9 @@ impl<'a> DiscreteDesign<'a> {
             (Term::Dense(_), Term::Dense(_)) => unreachable!("at most one dense term"),
         };
         let (po, mo) = (o.p(), o.m(n));
+        if b.m * 2 > n {
+            return self.gathered_blocks(b, o, ws, flip);
+        }
         let blocks: Vec<DMatrix<f64>> = match o {
             Term::Mapped(om) if table_ok(b, o) => {
                 // T_l[a, c]: sums of w_l over rows with (k_b, k_o) = (a, c), at (a m_o + c) nw + l.
@@ -425,29 +428,73 @@ impl<'a> DiscreteDesign<'a> {
         }
     }
 
+    /// X_b' W_l X_o for a term b with about as many distinct values as rows (m_b > n / 2):
+    /// both terms' rows gathered in blocks and multiplied, per weight vector (p_b x p_o partial
+    /// sums; the per-value sums of w x_o would be m_b x p_o per weight, as large as the rows).
+    /// Blocks of rows in a fixed order within each chunk, so sums do not depend on the threads.
+    fn gathered_blocks(&self, b: &Mapped, o: &Term, ws: &[&[f64]], flip: bool) -> Vec<DMatrix<f64>> {
+        const ROWS: usize = 2048;
+        let (n, nw, pb, po) = (self.nrow, ws.len(), b.p, o.p());
+        let t = chunked_sum(n, nw * pb * po, |r0, r1, part| {
+            for s0 in (r0..r1).step_by(ROWS) {
+                let s1 = (s0 + ROWS).min(r1);
+                let gb = DMatrix::from_fn(s1 - s0, pb, |i, c| b.rows[b.k(s0 + i) * pb + c]);
+                let gbt = gb.transpose();
+                let go = match o {
+                    Term::Mapped(om) => DMatrix::from_fn(s1 - s0, po, |i, c| om.rows[om.k(s0 + i) * po + c]),
+                    Term::Dense(d) => DMatrix::from_fn(s1 - s0, po, |i, c| d.col(c)[s0 + i]),
+                };
+                for (l, w) in ws.iter().enumerate() {
+                    let wgo = DMatrix::from_fn(s1 - s0, po, |i, c| w[s0 + i] * go[(i, c)]);
+                    let prod = &gbt * wgo;
+                    for (acc, v) in part[l * pb * po..(l + 1) * pb * po].iter_mut().zip(prod.as_slice()) {
+                        *acc += v;
+                    }
+                }
+            }
+        });
+        (0..nw)
+            .map(|l| {
+                let c = DMatrix::from_column_slice(pb, po, &t[l * pb * po..(l + 1) * pb * po]);
+                if flip {
+                    c.transpose()
+                } else {
+                    c
+                }
+            })
+            .collect()
+    }
+
     /// X' diag(w_l) X for each weight vector, the mapped terms' parts from `sums` (whose first
-    /// ws.len() vectors are the weights).
+    /// ws.len() vectors are the weights). The blocks of the pairs of terms are computed in
+    /// parallel (each on its own, so the result does not depend on the thread count).
     fn crossprods_with(&self, ws: &[&[f64]], sums: &ValueSums) -> Vec<DMatrix<f64>> {
         let (nt, nw) = (self.terms.len(), ws.len());
+        let pairs: Vec<(usize, usize)> = (0..nt).flat_map(|j| (j..nt).map(move |l| (j, l))).collect();
+        let blocks: Vec<Vec<DMatrix<f64>>> = pairs
+            .par_iter()
+            .map(|&(j, l)| {
+                if j != l {
+                    return self.cross_blocks(j, l, ws, sums);
+                }
+                let pj = self.terms[j].p();
+                match (&self.terms[j], &sums[j]) {
+                    (Term::Mapped(m), Some(s)) => s[..nw].iter().map(|s| m.weighted_gram(s)).collect(),
+                    (Term::Dense(d), _) => d
+                        .crossprod_parts(ws)
+                        .into_iter()
+                        .map(|u| DMatrix::from_fn(pj, pj, |a, c| if a <= c { u[a * pj + c] } else { u[c * pj + a] }))
+                        .collect(),
+                    (Term::Mapped(_), None) => unreachable!("a mapped term has value sums"),
+                }
+            })
+            .collect();
         let mut hs = vec![DMatrix::zeros(self.p, self.p); nw];
-        for j in 0..nt {
-            let (oj, pj) = (self.off[j], self.terms[j].p());
-            let blocks: Vec<DMatrix<f64>> = match (&self.terms[j], &sums[j]) {
-                (Term::Mapped(m), Some(s)) => s[..nw].iter().map(|s| m.weighted_gram(s)).collect(),
-                (Term::Dense(d), _) => d
-                    .crossprod_parts(ws)
-                    .into_iter()
-                    .map(|u| DMatrix::from_fn(pj, pj, |a, c| if a <= c { u[a * pj + c] } else { u[c * pj + a] }))
-                    .collect(),
-                (Term::Mapped(_), None) => unreachable!("a mapped term has value sums"),
-            };
-            for (h, b) in hs.iter_mut().zip(blocks) {
-                h.view_mut((oj, oj), (pj, pj)).copy_from(&b);
-            }
-            for l in j + 1..nt {
-                let (ol, pl) = (self.off[l], self.terms[l].p());
-                for (h, c) in hs.iter_mut().zip(self.cross_blocks(j, l, ws, sums)) {
-                    h.view_mut((oj, ol), (pj, pl)).copy_from(&c);
+        for (&(j, l), bl) in pairs.iter().zip(blocks) {
+            let (oj, pj, ol, pl) = (self.off[j], self.terms[j].p(), self.off[l], self.terms[l].p());
+            for (h, c) in hs.iter_mut().zip(bl) {
+                h.view_mut((oj, ol), (pj, pl)).copy_from(&c);
+                if j != l {
                     h.view_mut((ol, oj), (pl, pj)).copy_from(&c.transpose());
                 }
             }
@@ -690,6 +737,52 @@ mod tests {
             }
         }
         (vec![c, dense, v1, v2], vec![vec![1; n], i1, i2], x)
+    }
+
+    #[test]
+    fn many_distinct_values_gathered_match_the_dense_design() {
+        // Two mapped terms with nearly as many distinct values as rows (the gathered blocks),
+        // across more than one block of rows.
+        let n = 5000;
+        let (m1, m2, p1, p2) = (4000usize, 4500usize, 3usize, 5usize);
+        let v1: Vec<f64> = (0..m1 * p1).map(|i| ((i as f64) * 0.013).sin()).collect();
+        let v2: Vec<f64> = (0..m2 * p2).map(|i| ((i as f64) * 0.029).cos() + 0.1).collect();
+        let i1: Vec<i32> = (0..n).map(|r| ((r * 7919) % m1) as i32 + 1).collect();
+        let i2: Vec<i32> = (0..n).map(|r| ((r * 104_729 + 3) % m2) as i32 + 1).collect();
+        let mut x = vec![0.0; n * (p1 + p2)];
+        for r in 0..n {
+            for j in 0..p1 {
+                x[j * n + r] = v1[j * m1 + i1[r] as usize - 1];
+            }
+            for j in 0..p2 {
+                x[(p1 + j) * n + r] = v2[j * m2 + i2[r] as usize - 1];
+            }
+        }
+        let specs = [
+            TermSpec {
+                values: &v1,
+                m: m1,
+                p: p1,
+                index: Some(&i1),
+            },
+            TermSpec {
+                values: &v2,
+                m: m2,
+                p: p2,
+                index: Some(&i2),
+            },
+        ];
+        let dd = DiscreteDesign::new(n, &specs).unwrap();
+        let de = DenseDesign::new(&x, n, p1 + p2).unwrap();
+        let w: Vec<f64> = (0..n).map(|i| 0.2 + (i % 11) as f64 / 5.0).collect();
+        let w2: Vec<f64> = (0..n).map(|i| ((i % 7) as f64 - 3.0) * 0.3).collect();
+        let h1 = with_threads(1, || dd.weighted_crossprods(&[&w, &w2])).unwrap();
+        let h2 = with_threads(2, || dd.weighted_crossprods(&[&w, &w2])).unwrap();
+        assert_eq!(h1, h2);
+        let he = de.weighted_crossprods(&[&w, &w2]);
+        for (a, e) in h1.iter().zip(&he) {
+            assert!((a - e).amax() < 1e-10 * e.amax(), "{}", (a - e).amax());
+        }
     }
 
     #[test]
