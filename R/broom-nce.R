@@ -55,15 +55,21 @@ tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolin
 #' @exportS3Method generics::tidy
 tidy.nce_gam <- function(x, parametric = TRUE,  # nolint: object_name_linter.
                          conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
-  check_bool(parametric, "parametric")
-  check_bool(conf.int, "conf.int")
-  s <- summary(x)
+  tidy_gam_tables(x, summary(x), parametric, conf.int, conf.level)
+}
+
+# tidy() of a GAM-like fit from its mgcv summary `s`: the parametric coefficients (with Wald
+# intervals from confint(x)) or the smooth terms' tests.
+tidy_gam_tables <- function(x, s, parametric, conf_int, conf_level, call = caller_call()) {
+  call <- call  # force the caller's call now
+  check_bool(parametric, "parametric", call = call)
+  check_bool(conf_int, "conf.int", call = call)
   if (parametric) {
     tab <- s$p.table
     out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L],
                       statistic = tab[, 3L], p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
-    if (conf.int) {
-      ci <- stats::confint(x, parm = rownames(tab), level = conf.level)
+    if (conf_int) {
+      ci <- stats::confint(x, parm = rownames(tab), level = conf_level)
       out$conf.low <- unname(ci[, 1L])
       out$conf.high <- unname(ci[, 2L])
     }

@@ -51,23 +51,7 @@ augment.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
 #' @exportS3Method generics::tidy
 tidy.nce_ratio <- function(x, parametric = TRUE,  # nolint: object_name_linter.
                            conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
-  check_bool(parametric, "parametric")
-  check_bool(conf.int, "conf.int")
-  s <- summary(x$gam)
-  if (!parametric) {
-    tab <- s$s.table
-    return(data.frame(term = rownames(tab), edf = tab[, 1L], ref.df = tab[, 2L], statistic = tab[, 3L],
-                      p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE))
-  }
-  tab <- s$p.table
-  out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L], statistic = tab[, 3L],
-                    p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
-  if (conf.int) {
-    ci <- stats::confint(x, parm = rownames(tab), level = conf.level)
-    out$conf.low <- unname(ci[, 1L])
-    out$conf.high <- unname(ci[, 2L])
-  }
-  out
+  tidy_gam_tables(x, summary(x$gam), parametric, conf.int, conf.level)
 }
 
 #' @rdname tidy.nce_ratio

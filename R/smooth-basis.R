@@ -48,6 +48,7 @@ tp_construct <- function(object, data, knots) {
   shift <- colMeans(x)
   xs <- x - rep(shift, each = n)
   knt <- NULL
+  xu_rows <- NULL  # the rows' distinct points, when found for choosing knots
   if (!is.null(knots) && all(object$term %in% names(knots))) {
     kl <- lapply(object$term, function(v) knots[[v]])
     if (length(unique(lengths(kl))) != 1L || lengths(kl)[1L] > n) return(NULL)
@@ -71,8 +72,7 @@ tp_construct <- function(object, data, knots) {
   if (k < m_big + 1L) return(NULL)
   use_knots <- !is.null(knt) && nrow(knt) >= k
   pts <- if (use_knots) knt else xs
-  # The rows' distinct points were found above when there were more rows than max.knots.
-  xu <- if (!use_knots && exists("xu_rows", inherits = FALSE)) xu_rows else unique_rows(pts)
+  xu <- if (!use_knots && !is.null(xu_rows)) xu_rows else unique_rows(pts)
   idx <- attr(xu, "index")
   attributes(xu) <- list(dim = dim(xu))
   nu <- nrow(xu)
