@@ -480,6 +480,7 @@ vcov.nce_ratio_posterior <- function(object, ...) {
 #' @rdname nce_ratio_posterior_methods
 #' @export
 confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
+  check_probability(level, "level")
   nms <- colnames(object$draws)
   if (missing(parm)) parm <- nms
   a <- (1 - level) / 2

@@ -80,9 +80,17 @@ ratio_newdata <- function(object, newdata, call = caller_call()) {
   if (length(miss)) {
     nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input", call = call)
   }
-  bad <- Filter(function(v) !is.numeric(newdata[[v]]), c(object$parameters, object$summary_names))
+  cols <- c(object$parameters, object$summary_names)
+  # A column of NA only (logical in R) predicts NA, as a numeric NA does.
+  for (v in cols) if (is.logical(newdata[[v]]) && all(is.na(newdata[[v]]))) newdata[[v]] <- as.double(newdata[[v]])
+  bad <- Filter(function(v) !is.numeric(newdata[[v]]), cols)
   if (length(bad)) {
     nce_abort(sprintf("`newdata` column(s) %s must be numeric.", paste(bad, collapse = ", ")), "input", call = call)
+  }
+  inf <- Filter(function(v) any(is.infinite(newdata[[v]])), cols)
+  if (length(inf)) {
+    nce_abort(sprintf("`newdata` column(s) %s hold infinite values (NA predicts NA).", paste(inf, collapse = ", ")),
+              "input", call = call)
   }
   newdata
 }
@@ -98,6 +106,7 @@ vcov.nce_ratio <- function(object, ...) stats::vcov(object$gam)
 #' @rdname nce_ratio_methods
 #' @export
 confint.nce_ratio <- function(object, parm, level = 0.95, ...) {
+  check_probability(level, "level")
   if (missing(parm)) stats::confint.default(object, level = level) else stats::confint.default(object, parm, level)
 }
 
