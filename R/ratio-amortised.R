@@ -151,12 +151,10 @@ default_ratio_formula <- function(pars, snames, data = NULL) {
   stats::as.formula(paste("~", paste(terms, collapse = " + ")))
 }
 
-# Log ratio of the classifier at rows of parameters and summaries (mgcv's prediction basis),
-# the prior odds of shuffled to joint pairs taken out.
+# Log ratio of the classifier at rows of parameters and summaries (predict.nce_ratio(): mgcv's
+# prediction basis, the prior odds of shuffled to joint pairs taken out).
 ratio_log_ratio <- function(object, theta, s) {
-  nd <- data.frame(theta, s, check.names = FALSE)
-  eta <- as.double(mgcv::predict.gam(object$gam, newdata = nd, type = "link"))
-  eta + log(object$n_shuffle)
+  predict.nce_ratio(object, data.frame(theta, s, check.names = FALSE))
 }
 
 #' @export
