@@ -45,6 +45,24 @@ nce_tprs_predict <- function(x, m, xu, uz, threads) .Call(wrap__nce_tprs_predict
 #' @noRd
 nce_tprs_eigen <- function(xu, m, k, tol, threads) .Call(wrap__nce_tprs_eigen, xu, m, k, tol, threads)
 
+#' The thin-plate matrix E (nu x nu) of the distinct points `xu` (nu x d), penalty order `m`
+#' (tprs.c's order).
+#' @keywords internal
+#' @noRd
+nce_tprs_e <- function(xu, m, threads) .Call(wrap__nce_tprs_e, xu, m, threads)
+
+#' Column divisors (root mean squares with `rms_scale`), column means and largest absolute row
+#' sum of a basis `x` (n x k): list(scale, means, max_row_sum).
+#' @keywords internal
+#' @noRd
+nce_basis_stats <- function(x, rms_scale) .Call(wrap__nce_basis_stats, x, rms_scale)
+
+#' The basis `x` (n x k) with columns divided by `scale` and, unless `householder` is NULL, the
+#' sum-to-zero constraint whose LINPACK reflection it is absorbed (n x (k - 1)).
+#' @keywords internal
+#' @noRd
+nce_scale_absorb <- function(x, scale, householder, threads) .Call(wrap__nce_scale_absorb, x, scale, householder, threads)
+
 #' Draw `n` points from a built-in reference; a column-major n x d matrix.
 #' @keywords internal
 #' @noRd

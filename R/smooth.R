@@ -20,6 +20,7 @@ gam_setup <- function(formula, data, family, offset, knots, fixed_sp = FALSE) {
   # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
   setup <- do.call(mgcv::gam, list(formula = nce_basis_formula(formula, fixed_sp), family = family, data = data,
                                    offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+  setup <- restore_absorbed(setup)
   setup$formula <- formula
   setup
 }

@@ -74,6 +74,18 @@ test_that("1-D and 3-D thin plate and user knots", {
   expect_same_smooth(tp_pair(mgcv::s(u, v, k = 20), d, kn), y, knots_rows = TRUE)
 })
 
+test_that("both eigensolvers: Rust's block Krylov (many points, small k) and mgcv's Lanczos", {
+  set.seed(16)
+  n <- 1200
+  d <- data.frame(u = runif(n), v = runif(n), w = runif(n))
+  y <- sin(4 * d$u) * d$v + d$w + rnorm(n, sd = 0.1)
+  attr(y, "data") <- d
+  # 1,200 distinct points and k = 30: the Rust solver.
+  expect_same_smooth(tp_pair(mgcv::s(u, v, k = 30), d), y)
+  # 3-D with the default k = 104 (an eigenvalue near-tie at k): slanczos().
+  expect_same_smooth(tp_pair(mgcv::s(u, v, w), d), y)
+})
+
 test_that("terms it does not cover are built by mgcv", {
   set.seed(14)
   d <- data.frame(u = runif(60), v = runif(60))
@@ -115,4 +127,52 @@ test_that("unique_rows() is mgcv::uniquecombs(x, TRUE): same rows, order and ind
   for (x in cases) {
     expect_identical(nce:::unique_rows(x), mgcv::uniquecombs(x, TRUE))
   }
+})
+
+test_that("gam()'s set-up with the constraints absorbed in Rust equals mgcv's to rounding", {
+  set.seed(11)
+  n <- 3000
+  dat <- data.frame(u = runif(n), v = runif(n), w = runif(n), w2 = runif(n), w3 = runif(n), g = factor(sample(letters[1:3], n, TRUE)),
+                    y = rbinom(n, 1, 0.5))
+  # Plain terms of each basis go through the "nceabs" constructor; `by` and `pc` terms, and a
+  # basis it does not take (cs), are checked too. (mgcv's gam.side() fails on fx = TRUE terms.)
+  f <- y ~ s(u, bs = "cr", k = 10) + s(v, bs = "ps") + s(w) + s(w2, bs = "cc") + s(u, by = g, bs = "cr") +
+    s(v, bs = "cr", pc = 0.5) + s(u, v, k = 12) + s(w3, bs = "cs")
+  expect_match(deparse(nce:::nce_basis_formula(f)[[3]]), "nceabs", all = FALSE)
+  g0 <- mgcv::gam(f, data = dat, family = binomial, fit = FALSE)
+  g1 <- nce:::gam_setup(f, dat, binomial(), rep(0, n), NULL)
+  expect_equal(length(g1$smooth), length(g0$smooth))
+  newd <- data.frame(u = c(0.1, 0.5, 0.93), v = c(0.2, 0.7, 0.4), w = c(0.05, 0.5, 0.99), w2 = c(0.3, 0.6, 0.9), w3 = c(0.2, 0.3, 0.4),
+                     g = factor(c("a", "b", "c")))
+  for (i in seq_along(g0$smooth)) {
+    a <- g0$smooth[[i]]
+    b <- g1$smooth[[i]]
+    expect_identical(class(b), class(a))
+    expect_setequal(names(b), names(a))
+    if (a$label == "s(u,v)") next  # thin plate of 2 covariates: the Rust set-up's rotated basis
+    expect_equal(g1$X[, b$first.para:b$last.para], g0$X[, a$first.para:a$last.para], tolerance = 1e-12)
+    expect_equal(b$S, a$S, tolerance = 1e-12)
+    expect_identical(attr(b, "del.index"), attr(a, "del.index"))
+    expect_equal(b$S.scale, a$S.scale, tolerance = 1e-12)
+    expect_identical(attr(b, "nCons"), attr(a, "nCons"))
+    expect_equal(unclass(attr(b, "qrc")), unclass(attr(a, "qrc")), tolerance = 1e-12)
+    expect_identical(c(b$df, b$rank, b$null.space.dim), c(a$df, a$rank, a$null.space.dim))
+    expect_equal(mgcv::PredictMat(b, newd), mgcv::PredictMat(a, newd), tolerance = 1e-12)
+  }
+  expect_identical(attr(g1$smooth[[7]], "del.index"), attr(g0$smooth[[7]], "del.index"))
+})
+
+test_that("nce() with constraints absorbed in Rust: gam's fit, smoothing parameters and term predictions", {
+  set.seed(12)
+  dat <- data.frame(u = rbeta(400, 2, 3))
+  # One-covariate thin plate on 2,400 distinct rows: mgcv's constructor with 2,000 random knots.
+  fit <- nce(~ s(u, k = 8), data = dat, reference = ref_uniform(u = c(0, 1)), ratio = 5)
+  mf <- model.frame(fit)
+  mf$.label <- c(rep(1, 400), rep(0, nrow(mf) - 400))
+  g <- mgcv::gam(.label ~ s(u, k = 8) + offset(.offset), family = binomial, data = mf, method = "REML")
+  expect_lt(max(abs(fit$linear.predictors - g$linear.predictors)), 1e-4)
+  # The same penalty scaling as mgcv, so the same smoothing parameter.
+  expect_equal(unname(fit$sp), unname(g$sp), tolerance = 1e-3)
+  nd <- data.frame(u = c(0.1, 0.4, 0.8), .offset = 0)
+  expect_equal(unname(predict(fit, nd, type = "terms")), unname(predict(g, nd, type = "terms")), tolerance = 1e-3)
 })

@@ -1,9 +1,10 @@
 //! Binding of nce_core::engine::basis: thin-plate rows and eigen-decomposition. No numerics here.
 
-use crate::convert::{col_major_matrix, guard, real_matrix, threads_of, to_r_matrix};
+use crate::convert::{col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, threads_of, to_r_matrix};
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{top_eigen, tprs_e, tprs_predict};
+use nce_core::engine::constraint::{basis_stats, scale_absorb};
 use nce_core::NceError;
 
 /// Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
@@ -47,8 +48,56 @@ fn nce_tprs_eigen(xu: Robj, m: i32, k: i32, tol: f64, threads: i32) -> Robj {
     })
 }
 
+/// The thin-plate matrix E (nu x nu) of the distinct points `xu` (nu x d), penalty order `m`
+/// (tprs.c's order).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tprs_e(xu: Robj, m: i32, threads: i32) -> Robj {
+    guard(|| {
+        let (xuv, nu, d) = real_matrix(&xu, "Xu")?;
+        let m = m.max(0) as usize;
+        let threads = threads_of(threads)?;
+        let e = run(threads, |_| tprs_e(xuv, nu, d, m))?;
+        Ok(to_r_matrix(&e))
+    })
+}
+
+/// Column divisors (root mean squares with `rms_scale`), column means and largest absolute row
+/// sum of a basis `x` (n x k): list(scale, means, max_row_sum).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_basis_stats(x: Robj, rms_scale: bool) -> Robj {
+    guard(|| {
+        let (xv, n, k) = real_matrix(&x, "x")?;
+        let st = basis_stats(xv, n, k, rms_scale)?;
+        Ok(list!(scale = st.scale, means = st.means, max_row_sum = st.max_row_sum).into_robj())
+    })
+}
+
+/// The basis `x` (n x k) with columns divided by `scale` and, unless `householder` is NULL, the
+/// sum-to-zero constraint whose LINPACK reflection it is absorbed (n x (k - 1)).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_scale_absorb(x: Robj, scale: Robj, householder: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let (xv, n, k) = real_matrix(&x, "x")?;
+        let s = real_slice(&scale, "scale")?;
+        let v = opt_real_slice(&householder, "householder")?;
+        let threads = threads_of(threads)?;
+        let out = run(threads, |_| scale_absorb(xv, n, k, s, v))?;
+        let cols = if v.is_some() { k - 1 } else { k };
+        Ok(col_major_matrix(out, n, cols))
+    })
+}
+
 extendr_module! {
     mod basis;
     fn nce_tprs_predict;
     fn nce_tprs_eigen;
+    fn nce_tprs_e;
+    fn nce_basis_stats;
+    fn nce_scale_absorb;
 }

@@ -3,6 +3,7 @@
 
 pub mod alias;
 pub mod basis;
+pub mod constraint;
 pub mod design;
 pub mod discrete;
 pub mod family;
