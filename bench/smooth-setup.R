@@ -6,14 +6,17 @@
 # 2. latkes() with intercept = ~ s(x_prev, y_prev, k = 30) (all ~2,000 distinct previous fixations
 #    as knots) on one simulated subject of 2,000 fixations, against mgcv::bam(discrete = TRUE) and
 #    gam REML on model.frame(fit).
-# Each timed end to end with its set-up (best of 3 for the fast ones, gam once). Prints the ratios
+# Each timed end to end with its set-up (best of 7 for the fast ones, with the median printed too:
+# the first fits of a session are slower while R's heap grows; gam once). Prints the ratios
 # and the largest difference in the linear predictor from gam's. Run: Rscript bench/smooth-setup.R
 # (with R_LIBS pointing at the installed package). Set NCE_BENCH_SKIP_GAM=1 to skip the gam runs.
 suppressPackageStartupMessages(library(nce))
-best <- function(expr, times = 3) {
+best <- function(expr, times = 7) {
   e <- substitute(expr)
   env <- parent.frame()
-  min(vapply(seq_len(times), function(i) system.time(eval(e, env))[["elapsed"]], 0))
+  t <- vapply(seq_len(times), function(i) system.time(eval(e, env))[["elapsed"]], 0)
+  cat(sprintf("  [%s: best %.3f s, median %.3f s of %d]\n", deparse(e, nlines = 1L)[1L], min(t), stats::median(t), times))
+  min(t)
 }
 skip_gam <- nzchar(Sys.getenv("NCE_BENCH_SKIP_GAM"))
 row <- function(label, t, t_ref, edf, eta, eta_ref) {
@@ -56,8 +59,12 @@ truth <- list(radius = function(r) -r / 200, dist = function(d) -d / 120, angle 
 set.seed(1)
 d <- rlatkes(2000, truth, window = window, n_trials = 20)
 intercept <- ~ s(x_prev, y_prev, k = 30)
+set.seed(3)
 fit2 <- latkes(d, group = "trial", window = window, ratio = 20, intercept = intercept)
-t_lat <- best(fit2 <- latkes(d, group = "trial", window = window, ratio = 20, intercept = intercept))
+t_lat <- best({
+  set.seed(3)  # the same reference rows in every run, so the rows gam and bam get do not depend on `times`
+  fit2 <- latkes(d, group = "trial", window = window, ratio = 20, intercept = intercept)
+})
 mf2 <- model.frame(fit2)
 form2 <- .label ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16) + s(x_prev, y_prev, k = 30) +
   offset(.offset)

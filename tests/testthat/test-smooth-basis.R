@@ -129,6 +129,31 @@ test_that("unique_rows() is mgcv::uniquecombs(x, TRUE): same rows, order and ind
   }
 })
 
+test_that("string_ranks() ranks numbers as their strings sort, formatting few of them", {
+  by_strings <- function(x) {
+    s <- as.character(x)
+    match(s, sort(unique(s), method = "radix"))
+  }
+  set.seed(18)
+  u <- runif(20000)
+  cases <- list(
+    u - mean(u), -runif(3000), rnorm(5000) * 1e-3, rnorm(5000) * 1e-5, rbeta(5000, 2, 3) - 0.4,
+    # fixed and scientific notation at the edges, mantissas that are prefixes of others, -0
+    c(0, -0, 1, 9.98, 0.0011, 0.00109, 1e-3, 5e-4, 1.5e-5, 1.59e-5, 1.599e-5, 1.6, 1.5, 1.59, 2e-5, 2, 2.5, 1.6e-5),
+    c(1.5e-5, 1.59e-5, 1.5e-6, 1.59e-6, -1.5e-5, 0.5, -0.5, 1.6 - 1e-16, 1.6), (1:1000) / 1e6,
+    # numbers that print alike (15 digits), and the fallbacks
+    c(1, 1 + 2^-52, 1 + 2^-50, 0.3, 0.1 + 0.2), c(9.989, 9.99, 5, 123.5, -10), round(runif(3000), 3)
+  )
+  for (i in 1:100) {
+    n <- 200
+    cases[[length(cases) + 1L]] <- switch(i %% 5 + 1, runif(n) - 0.5, rnorm(n) * 10^sample(-7:0, 1),
+      round(runif(n), sample(1:6, 1)) - 0.5,
+      signif(runif(n) * 10^-sample(3:6, n, TRUE), sample(1:3, n, TRUE)) * sample(c(-1, 1), n, TRUE),
+      c(runif(n / 2) * 1e-3, signif(runif(n / 2), 2)))
+  }
+  for (x in cases) expect_identical(nce:::string_ranks(x), by_strings(x))
+})
+
 test_that("gam()'s set-up with the constraints absorbed in Rust equals mgcv's to rounding", {
   set.seed(11)
   n <- 3000
