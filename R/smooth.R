@@ -40,7 +40,18 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
   m <- length(setup$S)
   if (!is.null(setup$L)) {
-    nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")
+    # mgcv maps the free smoothing parameters to the penalties by L, with those fixed by s(sp =)
+    # in lsp0: L selecting columns is fixing, more than one penalty per column is `id=` linkage.
+    l_mat <- setup$L
+    if (any(colSums(l_mat != 0) != 1L) || any(l_mat != 0 & l_mat != 1)) {
+      nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")
+    }
+    if (ncol(l_mat) > 0L && is.null(sp)) {
+      nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input")
+    }
+    if (is.null(sp)) sp <- exp(setup$lsp0)
+    setup$sp <- stats::setNames(rep(-1, m), names(setup$lsp0))
+    setup$L <- NULL
   }
   if (any(setup$sp >= 0) && is.null(sp)) {
     if (!all(setup$sp >= 0)) {

@@ -155,3 +155,26 @@ test_that("a rank-deficient design (parametric term in a smooth's null space) ma
   expect_equal(coef(fit), coef(g), tolerance = 1e-4)
   agree_with_gam(fit, g)
 })
+
+test_that("smoothing parameters fixed in s(sp =) give gam's fit with the same fixed values", {
+  set.seed(21)
+  dat <- data.frame(u = rbeta(300, 2, 3), v = rbeta(300, 3, 2))
+  ref <- ref_uniform(u = c(0, 1), v = c(0, 1))
+  set.seed(2)
+  fit <- nce(~ s(u, k = 5, sp = 0.1) + s(v, bs = "cr", sp = 2), data = dat, reference = ref, ratio = 5)
+  expect_equal(fit$sp, c("s(u)" = 0.1, "s(v)" = 2))
+  mf <- model.frame(fit)
+  mf$.label <- c(rep(1, 300), rep(0, nrow(mf) - 300))
+  g <- mgcv::gam(.label ~ s(u, k = 5, sp = 0.1) + s(v, bs = "cr", sp = 2) + offset(.offset), family = binomial,
+                 data = mf)
+  expect_lt(max(abs(fit$linear.predictors - g$linear.predictors)), 1e-8)
+  # The same as `sp =` of nce().
+  set.seed(2)
+  fit2 <- nce(~ s(u, k = 5) + s(v, bs = "cr"), data = dat, reference = ref, ratio = 5, sp = c(0.1, 2))
+  expect_equal(fit2$linear.predictors, fit$linear.predictors, tolerance = 1e-12)
+  # Some fixed and some not, and linked ones: classed errors.
+  expect_error(nce(~ s(u, k = 5, sp = 0.1) + s(v, bs = "cr"), data = dat, reference = ref, ratio = 5),
+               "fix either all", class = "nce_error_input")
+  expect_error(nce(~ s(u, k = 5, id = 1) + s(v, k = 5, id = 1), data = dat, reference = ref, ratio = 5),
+               "id=", class = "nce_error_input")
+})
