@@ -38,15 +38,36 @@ pub(crate) fn upper(h: &DMatrix<f64>) -> Vec<f64> {
     u
 }
 
+/// A zero vector written out rather than calloc'd. The partial sums read before they write, and
+/// a first read of calloc'd memory maps the shared zero page, so each first write is then a
+/// copy-on-write fault with a TLB shootdown across the threads: with partials of tens of MB, as
+/// many per-value sums per weight vector make, that took a third of the CPU time.
+fn zeroed(len: usize) -> Vec<f64> {
+    let mut v: Vec<f64> = Vec::with_capacity(len);
+    // Opaque to the optimiser, which would otherwise turn the allocation and fill into calloc.
+    std::hint::black_box(&mut v).resize(len, 0.0);
+    v
+}
+
+/// A' B by a blocked matrix product (A small enough to transpose: m x p with p columns of a term).
+fn transposed_times(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    a.transpose() * b
+}
+
+/// The `n` blocks of `w` columns of `m`, in order.
+fn split_columns(m: &DMatrix<f64>, n: usize, w: usize) -> Vec<DMatrix<f64>> {
+    (0..n).map(|l| m.columns(l * w, w).into_owned()).collect()
+}
+
 /// sum over fixed row chunks of f(r0, r1, partial), partials added in chunk order.
 fn chunked_sum(n: usize, len: usize, f: impl Fn(usize, usize, &mut [f64]) + Sync) -> Vec<f64> {
     let nchunk = n.div_ceil(CHUNK).max(1);
-    let mut total = vec![0.0; len];
+    let mut total = zeroed(len);
     for b0 in (0..nchunk).step_by(BATCH) {
         let parts: Vec<Vec<f64>> = (b0..(b0 + BATCH).min(nchunk))
             .into_par_iter()
             .map(|c| {
-                let mut part = vec![0.0; len];
+                let mut part = zeroed(len);
                 f(c * CHUNK, ((c + 1) * CHUNK).min(n), &mut part);
                 part
             })
@@ -382,12 +403,12 @@ impl<'a> DiscreteDesign<'a> {
                         }
                     }
                 });
-                (0..nw)
-                    .map(|l| {
-                        let tl = DMatrix::from_fn(b.m, mo, |a, c| t[(a * mo + c) * nw + l]);
-                        b.mat.tr_mul(&(tl * &om.mat))
-                    })
-                    .collect()
+                let mut all = DMatrix::<f64>::zeros(b.m, nw * po);
+                for l in 0..nw {
+                    let tl = DMatrix::from_fn(b.m, mo, |a, c| t[(a * mo + c) * nw + l]);
+                    all.columns_mut(l * po, po).copy_from(&(tl * &om.mat));
+                }
+                split_columns(&transposed_times(&b.mat, &all), nw, po)
             }
             _ => {
                 // D_l[a, ] = sum over rows with k_b = a of w_l,r x_o,r, at ((a nw + l) p_o).
@@ -413,12 +434,10 @@ impl<'a> DiscreteDesign<'a> {
                         }
                     }
                 });
-                (0..nw)
-                    .map(|l| {
-                        let dl = DMatrix::from_fn(b.m, po, |a, i| d[(a * nw + l) * po + i]);
-                        b.mat.tr_mul(&dl)
-                    })
-                    .collect()
+                // All weights' D_l side by side (m_b x nw p_o, the layout of d transposed), then
+                // one blocked product with B' instead of nw dot-product loops.
+                let all = DMatrix::from_fn(b.m, nw * po, |a, c| d[a * nw * po + c]);
+                split_columns(&transposed_times(&b.mat, &all), nw, po)
             }
         };
         if flip {
