@@ -27,7 +27,7 @@
 #'   fit in a fraction of the time (7x faster on 20,000 pairs with one `te()` term). The log
 #'   ratio then differs from the exact fit's by the effect of that rounding. Terms in three or
 #'   more covariates gain nothing: rounded to 25 values per covariate they keep nearly as many
-#'   distinct rows as pairs, and the fit is then slower than the exact one (2.8x on the
+#'   distinct rows as pairs, and the fit is then slower than the exact one (1.5x on the
 #'   5-parameter Gaussian of the simulator vignette with three-way `ti()` terms).
 #' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
 #'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `discrete`, `time`.
