@@ -99,8 +99,9 @@ smooth_con <- function(spec, data, knots) {
 # the rounded data, as mgcv puts them on continuous data: discrete_knots(); the sum-to-zero
 # constraint weighted by how often each distinct row occurs, so it equals the constraint of the
 # full rounded data), and the block is stored as those distinct rows'
-# basis (m x k) plus the index of each row. Smooths with `by` variables, factor covariates or
-# constraints other than the usual one keep their exact basis. Returns the setup_terms() fields
+# basis (m x k) plus the index of each row. Smooths with `by` variables, factor covariates,
+# constraints other than the usual one, or more distinct rounded rows than half the rows keep
+# their exact basis. Returns the setup_terms() fields
 # with `terms` (list(values, index) per block, for the engine) in place of X.
 discrete_grid <- c(2000, 100, 25)
 
@@ -262,7 +263,8 @@ discrete_knots <- function(spec, u, counts, knots) {
 }
 
 # A smooth on discretised covariates: list(smooths, index), or NULL when the smooth keeps its
-# exact basis (by variables, non-numeric covariates, constraints other than sum-to-zero).
+# exact basis (by variables, non-numeric covariates, constraints other than sum-to-zero, more
+# distinct rounded rows than half the rows).
 # `fast_tp`: thin-plate terms of two or more covariates without a fixed `sp` are set up by the
 # package's constructor (smooth.construct.ncetp.smooth.spec(): mgcv's object, eigen-decomposition in
 # Rust), as gam_setup() does for exact fits: on up to 100^2 distinct rounded points mgcv's own set-up
@@ -293,6 +295,9 @@ discrete_smooth <- function(spec, data, knots, fast_tp = FALSE) {
   ncode <- prod(lengths(grids))
   counts <- tabulate(code, nbins = ncode)
   present <- which(counts > 0L)
+  # Rounding that leaves more distinct rows than half the rows compresses nothing (terms of three
+  # or more covariates on the 25-value grid): the term keeps its exact basis, one row per row.
+  if (length(present) * 2L > n) return(NULL)
   lut <- integer(ncode)
   lut[present] <- seq_along(present)
   index <- lut[code]

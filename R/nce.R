@@ -93,7 +93,9 @@
 #'   ~20,000 rows the linear predictor differs from the exact fit's by less than
 #'   0.01 and the total edf by a few percent. Prediction, plots and summaries
 #'   use the same mgcv smooth objects (built on the rounded values). Smooths
-#'   with `by =` variables or factor covariates keep their exact basis. Only
+#'   with `by =` variables or factor covariates keep their exact basis, as do
+#'   smooths whose rounded values stay distinct in more than half the rows
+#'   (three or more covariates on few rows), where rounding saves nothing. Only
 #'   for formulas with smooth terms and `method = "logistic"`; not with
 #'   `given`, `start` or `model` (classed error `nce_error_input`).
 #' @details

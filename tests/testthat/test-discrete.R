@@ -114,6 +114,24 @@ test_that("nce(discrete = TRUE) is within 0.01 of the exact fit, with the same e
   expect_true(all(is.finite(s$s.table[, "edf"])))
 })
 
+test_that("a term whose rounding leaves more distinct rows than half the rows keeps its exact basis", {
+  set.seed(31)
+  dat <- data.frame(u = runif(300), v = runif(300), w = runif(300))
+  ref <- ref_uniform(u = c(0, 1), v = c(0, 1), w = c(0, 1))
+  # Three covariates on the 25-value grid: nearly every one of the 1,500 rows its own cell.
+  set.seed(4)
+  exact <- nce(~ s(u, v, w, k = 15), data = dat, reference = ref, ratio = 4)
+  set.seed(4)
+  disc <- nce(~ s(u, v, w, k = 15), data = dat, reference = ref, ratio = 4, discrete = TRUE)
+  expect_true(disc$discrete)
+  expect_lt(max(abs(disc$linear.predictors - exact$linear.predictors)), 1e-5)
+  setup <- nce:::setup_terms_discrete(~ s(u, v, w, k = 15), disc$nce_frame)
+  expect_equal(nrow(setup$terms[[2L]]$values), nrow(disc$nce_frame))
+  # A one-covariate term on these rows still rounds (2,000 grid values, 1,500 rows, ties).
+  setup <- nce:::setup_terms_discrete(~ s(u, k = 15), rbind(disc$nce_frame, disc$nce_frame))
+  expect_lt(nrow(setup$terms[[2L]]$values), nrow(disc$nce_frame))
+})
+
 test_that("nce(discrete = TRUE) does not depend on the number of threads", {
   old <- options(nce.threads = 1L)
   on.exit(options(old))
