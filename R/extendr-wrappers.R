@@ -304,6 +304,13 @@ nce_ratio_metropolis <- function(values, lo, hi, prior, starts, scale, burnin, s
 #' @noRd
 nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_eval, values, lo, hi, x)
 
+#' REML fit on [A | one free intercept per group] with A in `shards` shards reached through
+#' `runner` (the shards written with a B of no columns): as `nce_fit_reml_free_intercepts` for a
+#' dense A with `pa` columns, with the same results bit for bit.
+#' @keywords internal
+#' @noRd
+nce_fit_reml_free_intercepts_sharded <- function(runner, shards, pa, ngroups, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_free_intercepts_sharded, runner, shards, pa, ngroups, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
+
 #' The shards of a grouped design: A (n x pa), B (ngroups x pb) and the 1-based group of each
 #' row, split into `shards`. Returns one list per shard: a, group (0-based), b, a_groups,
 #' group_local (0-based), g0, g1 (the shard's groups g0..g1, 0-based, end excluded).

@@ -471,7 +471,7 @@ cc_basis <- function(x, knots, bd) {
 # of groups. A has no intercept column. The intercepts come back in `transition_intercepts`
 # (with `transition_intercept_se`), not among the coefficients.
 fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, family = "binomial", cluster = NULL,
-                                knots = NULL, sp = NULL, control = nce_control(), discrete = FALSE) {
+                                knots = NULL, sp = NULL, control = nce_control(), discrete = FALSE, shards = NULL) {
   a <- if (discrete) setup_terms_discrete(row_formula, rows, knots, intercept = FALSE) else
     setup_terms(row_formula, rows, knots, intercept = FALSE)
   a_engine <- if (discrete) a$terms else a$X
@@ -482,12 +482,20 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
     nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input", call = NULL)
   }
-  res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group), as.integer(ngroups), as.double(y),
-                                         rep(1, length(y)),
-                                         as.double(offset), family,
-                                         if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                         if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
   cn <- if (discrete) a$colnames else colnames(a$X)
+  if (is.null(shards)) {
+    res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group), as.integer(ngroups), as.double(y),
+                                           rep(1, length(y)),
+                                           as.double(offset), family,
+                                           if (is.null(cluster)) NULL else as.integer(cluster), penalties,
+                                           if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
+  } else {
+    # This process drops A once the shards are written (their B has no columns).
+    store <- write_shards(shards, a_engine, matrix(0, ngroups, 0L), group)
+    on.exit(unlink(store$paths), add = TRUE)
+    a$X <- a_engine <- NULL
+    res <- rs(fit_free_sharded(store, ngroups, group, y, offset, family, cluster, penalties, sp, control))
+  }
   rm(a_engine)
   labels <- vapply(a$penalties, `[[`, "", "label")
   a$ncol <- pa

@@ -17,9 +17,10 @@
 #' whatever the number of shards, workers or threads (on workers whose CPUs
 #' have the same vector instructions, AVX2 and FMA, as this one's).
 #'
-#' Shards cover exact fits whose transition intercept is a smooth (the
-#' default) or `"none"`; with `discrete = TRUE` or `intercept = "transition"`
-#' they are an error of class `nce_error_unsupported`.
+#' Shards cover exact fits with every kind of transition intercept (a smooth,
+#' the default; `"transition"`, one free intercept per transition, eliminated
+#' per transition; or `"none"`); with `discrete = TRUE` they are an error of
+#' class `nce_error_unsupported` (a discretised design is already small).
 #'
 #' @param n Number of shards: a whole number from 1 to the number of chunks
 #'   of 4096 rows (data and reference rows). Usually the number of workers.
@@ -90,18 +91,15 @@ write_shards <- function(shards, a, b, group) {
   list(paths = paths, token = token, n = length(parts), pa = ncol(a))
 }
 
-# The REML fit of fit_grouped() with A in the shards of `store` (write_shards()): the engine
-# calls `runner` whenever it needs the shards' sums.
-fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, penalties, sp, control) {
+# The function the engine calls whenever it needs the sums of the shards of `store`
+# (write_shards()): one task per shard through future.apply, results in shard order.
+shard_runner <- function(store) {
   paths <- store$paths
   token <- store$token
-  # Shards run in this process (sequential plan) are not kept after the fit.
-  on.exit(if (identical(shard_cache$.token, token)) rm(list = ls(shard_cache, all.names = TRUE), envir = shard_cache),
-          add = TRUE)
   # Sent to the workers with each call: a closure of the base environment travels light (the
   # package's own function as FUN made each call about four times slower under multisession).
   worker <- local(function(job) utils::getFromNamespace("shard_job", "nce")(job), baseenv())
-  runner <- function(tasks) {
+  function(tasks) {
     jobs <- lapply(seq_along(tasks), function(s) list(path = paths[s], token = token, task = tasks[[s]]))
     tryCatch(
       if (requireNamespace("future.apply", quietly = TRUE)) {
@@ -111,9 +109,30 @@ fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, pen
       },
       error = function(e) e, interrupt = function(e) e)
   }
-  nce_fit_reml_grouped_sharded(runner, store$n, store$pa, b, as.integer(group), as.double(y), rep(1, length(y)),
-                               as.double(offset), family, if (is.null(cluster)) NULL else as.integer(cluster),
-                               penalties, if (is.null(sp)) NULL else as.double(sp), control, nce_threads())
+}
+
+# Shards run in this process (sequential plan) are not kept after the fit.
+forget_shards <- function(store) {
+  if (identical(shard_cache$.token, store$token)) rm(list = ls(shard_cache, all.names = TRUE), envir = shard_cache)
+}
+
+# The REML fit of fit_grouped() with A in the shards of `store`.
+fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, penalties, sp, control) {
+  on.exit(forget_shards(store), add = TRUE)
+  nce_fit_reml_grouped_sharded(shard_runner(store), store$n, store$pa, b, as.integer(group), as.double(y),
+                               rep(1, length(y)), as.double(offset), family,
+                               if (is.null(cluster)) NULL else as.integer(cluster), penalties,
+                               if (is.null(sp)) NULL else as.double(sp), control, nce_threads())
+}
+
+# The REML fit of fit_free_intercepts() with A in the shards of `store` (written with a B of no
+# columns).
+fit_free_sharded <- function(store, ngroups, group, y, offset, family, cluster, penalties, sp, control) {
+  on.exit(forget_shards(store), add = TRUE)
+  nce_fit_reml_free_intercepts_sharded(shard_runner(store), store$n, store$pa, as.integer(ngroups), as.integer(group),
+                                       as.double(y), rep(1, length(y)), as.double(offset), family,
+                                       if (is.null(cluster)) NULL else as.integer(cluster), penalties,
+                                       if (is.null(sp)) NULL else as.double(sp), control, nce_threads())
 }
 
 # Shards read by this process, of the latest sharded fit only (keyed by file).

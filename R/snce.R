@@ -54,7 +54,7 @@
 #' @param shards `NULL` to fit in this process, or [nce_shards()] (or a
 #'   number of shards) to hold the row-level model matrix in row shards run by
 #'   the workers of the current [future::plan()] (e.g. on a cluster): the same
-#'   fit, bit for bit. Exact fits with a smooth or no transition intercept only.
+#'   fit, bit for bit. Exact fits only (any `intercept`), not `discrete = TRUE`.
 #' @return An object of class `snce_fit` (also `nce_fit`): `print`,
 #'   `summary`, `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs` (the
 #'   number of transitions), `model.frame`, `update`.
@@ -95,9 +95,8 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
   }
   int <- intercept_spec(intercept, reference$vars, call = user_call)
   shards <- as_shards(shards, call = user_call)
-  if (!is.null(shards) && (isTRUE(discrete) || int$type == "transition")) {
-    nce_abort(sprintf("`shards` is not supported yet with %s: fit in one process (shards = NULL)",
-                      if (isTRUE(discrete)) "discrete = TRUE" else "intercept = \"transition\""),
+  if (!is.null(shards) && isTRUE(discrete)) {
+    nce_abort("`shards` is not supported with discrete = TRUE (a discretised design is small): fit in one process",
               "unsupported", call = user_call)
   }
   tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call,
@@ -121,7 +120,8 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
                          cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
                          shards = shards),
     transition = fit_free_intercepts(formula, rows, nt, rows$.transition, rows$.label, rows$.offset,
-                                     cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete),
+                                     cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
+                                     shards = shards),
     none = fit_grouped(formula, rows, ~ 1, tr$trans, rows$.transition, rows$.label, rows$.offset,
                        cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
                        shards = shards)

@@ -8,12 +8,13 @@
 # predictor (0: the fits are bit-identical).
 #   Rscript bench/shards.R            # S = 14
 #   NCE_SHARDS_S=4 Rscript bench/shards.R
+#   NCE_SHARDS_INTERCEPT=transition Rscript bench/shards.R   # one free intercept per transition
 suppressPackageStartupMessages(library(nce))
 n_subjects <- as.integer(Sys.getenv("NCE_SHARDS_S", "14"))
 window <- c(0, 1024, 0, 768)
 truth <- list(radius = function(r) -r / 200, dist = function(d) -d / 120, angle = function(a) 0.4 * cos(4 * a))
 kernel <- ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16)
-intercept <- ~ te(x_prev, y_prev, k = 5)
+intercept <- if (identical(Sys.getenv("NCE_SHARDS_INTERCEPT"), "transition")) "transition" else ~ te(x_prev, y_prev, k = 5)
 set.seed(n_subjects)
 d <- rlatkes(2000, truth, window = window, n_subjects = n_subjects, n_trials = 20)
 d$sequence <- interaction(d$subject, d$trial, drop = TRUE, lex.order = TRUE)
@@ -31,7 +32,8 @@ worker_cpu <- function() {
 cat(sprintf("load average at start: %s\n", paste(readLines("/proc/loadavg", warn = FALSE), collapse = " ")))
 st0 <- system.time(f0 <- fit())
 n <- nrow(f0$nce_frame)
-pa <- sum(vapply(f0$row_setup$smooth, function(s) s$last.para - s$first.para + 1, 0)) + 1
+pa <- sum(vapply(f0$row_setup$smooth, function(s) s$last.para - s$first.para + 1, 0)) + !is.character(intercept)
+cat(sprintf("intercept: %s\n", if (is.character(intercept)) intercept else deparse(intercept)))
 cat(sprintf("S = %d: %s rows, %d coefficients (%d row-level: A is %.0f MB), %d outer / %d inner iterations\n",
             n_subjects, format(n, big.mark = ","), length(coef(f0)), pa, 8 * n * pa / 2^20,
             f0$outer_iterations, f0$iter))
@@ -52,7 +54,10 @@ st2 <- system.time(f2 <- fit(2))
 w1 <- worker_cpu()
 future::plan(future::sequential)
 
-same <- function(f) identical(f$coefficients, f0$coefficients) && identical(f$Vp, f0$Vp) && identical(f$Vs, f0$Vs)
+same <- function(f) {
+  identical(f$coefficients, f0$coefficients) && identical(f$Vp, f0$Vp) && identical(f$Vs, f0$Vs) &&
+    identical(f$transition_intercepts, f0$transition_intercepts)
+}
 cat(sprintf("calls to the shards per fit: %d (%s)\n", sum(calls),
             paste(sprintf("%s %d", names(calls), calls), collapse = ", ")))
 cat(sprintf("%-34s %8s %8s %12s %10s %14s %10s\n", "", "wall(s)", "cpu(s)", "workers cpu", "wall ratio",

@@ -76,6 +76,27 @@ test_that("two multisession workers give the same fit", {
   expect_same_fit(fit_sharded(2), ref)
 })
 
+test_that("free per-transition intercepts (intercept = \"transition\") in shards: the in-memory fit, bit for bit", {
+  skip_on_cran()
+  skip_if_not_installed("future")
+  d <- shard_problem()
+  fit_free <- function(shards = NULL) {
+    set.seed(5)
+    latkes(d, group = "trial", window = screen, ratio = 10, kernel = shard_kernel, intercept = "transition",
+           shards = shards)
+  }
+  ref <- fit_free()
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old), add = TRUE)
+  for (s in 1:3) expect_same_fit(fit_free(s), ref)
+  future::plan(future::multisession, workers = 2)
+  fit <- fit_free(2)
+  expect_same_fit(fit, ref)
+  expect_identical(fit$transition_intercepts, ref$transition_intercepts)
+  expect_identical(capture.output(summary(fit)), capture.output(summary(ref)))
+  expect_length(list.files(tempdir(), pattern = "^nce-shards-"), 0L)
+})
+
 test_that("bad `shards` are classed errors naming the argument", {
   d <- shard_problem()
   expect_error(nce_shards(0), "`shards` must be a whole number of at least 1", class = "nce_error_input")
@@ -86,11 +107,8 @@ test_that("bad `shards` are classed errors naming the argument", {
   expect_error(fit_sharded("two"), "`shards` must be NULL, a number of shards", class = "nce_error_input")
   expect_error(fit_sharded(0), "`shards` must be a whole number of at least 1", class = "nce_error_input")
   expect_error(fit_sharded(50), "`shards` must be at most 3: .* 3 chunks of 4096 rows", class = "nce_error_input")
-  expect_error(fit_sharded(2, discrete = TRUE), "`shards` is not supported yet with discrete = TRUE",
+  expect_error(fit_sharded(2, discrete = TRUE), "`shards` is not supported with discrete = TRUE",
                class = "nce_error_unsupported")
-  expect_error(latkes(d, group = "trial", window = screen, ratio = 10, kernel = ~ s(dist, bs = "cr"),
-                      intercept = "transition", shards = 2),
-               "`shards` is not supported yet with intercept = \"transition\"", class = "nce_error_unsupported")
   expect_output(print(nce_shards(3)), "<nce_shards: 3 shards in tempdir\\(\\)>")
 })
 

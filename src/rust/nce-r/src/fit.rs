@@ -235,25 +235,29 @@ fn nce_fit_reml_free_intercepts(
                 (fit, pa)
             }
         };
-        let FreeInterceptFit {
-            reml,
-            intercepts,
-            intercept_se,
-            sandwich,
-        } = fit;
-        // The dense fit's fields, then the intercepts.
-        let internal = |e: extendr_api::Error| NceError::invalid("result", e.to_string());
-        let out: List = reml_result(reml, sandwich, vec![false; pa])
-            .try_into()
-            .map_err(internal)?;
-        let mut names: Vec<String> = out.names().map(|n| n.map(str::to_string).collect()).unwrap_or_default();
-        let mut values: Vec<Robj> = out.values().collect();
-        names.extend(["intercepts".to_string(), "intercept_se".to_string()]);
-        values.extend([intercepts.into(), intercept_se.into()]);
-        Ok(List::from_names_and_values(names, values)
-            .map_err(internal)?
-            .into_robj())
+        free_result(fit, pa)
     })
+}
+
+/// A free-intercept fit for R: the dense fit's fields, then the intercepts.
+pub(crate) fn free_result(fit: FreeInterceptFit, pa: usize) -> Res<Robj> {
+    let FreeInterceptFit {
+        reml,
+        intercepts,
+        intercept_se,
+        sandwich,
+    } = fit;
+    let internal = |e: extendr_api::Error| NceError::invalid("result", e.to_string());
+    let out: List = reml_result(reml, sandwich, vec![false; pa])
+        .try_into()
+        .map_err(internal)?;
+    let mut names: Vec<String> = out.names().map(|n| n.map(str::to_string).collect()).unwrap_or_default();
+    let mut values: Vec<Robj> = out.values().collect();
+    names.extend(["intercepts".to_string(), "intercept_se".to_string()]);
+    values.extend([intercepts.into(), intercept_se.into()]);
+    Ok(List::from_names_and_values(names, values)
+        .map_err(internal)?
+        .into_robj())
 }
 
 /// The terms of a discretised block (a list of `list(values, index)`), or None for a matrix.

@@ -4,13 +4,13 @@
 //! tasks. No numerics here.
 
 use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_slice, threads_of, zero_based, Res};
-use crate::fit::{cluster_of, penalties_from, problem, reml_control, reml_result};
+use crate::fit::{cluster_of, free_result, penalties_from, problem, reml_control, reml_result};
 use crate::run::{self, Requester};
 use extendr_api::prelude::*;
 use nce_core::reml::fit_reml;
 use nce_core::shards::{
-    sharded_cluster_sandwich, LocalShard, ShardBackend, ShardLayout, ShardOp, ShardPart, ShardResult, ShardTask,
-    ShardedDesign,
+    fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, LocalShard, ShardBackend, ShardLayout, ShardOp,
+    ShardPart, ShardResult, ShardTask, ShardedDesign,
 };
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -286,8 +286,72 @@ fn nce_fit_reml_grouped_sharded(
     })
 }
 
+/// REML fit on [A | one free intercept per group] with A in `shards` shards reached through
+/// `runner` (the shards written with a B of no columns): as `nce_fit_reml_free_intercepts` for a
+/// dense A with `pa` columns, with the same results bit for bit.
+/// @keywords internal
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn nce_fit_reml_free_intercepts_sharded(
+    runner: Robj,
+    shards: i32,
+    pa: i32,
+    ngroups: i32,
+    group: Robj,
+    y: Robj,
+    weights: Robj,
+    offset: Robj,
+    family: &str,
+    cluster: Robj,
+    penalties: List,
+    sp: Robj,
+    control: List,
+    threads: i32,
+) -> Robj {
+    guard(|| {
+        let runner: Function = runner
+            .try_into()
+            .map_err(|_| NceError::invalid("runner", "must be a function"))?;
+        let shards = int_count(shards, "shards", 1)?;
+        let pa = int_count(pa, "pa", 1)?;
+        let ng = int_count(ngroups, "ngroups", 1)?;
+        let g0 = zero_based(&group, "group", ng)?;
+        let prob = problem(&y, &weights, &offset, family)?;
+        if g0.len() != prob.y.len() {
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {} (one per row)", g0.len(), prob.y.len()),
+            ));
+        }
+        let cluster = cluster_of(&cluster, ng)?;
+        let pens = penalties_from(&penalties, pa)?;
+        let ctrl = reml_control(&sp, &control)?;
+        let no_b: Vec<f64> = Vec::new();
+        let fit = run::run_serving(
+            threads_of(threads)?,
+            |tasks| serve(&runner, tasks),
+            |stop, requester| {
+                let backend = RShards(requester);
+                let design = ShardedDesign::new(&no_b, ng, 0, &g0, pa, shards, &backend)?;
+                let fit =
+                    fit_reml_free_intercepts_sharded(&design, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
+                        stop.load(Ordering::Relaxed) || design.failed()
+                    });
+                // A shard's failure (or an interrupt while the shards ran) is the cause.
+                if let Some(e) = design.take_failure() {
+                    return Err(e);
+                }
+                fit
+            },
+        )?;
+        free_result(fit, pa)
+    })
+}
+
 extendr_module! {
     mod shards;
+    fn nce_fit_reml_free_intercepts_sharded;
     fn nce_shard_split;
     fn nce_shard_task;
     fn nce_fit_reml_grouped_sharded;

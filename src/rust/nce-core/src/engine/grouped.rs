@@ -604,8 +604,86 @@ pub struct FreeInterceptFit {
     pub sandwich: Option<DMatrix<f64>>,
 }
 
-struct FreeCtx<'a, 'b> {
-    gd: &'b GroupedDesign<'a>,
+/// The row-level operations of the free-intercept fit, on A in memory (`GroupedDesign`) or in
+/// row shards (`shards::ShardedDesign`), with the same results bit for bit.
+pub(crate) trait FreeRows: Sync {
+    fn n_rows(&self) -> usize;
+    fn n_a(&self) -> usize;
+    fn n_groups(&self) -> usize;
+    fn row_groups(&self) -> &[usize];
+    /// A beta.
+    fn a_eta(&self, beta: &[f64], out: &mut [f64]);
+    /// A' diag(w_l) A per weight vector (upper triangle, row-major pa x pa).
+    fn a_crossprods(&self, ws: &[&[f64]]) -> Vec<Vec<f64>>;
+    /// Per weight vector: the group sums of w_l, and of w_l a_r (pa x ngroups, at j ng + t).
+    fn weight_sums(&self, ws: &[&[f64]]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>);
+    /// A'v and the group sums of v.
+    fn vec_sums(&self, v: &[f64]) -> (Vec<f64>, Vec<f64>);
+    /// (a_r - c_t)' Sigma^{-1} (a_r - c_t) + 1 / d_t for each row r of group t, with c_t at
+    /// `centres[t pa..(t + 1) pa]`.
+    fn free_leverages(&self, si: &DMatrix<f64>, centres: &[f64], d: &[f64]) -> Vec<f64>;
+}
+
+/// `FreeRows::free_leverages` on the rows of `gd` (their groups index `centres` and `d`).
+pub(crate) fn free_leverages_of(gd: &GroupedDesign, si: &DMatrix<f64>, centres: &[f64], d: &[f64]) -> Vec<f64> {
+    let (pa, n) = (gd.pa(), Design::nrow(gd));
+    let mut lev = vec![0.0; n];
+    lev.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
+        let mut x = vec![0.0; pa];
+        for (i, l) in o.iter_mut().enumerate() {
+            let r = k * CHUNK_ROWS + i;
+            let t = gd.group[r];
+            gd.a_row_into(r, &mut x);
+            for j in 0..pa {
+                x[j] -= centres[t * pa + j];
+            }
+            let mut q = 0.0;
+            for a in 0..pa {
+                let xa = x[a];
+                let col = si.column(a);
+                q += xa * (0..pa).map(|b| col[b] * x[b]).sum::<f64>();
+            }
+            *l = q + 1.0 / d[t];
+        }
+    });
+    lev
+}
+
+impl FreeRows for GroupedDesign<'_> {
+    fn n_rows(&self) -> usize {
+        Design::nrow(self)
+    }
+    fn n_a(&self) -> usize {
+        self.pa()
+    }
+    fn n_groups(&self) -> usize {
+        self.ngroups()
+    }
+    fn row_groups(&self) -> &[usize] {
+        self.group
+    }
+    fn a_eta(&self, beta: &[f64], out: &mut [f64]) {
+        self.a.linear_predictor(beta, out);
+    }
+    fn a_crossprods(&self, ws: &[&[f64]]) -> Vec<Vec<f64>> {
+        self.a.crossprod_parts(ws)
+    }
+    fn weight_sums(&self, ws: &[&[f64]]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let (ds, _, aw) = self.group_sums(ws, &[]);
+        (ds, aw)
+    }
+    fn vec_sums(&self, v: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let ga = self.a.crossprod_vec_raw(v);
+        let (_, mut vs, _) = self.group_sums(&[], &[v]);
+        (ga, vs.pop().expect("one plain vector"))
+    }
+    fn free_leverages(&self, si: &DMatrix<f64>, centres: &[f64], d: &[f64]) -> Vec<f64> {
+        free_leverages_of(self, si, centres, d)
+    }
+}
+
+struct FreeCtx<'b, D: FreeRows + ?Sized> {
+    gd: &'b D,
     prob: &'b Problem<'b>,
     pens: &'b PenaltySet,
     ctrl: &'b RemlControl,
@@ -625,23 +703,24 @@ struct FreePoint {
     h: Eliminated,
 }
 
-impl FreeCtx<'_, '_> {
+impl<D: FreeRows + ?Sized> FreeCtx<'_, D> {
     fn pa(&self) -> usize {
-        self.gd.pa()
+        self.gd.n_a()
     }
 
     fn ng(&self) -> usize {
-        self.gd.ngroups()
+        self.gd.n_groups()
     }
 
     /// X theta (no offset) for theta = (beta, alpha).
     fn lin(&self, theta: &[f64]) -> Vec<f64> {
         let pa = self.pa();
-        let mut eta = vec![0.0; self.gd.nrow()];
-        self.gd.a.linear_predictor(&theta[..pa], &mut eta);
+        let mut eta = vec![0.0; self.gd.n_rows()];
+        self.gd.a_eta(&theta[..pa], &mut eta);
         let alpha = &theta[pa..];
+        let group = self.gd.row_groups();
         eta.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
-            let g = &self.gd.group[k * CHUNK_ROWS..k * CHUNK_ROWS + o.len()];
+            let g = &group[k * CHUNK_ROWS..k * CHUNK_ROWS + o.len()];
             for (v, &t) in o.iter_mut().zip(g) {
                 *v += alpha[t];
             }
@@ -652,8 +731,8 @@ impl FreeCtx<'_, '_> {
     /// X' diag(w_l) X for each weight vector, as arrows.
     fn arrows(&self, ws: &[&[f64]]) -> Vec<Arrow> {
         let (pa, ng) = (self.pa(), self.ng());
-        let pp = self.gd.a.crossprod_parts(ws);
-        let (ds, _, aw) = self.gd.group_sums(ws, &[]);
+        let pp = self.gd.a_crossprods(ws);
+        let (ds, aw) = self.gd.weight_sums(ws);
         pp.into_iter()
             .zip(ds)
             .zip(aw)
@@ -668,42 +747,17 @@ impl FreeCtx<'_, '_> {
     /// X' v.
     fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
         let (pa, ng) = (self.pa(), self.ng());
-        let ga = self.gd.a.crossprod_vec_raw(v);
-        let (_, vs, _) = self.gd.group_sums(&[], &[v]);
+        let (ga, vs) = self.gd.vec_sums(v);
         let mut g = DVector::zeros(pa + ng);
         g.rows_mut(0, pa).copy_from_slice(&ga);
-        g.rows_mut(pa, ng).copy_from_slice(&vs[0]);
+        g.rows_mut(pa, ng).copy_from_slice(&vs);
         g
     }
 
     /// Leverages x_r' H^{-1} x_r = a~_r' Sigma^{-1} a~_r + 1 / d_t, a~_r = a_r - Q_t / d_t.
     fn leverages(&self, h: &Eliminated) -> Vec<f64> {
-        let (pa, n) = (self.pa(), self.gd.nrow());
-        let si = &h.sigma_inv;
-        let centres: Vec<f64> = (0..self.ng())
-            .flat_map(|t| (0..pa).map(move |i| (t, i)))
-            .map(|(t, i)| h.h.r[(i, t)] / h.h.d[t])
-            .collect();
-        let mut lev = vec![0.0; n];
-        lev.par_chunks_mut(CHUNK_ROWS).enumerate().for_each(|(k, o)| {
-            let mut x = vec![0.0; pa];
-            for (i, l) in o.iter_mut().enumerate() {
-                let r = k * CHUNK_ROWS + i;
-                let t = self.gd.group[r];
-                self.gd.a_row_into(r, &mut x);
-                for j in 0..pa {
-                    x[j] -= centres[t * pa + j];
-                }
-                let mut q = 0.0;
-                for a in 0..pa {
-                    let xa = x[a];
-                    let col = si.column(a);
-                    q += xa * (0..pa).map(|b| col[b] * x[b]).sum::<f64>();
-                }
-                *l = q + 1.0 / h.h.d[t];
-            }
-        });
-        lev
+        self.gd
+            .free_leverages(&h.sigma_inv, &free_centres(h, self.pa()), &h.h.d)
     }
 
     /// (H^{-1} b for b = (S_j-like vector on beta, 0)).
@@ -715,7 +769,15 @@ impl FreeCtx<'_, '_> {
 }
 
 /// The inner fit's Newton system, each step solved by elimination of the intercepts.
-impl pirls::NewtonModel for FreeCtx<'_, '_> {
+/// Q_t / d_t of every group, group after group: the centres of the eliminated design's rows.
+fn free_centres(h: &Eliminated, pa: usize) -> Vec<f64> {
+    (0..h.h.d.len())
+        .flat_map(|t| (0..pa).map(move |i| (t, i)))
+        .map(|(t, i)| h.h.r[(i, t)] / h.h.d[t])
+        .collect()
+}
+
+impl<D: FreeRows + ?Sized> pirls::NewtonModel for FreeCtx<'_, D> {
     type Hessian = Eliminated;
     fn prob(&self) -> &Problem<'_> {
         self.prob
@@ -756,7 +818,7 @@ impl pirls::NewtonModel for FreeCtx<'_, '_> {
     }
 }
 
-impl crate::reml::RemlModel for FreeCtx<'_, '_> {
+impl<D: FreeRows + ?Sized> crate::reml::RemlModel for FreeCtx<'_, D> {
     type Point = FreePoint;
 
     fn point(
@@ -797,7 +859,7 @@ impl crate::reml::RemlModel for FreeCtx<'_, '_> {
     /// elimination and tr(H^{-1} dH_k H^{-1} dH_j) on the transformed arrows (see `Eliminated`).
     fn derivs(&self, pt: &FreePoint) -> Result<Derivs> {
         let (pens, prob) = (self.pens, self.prob);
-        let (n, m, pa, ng) = (self.gd.nrow(), pens.len(), self.pa(), self.ng());
+        let (n, m, pa, ng) = (self.gd.n_rows(), pens.len(), self.pa(), self.ng());
         let h = &pt.h;
         let beta = DVector::from_column_slice(&pt.beta[..pa]);
         let lam: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
@@ -931,15 +993,15 @@ pub fn fit_reml_free_intercepts_discrete(
     free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
 }
 
-fn free_intercepts_on(
-    gd: &GroupedDesign,
+pub(crate) fn free_intercepts_on<D: FreeRows + ?Sized>(
+    gd: &D,
     prob: &Problem,
     penalties: &PenaltySet,
     ctrl: &RemlControl,
     cluster_of_group: Option<&[usize]>,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
-    let (nrow, pa, ngroups, group) = (gd.nrow(), gd.pa(), gd.ngroups(), gd.group());
+    let (nrow, pa, ngroups) = (gd.n_rows(), gd.n_a(), gd.n_groups());
     if penalties.ncoef() != pa {
         return Err(NceError::invalid(
             "penalties",
@@ -953,7 +1015,11 @@ fn free_intercepts_on(
         ));
     }
     pirls::validate(nrow, pa + ngroups, prob)?;
-    if let Some(t) = (0..ngroups).find(|&t| gd.group_start[t + 1] == gd.group_start[t]) {
+    let mut sizes = vec![0usize; ngroups];
+    for &t in gd.row_groups() {
+        sizes[t] += 1;
+    }
+    if let Some(t) = sizes.iter().position(|&c| c == 0) {
         return Err(NceError::invalid("group", format!("group {} has no rows", t + 1)));
     }
     if let Some(c) = cluster_of_group {
@@ -1011,16 +1077,15 @@ fn free_intercepts_on(
         })
         .collect();
     let sandwich = cluster_of_group.map(|c| {
-        // Cluster scores of the eliminated design: sum_r g_r (a_r - Q_t / d_t).
+        // Cluster scores of the eliminated design: sum_r g_r (a_r - Q_t / d_t), from the group
+        // sums of g and g a (clusters are unions of groups), group after group.
         let nc = c.iter().copied().max().map_or(0, |v| v + 1);
         let mut z = DMatrix::<f64>::zeros(nc, pa);
-        let mut x = vec![0.0; pa];
-        for r in 0..nrow {
-            let t = group[r];
-            let cl = c[t];
-            gd.a_row_into(r, &mut x);
+        let (gs, gaw) = gd.weight_sums(&[&row_grad]);
+        let (gs, gaw) = (&gs[0], &gaw[0]);
+        for (t, &cl) in c.iter().enumerate() {
             for j in 0..pa {
-                z[(cl, j)] += row_grad[r] * (x[j] - h.h.r[(j, t)] / h.h.d[t]);
+                z[(cl, j)] += gaw[j * ngroups + t] - gs[t] * (h.h.r[(j, t)] / h.h.d[t]);
             }
         }
         let meat = z.transpose() * &z;
@@ -1078,10 +1143,10 @@ fn free_intercepts_on(
 }
 
 /// `reml::auto_rho` for the free-intercept design: lambda_j S_j comparable with A'WA.
-fn free_auto_rho(gd: &GroupedDesign, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
+fn free_auto_rho<D: FreeRows + ?Sized>(gd: &D, prob: &Problem, pens: &PenaltySet) -> Vec<f64> {
     let w = start_weights(prob);
-    let u = gd.a.crossprod_parts(&[&w]).pop().expect("one weight vector");
-    let pa = gd.pa();
+    let u = gd.a_crossprods(&[&w]).pop().expect("one weight vector");
+    let pa = gd.n_a();
     rho_from_diagonal(pens, |j| u[j * pa + j])
 }
 

@@ -11,7 +11,10 @@
 
 use crate::design::{DenseDesign, Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
-use crate::grouped::{assemble, GroupedDesign};
+use crate::grouped::{assemble, free_intercepts_on, free_leverages_of, FreeInterceptFit, FreeRows, GroupedDesign};
+use crate::irls::Problem;
+use crate::penalty::PenaltySet;
+use crate::reml::RemlControl;
 use crate::sandwich::{add_group_block, add_group_sums_by_cluster, bread_meat_bread};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Mutex;
@@ -98,6 +101,9 @@ pub enum ShardOp {
     Sums,
     /// x_r' M x_r for the shard's rows.
     Quad,
+    /// The free-intercept leverages (a_r - c_t)' Sigma^{-1} (a_r - c_t) + 1 / d_t of the shard's
+    /// rows; `x` holds Sigma^{-1} (pa x pa), the centres (groups x pa, group after group) and d.
+    FreeLeverages,
 }
 
 impl ShardOp {
@@ -107,13 +113,20 @@ impl ShardOp {
             ShardOp::Eta => "eta",
             ShardOp::Sums => "sums",
             ShardOp::Quad => "quad",
+            ShardOp::FreeLeverages => "free_leverages",
         }
     }
 
     pub fn from_name(s: &str) -> Option<Self> {
-        [ShardOp::Info, ShardOp::Eta, ShardOp::Sums, ShardOp::Quad]
-            .into_iter()
-            .find(|o| o.name() == s)
+        [
+            ShardOp::Info,
+            ShardOp::Eta,
+            ShardOp::Sums,
+            ShardOp::Quad,
+            ShardOp::FreeLeverages,
+        ]
+        .into_iter()
+        .find(|o| o.name() == s)
     }
 }
 
@@ -244,6 +257,14 @@ impl ShardPart<'_> {
                 check_len("x", task.x.len(), p * p)?;
                 out.rows = vec![0.0; n];
                 rd.row_quadratic_forms(&DMatrix::from_column_slice(p, p, &task.x), &mut out.rows);
+            }
+            ShardOp::FreeLeverages => {
+                let ng = self.ngroups;
+                check_len("x", task.x.len(), pa * pa + ng * pa + ng)?;
+                let si = DMatrix::from_column_slice(pa, pa, &task.x[..pa * pa]);
+                let centres = &task.x[pa * pa..pa * pa + ng * pa];
+                let d = &task.x[pa * pa + ng * pa..];
+                out.rows = free_leverages_of(&rd, &si, centres, d);
             }
             ShardOp::Sums => {
                 let nw = task.nw;
@@ -717,6 +738,82 @@ impl Design for ShardedDesign<'_> {
     }
 }
 
+/// The free-intercept operations from the shards (B has no columns): the results of
+/// `GroupedDesign`'s, bit for bit, since the shards return the same per-chunk and per-group
+/// sums and per-row values. After a shard failure they are NaN (see `failed`).
+impl FreeRows for ShardedDesign<'_> {
+    fn n_rows(&self) -> usize {
+        self.group.len()
+    }
+    fn n_a(&self) -> usize {
+        self.pa
+    }
+    fn n_groups(&self) -> usize {
+        self.ngroups()
+    }
+    fn row_groups(&self) -> &[usize] {
+        self.group
+    }
+    fn a_eta(&self, beta: &[f64], out: &mut [f64]) {
+        let mut task = ShardTask::new(ShardOp::Eta);
+        task.x = beta.to_vec();
+        task.x.resize(self.pa + self.pb(), 0.0);
+        self.per_row(task, out);
+    }
+    fn a_crossprods(&self, ws: &[&[f64]]) -> Vec<Vec<f64>> {
+        match self.sums(ws, None, false) {
+            Some(s) => s.haa,
+            None => vec![vec![f64::NAN; self.pa * self.pa]; ws.len()],
+        }
+    }
+    fn weight_sums(&self, ws: &[&[f64]]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        match self.sums(ws, None, true) {
+            Some(s) => (s.gw, s.aw),
+            None => {
+                let ng = self.ngroups();
+                (
+                    vec![vec![f64::NAN; ng]; ws.len()],
+                    vec![vec![f64::NAN; ng * self.pa]; ws.len()],
+                )
+            }
+        }
+    }
+    fn vec_sums(&self, v: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        match self.sums(&[], Some(v), false) {
+            Some(s) => (s.ga, s.gv),
+            None => (vec![f64::NAN; self.pa], vec![f64::NAN; self.ngroups()]),
+        }
+    }
+    fn free_leverages(&self, si: &DMatrix<f64>, centres: &[f64], d: &[f64]) -> Vec<f64> {
+        let mut task = ShardTask::new(ShardOp::FreeLeverages);
+        task.x = si.as_slice().to_vec();
+        task.x.extend_from_slice(centres);
+        task.x.extend_from_slice(d);
+        let mut out = vec![0.0; self.group.len()];
+        self.per_row(task, &mut out);
+        out
+    }
+}
+
+/// `grouped::fit_reml_free_intercepts` (one free intercept per group) with A in row shards, B
+/// without columns: the same fit as in memory, bit for bit.
+pub fn fit_reml_free_intercepts_sharded(
+    design: &ShardedDesign,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
+    if design.pb() != 0 {
+        return Err(NceError::invalid(
+            "b",
+            "must have no columns: the groups' intercepts are free",
+        ));
+    }
+    free_intercepts_on(design, prob, penalties, ctrl, cluster_of_group, interrupted)
+}
+
 /// `grouped_cluster_sandwich` on a sharded design (the same result).
 pub fn sharded_cluster_sandwich(
     design: &ShardedDesign,
@@ -834,6 +931,85 @@ mod tests {
             assert_eq!(sw, sw0, "{shards} shards");
             assert!(!sd.failed());
         }
+    }
+
+    #[test]
+    fn sharded_free_intercept_fit_is_bit_identical_to_the_in_memory_fit() {
+        use crate::family::Family;
+        use crate::grouped::fit_reml_free_intercepts;
+        use crate::penalty::Penalty;
+        // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks); A: a
+        // parametric column and a 5-column basis with a second-difference penalty.
+        let (ng, per) = (3000usize, 5usize);
+        let n = ng * per;
+        let pa = 6;
+        let mut a = vec![0.0; n * pa];
+        let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
+        for r in 0..n {
+            // Data rows first, then the reference rows group by group (the snce() layout).
+            let (t, data) = if r < ng {
+                (r, true)
+            } else {
+                ((r - ng) / (per - 1), false)
+            };
+            group[r] = t;
+            y[r] = if data { 1.0 } else { 0.0 };
+            let x = ((r as f64) * 0.618_033_988_7).fract();
+            let u = ((r as f64) * 0.414_213_56 + t as f64 * 0.1).fract();
+            a[r] = x * (t as f64 / ng as f64) + if data { 0.3 * x } else { 0.0 };
+            for k in 0..5 {
+                let c = k as f64 / 4.0;
+                a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if data { 0.1 * u } else { 0.0 };
+            }
+            offset[r] = (0.25f64).ln() + 0.2 * x;
+        }
+        let mut d2 = DMatrix::zeros(3, 5);
+        for i in 0..3 {
+            d2[(i, i)] = 1.0;
+            d2[(i, i + 1)] = -2.0;
+            d2[(i, i + 2)] = 1.0;
+        }
+        let w = vec![1.0; n];
+        let prob = Problem::new(&y, &w, &offset, Family::Binomial);
+        let ctrl = RemlControl::default();
+        let pens = PenaltySet::new(
+            pa,
+            vec![Penalty {
+                start: 1,
+                s: d2.transpose() * d2,
+            }],
+        )
+        .unwrap();
+        let clusters: Vec<usize> = (0..ng).map(|t| t / 30).collect();
+        let mem = fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
+            false
+        })
+        .unwrap();
+        let b: Vec<f64> = Vec::new();
+        for shards in 1..=3 {
+            let layout = ShardLayout::new(&group, ng, shards).unwrap();
+            let backend = LocalShards(LocalShard::split(&a, n, pa, &b, ng, 0, &group, &layout).unwrap());
+            let sd = ShardedDesign::new(&b, ng, 0, &group, pa, shards, &backend).unwrap();
+            let fit = with_threads(1 + shards % 2, || {
+                fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, Some(&clusters), &mut || false)
+            })
+            .unwrap()
+            .unwrap();
+            assert!(!sd.failed());
+            assert_eq!(fit.reml.coefficients, mem.reml.coefficients, "{shards} shards");
+            assert_eq!(fit.reml.sp, mem.reml.sp, "{shards} shards");
+            assert_eq!(fit.reml.vp, mem.reml.vp, "{shards} shards");
+            assert_eq!(fit.intercepts, mem.intercepts, "{shards} shards");
+            assert_eq!(fit.intercept_se, mem.intercept_se, "{shards} shards");
+            assert_eq!(fit.sandwich, mem.sandwich, "{shards} shards");
+            assert_eq!(fit.reml.fit.eta, mem.reml.fit.eta, "{shards} shards");
+        }
+        // A B with columns is refused.
+        let layout = ShardLayout::new(&group, ng, 1).unwrap();
+        let b1 = vec![1.0; ng];
+        let backend = LocalShards(LocalShard::split(&a, n, pa, &b1, ng, 1, &group, &layout).unwrap());
+        let sd = ShardedDesign::new(&b1, ng, 1, &group, pa, 1, &backend).unwrap();
+        assert!(fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, None, &mut || false).is_err());
     }
 
     #[test]
