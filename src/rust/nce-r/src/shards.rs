@@ -220,6 +220,21 @@ fn serve(runner: &Function, tasks: Vec<ShardTask>) -> Answer {
     l.values().enumerate().map(|(s, r)| result_from_r(&r, s)).collect()
 }
 
+/// The runner of a sharded fit, and the group (0-based) of each of its `nrow` rows.
+fn sharded_rows(runner: Robj, group: &Robj, ngroups: usize, nrow: usize) -> Res<(Function, Vec<usize>)> {
+    let runner: Function = runner
+        .try_into()
+        .map_err(|_| NceError::invalid("runner", "must be a function"))?;
+    let g0 = zero_based(group, "group", ngroups)?;
+    if g0.len() != nrow {
+        return Err(NceError::invalid(
+            "group",
+            format!("has length {}, expected {nrow} (one per row)", g0.len()),
+        ));
+    }
+    Ok((runner, g0))
+}
+
 /// REML fit on the grouped design [A | B[group, ]] with A in `shards` shards reached through
 /// `runner` (see `serve`): as `nce_fit_reml_grouped` for a dense A with `pa` columns, with
 /// the same results bit for bit.
@@ -244,20 +259,11 @@ fn nce_fit_reml_grouped_sharded(
     threads: i32,
 ) -> Robj {
     guard(|| {
-        let runner: Function = runner
-            .try_into()
-            .map_err(|_| NceError::invalid("runner", "must be a function"))?;
         let shards = int_count(shards, "shards", 1)?;
         let pa = int_count(pa, "pa", 0)?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
-        let g0 = zero_based(&group, "group", ng)?;
         let prob = problem(&y, &weights, &offset, family)?;
-        if g0.len() != prob.y.len() {
-            return Err(NceError::invalid(
-                "group",
-                format!("has length {}, expected {} (one per row)", g0.len(), prob.y.len()),
-            ));
-        }
+        let (runner, g0) = sharded_rows(runner, &group, ng, prob.y.len())?;
         let cluster = cluster_of(&cluster, ng)?;
         let pens = penalties_from(&penalties, pa + pb)?;
         let ctrl = reml_control(&sp, &control)?;
@@ -310,20 +316,11 @@ fn nce_fit_reml_free_intercepts_sharded(
     threads: i32,
 ) -> Robj {
     guard(|| {
-        let runner: Function = runner
-            .try_into()
-            .map_err(|_| NceError::invalid("runner", "must be a function"))?;
         let shards = int_count(shards, "shards", 1)?;
         let pa = int_count(pa, "pa", 1)?;
         let ng = int_count(ngroups, "ngroups", 1)?;
-        let g0 = zero_based(&group, "group", ng)?;
         let prob = problem(&y, &weights, &offset, family)?;
-        if g0.len() != prob.y.len() {
-            return Err(NceError::invalid(
-                "group",
-                format!("has length {}, expected {} (one per row)", g0.len(), prob.y.len()),
-            ));
-        }
+        let (runner, g0) = sharded_rows(runner, &group, ng, prob.y.len())?;
         let cluster = cluster_of(&cluster, ng)?;
         let pens = penalties_from(&penalties, pa)?;
         let ctrl = reml_control(&sp, &control)?;

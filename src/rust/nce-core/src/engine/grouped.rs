@@ -1150,6 +1150,52 @@ fn free_auto_rho<D: FreeRows + ?Sized>(gd: &D, prob: &Problem, pens: &PenaltySet
     rho_from_diagonal(pens, |j| u[j * pa + j])
 }
 
+/// Test data of the free-intercept fit: `ng` groups of one data row and `per - 1` reference rows
+/// (with `snce_layout` all data rows first, then the reference rows group by group, as snce()
+/// stacks them; else each group's rows together, its data row first). A: a parametric column
+/// and a 5-column basis with its second-difference penalty S. Returns (a, n, pa, y, group,
+/// offset, S).
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+pub(crate) fn free_toy(
+    ng: usize,
+    per: usize,
+    snce_layout: bool,
+) -> (Vec<f64>, usize, usize, Vec<f64>, Vec<usize>, Vec<f64>, DMatrix<f64>) {
+    let n = ng * per;
+    let pa = 6;
+    let mut a = vec![0.0; n * pa];
+    let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
+    for r in 0..n {
+        let (t, data) = if snce_layout {
+            if r < ng {
+                (r, true)
+            } else {
+                ((r - ng) / (per - 1), false)
+            }
+        } else {
+            (r / per, r % per == 0)
+        };
+        group[r] = t;
+        y[r] = if data { 1.0 } else { 0.0 };
+        let x = ((r as f64) * 0.618_033_988_7).fract();
+        let u = ((r as f64) * 0.414_213_56 + t as f64 * 0.1).fract();
+        a[r] = x * (t as f64 / ng as f64) + if data { 0.3 * x } else { 0.0 };
+        for k in 0..5 {
+            let c = k as f64 / 4.0;
+            a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if data { 0.1 * u } else { 0.0 };
+        }
+        offset[r] = (1.0 / (per - 1) as f64).ln() + 0.2 * x;
+    }
+    let mut d2 = DMatrix::zeros(3, 5);
+    for i in 0..3 {
+        d2[(i, i)] = 1.0;
+        d2[(i, i + 1)] = -2.0;
+        d2[(i, i + 2)] = 1.0;
+    }
+    (a, n, pa, y, group, offset, d2.transpose() * d2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1272,33 +1318,9 @@ mod tests {
         use crate::family::Family;
         use crate::penalty::Penalty;
         use crate::reml::fit_reml;
-        // 80 groups of 1 data row and 6 reference rows; A: one parametric column and a
-        // 5-column basis with a second-difference penalty.
+        // 80 groups of 1 data row and 6 reference rows.
         let (ng, per) = (80usize, 7usize);
-        let n = ng * per;
-        let pa = 6;
-        let mut a = vec![0.0; n * pa];
-        let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
-        for r in 0..n {
-            let t = r / per;
-            group[r] = t;
-            y[r] = if r % per == 0 { 1.0 } else { 0.0 };
-            let x = ((r as f64) * 0.6180339887).fract();
-            let u = ((r as f64) * 0.41421356 + t as f64 * 0.1).fract();
-            a[r] = x * (t as f64 / ng as f64) + if y[r] == 1.0 { 0.3 * x } else { 0.0 };
-            for k in 0..5 {
-                let c = k as f64 / 4.0;
-                a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if y[r] == 1.0 { 0.1 * u } else { 0.0 };
-            }
-            offset[r] = (1.0 / 6.0f64).ln() + 0.2 * x;
-        }
-        let mut d2 = DMatrix::zeros(3, 5);
-        for i in 0..3 {
-            d2[(i, i)] = 1.0;
-            d2[(i, i + 1)] = -2.0;
-            d2[(i, i + 2)] = 1.0;
-        }
-        let s = d2.transpose() * d2;
+        let (a, n, pa, y, group, offset, s) = free_toy(ng, per, false);
         let w = vec![1.0; n];
         let prob = Problem::new(&y, &w, &offset, Family::Binomial);
         // Converged tightly: the two fits take different paths (the expanded one starts by

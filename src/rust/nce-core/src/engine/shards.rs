@@ -936,50 +936,15 @@ mod tests {
     #[test]
     fn sharded_free_intercept_fit_is_bit_identical_to_the_in_memory_fit() {
         use crate::family::Family;
-        use crate::grouped::fit_reml_free_intercepts;
+        use crate::grouped::{fit_reml_free_intercepts, free_toy};
         use crate::penalty::Penalty;
-        // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks); A: a
-        // parametric column and a 5-column basis with a second-difference penalty.
+        // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks), as snce() stacks them.
         let (ng, per) = (3000usize, 5usize);
-        let n = ng * per;
-        let pa = 6;
-        let mut a = vec![0.0; n * pa];
-        let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
-        for r in 0..n {
-            // Data rows first, then the reference rows group by group (the snce() layout).
-            let (t, data) = if r < ng {
-                (r, true)
-            } else {
-                ((r - ng) / (per - 1), false)
-            };
-            group[r] = t;
-            y[r] = if data { 1.0 } else { 0.0 };
-            let x = ((r as f64) * 0.618_033_988_7).fract();
-            let u = ((r as f64) * 0.414_213_56 + t as f64 * 0.1).fract();
-            a[r] = x * (t as f64 / ng as f64) + if data { 0.3 * x } else { 0.0 };
-            for k in 0..5 {
-                let c = k as f64 / 4.0;
-                a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if data { 0.1 * u } else { 0.0 };
-            }
-            offset[r] = (0.25f64).ln() + 0.2 * x;
-        }
-        let mut d2 = DMatrix::zeros(3, 5);
-        for i in 0..3 {
-            d2[(i, i)] = 1.0;
-            d2[(i, i + 1)] = -2.0;
-            d2[(i, i + 2)] = 1.0;
-        }
+        let (a, n, pa, y, group, offset, s) = free_toy(ng, per, true);
         let w = vec![1.0; n];
         let prob = Problem::new(&y, &w, &offset, Family::Binomial);
         let ctrl = RemlControl::default();
-        let pens = PenaltySet::new(
-            pa,
-            vec![Penalty {
-                start: 1,
-                s: d2.transpose() * d2,
-            }],
-        )
-        .unwrap();
+        let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s }]).unwrap();
         let clusters: Vec<usize> = (0..ng).map(|t| t / 30).collect();
         let mem = fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
             false
