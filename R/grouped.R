@@ -67,26 +67,32 @@ smooth_con <- function(spec, data, knots) {
     return(mgcv::smoothCon(spec, data = data, knots = knots, absorb.cons = TRUE,
                            scale.penalty = TRUE, null.space.penalty = FALSE))
   }
-  lapply(sms, function(sm) {
-    j <- nrow(sm$C)
-    if (j == 0L) {
-      attr(sm, "qrc") <- "no constraints"
-      attr(sm, "nCons") <- 0  # nolint: object_name_linter.
-      return(sm)
-    }
-    k <- ncol(sm$X)
-    qrc <- qr(t(sm$C))
-    z <- qr.qy(qrc, diag(k))[, (j + 1L):k, drop = FALSE]
-    sm$X <- sm$X %*% z
-    sm$S <- lapply(sm$S, function(s_j) crossprod(z, s_j %*% z))
-    attr(sm, "qrc") <- qrc
-    attr(sm, "nCons") <- j  # nolint: object_name_linter.
-    sm$C <- NULL
-    sm$rank <- pmin(sm$rank, k - j)
-    sm$df <- sm$df - j
-    sm$null.space.dim <- max(0, sm$null.space.dim - j)
-    sm
-  })
+  lapply(sms, function(sm) absorb_constraints(sm, sm$C))
+}
+
+# `sm` (built with absorb.cons = FALSE) with the constraints `cmat` (j x k) absorbed as
+# smoothCon(absorb.cons = TRUE) absorbs them: X and S times the null-space basis Z of the
+# constraints, "qrc" and "nCons" for PredictMat(), and rank, df and null-space dimension
+# reduced by j. No constraints (j = 0): marked as mgcv marks them.
+absorb_constraints <- function(sm, cmat) {
+  j <- nrow(cmat)
+  if (j == 0L) {
+    attr(sm, "qrc") <- "no constraints"
+    attr(sm, "nCons") <- 0  # nolint: object_name_linter.
+    return(sm)
+  }
+  k <- ncol(sm$X)
+  qrc <- qr(t(cmat))
+  z <- qr.qy(qrc, diag(k))[, (j + 1L):k, drop = FALSE]
+  sm$X <- sm$X %*% z
+  sm$S <- lapply(sm$S, function(s_j) crossprod(z, s_j %*% z))
+  attr(sm, "qrc") <- qrc
+  attr(sm, "nCons") <- j  # nolint: object_name_linter.
+  sm$C <- NULL
+  sm$rank <- pmin(sm$rank, k - j)
+  sm$df <- sm$df - j
+  sm$null.space.dim <- max(0, sm$null.space.dim - j)
+  sm
 }
 
 # Discretised covariates (`discrete = TRUE`; Wood, Li, Shaddick and Augustin 2017, section 3,
@@ -327,25 +333,8 @@ discrete_smooth <- function(spec, data, knots, fast_tp = FALSE) {
   }
   if (!all(vapply(sms, plain, TRUE))) return(NULL)
   smooths <- lapply(sms, function(sm) {
-    if (nrow(sm$C) == 0L) {
-      attr(sm, "qrc") <- "no constraints"
-      attr(sm, "nCons") <- 0  # nolint: object_name_linter.
-      return(sm)
-    }
     # Sum to zero over the rows (the distinct rows weighted by their counts).
-    cw <- matrix(colSums(sm$X * counts) / n, 1L)
-    k <- ncol(sm$X)
-    qrc <- qr(t(cw))
-    z <- qr.qy(qrc, diag(k))[, 2:k, drop = FALSE]
-    sm$X <- sm$X %*% z
-    sm$S <- lapply(sm$S, function(s_j) crossprod(z, s_j %*% z))
-    attr(sm, "qrc") <- qrc
-    attr(sm, "nCons") <- 1  # nolint: object_name_linter.
-    sm$C <- NULL
-    sm$rank <- pmin(sm$rank, k - 1L)
-    sm$df <- sm$df - 1L
-    sm$null.space.dim <- max(0, sm$null.space.dim - 1L)
-    sm
+    absorb_constraints(sm, if (nrow(sm$C) == 0L) sm$C else matrix(colSums(sm$X * counts) / n, 1L))
   })
   list(smooths = smooths, index = index)
 }

@@ -49,11 +49,6 @@ fn zeroed(len: usize) -> Vec<f64> {
     v
 }
 
-/// A' B by a blocked matrix product (A small enough to transpose: m x p with p columns of a term).
-fn transposed_times(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
-    a.transpose() * b
-}
-
 /// The `n` blocks of `w` columns of `m`, in order.
 fn split_columns(m: &DMatrix<f64>, n: usize, w: usize) -> Vec<DMatrix<f64>> {
     (0..n).map(|l| m.columns(l * w, w).into_owned()).collect()
@@ -408,7 +403,7 @@ impl<'a> DiscreteDesign<'a> {
                     let tl = DMatrix::from_fn(b.m, mo, |a, c| t[(a * mo + c) * nw + l]);
                     all.columns_mut(l * po, po).copy_from(&(tl * &om.mat));
                 }
-                split_columns(&transposed_times(&b.mat, &all), nw, po)
+                split_columns(&(b.mat.transpose() * &all), nw, po)
             }
             _ => {
                 // D_l[a, ] = sum over rows with k_b = a of w_l,r x_o,r, at ((a nw + l) p_o).
@@ -437,7 +432,7 @@ impl<'a> DiscreteDesign<'a> {
                 // All weights' D_l side by side (m_b x nw p_o, the layout of d transposed), then
                 // one blocked product with B' instead of nw dot-product loops.
                 let all = DMatrix::from_fn(b.m, nw * po, |a, c| d[a * nw * po + c]);
-                split_columns(&transposed_times(&b.mat, &all), nw, po)
+                split_columns(&(b.mat.transpose() * &all), nw, po)
             }
         };
         if flip {
