@@ -211,6 +211,7 @@ simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto"
                                 grid = c(256, 192), ...) {
   method <- match.arg(method)
   check_count(nsim, "nsim")
+  check_sim_size(object, nsim)
   parts <- kernel_parts(object)
   if (method == "auto") method <- if (is.null(parts)) "sir" else "grid"
   if (method == "sir") return(NextMethod())
@@ -218,7 +219,6 @@ simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto"
     nce_abort(paste("method = \"grid\" needs a first-order kernel whose terms depend on the fixation (x, y, radius)",
                     "or on the saccade (dist, angle) only: use method = \"sir\""), "input")
   }
-  check_count(nsim, "nsim")
   check_grid(grid)
   check_size(8 * 4 * prod(2 * as.double(grid)) * 6, "grid", "the kernel tables")
   old <- set_sim_seed(seed)

@@ -26,6 +26,7 @@
 #' @export
 simulate.snce_fit <- function(object, nsim = 1, seed = NULL, candidates = 200, ...) {
   check_count(nsim, "nsim")
+  check_sim_size(object, nsim)
   check_count(candidates, "candidates", min = 2)
   check_size(8 * as.double(candidates) * nrow(object$transitions) * (ncol(object$transitions) + 8), "candidates",
              "the candidate draws of one step")
@@ -75,4 +76,11 @@ simulate.snce_fit <- function(object, nsim = 1, seed = NULL, candidates = 200, .
   res$.chain <- NULL
   rownames(res) <- NULL
   res
+}
+
+# nsim copies of the observed sequences: their states and covariates, one row per transition.
+check_sim_size <- function(object, nsim, call = caller_call()) {
+  call <- call  # the simulate() call, forced here
+  check_size(8 * as.double(nsim) * nrow(object$transitions) * (ncol(object$transitions) + 2), "nsim",
+             "the simulated sequences", call = call)
 }

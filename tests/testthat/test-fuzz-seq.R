@@ -74,6 +74,7 @@ fuzz_cases <- list(
   list("confint snce level 1", function() confint(fuzz_snce, level = 1), "nce_error_input"),
   list("simulate snce nsim 2.7", function() simulate(fuzz_snce, nsim = 2.7), "nce_error_input"),
   list("simulate snce nsim NA", function() simulate(fuzz_snce, nsim = NA), "nce_error_input"),
+  list("simulate snce nsim 2e9", function() simulate(fuzz_snce, nsim = 2e9), "nce_error_size"),
   list("simulate snce candidates 1e12 (size)", function() simulate(fuzz_snce, candidates = 1e9), "nce_error_size"),
   list("logLik snce n_draws 0", function() logLik(fuzz_snce, normalise = "reference", n_draws = 0), "nce_error_input"),
   list("anova snce not nested", function() anova(fuzz_snce, fuzz_snce), "nce_error_input"),
@@ -108,6 +109,7 @@ fuzz_cases <- list(
   list("latkes_effects level NA", function() latkes_effects(fuzz_latkes, level = NA), "nce_error_input"),
   list("latkes_effects n 0", function() latkes_effects(fuzz_latkes, n = 0), "nce_error_input"),
   list("simulate latkes nsim 2.7", function() simulate(fuzz_latkes, nsim = 2.7), "nce_error_input"),
+  list("simulate latkes nsim 2e9", function() simulate(fuzz_latkes, nsim = 2e9), "nce_error_size"),
   list("simulate latkes grid huge (size)", function() simulate(fuzz_latkes, grid = c(1e6, 1e6)), "nce_error_size"),
   # rlatkes()
   list("rlatkes nsim-like n 2.7", function() rlatkes(2.7, kern), "nce_error_input"),
