@@ -33,6 +33,13 @@ nce_fit_reml_grouped <- function(a, b, group, y, weights, offset, family, cluste
 #' @noRd
 nce_fit_reml_free_intercepts <- function(a, group, ngroups, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_free_intercepts, a, group, ngroups, y, weights, offset, family, cluster, penalties, sp, control, threads)
 
+#' Rows of a cyclic cubic spline basis: `x` within the range of `knots` (the smooth's `xp`),
+#' the smooth's `BD`. Returns the n x (nk - 1) matrix mgcv's `Predict.matrix.cyclic.smooth`
+#' gives, allocated once in R and filled in place.
+#' @keywords internal
+#' @noRd
+nce_cc_basis <- function(x, knots, bd, threads) .Call(wrap__nce_cc_basis, x, knots, bd, threads)
+
 #' Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
 #' and `UZ`, penalty order `m` (mgcv's p.order[1]). Returns the n x k matrix predict_tprs gives.
 #' @keywords internal

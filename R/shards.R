@@ -88,7 +88,8 @@ write_shards <- function(shards, a, b, group) {
   token <- basename(tempfile("nce-shards-"))
   paths <- file.path(dir, sprintf("%s-%d.rds", token, seq_along(parts)))
   for (s in seq_along(parts)) saveRDS(parts[[s]], paths[s], compress = FALSE)
-  list(paths = paths, token = token, n = length(parts), pa = ncol(a))
+  pa <- if (inherits(a, "nce_blocks")) sum(vapply(a, ncol, 1L)) else ncol(a)
+  list(paths = paths, token = token, n = length(parts), pa = pa)
 }
 
 # The function the engine calls whenever it needs the sums of the shards of `store`

@@ -28,3 +28,37 @@ test_that("a grouped REML fit equals gam on the expanded data", {
                                  rows$t, rows$.label, rows$.offset, sp = 1),
                "`sp` must be 2 positive numbers", class = "nce_error_input")
 })
+
+test_that("the engine reads a model matrix's blocks where they lie, as it reads the bound matrix", {
+  # setup_terms(blocks = TRUE) keeps the terms' blocks apart (no second copy of the design);
+  # the fit must be the one on the bound matrix, bit for bit.
+  set.seed(52)
+  n <- 2000
+  rows <- data.frame(g = rep(seq_len(200), each = 10), u = runif(n), v = runif(n), f = gl(2, n / 2),
+                     .label = rep(c(1, 0, 0, 0, 0), n / 5))
+  form <- ~ f + s(u, bs = "cr", k = 6) + s(v, bs = "cc", k = 8)
+  bound <- nce:::setup_terms(form, rows, intercept = TRUE)
+  held <- nce:::setup_terms(form, rows, intercept = TRUE, blocks = TRUE)
+  expect_s3_class(held$X, "nce_blocks")
+  expect_identical(unname(do.call(cbind, held$X)), unname(bound$X))
+  expect_identical(held$colnames, colnames(bound$X))
+  expect_identical(held$ncol, ncol(bound$X))
+  pens <- lapply(bound$penalties, function(p) list(start = as.double(p$start), S = p$S))
+  b <- matrix(runif(200), 200, 1)
+  fit_with <- function(a) {
+    nce:::nce_fit_reml_grouped(a, b, rows$g, rows$.label, rep(1, n), rep(log(1 / 4), n), "binomial",
+                               seq_len(200), pens, NULL, nce::nce_control(), 1L)
+  }
+  expect_identical(fit_with(held$X), fit_with(bound$X))
+  # Without the intercept (the free-intercept fit), and through the engine's sharding split.
+  held0 <- nce:::setup_terms(form, rows, intercept = FALSE, blocks = TRUE)
+  pens0 <- lapply(held0$penalties, function(p) list(start = as.double(p$start), S = p$S))
+  free_with <- function(a) {
+    nce:::nce_fit_reml_free_intercepts(a, rows$g, 200L, rows$.label, rep(1, n), rep(log(1 / 4), n), "binomial",
+                                       NULL, pens0, NULL, nce::nce_control(), 1L)
+  }
+  expect_identical(free_with(held0$X), free_with(nce:::setup_terms(form, rows, intercept = FALSE)$X))
+  expect_identical(nce:::nce_shard_split(held$X, b, rows$g, 2L), nce:::nce_shard_split(bound$X, b, rows$g, 2L))
+  bad <- structure(list(held$X[[2]], held$X[[3]][-1, ]), class = "nce_blocks")
+  expect_error(nce:::rs(fit_with(bad)), "blocks of 2000 and 1999 rows", class = "nce_error_input")
+})

@@ -215,3 +215,22 @@ test_that("nce() with constraints absorbed in Rust: gam's fit, smoothing paramet
   nd <- data.frame(u = c(0.1, 0.4, 0.8), .offset = 0)
   expect_equal(unname(predict(fit, nd, type = "terms")), unname(predict(g, nd, type = "terms")), tolerance = 1e-3)
 })
+
+test_that("cyclic cubic splines: the rows' basis from Rust is mgcv's, knots to edges", {
+  set.seed(61)
+  x <- c(-pi, pi, runif(5000, -pi, pi))
+  spec <- mgcv::s(angle, bs = "cc", k = 12)
+  d <- data.frame(angle = x)
+  kn <- list(angle = c(-pi, pi))
+  ours <- nce:::smooth.construct.ncecc.smooth.spec(spec, d, kn)
+  theirs <- mgcv::smooth.construct(spec, d, kn)
+  expect_equal(ours$xp, theirs$xp, tolerance = 0)
+  # Every row, including both knots' ends and the rows on interior knots.
+  expect_equal(ours$X, theirs$X, tolerance = 1e-12)
+  on_knots <- data.frame(angle = ours$xp)
+  expect_equal(nce:::rs(nce:::nce_cc_basis(on_knots$angle, ours$xp, ours$BD, 1L)),
+               mgcv::Predict.matrix(theirs, on_knots), tolerance = 1e-12)
+  expect_error(nce:::rs(nce:::nce_cc_basis(4, ours$xp, ours$BD, 1L)), "outside the knots' range",
+               class = "nce_error_input")
+  expect_error(nce:::rs(nce:::nce_cc_basis(0, ours$xp, ours$BD[-1, ], 1L)), "`bd`", class = "nce_error_input")
+})

@@ -3,7 +3,7 @@
 use crate::convert::{col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, threads_of, to_r_matrix};
 use crate::run::run;
 use extendr_api::prelude::*;
-use nce_core::engine::basis::{top_eigen, tprs_e, tprs_predict};
+use nce_core::engine::basis::{cc_basis_into, top_eigen, tprs_e, tprs_predict};
 use nce_core::engine::constraint::{basis_stats, scale_absorb};
 use nce_core::NceError;
 
@@ -93,8 +93,33 @@ fn nce_scale_absorb(x: Robj, scale: Robj, householder: Robj, threads: i32) -> Ro
     })
 }
 
+/// Rows of a cyclic cubic spline basis: `x` within the range of `knots` (the smooth's `xp`),
+/// the smooth's `BD`. Returns the n x (nk - 1) matrix mgcv's `Predict.matrix.cyclic.smooth`
+/// gives, allocated once in R and filled in place.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_cc_basis(x: Robj, knots: Robj, bd: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let xv = real_slice(&x, "x")?;
+        let kn = real_slice(&knots, "knots")?;
+        let (bdv, r, c) = real_matrix(&bd, "bd")?;
+        let threads = threads_of(threads)?;
+        let k = kn.len().saturating_sub(1);
+        // Checked before the n x k result is allocated.
+        if r != k || c != k {
+            return Err(NceError::invalid("bd", format!("must be a {k} x {k} matrix")));
+        }
+        let mut out = RMatrix::<f64>::new(xv.len(), k);
+        let slice = out.data_mut();
+        run(threads, |_| cc_basis_into(xv, kn, bdv, slice))?;
+        Ok(out.into_robj())
+    })
+}
+
 extendr_module! {
     mod basis;
+    fn nce_cc_basis;
     fn nce_tprs_predict;
     fn nce_tprs_eigen;
     fn nce_tprs_e;

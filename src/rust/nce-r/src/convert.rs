@@ -119,6 +119,32 @@ pub fn real_matrix<'a>(x: &'a Robj, arg: &str) -> Res<(&'a [f64], usize, usize)>
     }
 }
 
+/// The blocks of a model matrix held as a list of double matrices with the same rows (class
+/// `"nce_blocks"`, so that R never binds them into a second copy), or one matrix.
+pub fn matrix_blocks(x: &Robj) -> Vec<Robj> {
+    match x.as_list() {
+        Some(l) if x.inherits("nce_blocks") => l.values().collect(),
+        _ => vec![x.clone()],
+    }
+}
+
+/// The columns of `matrix_blocks`, in order, and their common number of rows.
+pub fn block_columns<'a>(blocks: &'a [Robj], arg: &str) -> Res<(Vec<&'a [f64]>, usize)> {
+    let mut cols = Vec::new();
+    let mut nrow = None;
+    for b in blocks {
+        let (data, n, p) = real_matrix(b, arg)?;
+        if *nrow.get_or_insert(n) != n {
+            return Err(NceError::invalid(
+                arg,
+                format!("has blocks of {} and {n} rows", nrow.unwrap_or(n)),
+            ));
+        }
+        cols.extend((0..p).map(|j| &data[j * n..(j + 1) * n]));
+    }
+    Ok((cols, nrow.unwrap_or(0)))
+}
+
 /// A double vector or NULL.
 pub fn opt_real_slice<'a>(x: &'a Robj, arg: &str) -> Res<Option<&'a [f64]>> {
     if x.is_null() {

@@ -2,8 +2,8 @@
 //! smoothing parameters by REML, dense or grouped, with their NCE sandwiches. No numerics here.
 
 use crate::convert::{
-    guard, int_count, int_slice, irls_control, list_get, list_number, opt_real_slice, real_matrix, real_slice,
-    threads_of, to_r_matrix, zero_based, Res,
+    block_columns, guard, int_count, int_slice, irls_control, list_get, list_number, matrix_blocks, opt_real_slice,
+    real_matrix, real_slice, threads_of, to_r_matrix, zero_based, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
@@ -11,7 +11,9 @@ use nce_core::alias::fit_reml_dense;
 use nce_core::design::{DenseDesign, Design};
 use nce_core::discrete::{DiscreteDesign, TermSpec};
 use nce_core::family::Family;
-use nce_core::grouped::{fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign};
+use nce_core::grouped::{
+    fit_reml_free_intercepts_dense, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign,
+};
 use nce_core::irls::{self, Control, Problem};
 use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
@@ -152,11 +154,14 @@ fn nce_fit_reml_grouped(
         let prob = problem(&y, &weights, &offset, family)?;
         let cluster = cluster_of(&cluster, ng)?;
         let parts = term_parts(&a)?;
+        let blocks = matrix_blocks(&a);
+        let cols;
         let design = match &parts {
             Some(parts) => GroupedDesign::discrete(&term_specs(parts, prob.y.len())?, prob.y.len(), bd, ng, pb, &g0)?,
             None => {
-                let (ad, n, pa) = real_matrix(&a, "a")?;
-                GroupedDesign::new(ad, n, pa, bd, ng, pb, &g0)?
+                let n;
+                (cols, n) = block_columns(&blocks, "a")?;
+                GroupedDesign::dense(DenseDesign::from_columns(&cols, n)?, bd, ng, pb, &g0)?
             }
         };
         let pa = design.pa();
@@ -225,10 +230,13 @@ fn nce_fit_reml_free_intercepts(
                 (fit, pa)
             }
             None => {
-                let (ad, n, pa) = real_matrix(&a, "a")?;
+                let blocks = matrix_blocks(&a);
+                let (cols, n) = block_columns(&blocks, "a")?;
+                let ad = DenseDesign::from_columns(&cols, n)?;
+                let pa = ad.ncol();
                 let pens = penalties_from(&penalties, pa)?;
                 let fit = run::run(threads, |stop| {
-                    fit_reml_free_intercepts(ad, n, pa, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
+                    fit_reml_free_intercepts_dense(ad, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
                         stop.load(Ordering::Relaxed)
                     })
                 })?;
@@ -262,7 +270,7 @@ pub(crate) fn free_result(fit: FreeInterceptFit, pa: usize) -> Res<Robj> {
 
 /// The terms of a discretised block (a list of `list(values, index)`), or None for a matrix.
 fn term_parts(a: &Robj) -> Res<Option<Vec<(Robj, Robj)>>> {
-    let Some(list) = a.as_list() else {
+    let Some(list) = a.as_list().filter(|_| !a.inherits("nce_blocks")) else {
         return Ok(None);
     };
     let bad = || NceError::invalid("a", "must be a matrix or a list of list(values, index) terms");

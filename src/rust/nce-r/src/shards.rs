@@ -3,10 +3,14 @@
 //! shards, the R main thread (never a pool thread) calls the R function that runs the shards'
 //! tasks. No numerics here.
 
-use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_slice, threads_of, zero_based, Res};
+use crate::convert::{
+    block_columns, guard, int_count, int_slice, list_get, matrix_blocks, real_matrix, real_slice, threads_of,
+    zero_based, Res,
+};
 use crate::fit::{cluster_of, free_result, penalties_from, problem, reml_control, reml_result};
 use crate::run::{self, Requester};
 use extendr_api::prelude::*;
+use nce_core::design::{DenseDesign, Design};
 use nce_core::reml::fit_reml;
 use nce_core::shards::{
     fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, LocalShard, ShardBackend, ShardLayout, ShardOp,
@@ -48,7 +52,10 @@ fn to_i32(v: &[usize]) -> Vec<i32> {
 #[extendr]
 fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32) -> Robj {
     guard(|| {
-        let (ad, n, pa) = real_matrix(&a, "a")?;
+        let blocks = matrix_blocks(&a);
+        let (cols, n) = block_columns(&blocks, "a")?;
+        let ad = DenseDesign::from_columns(&cols, n)?;
+        let pa = ad.ncol();
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g0 = zero_based(&group, "group", ng)?;
         if g0.len() != n {
@@ -58,7 +65,7 @@ fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32) -> Robj {
             ));
         }
         let layout = ShardLayout::new(&g0, ng, int_count(shards, "shards", 1)?)?;
-        let parts = LocalShard::split(ad, n, pa, bd, ng, pb, &g0, &layout)?;
+        let parts = LocalShard::split_design(&ad, bd, ng, pb, &g0, &layout)?;
         let out: Vec<Robj> = parts
             .into_iter()
             .map(|s| {

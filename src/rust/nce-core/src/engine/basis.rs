@@ -10,6 +10,60 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+/// mgcv's cyclic cubic regression spline basis on the rows `x` (`pred.mat()` of
+/// `Predict.matrix.cyclic.smooth`), written into `out` (n x (nk - 1), column-major) for the
+/// `nk` knots and the smooth's `BD` ((nk - 1) x (nk - 1)). Row i is BD[j1, ] a_i + BD[j, ] b_i,
+/// plus up_i / h at column j1 and lo_i / h at column j, where (j1, j) is the knot interval of
+/// x_i (left-open, the first closed; j wraps to the first knot at the last) of width h, up_i
+/// and lo_i the distances to its ends, a_i = up^3 / 6h - h up / 6 and b_i likewise with lo.
+/// Columns are filled in parallel, each the same whatever the thread count.
+pub fn cc_basis_into(x: &[f64], knots: &[f64], bd: &[f64], out: &mut [f64]) -> Result<()> {
+    let nk = knots.len();
+    if nk < 4 || knots.iter().any(|k| !k.is_finite()) || knots.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(NceError::invalid(
+            "knots",
+            "must be 4 or more increasing finite numbers",
+        ));
+    }
+    let (n, k) = (x.len(), nk - 1);
+    if bd.len() != k * k {
+        return Err(NceError::invalid("bd", format!("must be a {k} x {k} matrix")));
+    }
+    if out.len() != n * k {
+        return Err(NceError::invalid("out", format!("must hold {n} x {k} values")));
+    }
+    if let Some(i) = x.iter().position(|v| !(*v >= knots[0] && *v <= knots[nk - 1])) {
+        return Err(NceError::invalid(
+            "x",
+            format!("value {} (row {}) is outside the knots' range", x[i], i + 1),
+        ));
+    }
+    // The interval's left knot j1 of each row (0-based), found once for all columns.
+    let left: Vec<u32> = x
+        .par_iter()
+        .map(|&v| (knots.partition_point(|&t| t < v).max(1) - 1) as u32)
+        .collect();
+    out.par_chunks_mut(n.max(1)).enumerate().for_each(|(c, col)| {
+        for ((o, &v), &j1) in col.iter_mut().zip(x).zip(&left) {
+            let j1 = j1 as usize;
+            let j = if j1 + 1 == k { 0 } else { j1 + 1 };
+            let h = knots[j1 + 1] - knots[j1];
+            let (up, lo) = (knots[j1 + 1] - v, v - knots[j1]);
+            let a = up.powf(3.0) / (6.0 * h) - h * up / 6.0;
+            let b = lo.powf(3.0) / (6.0 * h) - h * lo / 6.0;
+            let mut e = bd[c * k + j1] * a + bd[c * k + j] * b;
+            if c == j1 {
+                e += up / h;
+            }
+            if c == j {
+                e += lo / h;
+            }
+            *o = e;
+        }
+    });
+    Ok(())
+}
+
 /// The order of the thin-plate penalty mgcv uses for `m` in `d` dimensions: `m` itself when
 /// 2m > d, else the smallest m with 2m > d + 1 (mgcv's tprs.c).
 pub fn tprs_order(m: usize, d: usize) -> usize {

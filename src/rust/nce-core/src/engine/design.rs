@@ -59,10 +59,13 @@ pub trait Design: Sync {
     }
 }
 
-/// A dense column-major matrix borrowed from the caller (R's layout).
+/// A dense column-major matrix borrowed from the caller (R's layout): one slice, or one slice
+/// per column (`from_columns`: the blocks of a model matrix used where they lie, never bound
+/// into one copy).
 #[derive(Debug, Clone, Copy)]
 pub struct DenseDesign<'a> {
     data: &'a [f64],
+    columns: Option<&'a [&'a [f64]]>,
     nrow: usize,
     ncol: usize,
 }
@@ -91,17 +94,52 @@ impl<'a> DenseDesign<'a> {
                 ),
             ));
         }
-        Ok(DenseDesign { data, nrow, ncol })
+        Ok(DenseDesign {
+            data,
+            columns: None,
+            nrow,
+            ncol,
+        })
+    }
+
+    /// The matrix whose column j is `columns[j]` (each of length `nrow`, finite).
+    pub fn from_columns(columns: &'a [&'a [f64]], nrow: usize) -> Result<Self> {
+        for (j, c) in columns.iter().enumerate() {
+            if c.len() != nrow {
+                return Err(NceError::invalid(
+                    "x",
+                    format!("column {} has {} values, expected {nrow}", j + 1, c.len()),
+                ));
+            }
+            if let Some(i) = c.iter().position(|v| !v.is_finite()) {
+                return Err(NceError::invalid(
+                    "x",
+                    format!("model matrix has a non-finite value at row {}, column {}", i + 1, j + 1),
+                ));
+            }
+        }
+        Ok(DenseDesign {
+            data: &[],
+            columns: Some(columns),
+            nrow,
+            ncol: columns.len(),
+        })
     }
 
     #[inline]
     pub fn col(&self, j: usize) -> &'a [f64] {
-        &self.data[j * self.nrow..(j + 1) * self.nrow]
+        match self.columns {
+            Some(c) => c[j],
+            None => &self.data[j * self.nrow..(j + 1) * self.nrow],
+        }
     }
 
-    /// The matrix, as a view (no copy).
-    pub fn matrix(&self) -> nalgebra::DMatrixView<'a, f64> {
-        nalgebra::DMatrixView::from_slice(self.data, self.nrow, self.ncol)
+    /// The matrix, as a view (no copy); `None` for a matrix held by columns.
+    pub fn matrix(&self) -> Option<nalgebra::DMatrixView<'a, f64>> {
+        match self.columns {
+            Some(_) => None,
+            None => Some(nalgebra::DMatrixView::from_slice(self.data, self.nrow, self.ncol)),
+        }
     }
 
     fn chunks(&self) -> Vec<(usize, usize)> {
@@ -652,6 +690,31 @@ mod tests {
             }
         }
         assert!((h1 - naive).abs().max() < 1e-8);
+    }
+
+    #[test]
+    fn columns_give_the_same_products_as_one_matrix() {
+        let (x, n, p) = toy(10_000);
+        let whole = DenseDesign::new(&x, n, p).unwrap();
+        // Two blocks, as R holds a model matrix's terms: the columns lie in different vectors.
+        let (b1, b2) = (x[..n].to_vec(), x[n..].to_vec());
+        let cols: Vec<&[f64]> = vec![&b1, &b2[..n], &b2[n..]];
+        let parts = DenseDesign::from_columns(&cols, n).unwrap();
+        assert!(parts.matrix().is_none());
+        let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 7) as f64 / 7.0).collect();
+        let v: Vec<f64> = (0..n).map(|i| (i % 5) as f64 - 2.0).collect();
+        assert_eq!(whole.weighted_crossprod(&w, &v), parts.weighted_crossprod(&w, &v));
+        let beta = [0.3, -1.2, 0.7];
+        let (mut e1, mut e2) = (vec![0.0; n], vec![0.0; n]);
+        whole.linear_predictor(&beta, &mut e1);
+        parts.linear_predictor(&beta, &mut e2);
+        assert_eq!(e1, e2);
+        let short = [1.0, 2.0];
+        let e = DenseDesign::from_columns(&cols[..1], n + 1).unwrap_err();
+        assert!(e.to_string().contains("column 1 has"), "{e}");
+        let bad = [1.0, f64::INFINITY];
+        let e = DenseDesign::from_columns(&[&short[..], &bad[..]], 2).unwrap_err();
+        assert!(e.to_string().contains("row 2, column 2"), "{e}");
     }
 
     #[test]

@@ -103,6 +103,8 @@ impl RowBlock<'_> {
 pub struct GroupedDesign<'a> {
     a: RowBlock<'a>,
     b: DenseDesign<'a>,
+    /// B's values (column-major), for products with B as one matrix.
+    b_data: &'a [f64],
     group: &'a [usize],
     /// Rows sorted by group (stable), and where each group starts in that list.
     rows_by_group: Vec<usize>,
@@ -120,8 +122,13 @@ impl<'a> GroupedDesign<'a> {
         pb: usize,
         group: &'a [usize],
     ) -> Result<Self> {
-        let a = RowBlock::Dense(DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?);
-        Self::with_block(a, b, ngroups, pb, group)
+        let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
+        Self::dense(a, b, ngroups, pb, group)
+    }
+
+    /// As `new` with A given as a `DenseDesign` (e.g. held by columns).
+    pub fn dense(a: DenseDesign<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
+        Self::with_block(RowBlock::Dense(a), b, ngroups, pb, group)
     }
 
     /// As `new` with a discretised row-level block (see `discrete`).
@@ -139,7 +146,7 @@ impl<'a> GroupedDesign<'a> {
 
     fn with_block(a: RowBlock<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
         let nrow = a.nrow();
-        let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
+        let b_design = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
             return Err(NceError::invalid(
                 "group",
@@ -168,7 +175,8 @@ impl<'a> GroupedDesign<'a> {
         }
         Ok(GroupedDesign {
             a,
-            b,
+            b: b_design,
+            b_data: b,
             group,
             rows_by_group,
             group_start,
@@ -202,6 +210,11 @@ impl<'a> GroupedDesign<'a> {
     /// The row-level block A (nrow x pa).
     pub fn a(&self) -> &RowBlock<'a> {
         &self.a
+    }
+
+    /// B as one matrix (a view, no copy).
+    fn b_matrix(&self) -> nalgebra::DMatrixView<'a, f64> {
+        nalgebra::DMatrixView::from_slice(self.b_data, self.b.nrow(), self.b.ncol())
     }
 
     /// The group-level block B (ngroups x pb).
@@ -327,7 +340,7 @@ impl<'a> GroupedDesign<'a> {
                 // One matrix product per chunk (blocked, vectorised).
                 let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
                 let awc = DMatrixView::from_slice(aw, ng, pa).rows(t0, t1 - t0).transpose();
-                awc * self.b.matrix().rows(t0, t1 - t0)
+                awc * self.b_matrix().rows(t0, t1 - t0)
             })
             .collect()
     }
@@ -430,7 +443,7 @@ impl Design for GroupedDesign<'_> {
         self.b.quadratic_forms_raw(&doubled_upper(&mbb), &mut dq);
         // c[j * ng + t] = 2 (M_ab b_t)_j: B (M_ab + M_ba')' (ng x pa, column-major).
         let mab2 = DMatrix::from_fn(pb, pa, |k, j| m[(j, pa + k)] + m[(pa + k, j)]);
-        let c = self.b.matrix() * mab2;
+        let c = self.b_matrix() * mab2;
         let c = c.as_slice();
         // The same, row-major (one group's entries together), for the discretised A's row gathers.
         let ct: Vec<f64> = match self.a {
@@ -970,8 +983,24 @@ pub fn fit_reml_free_intercepts(
     cluster_of_group: Option<&[usize]>,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
+    let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
+    fit_reml_free_intercepts_dense(a, group, ngroups, prob, penalties, ctrl, cluster_of_group, interrupted)
+}
+
+/// `fit_reml_free_intercepts` with A given as a `DenseDesign` (e.g. held by columns).
+#[allow(clippy::too_many_arguments)]
+pub fn fit_reml_free_intercepts_dense(
+    a: DenseDesign<'_>,
+    group: &[usize],
+    ngroups: usize,
+    prob: &Problem,
+    penalties: &PenaltySet,
+    ctrl: &RemlControl,
+    cluster_of_group: Option<&[usize]>,
+    interrupted: &mut dyn FnMut() -> bool,
+) -> Result<FreeInterceptFit> {
     let ones = vec![1.0; ngroups];
-    let gd = GroupedDesign::new(a, nrow, pa, &ones, ngroups, 1, group)?;
+    let gd = GroupedDesign::dense(a, &ones, ngroups, 1, group)?;
     free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
 }
 

@@ -335,9 +335,12 @@ pub struct LocalShard {
     pub g1: usize,
 }
 
-fn gather_rows(a: &[f64], nrow: usize, pa: usize, rows: impl Iterator<Item = usize> + Clone) -> Vec<f64> {
-    (0..pa)
-        .flat_map(|j| rows.clone().map(move |r| a[j * nrow + r]))
+fn gather_rows(a: &DenseDesign, rows: impl Iterator<Item = usize> + Clone) -> Vec<f64> {
+    (0..a.ncol())
+        .flat_map(|j| {
+            let col = a.col(j);
+            rows.clone().map(move |r| col[r])
+        })
         .collect()
 }
 
@@ -354,7 +357,19 @@ impl LocalShard {
         group: &[usize],
         layout: &ShardLayout,
     ) -> Result<Vec<LocalShard>> {
-        DenseDesign::new(a, nrow, pa)?;
+        Self::split_design(&DenseDesign::new(a, nrow, pa)?, b, ngroups, pb, group, layout)
+    }
+
+    /// As `split`, with A given as a `DenseDesign` (e.g. held by columns).
+    pub fn split_design(
+        a: &DenseDesign,
+        b: &[f64],
+        ngroups: usize,
+        pb: usize,
+        group: &[usize],
+        layout: &ShardLayout,
+    ) -> Result<Vec<LocalShard>> {
+        let (nrow, pa) = (a.nrow(), a.ncol());
         DenseDesign::new(b, ngroups, pb)?;
         if group.len() != nrow {
             return Err(NceError::invalid(
@@ -368,14 +383,14 @@ impl LocalShard {
                 let (g0, g1) = layout.groups[s];
                 let gr = &layout.group_rows[s];
                 LocalShard {
-                    a: gather_rows(a, nrow, pa, r0..r1),
+                    a: gather_rows(a, r0..r1),
                     nrow: r1 - r0,
                     pa,
                     group: group[r0..r1].to_vec(),
                     b: b.to_vec(),
                     ngroups,
                     pb,
-                    a_groups: gather_rows(a, nrow, pa, gr.iter().copied()),
+                    a_groups: gather_rows(a, gr.iter().copied()),
                     nrow_groups: gr.len(),
                     group_local: gr.iter().map(|&r| group[r] - g0).collect(),
                     g0,
