@@ -318,12 +318,14 @@ nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_ev
 #' @noRd
 nce_fit_reml_free_intercepts_sharded <- function(runner, shards, pa, ngroups, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_free_intercepts_sharded, runner, shards, pa, ngroups, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
 
-#' The shards of a grouped design: A (n x pa), B (ngroups x pb) and the 1-based group of each
-#' row, split into `shards`. Returns one list per shard: a, group (0-based), b, a_groups,
-#' group_local (0-based), g0, g1 (the shard's groups g0..g1, 0-based, end excluded).
+#' The shards of a grouped design: A (n x pa, a matrix or `"nce_blocks"`), B (ngroups x pb) and
+#' the 1-based group of each row, split into `shards`. With `which` 0, returns one list per
+#' shard: a, group (0-based), b, a_groups, group_local (0-based), g0, g1 (the shard's groups
+#' g0..g1, 0-based, end excluded); with `which` s >= 1, shard s's list alone (so that a caller writing the shards
+#' out holds one at a time). Each list also has `n_shards`.
 #' @keywords internal
 #' @noRd
-nce_shard_split <- function(a, b, group, shards) .Call(wrap__nce_shard_split, a, b, group, shards)
+nce_shard_split <- function(a, b, group, shards, which) .Call(wrap__nce_shard_split, a, b, group, shards, which)
 
 #' One shard's task on a worker: `shard` as from `nce_shard_split`, `task` a list(op, x, nw,
 #' w_rows, w_groups, v_rows, v_groups, want_aw). Returns list(rows, hess, grad, gw, gv, cross, aw).

@@ -83,13 +83,24 @@ check_shard_count <- function(shards, nrow, call = caller_call()) {
 # A (n x pa), B and the group of each row split into shards (nce_shard_split()), one RDS file
 # each in the shards' directory: list(paths, token, n, pa). The caller removes the files.
 write_shards <- function(shards, a, b, group) {
-  parts <- rs(nce_shard_split(a, b, as.integer(group), shards$n))
+  group <- as.integer(group)
   dir <- if (is.null(shards$dir)) tempdir() else shards$dir
   token <- basename(tempfile("nce-shards-"))
-  paths <- file.path(dir, sprintf("%s-%d.rds", token, seq_along(parts)))
-  for (s in seq_along(parts)) saveRDS(parts[[s]], paths[s], compress = FALSE)
+  paths <- character()
+  # One shard at a time: this process holds A and one shard's copy, not a copy of all of A.
+  s <- 1L
+  repeat {
+    part <- rs(nce_shard_split(a, b, group, shards$n, s))
+    paths[s] <- file.path(dir, sprintf("%s-%d.rds", token, s))
+    saveRDS(part, paths[s], compress = FALSE)
+    if (s >= part$n_shards) break
+    size <- length(part$a) + length(part$a_groups)
+    rm(part)
+    collect_set_up_garbage(size)
+    s <- s + 1L
+  }
   pa <- if (inherits(a, "nce_blocks")) sum(vapply(a, ncol, 1L)) else ncol(a)
-  list(paths = paths, token = token, n = length(parts), pa = pa)
+  list(paths = paths, token = token, n = length(paths), pa = pa)
 }
 
 # The function the engine calls whenever it needs the sums of the shards of `store`

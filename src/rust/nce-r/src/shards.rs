@@ -13,7 +13,7 @@ use extendr_api::prelude::*;
 use nce_core::design::{DenseDesign, Design};
 use nce_core::reml::fit_reml;
 use nce_core::shards::{
-    fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, LocalShard, ShardBackend, ShardLayout, ShardOp,
+    fit_reml_free_intercepts_sharded, gather_rows_into, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp,
     ShardPart, ShardResult, ShardTask, ShardedDesign,
 };
 use nce_core::NceError;
@@ -44,13 +44,15 @@ fn to_i32(v: &[usize]) -> Vec<i32> {
     v.iter().map(|&g| g as i32).collect()
 }
 
-/// The shards of a grouped design: A (n x pa), B (ngroups x pb) and the 1-based group of each
-/// row, split into `shards`. Returns one list per shard: a, group (0-based), b, a_groups,
-/// group_local (0-based), g0, g1 (the shard's groups g0..g1, 0-based, end excluded).
+/// The shards of a grouped design: A (n x pa, a matrix or `"nce_blocks"`), B (ngroups x pb) and
+/// the 1-based group of each row, split into `shards`. With `which` 0, returns one list per
+/// shard: a, group (0-based), b, a_groups, group_local (0-based), g0, g1 (the shard's groups
+/// g0..g1, 0-based, end excluded); with `which` s >= 1, shard s's list alone (so that a caller writing the shards
+/// out holds one at a time). Each list also has `n_shards`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32) -> Robj {
+fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32, which: i32) -> Robj {
     guard(|| {
         let blocks = matrix_blocks(&a);
         let (cols, n) = block_columns(&blocks, "a")?;
@@ -65,23 +67,38 @@ fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32) -> Robj {
             ));
         }
         let layout = ShardLayout::new(&g0, ng, int_count(shards, "shards", 1)?)?;
-        let parts = LocalShard::split_design(&ad, bd, ng, pb, &g0, &layout)?;
-        let out: Vec<Robj> = parts
-            .into_iter()
-            .map(|s| {
-                list!(
-                    a = RMatrix::new_matrix(s.nrow, pa, |i, j| s.a[j * s.nrow + i]),
-                    group = to_i32(&s.group),
-                    b = RMatrix::new_matrix(ng, pb, |i, j| s.b[j * ng + i]),
-                    a_groups = RMatrix::new_matrix(s.nrow_groups, pa, |i, j| s.a_groups[j * s.nrow_groups + i]),
-                    group_local = to_i32(&s.group_local),
-                    g0 = s.g0 as i32,
-                    g1 = s.g1 as i32
-                )
-                .into_robj()
-            })
-            .collect();
-        Ok(List::from_values(out).into_robj())
+        // Shard s, its rows of A gathered straight into R's matrices (no second copy here).
+        let shard = |s: usize| {
+            let (r0, r1) = layout.rows[s];
+            let (t0, t1) = layout.groups[s];
+            let gr = &layout.group_rows[s];
+            let mut a_rows = RMatrix::<f64>::new(r1 - r0, pa);
+            gather_rows_into(&ad, r0..r1, a_rows.data_mut());
+            let mut a_groups = RMatrix::<f64>::new(gr.len(), pa);
+            gather_rows_into(&ad, gr.iter().copied(), a_groups.data_mut());
+            list!(
+                a = a_rows,
+                group = to_i32(&g0[r0..r1]),
+                b = RMatrix::new_matrix(ng, pb, |i, j| bd[j * ng + i]),
+                a_groups = a_groups,
+                group_local = gr.iter().map(|&r| (g0[r] - t0) as i32).collect::<Vec<i32>>(),
+                g0 = t0 as i32,
+                g1 = t1 as i32,
+                n_shards = layout.len() as i32
+            )
+            .into_robj()
+        };
+        if which == 0 {
+            return Ok(List::from_values((0..layout.len()).map(shard)).into_robj());
+        }
+        let s = int_count(which, "which", 1)? - 1;
+        if s >= layout.len() {
+            return Err(NceError::invalid(
+                "which",
+                format!("is {}, but there are {} shards", s + 1, layout.len()),
+            ));
+        }
+        Ok(shard(s))
     })
 }
 

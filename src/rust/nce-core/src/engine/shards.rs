@@ -335,13 +335,21 @@ pub struct LocalShard {
     pub g1: usize,
 }
 
-fn gather_rows(a: &DenseDesign, rows: impl Iterator<Item = usize> + Clone) -> Vec<f64> {
-    (0..a.ncol())
-        .flat_map(|j| {
-            let col = a.col(j);
-            rows.clone().map(move |r| col[r])
-        })
-        .collect()
+fn gather_rows(a: &DenseDesign, rows: impl ExactSizeIterator<Item = usize> + Clone) -> Vec<f64> {
+    let mut out = vec![0.0; rows.len() * a.ncol()];
+    gather_rows_into(a, rows, &mut out);
+    out
+}
+
+/// The rows `rows` of `a`, in that order, written into `out` (rows.len() x a.ncol(), column-major).
+pub fn gather_rows_into(a: &DenseDesign, rows: impl ExactSizeIterator<Item = usize> + Clone, out: &mut [f64]) {
+    let m = rows.len();
+    for (j, o) in out.chunks_exact_mut(m.max(1)).take(a.ncol()).enumerate() {
+        let col = a.col(j);
+        for (e, r) in o.iter_mut().zip(rows.clone()) {
+            *e = col[r];
+        }
+    }
 }
 
 impl LocalShard {
@@ -369,6 +377,21 @@ impl LocalShard {
         group: &[usize],
         layout: &ShardLayout,
     ) -> Result<Vec<LocalShard>> {
+        (0..layout.len())
+            .map(|s| Self::one(a, b, ngroups, pb, group, layout, s))
+            .collect()
+    }
+
+    /// Shard `s` of `split_design` alone (so that a caller writing shards out holds one at a time).
+    pub fn one(
+        a: &DenseDesign,
+        b: &[f64],
+        ngroups: usize,
+        pb: usize,
+        group: &[usize],
+        layout: &ShardLayout,
+        s: usize,
+    ) -> Result<LocalShard> {
         let (nrow, pa) = (a.nrow(), a.ncol());
         DenseDesign::new(b, ngroups, pb)?;
         if group.len() != nrow {
@@ -377,27 +400,29 @@ impl LocalShard {
                 format!("has length {}, expected {nrow}", group.len()),
             ));
         }
-        Ok((0..layout.len())
-            .map(|s| {
-                let (r0, r1) = layout.rows[s];
-                let (g0, g1) = layout.groups[s];
-                let gr = &layout.group_rows[s];
-                LocalShard {
-                    a: gather_rows(a, r0..r1),
-                    nrow: r1 - r0,
-                    pa,
-                    group: group[r0..r1].to_vec(),
-                    b: b.to_vec(),
-                    ngroups,
-                    pb,
-                    a_groups: gather_rows(a, gr.iter().copied()),
-                    nrow_groups: gr.len(),
-                    group_local: gr.iter().map(|&r| group[r] - g0).collect(),
-                    g0,
-                    g1,
-                }
-            })
-            .collect())
+        if s >= layout.len() {
+            return Err(NceError::invalid(
+                "shard",
+                format!("is {}, but there are {} shards", s + 1, layout.len()),
+            ));
+        }
+        let (r0, r1) = layout.rows[s];
+        let (g0, g1) = layout.groups[s];
+        let gr = &layout.group_rows[s];
+        Ok(LocalShard {
+            a: gather_rows(a, r0..r1),
+            nrow: r1 - r0,
+            pa,
+            group: group[r0..r1].to_vec(),
+            b: b.to_vec(),
+            ngroups,
+            pb,
+            a_groups: gather_rows(a, gr.iter().copied()),
+            nrow_groups: gr.len(),
+            group_local: gr.iter().map(|&r| group[r] - g0).collect(),
+            g0,
+            g1,
+        })
     }
 
     pub fn part(&self) -> ShardPart<'_> {
