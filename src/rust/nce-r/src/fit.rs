@@ -11,9 +11,7 @@ use nce_core::alias::fit_reml_dense;
 use nce_core::design::{DenseDesign, Design};
 use nce_core::discrete::{DiscreteDesign, TermSpec};
 use nce_core::family::Family;
-use nce_core::grouped::{
-    fit_reml_free_intercepts_dense, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign,
-};
+use nce_core::grouped::{fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign};
 use nce_core::irls::{self, Control, Problem};
 use nce_core::penalty::{Penalty, PenaltySet};
 use nce_core::reml::{fit_reml, RemlControl, RemlFit};
@@ -236,7 +234,7 @@ fn nce_fit_reml_free_intercepts(
                 let pa = ad.ncol();
                 let pens = penalties_from(&penalties, pa)?;
                 let fit = run::run(threads, |stop| {
-                    fit_reml_free_intercepts_dense(ad, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
+                    fit_reml_free_intercepts(ad, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
                         stop.load(Ordering::Relaxed)
                     })
                 })?;

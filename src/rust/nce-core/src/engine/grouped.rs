@@ -972,24 +972,6 @@ impl<D: FreeRows + ?Sized> crate::reml::RemlModel for FreeCtx<'_, D> {
 /// the clustered sandwich (clusters are unions of groups).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_reml_free_intercepts(
-    a: &[f64],
-    nrow: usize,
-    pa: usize,
-    group: &[usize],
-    ngroups: usize,
-    prob: &Problem,
-    penalties: &PenaltySet,
-    ctrl: &RemlControl,
-    cluster_of_group: Option<&[usize]>,
-    interrupted: &mut dyn FnMut() -> bool,
-) -> Result<FreeInterceptFit> {
-    let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
-    fit_reml_free_intercepts_dense(a, group, ngroups, prob, penalties, ctrl, cluster_of_group, interrupted)
-}
-
-/// `fit_reml_free_intercepts` with A given as a `DenseDesign` (e.g. held by columns).
-#[allow(clippy::too_many_arguments)]
-pub fn fit_reml_free_intercepts_dense(
     a: DenseDesign<'_>,
     group: &[usize],
     ngroups: usize,
@@ -1364,9 +1346,16 @@ mod tests {
         };
         let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s: s.clone() }]).unwrap();
         let clusters: Vec<usize> = (0..ng).map(|t| t / 4).collect();
-        let free = fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
-            false
-        })
+        let free = fit_reml_free_intercepts(
+            DenseDesign::new(&a, n, pa).unwrap(),
+            &group,
+            ng,
+            &prob,
+            &pens,
+            &ctrl,
+            Some(&clusters),
+            &mut || false,
+        )
         .unwrap();
         // Expanded: [1, A] and treatment contrasts of the group.
         let mut af = vec![1.0; n * (pa + 1)];
@@ -1426,16 +1415,30 @@ mod tests {
         }
         // Thread invariance.
         let again = with_threads(2, || {
-            fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
-                false
-            })
+            fit_reml_free_intercepts(
+                DenseDesign::new(&a, n, pa).unwrap(),
+                &group,
+                ng,
+                &prob,
+                &pens,
+                &ctrl,
+                Some(&clusters),
+                &mut || false,
+            )
             .unwrap()
         })
         .unwrap();
         let one = with_threads(1, || {
-            fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
-                false
-            })
+            fit_reml_free_intercepts(
+                DenseDesign::new(&a, n, pa).unwrap(),
+                &group,
+                ng,
+                &prob,
+                &pens,
+                &ctrl,
+                Some(&clusters),
+                &mut || false,
+            )
             .unwrap()
         })
         .unwrap();

@@ -354,22 +354,7 @@ pub fn gather_rows_into(a: &DenseDesign, rows: impl ExactSizeIterator<Item = usi
 
 impl LocalShard {
     /// Split A (nrow x pa), B (ngroups x pb) and `group` by `layout`.
-    #[allow(clippy::too_many_arguments)]
     pub fn split(
-        a: &[f64],
-        nrow: usize,
-        pa: usize,
-        b: &[f64],
-        ngroups: usize,
-        pb: usize,
-        group: &[usize],
-        layout: &ShardLayout,
-    ) -> Result<Vec<LocalShard>> {
-        Self::split_design(&DenseDesign::new(a, nrow, pa)?, b, ngroups, pb, group, layout)
-    }
-
-    /// As `split`, with A given as a `DenseDesign` (e.g. held by columns).
-    pub fn split_design(
         a: &DenseDesign,
         b: &[f64],
         ngroups: usize,
@@ -377,21 +362,6 @@ impl LocalShard {
         group: &[usize],
         layout: &ShardLayout,
     ) -> Result<Vec<LocalShard>> {
-        (0..layout.len())
-            .map(|s| Self::one(a, b, ngroups, pb, group, layout, s))
-            .collect()
-    }
-
-    /// Shard `s` of `split_design` alone (so that a caller writing shards out holds one at a time).
-    pub fn one(
-        a: &DenseDesign,
-        b: &[f64],
-        ngroups: usize,
-        pb: usize,
-        group: &[usize],
-        layout: &ShardLayout,
-        s: usize,
-    ) -> Result<LocalShard> {
         let (nrow, pa) = (a.nrow(), a.ncol());
         DenseDesign::new(b, ngroups, pb)?;
         if group.len() != nrow {
@@ -400,29 +370,27 @@ impl LocalShard {
                 format!("has length {}, expected {nrow}", group.len()),
             ));
         }
-        if s >= layout.len() {
-            return Err(NceError::invalid(
-                "shard",
-                format!("is {}, but there are {} shards", s + 1, layout.len()),
-            ));
-        }
-        let (r0, r1) = layout.rows[s];
-        let (g0, g1) = layout.groups[s];
-        let gr = &layout.group_rows[s];
-        Ok(LocalShard {
-            a: gather_rows(a, r0..r1),
-            nrow: r1 - r0,
-            pa,
-            group: group[r0..r1].to_vec(),
-            b: b.to_vec(),
-            ngroups,
-            pb,
-            a_groups: gather_rows(a, gr.iter().copied()),
-            nrow_groups: gr.len(),
-            group_local: gr.iter().map(|&r| group[r] - g0).collect(),
-            g0,
-            g1,
-        })
+        Ok((0..layout.len())
+            .map(|s| {
+                let (r0, r1) = layout.rows[s];
+                let (g0, g1) = layout.groups[s];
+                let gr = &layout.group_rows[s];
+                LocalShard {
+                    a: gather_rows(a, r0..r1),
+                    nrow: r1 - r0,
+                    pa,
+                    group: group[r0..r1].to_vec(),
+                    b: b.to_vec(),
+                    ngroups,
+                    pb,
+                    a_groups: gather_rows(a, gr.iter().copied()),
+                    nrow_groups: gr.len(),
+                    group_local: gr.iter().map(|&r| group[r] - g0).collect(),
+                    g0,
+                    g1,
+                }
+            })
+            .collect())
     }
 
     pub fn part(&self) -> ShardPart<'_> {
@@ -944,7 +912,9 @@ mod tests {
         let sw0 = grouped_cluster_sandwich(&gd, &clusters, &v, &bread, &aliased).unwrap();
         for shards in 1..=4 {
             let layout = ShardLayout::new(&group, ng, shards).unwrap();
-            let backend = LocalShards(LocalShard::split(&a, n, pa, &b, ng, pb, &group, &layout).unwrap());
+            let backend = LocalShards(
+                LocalShard::split(&DenseDesign::new(&a, n, pa).unwrap(), &b, ng, pb, &group, &layout).unwrap(),
+            );
             let sd = ShardedDesign::new(&b, ng, pb, &group, pa, shards, &backend).unwrap();
             assert_eq!(sd.intercept_column(), gd.intercept_column());
             let threads = 1 + shards % 2;
@@ -986,14 +956,23 @@ mod tests {
         let ctrl = RemlControl::default();
         let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s }]).unwrap();
         let clusters: Vec<usize> = (0..ng).map(|t| t / 30).collect();
-        let mem = fit_reml_free_intercepts(&a, n, pa, &group, ng, &prob, &pens, &ctrl, Some(&clusters), &mut || {
-            false
-        })
+        let mem = fit_reml_free_intercepts(
+            DenseDesign::new(&a, n, pa).unwrap(),
+            &group,
+            ng,
+            &prob,
+            &pens,
+            &ctrl,
+            Some(&clusters),
+            &mut || false,
+        )
         .unwrap();
         let b: Vec<f64> = Vec::new();
         for shards in 1..=3 {
             let layout = ShardLayout::new(&group, ng, shards).unwrap();
-            let backend = LocalShards(LocalShard::split(&a, n, pa, &b, ng, 0, &group, &layout).unwrap());
+            let backend = LocalShards(
+                LocalShard::split(&DenseDesign::new(&a, n, pa).unwrap(), &b, ng, 0, &group, &layout).unwrap(),
+            );
             let sd = ShardedDesign::new(&b, ng, 0, &group, pa, shards, &backend).unwrap();
             let fit = with_threads(1 + shards % 2, || {
                 fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, Some(&clusters), &mut || false)
@@ -1012,7 +991,8 @@ mod tests {
         // A B with columns is refused.
         let layout = ShardLayout::new(&group, ng, 1).unwrap();
         let b1 = vec![1.0; ng];
-        let backend = LocalShards(LocalShard::split(&a, n, pa, &b1, ng, 1, &group, &layout).unwrap());
+        let backend =
+            LocalShards(LocalShard::split(&DenseDesign::new(&a, n, pa).unwrap(), &b1, ng, 1, &group, &layout).unwrap());
         let sd = ShardedDesign::new(&b1, ng, 1, &group, pa, 1, &backend).unwrap();
         assert!(fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, None, &mut || false).is_err());
     }
