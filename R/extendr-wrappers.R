@@ -40,6 +40,13 @@ nce_fit_reml_free_intercepts <- function(a, group, ngroups, y, weights, offset, 
 #' @noRd
 nce_cc_basis <- function(x, knots, bd, threads) .Call(wrap__nce_cc_basis, x, knots, bd, threads)
 
+#' Rows of a cubic regression spline basis: `x`, the smooth's knots `xp` and `F`. Returns the
+#' n x nk matrix mgcv's `Predict.matrix.cr.smooth` gives, allocated once in R and filled in
+#' place.
+#' @keywords internal
+#' @noRd
+nce_cr_basis <- function(x, knots, f, threads) .Call(wrap__nce_cr_basis, x, knots, f, threads)
+
 #' Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
 #' and `UZ`, penalty order `m` (mgcv's p.order[1]). Returns the n x k matrix predict_tprs gives.
 #' @keywords internal

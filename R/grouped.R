@@ -59,8 +59,10 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = 
 # the object mgcv would give (same "qrc" and "nCons", so PredictMat() applies the same Z);
 # other constraint types are left to mgcv.
 smooth_con <- function(spec, data, knots) {
-  # Cyclic cubic splines: the same smooth, with the basis on the rows computed in Rust (nce_cc_basis()).
+  # Cubic and cyclic cubic splines: the same smooth, with the basis on the rows computed in Rust
+  # (R/smooth-cubic.R).
   if (identical(class(spec), "cc.smooth.spec") && identical(spec$by, "NA")) class(spec) <- "ncecc.smooth.spec"
+  if (identical(class(spec), "cr.smooth.spec") && identical(spec$by, "NA")) class(spec) <- "ncecr.smooth.spec"
   # Thin-plate splines: the same smooth, eigen-decomposition and rows' basis in Rust (tp_construct()).
   # (Two or more covariates: see nce_basis_formula() for why one-covariate terms stay with mgcv.)
   if (identical(class(spec), "tp.smooth.spec") && identical(spec$by, "NA") && spec$dim >= 2L) {
@@ -420,36 +422,6 @@ grouped_result <- function(res, cn, labels, smooth, row_setup, group_setup) {
        message = res$message, outer_iterations = res$outer_iterations,
        iter = res$inner_iterations, n_certain = res$n_certain, aliased = res$aliased,
        at_bound = res$at_bound, smooth = smooth, row_setup = row_setup, group_setup = group_setup)
-}
-
-#' mgcv's cyclic cubic regression spline (`bs = "cc"`), basis computed faster
-#'
-#' The constructor behind `s(..., bs = "cc")` in the package's fits: mgcv's own
-#' [mgcv::smooth.construct.cc.smooth.spec()] sets up knots, penalty and the
-#' `"cyclic.smooth"` object (prediction is mgcv's), and the model matrix on the
-#' data comes from the same formula evaluated in Rust, written once into the
-#' result (mgcv's `pred.mat()` dominates the set-up on ~40,000 rows, and its
-#' intermediate matrices the set-up's memory on millions). Internal.
-#' @param object,data,knots As for [mgcv::smooth.construct()].
-#' @return A `"cyclic.smooth"` object, as mgcv's constructor returns.
-#' @keywords internal
-#' @exportS3Method mgcv::smooth.construct
-smooth.construct.ncecc.smooth.spec <- function(object, data, knots) {  # nolint: object_name_linter.
-  class(object) <- "cc.smooth.spec"
-  x <- data[[object$term]]
-  nk <- if (object$bs.dim < 0) 10L else object$bs.dim
-  k <- knots[[object$term]]
-  if (is.null(k)) k <- mgcv::place.knots(x, nk) else if (length(k) == 2L) k <- mgcv::place.knots(c(k, x), nk)
-  if (length(object$term) != 1L || nk < 4L || length(k) != nk || !is.numeric(x) || anyNA(x) || length(x) < 1L ||
-      min(x) < min(k) || max(x) > max(k)) {
-    return(mgcv::smooth.construct(object, data, knots))
-  }
-  knots[[object$term]] <- k
-  # Knots given in full: mgcv's constructor uses the data only for the basis on the rows.
-  few <- lapply(data, function(v) v[seq_len(min(length(v), 2L))])
-  sm <- mgcv::smooth.construct(object, few, knots)
-  sm$X <- rs(nce_cc_basis(as.double(x), as.double(sm$xp), sm$BD, nce_threads()))
-  sm
 }
 
 # Fit by REML on [A | one free intercept per group] (intercept = "transition"): the intercepts

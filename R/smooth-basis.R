@@ -303,8 +303,8 @@ tp_poly <- function(x, m) {
 
 # Route the smooth terms of a model formula whose set-up the package does faster to its own
 # constructors: s() terms in two or more covariates without a fixed `sp` on the thin-plate basis
-# (given or default) are built by tp_construct(), cyclic ones by smooth.construct.ncecc.smooth.spec(),
-# and every plain term (no `by`, `id` or `pc`) of the thin-plate, cr, cc or ps basis goes through
+# (given or default) are built by tp_construct(), cubic and cyclic ones by the constructors of
+# R/smooth-cubic.R, and every plain term (no `by`, `id` or `pc`) of the thin-plate, cr, cc or ps basis goes through
 # the "nceabs" constructor, which absorbs its sum-to-zero constraint in Rust (R/smooth-absorb.R;
 # gam_setup() then calls restore_absorbed()). All return mgcv's own objects. One-covariate
 # thin-plate terms and fits with fixed smoothing parameters (`fixed_sp`) keep mgcv's thin-plate
@@ -324,8 +324,8 @@ nce_basis_formula <- function(formula, fixed_sp = FALSE) {
       if (!is.character(bs) || length(bs) != 1L || !bs %in% c("tp", "cr", "cc", "ps")) return(e)
       if (bs == "tp" && n_vars >= 2L && is.null(args$sp) && !fixed_sp) {
         bs <- "ncetp"
-      } else if (bs == "cc") {
-        bs <- "ncecc"
+      } else if (bs %in% c("cc", "cr")) {
+        bs <- paste0("nce", bs)
       }
       mc$bs <- "nceabs"
       mc$xt <- call("list", bs = bs, xt = args$xt)

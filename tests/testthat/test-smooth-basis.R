@@ -234,3 +234,35 @@ test_that("cyclic cubic splines: the rows' basis from Rust is mgcv's, knots to e
                class = "nce_error_input")
   expect_error(nce:::rs(nce:::nce_cc_basis(0, ours$xp, ours$BD[-1, ], 1L)), "`bd`", class = "nce_error_input")
 })
+
+test_that("cubic regression splines: the rows' basis from Rust is mgcv's, within and beyond the knots", {
+  set.seed(62)
+  # Ties and rows on the knots: a rounded covariate.
+  x <- round(rexp(8000), 2)
+  d <- data.frame(u = x)
+  spec <- mgcv::s(u, bs = "cr", k = 9)
+  ours <- nce:::smooth.construct.ncecr.smooth.spec(spec, d, NULL)
+  theirs <- mgcv::smooth.construct(spec, d, NULL)
+  expect_identical(ours$xp, theirs$xp)
+  expect_equal(ours$F, theirs$F, tolerance = 1e-14)
+  expect_equal(ours$S, theirs$S, tolerance = 1e-14)
+  expect_equal(ours$X, theirs$X, tolerance = 1e-13)
+  # Prediction beyond both ends (linear extrapolation) and at the knots themselves.
+  new <- data.frame(u = c(-1, -0.01, ours$xp, max(x) + c(0.5, 3)))
+  expect_equal(nce:::rs(nce:::nce_cr_basis(new$u, ours$xp, ours$F, 1L)), mgcv::Predict.matrix(theirs, new),
+               tolerance = 1e-13)
+  # Knots supplied, and a term mgcv refuses (too few distinct values) is refused the same way.
+  kn <- list(u = c(0, 0.2, 0.5, 1, 2, 4, 8))
+  spec7 <- mgcv::s(u, bs = "cr", k = 7)
+  expect_equal(nce:::smooth.construct.ncecr.smooth.spec(spec7, d, kn)$X, mgcv::smooth.construct(spec7, d, kn)$X,
+               tolerance = 1e-13)
+  few <- data.frame(u = rep(1:3, 10))
+  expect_error(nce:::smooth.construct.ncecr.smooth.spec(spec, few, NULL), "insufficient unique values")
+  # Shrinkage ("cs") stays with mgcv.
+  cs <- mgcv::s(u, bs = "cs", k = 9)
+  class(cs) <- "ncecr.smooth.spec"
+  attr(cs, "shrink") <- 0.1
+  expect_equal(nce:::smooth.construct.ncecr.smooth.spec(cs, d, NULL)$S[[1]],
+               mgcv::smooth.construct(mgcv::s(u, bs = "cs", k = 9), d, NULL)$S[[1]], tolerance = 1e-12)
+  expect_error(nce:::rs(nce:::nce_cr_basis(c(1, NA), ours$xp, ours$F, 1L)), "row 2", class = "nce_error_input")
+})

@@ -3,7 +3,7 @@
 use crate::convert::{col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, threads_of, to_r_matrix};
 use crate::run::run;
 use extendr_api::prelude::*;
-use nce_core::engine::basis::{cc_basis_into, top_eigen, tprs_e, tprs_predict};
+use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict};
 use nce_core::engine::constraint::{basis_stats, scale_absorb};
 use nce_core::NceError;
 
@@ -93,6 +93,30 @@ fn nce_scale_absorb(x: Robj, scale: Robj, householder: Robj, threads: i32) -> Ro
     })
 }
 
+/// Rows of a cubic regression spline basis: `x`, the smooth's knots `xp` and `F`. Returns the
+/// n x nk matrix mgcv's `Predict.matrix.cr.smooth` gives, allocated once in R and filled in
+/// place.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_cr_basis(x: Robj, knots: Robj, f: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let xv = real_slice(&x, "x")?;
+        let kn = real_slice(&knots, "knots")?;
+        let fv = real_slice(&f, "f")?;
+        let threads = threads_of(threads)?;
+        let nk = kn.len();
+        // Checked before the n x nk result is allocated.
+        if fv.len() != nk * nk {
+            return Err(NceError::invalid("f", format!("must be a {nk} x {nk} matrix")));
+        }
+        let mut out = RMatrix::<f64>::new(xv.len(), nk);
+        let slice = out.data_mut();
+        run(threads, |_| cr_basis_into(xv, kn, fv, slice))?;
+        Ok(out.into_robj())
+    })
+}
+
 /// Rows of a cyclic cubic spline basis: `x` within the range of `knots` (the smooth's `xp`),
 /// the smooth's `BD`. Returns the n x (nk - 1) matrix mgcv's `Predict.matrix.cyclic.smooth`
 /// gives, allocated once in R and filled in place.
@@ -120,6 +144,7 @@ fn nce_cc_basis(x: Robj, knots: Robj, bd: Robj, threads: i32) -> Robj {
 extendr_module! {
     mod basis;
     fn nce_cc_basis;
+    fn nce_cr_basis;
     fn nce_tprs_predict;
     fn nce_tprs_eigen;
     fn nce_tprs_e;

@@ -10,6 +10,82 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+/// mgcv's cubic regression spline basis on the rows `x` (its C routine `crspl` with `F`
+/// supplied, as `Predict.matrix.cr.smooth` calls it), written into `out` (n x nk,
+/// column-major) for the `nk` increasing knots and the smooth's `F` (nk x nk, column-major, the
+/// map from values at the knots to second derivatives). Within the knots' range row i is
+/// c- F[, j] + c+ F[, j + 1], plus a- at column j and a+ at column j + 1, for the interval
+/// [k_j, k_j+1] holding x_i (the lower one at a knot); beyond the ends the spline is linear, as
+/// in `crspl`. The same operations in the same order as `crspl`, so the same values.
+pub fn cr_basis_into(x: &[f64], knots: &[f64], f: &[f64], out: &mut [f64]) -> Result<()> {
+    let nk = knots.len();
+    if nk < 3 || knots.iter().any(|k| !k.is_finite()) || knots.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(NceError::invalid(
+            "knots",
+            "must be 3 or more increasing finite numbers",
+        ));
+    }
+    let n = x.len();
+    if f.len() != nk * nk {
+        return Err(NceError::invalid("f", format!("must be a {nk} x {nk} matrix")));
+    }
+    if out.len() != n * nk {
+        return Err(NceError::invalid("out", format!("must hold {n} x {nk} values")));
+    }
+    if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+        return Err(NceError::invalid("x", format!("row {} is not finite", i + 1)));
+    }
+    let (kmin, kmax) = (knots[0], knots[nk - 1]);
+    // Each row's interval j (crspl's search: the last knot below x, at least the first).
+    let interval: Vec<u32> = x
+        .par_iter()
+        .map(|&v| (knots.partition_point(|&t| t < v).clamp(1, nk - 1) - 1) as u32)
+        .collect();
+    let fcol = |j: usize| &f[j * nk..(j + 1) * nk];
+    out.par_chunks_mut(n.max(1)).enumerate().for_each(|(c, col)| {
+        for ((o, &xi), &j) in col.iter_mut().zip(x).zip(&interval) {
+            *o = if xi < kmin {
+                let h = knots[1] - kmin;
+                let xik = xi - kmin;
+                let (cjm, cjp) = (-xik * h / 3.0, -xik * h / 6.0);
+                let mut e = cjm * fcol(0)[c] + cjp * fcol(1)[c];
+                if c == 0 {
+                    e += 1.0 - xik / h;
+                } else if c == 1 {
+                    e += xik / h;
+                }
+                e
+            } else if xi > kmax {
+                let h = kmax - knots[nk - 2];
+                let xik = xi - kmax;
+                let (cjm, cjp) = (xik * h / 6.0, xik * h / 3.0);
+                let mut e = cjm * fcol(nk - 2)[c] + cjp * fcol(nk - 1)[c];
+                if c == nk - 2 {
+                    e += -xik / h;
+                } else if c == nk - 1 {
+                    e += 1.0 + xik / h;
+                }
+                e
+            } else {
+                let j = j as usize;
+                let (xj, xj1) = (knots[j], knots[j + 1]);
+                let h = xj1 - xj;
+                let (ajm, ajp) = (xj1 - xi, xi - xj);
+                let cjm = (ajm * (ajm * ajm / h - h)) / 6.0;
+                let cjp = (ajp * (ajp * ajp / h - h)) / 6.0;
+                let mut e = cjm * fcol(j)[c] + cjp * fcol(j + 1)[c];
+                if c == j {
+                    e += ajm / h;
+                } else if c == j + 1 {
+                    e += ajp / h;
+                }
+                e
+            };
+        }
+    });
+    Ok(())
+}
+
 /// mgcv's cyclic cubic regression spline basis on the rows `x` (`pred.mat()` of
 /// `Predict.matrix.cyclic.smooth`), written into `out` (n x (nk - 1), column-major) for the
 /// `nk` knots and the smooth's `BD` ((nk - 1) x (nk - 1)). Row i is BD[j1, ] a_i + BD[j, ] b_i,

@@ -1,0 +1,72 @@
+# Cubic regression splines (`bs = "cr"`) and their cyclic version (`bs = "cc"`) with the rows'
+# basis computed in Rust: mgcv's constructor builds the smooth object from its knots (so
+# PredictMat() and predict.gam() use mgcv's own code on it), and the model matrix on the data
+# rows is written once into one R matrix (mgcv's C routine for `cr` and R code for `cc` make two
+# to six temporary copies of it, which on millions of rows dominate the set-up's memory).
+
+#' mgcv's cubic regression spline (`bs = "cr"`), basis computed in Rust
+#'
+#' The constructor behind `s(..., bs = "cr")` in the package's fits: the knots are mgcv's (the
+#' ones supplied, or the quantiles of the distinct covariate values),
+#' [mgcv::smooth.construct.cr.smooth.spec()] builds the `"cr.smooth"` object (penalty, `F`) on
+#' the knots alone, and the model matrix on the data rows comes from mgcv's `crspl` computed in
+#' Rust, the same operations in the same order (linear beyond the knots). Shrinkage (`"cs"`)
+#' and terms mgcv would refuse go to mgcv. Internal.
+#' @param object,data,knots As for [mgcv::smooth.construct()].
+#' @return A `"cr.smooth"` object, as mgcv's constructor returns.
+#' @keywords internal
+#' @exportS3Method mgcv::smooth.construct
+smooth.construct.ncecr.smooth.spec <- function(object, data, knots) {  # nolint: object_name_linter.
+  class(object) <- "cr.smooth.spec"
+  x <- data[[object$term]]
+  nk <- if (object$bs.dim < 0) 10L else object$bs.dim
+  if (length(object$term) != 1L || !is.null(attr(object, "shrink")) || nk < 3L || !is.numeric(x) || anyNA(x) ||
+      length(x) < 1L) {
+    return(mgcv::smooth.construct(object, data, knots))
+  }
+  # mgcv's check and knots: enough distinct values, knots at their quantiles unless supplied.
+  xu <- unique(x)
+  if (length(xu) < nk) return(mgcv::smooth.construct(object, data, knots))
+  k <- knots[[object$term]]
+  if (is.null(k)) k <- stats::quantile(xu, seq(0, 1, length = nk))
+  if (length(k) != nk || anyDuplicated(k) > 0L || is.unsorted(k)) return(mgcv::smooth.construct(object, data, knots))
+  knots <- as.list(knots)
+  knots[[object$term]] <- k
+  # Knots given in full: mgcv's constructor uses the data only for the basis on the rows, and
+  # the knots themselves are enough distinct values for its check.
+  on_knots <- list(as.numeric(k))
+  names(on_knots) <- object$term
+  sm <- mgcv::smooth.construct(object, on_knots, knots)
+  sm$X <- rs(nce_cr_basis(as.double(x), as.double(sm$xp), as.double(sm$F), nce_threads()))
+  sm
+}
+
+#' mgcv's cyclic cubic regression spline (`bs = "cc"`), basis computed faster
+#'
+#' The constructor behind `s(..., bs = "cc")` in the package's fits: mgcv's own
+#' [mgcv::smooth.construct.cc.smooth.spec()] sets up knots, penalty and the
+#' `"cyclic.smooth"` object (prediction is mgcv's), and the model matrix on the
+#' data comes from the same formula evaluated in Rust, written once into the
+#' result (mgcv's `pred.mat()` dominates the set-up on ~40,000 rows, and its
+#' intermediate matrices the set-up's memory on millions). Internal.
+#' @param object,data,knots As for [mgcv::smooth.construct()].
+#' @return A `"cyclic.smooth"` object, as mgcv's constructor returns.
+#' @keywords internal
+#' @exportS3Method mgcv::smooth.construct
+smooth.construct.ncecc.smooth.spec <- function(object, data, knots) {  # nolint: object_name_linter.
+  class(object) <- "cc.smooth.spec"
+  x <- data[[object$term]]
+  nk <- if (object$bs.dim < 0) 10L else object$bs.dim
+  k <- knots[[object$term]]
+  if (is.null(k)) k <- mgcv::place.knots(x, nk) else if (length(k) == 2L) k <- mgcv::place.knots(c(k, x), nk)
+  if (length(object$term) != 1L || nk < 4L || length(k) != nk || !is.numeric(x) || anyNA(x) || length(x) < 1L ||
+      min(x) < min(k) || max(x) > max(k)) {
+    return(mgcv::smooth.construct(object, data, knots))
+  }
+  knots[[object$term]] <- k
+  # Knots given in full: mgcv's constructor uses the data only for the basis on the rows.
+  few <- lapply(data, function(v) v[seq_len(min(length(v), 2L))])
+  sm <- mgcv::smooth.construct(object, few, knots)
+  sm$X <- rs(nce_cc_basis(as.double(x), as.double(sm$xp), sm$BD, nce_threads()))
+  sm
+}
