@@ -36,53 +36,46 @@ pub fn cr_basis_into(x: &[f64], knots: &[f64], f: &[f64], out: &mut [f64]) -> Re
         return Err(NceError::invalid("x", format!("row {} is not finite", i + 1)));
     }
     let (kmin, kmax) = (knots[0], knots[nk - 1]);
-    // Each row's interval j (crspl's search: the last knot below x, at least the first).
-    let interval: Vec<u32> = x
-        .par_iter()
-        .map(|&v| (knots.partition_point(|&t| t < v).clamp(1, nk - 1) - 1) as u32)
-        .collect();
-    let fcol = |j: usize| &f[j * nk..(j + 1) * nk];
-    out.par_chunks_mut(n.max(1)).enumerate().for_each(|(c, col)| {
-        for ((o, &xi), &j) in col.iter_mut().zip(x).zip(&interval) {
-            *o = if xi < kmin {
+    fill_spline_rows(
+        out,
+        n,
+        nk,
+        |i| {
+            let xi = x[i];
+            if xi < kmin {
+                // Linear below the first knot.
                 let h = knots[1] - kmin;
                 let xik = xi - kmin;
-                let (cjm, cjp) = (-xik * h / 3.0, -xik * h / 6.0);
-                let mut e = cjm * fcol(0)[c] + cjp * fcol(1)[c];
-                if c == 0 {
-                    e += 1.0 - xik / h;
-                } else if c == 1 {
-                    e += xik / h;
+                SplineRow {
+                    rows: [0, 1],
+                    weights: [-xik * h / 3.0, -xik * h / 6.0],
+                    plus: [1.0 - xik / h, xik / h],
                 }
-                e
             } else if xi > kmax {
+                // Linear above the last knot.
                 let h = kmax - knots[nk - 2];
                 let xik = xi - kmax;
-                let (cjm, cjp) = (xik * h / 6.0, xik * h / 3.0);
-                let mut e = cjm * fcol(nk - 2)[c] + cjp * fcol(nk - 1)[c];
-                if c == nk - 2 {
-                    e += -xik / h;
-                } else if c == nk - 1 {
-                    e += 1.0 + xik / h;
+                SplineRow {
+                    rows: [nk - 2, nk - 1],
+                    weights: [xik * h / 6.0, xik * h / 3.0],
+                    plus: [-xik / h, 1.0 + xik / h],
                 }
-                e
             } else {
-                let j = j as usize;
+                // crspl's search: the last knot below x, at least the first.
+                let j = knots.partition_point(|&t| t < xi).clamp(1, nk - 1) - 1;
                 let (xj, xj1) = (knots[j], knots[j + 1]);
                 let h = xj1 - xj;
                 let (ajm, ajp) = (xj1 - xi, xi - xj);
-                let cjm = (ajm * (ajm * ajm / h - h)) / 6.0;
-                let cjp = (ajp * (ajp * ajp / h - h)) / 6.0;
-                let mut e = cjm * fcol(j)[c] + cjp * fcol(j + 1)[c];
-                if c == j {
-                    e += ajm / h;
-                } else if c == j + 1 {
-                    e += ajp / h;
+                SplineRow {
+                    rows: [j, j + 1],
+                    weights: [(ajm * (ajm * ajm / h - h)) / 6.0, (ajp * (ajp * ajp / h - h)) / 6.0],
+                    plus: [ajm / h, ajp / h],
                 }
-                e
-            };
-        }
-    });
+            }
+        },
+        // F is stored so that crspl reads F[j * nk + c]: "row" j of the map is its column j.
+        |r, c| f[r * nk + c],
+    );
     Ok(())
 }
 
@@ -92,7 +85,7 @@ pub fn cr_basis_into(x: &[f64], knots: &[f64], f: &[f64], out: &mut [f64]) -> Re
 /// plus up_i / h at column j1 and lo_i / h at column j, where (j1, j) is the knot interval of
 /// x_i (left-open, the first closed; j wraps to the first knot at the last) of width h, up_i
 /// and lo_i the distances to its ends, a_i = up^3 / 6h - h up / 6 and b_i likewise with lo.
-/// Columns are filled in parallel, each the same whatever the thread count.
+/// Blocks of rows are filled in parallel (`fill_spline_rows`).
 pub fn cc_basis_into(x: &[f64], knots: &[f64], bd: &[f64], out: &mut [f64]) -> Result<()> {
     let nk = knots.len();
     if nk < 4 || knots.iter().any(|k| !k.is_finite()) || knots.windows(2).any(|w| w[1] <= w[0]) {
@@ -114,30 +107,71 @@ pub fn cc_basis_into(x: &[f64], knots: &[f64], bd: &[f64], out: &mut [f64]) -> R
             format!("value {} (row {}) is outside the knots' range", x[i], i + 1),
         ));
     }
-    // The interval's left knot j1 of each row (0-based), found once for all columns.
-    let left: Vec<u32> = x
-        .par_iter()
-        .map(|&v| (knots.partition_point(|&t| t < v).max(1) - 1) as u32)
-        .collect();
-    out.par_chunks_mut(n.max(1)).enumerate().for_each(|(c, col)| {
-        for ((o, &v), &j1) in col.iter_mut().zip(x).zip(&left) {
-            let j1 = j1 as usize;
+    fill_spline_rows(
+        out,
+        n,
+        k,
+        |i| {
+            let v = x[i];
+            let j1 = knots.partition_point(|&t| t < v).max(1) - 1;
             let j = if j1 + 1 == k { 0 } else { j1 + 1 };
             let h = knots[j1 + 1] - knots[j1];
             let (up, lo) = (knots[j1 + 1] - v, v - knots[j1]);
-            let a = up.powf(3.0) / (6.0 * h) - h * up / 6.0;
-            let b = lo.powf(3.0) / (6.0 * h) - h * lo / 6.0;
-            let mut e = bd[c * k + j1] * a + bd[c * k + j] * b;
-            if c == j1 {
-                e += up / h;
+            SplineRow {
+                rows: [j1, j],
+                weights: [
+                    up.powf(3.0) / (6.0 * h) - h * up / 6.0,
+                    lo.powf(3.0) / (6.0 * h) - h * lo / 6.0,
+                ],
+                plus: [up / h, lo / h],
             }
-            if c == j {
-                e += lo / h;
+        },
+        |r, c| bd[c * k + r],
+    );
+    Ok(())
+}
+
+/// One row of a cubic spline basis: `weights[0] M[rows[0], ] + weights[1] M[rows[1], ]`, then
+/// `plus[0]` added at column `rows[0]` and `plus[1]` at column `rows[1]` (M the spline's matrix).
+struct SplineRow {
+    rows: [usize; 2],
+    weights: [f64; 2],
+    plus: [f64; 2],
+}
+
+/// Rows per block when a spline basis is filled by blocks of rows in parallel.
+const SPLINE_BLOCK: usize = 2048;
+
+/// Fill `out` (n x k, column-major) with the rows `row(i)` describes, `m(r, c)` being entry
+/// (r, c) of the spline's matrix: blocks of rows in parallel, each row's terms found once and
+/// each column written in turn (the same values whatever the thread count).
+fn fill_spline_rows(
+    out: &mut [f64],
+    n: usize,
+    k: usize,
+    row: impl Fn(usize) -> SplineRow + Sync,
+    m: impl Fn(usize, usize) -> f64 + Sync,
+) {
+    let mut blocks: Vec<Vec<&mut [f64]>> = (0..n.div_ceil(SPLINE_BLOCK)).map(|_| Vec::with_capacity(k)).collect();
+    for col in out.chunks_mut(n.max(1)).take(k) {
+        for (b, part) in col.chunks_mut(SPLINE_BLOCK).enumerate() {
+            blocks[b].push(part);
+        }
+    }
+    blocks.into_par_iter().enumerate().for_each(|(b, mut cols)| {
+        let r0 = b * SPLINE_BLOCK;
+        let len = cols.first().map_or(0, |c| c.len());
+        let terms: Vec<SplineRow> = (r0..r0 + len).map(&row).collect();
+        for (c, col) in cols.iter_mut().enumerate() {
+            for (o, t) in col.iter_mut().zip(&terms) {
+                *o = t.weights[0] * m(t.rows[0], c) + t.weights[1] * m(t.rows[1], c);
             }
-            *o = e;
+        }
+        for (i, t) in terms.iter().enumerate() {
+            cols[t.rows[0]][i] += t.plus[0];
+            cols[t.rows[1]][i] += t.plus[1];
         }
     });
-    Ok(())
 }
 
 /// The order of the thin-plate penalty mgcv uses for `m` in `d` dimensions: `m` itself when
