@@ -5,8 +5,10 @@
 
 # Model matrix and penalties of a formula's terms on `data`. With `blocks`, X is the list of
 # the terms' blocks (class "nce_blocks"), which the engine reads where they lie: binding them
-# into one matrix would hold the design twice at its peak.
-setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = FALSE) {
+# into one matrix would hold the design twice at its peak. Without `rows`, X is NULL: each
+# smooth's basis on the rows is dropped as soon as its object is built (for shards, whose
+# workers compute their own rows: setup_predict()), so at most one smooth's rows are held.
+setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = FALSE, rows = TRUE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
   pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
@@ -32,14 +34,20 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = 
       sm$first.para <- p + 1L
       sm$last.para <- p + k
       for (S in sm$S) penalties[[length(penalties) + 1L]] <- list(start = p, S = S, label = sm$label)
-      parts[[length(parts) + 1L]] <- sm$X
+      if (rows) parts[[length(parts) + 1L]] <- sm$X
       names_out <- c(names_out, paste0(sm$label, ".", seq_len(k)))
       sm$X <- NULL
       smooth[[length(smooth) + 1L]] <- sm
       p <- p + k
     }
+    if (!rows) {
+      rm(sms)
+      collect_set_up_garbage(nrow(data) * k)
+    }
   }
-  if (blocks) {
+  if (!rows) {
+    x <- NULL
+  } else if (blocks) {
     x <- structure(lapply(parts, function(b) {
       if (!is.double(b)) storage.mode(b) <- "double"
       b
@@ -367,7 +375,7 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
                         family = "binomial", cluster = NULL, knots = NULL, sp = NULL,
                         control = nce_control(), discrete = FALSE, shards = NULL) {
   a <- if (discrete) setup_terms_discrete(row_formula, rows, knots, intercept = TRUE) else
-    setup_terms(row_formula, rows, knots, intercept = TRUE, blocks = TRUE)
+    setup_terms(row_formula, rows, knots, intercept = TRUE, blocks = TRUE, rows = is.null(shards))
   b <- setup_terms(group_formula, groups, knots, intercept = FALSE)
   a_engine <- if (discrete) a$terms else a$X
   pa <- a$ncol
@@ -385,10 +393,10 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
                                    if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                    if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
   } else {
-    # This process drops A once the shards are written.
-    store <- write_shards(shards, a_engine, b$X, group)
+    # The workers compute their rows of A from the set-up (this process never holds A).
+    store <- write_shards(shards, row_recipe(a, row_formula, rows, TRUE), b$X, group)
     on.exit(unlink(store$paths), add = TRUE)
-    a$X <- a_engine <- NULL
+    collect_set_up_garbage(length(y) * pa)
     res <- rs(fit_grouped_sharded(store, b$X, group, y, offset, family, cluster, penalties, sp, control))
   }
   rm(a_engine)
@@ -432,7 +440,7 @@ grouped_result <- function(res, cn, labels, smooth, row_setup, group_setup) {
 fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, family = "binomial", cluster = NULL,
                                 knots = NULL, sp = NULL, control = nce_control(), discrete = FALSE, shards = NULL) {
   a <- if (discrete) setup_terms_discrete(row_formula, rows, knots, intercept = FALSE) else
-    setup_terms(row_formula, rows, knots, intercept = FALSE, blocks = TRUE)
+    setup_terms(row_formula, rows, knots, intercept = FALSE, blocks = TRUE, rows = is.null(shards))
   a_engine <- if (discrete) a$terms else a$X
   pa <- a$ncol
   if (pa == 0L) nce_abort("`formula` has no kernel term beside the per-transition intercepts", "input", call = NULL)
@@ -450,10 +458,10 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
                                            if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                            if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
   } else {
-    # This process drops A once the shards are written (their B has no columns).
-    store <- write_shards(shards, a_engine, matrix(0, ngroups, 0L), group)
+    # The workers compute their rows of A from the set-up (their B has no columns).
+    store <- write_shards(shards, row_recipe(a, row_formula, rows, FALSE), matrix(0, ngroups, 0L), group)
     on.exit(unlink(store$paths), add = TRUE)
-    a$X <- a_engine <- NULL
+    collect_set_up_garbage(length(y) * pa)
     res <- rs(fit_free_sharded(store, ngroups, group, y, offset, family, cluster, penalties, sp, control))
   }
   rm(a_engine)

@@ -53,8 +53,10 @@
 #'   basis.
 #' @param shards `NULL` to fit in this process, or [nce_shards()] (or a
 #'   number of shards) to hold the row-level model matrix in row shards run by
-#'   the workers of the current [future::plan()] (e.g. on a cluster): the same
-#'   fit, bit for bit. Exact fits only (any `intercept`), not `discrete = TRUE`.
+#'   the workers of the current [future::plan()] (e.g. on a cluster), each
+#'   computing its own rows: the same fit, bit for bit, for every number of
+#'   shards, and the in-memory fit to rounding. Exact fits only (any
+#'   `intercept`), not `discrete = TRUE`.
 #' @return An object of class `snce_fit` (also `nce_fit`): `print`,
 #'   `summary`, `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs` (the
 #'   number of transitions), `model.frame`, `update`.
