@@ -55,8 +55,8 @@
 #'   number of shards) to hold the row-level model matrix in row shards run by
 #'   the workers of the current [future::plan()] (e.g. on a cluster), each
 #'   computing its own rows: the same fit, bit for bit, for every number of
-#'   shards, and the in-memory fit to rounding. Exact fits only (any
-#'   `intercept`), not `discrete = TRUE`.
+#'   shards (see [nce_shards()] for how it compares with the in-memory fit).
+#'   Exact fits only (any `intercept`), not `discrete = TRUE`.
 #' @return An object of class `snce_fit` (also `nce_fit`): `print`,
 #'   `summary`, `coef`, `vcov`, `confint`, `predict`, `plot`, `nobs` (the
 #'   number of transitions), `model.frame`, `update`.
@@ -124,7 +124,8 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
     transition = fit_free_intercepts(formula, rows, nt, rows$.transition, rows$.label, rows$.offset,
                                      cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
                                      shards = shards),
-    none = fit_grouped(formula, rows, ~ 1, tr$trans, rows$.transition, rows$.label, rows$.offset,
+    # A formula made here would carry this frame (all the rows) into the fit's group set-up.
+    none = fit_grouped(formula, rows, stats::as.formula("~ 1", env = baseenv()), tr$trans, rows$.transition, rows$.label, rows$.offset,
                        cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
                        shards = shards)
   )
