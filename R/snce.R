@@ -125,7 +125,8 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
                                      cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
                                      shards = shards),
     # A formula made here would carry this frame (all the rows) into the fit's group set-up.
-    none = fit_grouped(formula, rows, stats::as.formula("~ 1", env = baseenv()), tr$trans, rows$.transition, rows$.label, rows$.offset,
+    none = fit_grouped(formula, rows, stats::as.formula("~ 1", env = baseenv()), tr$trans, rows$.transition,
+                       rows$.label, rows$.offset,
                        cluster = clus, knots = knots, sp = sp, control = control, discrete = discrete,
                        shards = shards)
   )
