@@ -1414,7 +1414,7 @@ mod tests {
             }
         }
         // Thread invariance.
-        let again = with_threads(2, || {
+        let fit = || {
             fit_reml_free_intercepts(
                 DenseDesign::new(&a, n, pa).unwrap(),
                 &group,
@@ -1426,22 +1426,9 @@ mod tests {
                 &mut || false,
             )
             .unwrap()
-        })
-        .unwrap();
-        let one = with_threads(1, || {
-            fit_reml_free_intercepts(
-                DenseDesign::new(&a, n, pa).unwrap(),
-                &group,
-                ng,
-                &prob,
-                &pens,
-                &ctrl,
-                Some(&clusters),
-                &mut || false,
-            )
-            .unwrap()
-        })
-        .unwrap();
+        };
+        let again = with_threads(2, fit).unwrap();
+        let one = with_threads(1, fit).unwrap();
         assert_eq!(again.reml.coefficients, one.reml.coefficients);
     }
 
