@@ -71,6 +71,15 @@ smooth_con <- function(spec, data, knots) {
   # (R/smooth-cubic.R).
   if (identical(class(spec), "cc.smooth.spec") && identical(spec$by, "NA")) class(spec) <- "ncecc.smooth.spec"
   if (identical(class(spec), "cr.smooth.spec") && identical(spec$by, "NA")) class(spec) <- "ncecr.smooth.spec"
+  # Tensor products: the margins' rows likewise (mgcv forms their row-wise products).
+  if (identical(class(spec), "tensor.smooth.spec")) {
+    for (i in seq_along(spec$margin)) {
+      cl <- class(spec$margin[[i]])
+      if (identical(cl, "cr.smooth.spec") || identical(cl, "cc.smooth.spec")) {
+        class(spec$margin[[i]]) <- paste0("nce", cl)
+      }
+    }
+  }
   # Thin-plate splines: the same smooth, eigen-decomposition and rows' basis in Rust (tp_construct()).
   # (Two or more covariates: see nce_basis_formula() for why one-covariate terms stay with mgcv.)
   if (identical(class(spec), "tp.smooth.spec") && identical(spec$by, "NA") && spec$dim >= 2L) {

@@ -273,3 +273,19 @@ test_that("cubic regression splines: the rows' basis from Rust is mgcv's, within
                mgcv::smooth.construct(mgcv::s(u, bs = "cs", k = 9), d, NULL)$S[[1]], tolerance = 1e-12)
   expect_error(nce:::rs(nce:::nce_cr_basis(c(1, NA), ours$xp, ours$F, 1L)), "row 2", class = "nce_error_input")
 })
+
+test_that("tensor products of cr and cc margins: the margins' rows from Rust, mgcv's smooth", {
+  set.seed(63)
+  n <- 4000
+  d <- data.frame(u = runif(n, 0, 300), a = runif(n, -pi, pi), x = runif(n), y = runif(n))
+  kn <- list(a = c(-pi, pi))
+  nd <- d[1:40, ]
+  for (sp in list(mgcv::te(u, a, bs = c("cr", "cc"), k = c(5, 6)), mgcv::ti(u, a, bs = c("cr", "cc"), k = c(5, 6)),
+                  mgcv::te(x, y, k = 4, np = FALSE))) {
+    ours <- nce:::smooth_con(sp, d, kn)[[1]]
+    theirs <- mgcv::smoothCon(sp, d, kn, absorb.cons = TRUE, scale.penalty = TRUE, null.space.penalty = FALSE)[[1]]
+    expect_equal(ours$X, theirs$X, tolerance = 1e-12, label = sp$label)
+    expect_equal(ours$S, theirs$S, tolerance = 1e-12, label = sp$label)
+    expect_equal(mgcv::PredictMat(ours, nd), mgcv::PredictMat(theirs, nd), tolerance = 1e-12, label = sp$label)
+  }
+})
