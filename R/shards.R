@@ -5,7 +5,8 @@
 #' nce_shards(n)` the row-level model matrix is held in `n` row shards: this
 #' process sets up the smooths (knots, constraints, penalties) and writes each
 #' shard's rows of the data once to `dir`; each worker computes its shard's
-#' rows of the model matrix from them, as [predict()] would, and keeps them.
+#' rows of the model matrix from them, as the set-up computed them, and keeps
+#' them.
 #' Each iteration then runs the shards' sums through
 #' [future.apply::future_lapply()], so the current [future::plan()] decides
 #' where: in this R process (`sequential`), in background R processes
@@ -132,10 +133,6 @@ write_shards <- function(shards, recipe, b, group) {
 # P- and tensor-product splines give the set-up's rows bit for bit); other smooths go through
 # mgcv's PredictMat() (equal to rounding).
 shard_design <- function(setup, data, intercept) {
-  pt <- stats::delete.response(setup$pterms)
-  mf <- stats::model.frame(pt, data, na.action = stats::na.fail, xlev = setup$xlevels)
-  xp <- stats::model.matrix(pt, mf, contrasts.arg = setup$contrasts)
-  xp <- xp[, colnames(xp) != "(Intercept)" | intercept, drop = FALSE]
   smooth_rows <- function(sm) {
     qrc <- attr(sm, "qrc")
     j <- attr(sm, "nCons")
@@ -146,7 +143,7 @@ shard_design <- function(setup, data, intercept) {
     }
     mgcv::PredictMat(sm, data)
   }
-  do.call(cbind, c(list(xp), lapply(setup$smooth, smooth_rows)))
+  setup_predict(setup, data, intercept, smooth_rows, na_action = stats::na.fail)
 }
 
 # A shard read from its file, with its rows of A computed from its recipe (write_shards()).

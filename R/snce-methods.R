@@ -1,13 +1,14 @@
 # Methods for snce fits.
 
-# Columns of a term set-up (setup_terms) at new data.
-setup_predict <- function(setup, newdata, intercept) {
+# Columns of a term set-up (setup_terms) at new data: the parametric columns, then each smooth's
+# rows from `smooth_rows` (mgcv::PredictMat() unless given).
+setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) mgcv::PredictMat(sm, newdata),
+                          na_action = stats::na.pass) {
   pt <- stats::delete.response(setup$pterms)
-  mf <- stats::model.frame(pt, newdata, na.action = stats::na.pass, xlev = setup$xlevels)
+  mf <- stats::model.frame(pt, newdata, na.action = na_action, xlev = setup$xlevels)
   xp <- stats::model.matrix(pt, mf, contrasts.arg = setup$contrasts)
   xp <- xp[, colnames(xp) != "(Intercept)" | intercept, drop = FALSE]
-  blocks <- c(list(xp), lapply(setup$smooth, function(sm) mgcv::PredictMat(sm, newdata)))
-  x <- do.call(cbind, blocks)
+  x <- do.call(cbind, c(list(xp), lapply(setup$smooth, smooth_rows)))
   if (nrow(x) != nrow(newdata)) nce_abort("`newdata` has NA in columns the model uses", "input")
   x
 }
