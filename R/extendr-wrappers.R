@@ -325,14 +325,14 @@ nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_ev
 #' @noRd
 nce_fit_reml_free_intercepts_sharded <- function(runner, shards, pa, ngroups, group, y, weights, offset, family, cluster, penalties, sp, control, threads) .Call(wrap__nce_fit_reml_free_intercepts_sharded, runner, shards, pa, ngroups, group, y, weights, offset, family, cluster, penalties, sp, control, threads)
 
-#' The shards of a grouped design: A (n x pa, a matrix or `"nce_blocks"`), B (ngroups x pb) and
-#' the 1-based group of each row, split into `shards`. With `which` 0, returns one list per
-#' shard: a, group (0-based), b, a_groups, group_local (0-based), g0, g1 (the shard's groups
-#' g0..g1, 0-based, end excluded); with `which` s >= 1, shard s's list alone (so that a caller writing the shards
-#' out holds one at a time). Each list also has `n_shards`.
+#' Shard `which` (1-based) of a grouped design with B (ngroups x pb) and the 1-based group of
+#' each row, split into `shards`: list(rows (1-based, the shard's rows), group (0-based), b,
+#' group_rows (1-based, all rows of the shard's groups), group_local (0-based), g0, g1 (the
+#' shard's groups g0..g1, 0-based, end excluded), n_shards). The caller adds the shard's rows of
+#' A (its worker computes them), one shard at a time.
 #' @keywords internal
 #' @noRd
-nce_shard_split <- function(a, b, group, shards, which) .Call(wrap__nce_shard_split, a, b, group, shards, which)
+nce_shard_split <- function(b, group, shards, which) .Call(wrap__nce_shard_split, b, group, shards, which)
 
 #' One shard's task on a worker: `shard` as from `nce_shard_split`, `task` a list(op, x, nw,
 #' w_rows, w_groups, v_rows, v_groups, want_aw). Returns list(rows, hess, grad, gw, gv, cross, aw).

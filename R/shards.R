@@ -107,18 +107,16 @@ row_recipe <- function(setup, formula, data, intercept) {
 # them (shard_rows()), so no process holds all of A.
 write_shards <- function(shards, recipe, b, group) {
   group <- as.integer(group)
-  # The split of a column of row numbers says which rows each shard holds.
-  rows <- matrix(as.double(seq_len(nrow(recipe$data))), ncol = 1L)
-  at <- function(i) recipe$data[as.integer(i), , drop = FALSE]
+  at <- function(i) recipe$data[i, , drop = FALSE]
   dir <- if (is.null(shards$dir)) tempdir() else shards$dir
   token <- basename(tempfile("nce-shards-"))
   paths <- character()
   s <- 1L
   repeat {
-    part <- rs(nce_shard_split(rows, b, group, shards$n, s))
-    part$recipe <- list(setup = recipe$setup, intercept = recipe$intercept, rows = at(part$a),
-                        group_rows = at(part$a_groups))
-    part$a <- part$a_groups <- NULL
+    part <- rs(nce_shard_split(b, group, shards$n, s))
+    part$recipe <- list(setup = recipe$setup, intercept = recipe$intercept, rows = at(part$rows),
+                        group_rows = at(part$group_rows))
+    part$rows <- part$group_rows <- NULL
     paths[s] <- file.path(dir, sprintf("%s-%d.rds", token, s))
     saveRDS(part, paths[s], compress = FALSE)
     if (s >= part$n_shards) break

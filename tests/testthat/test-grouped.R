@@ -50,7 +50,7 @@ test_that("the engine reads a model matrix's blocks where they lie, as it reads 
                                seq_len(200), pens, NULL, nce::nce_control(), 1L)
   }
   expect_identical(fit_with(held$X), fit_with(bound$X))
-  # Without the intercept (the free-intercept fit), and through the engine's sharding split.
+  # Without the intercept (the free-intercept fit).
   held0 <- nce:::setup_terms(form, rows, intercept = FALSE, blocks = TRUE)
   pens0 <- lapply(held0$penalties, function(p) list(start = as.double(p$start), S = p$S))
   free_with <- function(a) {
@@ -58,15 +58,6 @@ test_that("the engine reads a model matrix's blocks where they lie, as it reads 
                                        NULL, pens0, NULL, nce::nce_control(), 1L)
   }
   expect_identical(free_with(held0$X), free_with(nce:::setup_terms(form, rows, intercept = FALSE)$X))
-  # Shards (of 4,096-row chunks) split from blocks as from the bound matrix, one at a time as all at once.
-  a <- matrix(runif(3e4), 1e4, 3)
-  a_blocks <- structure(list(a[, 1, drop = FALSE], a[, 2:3]), class = "nce_blocks")
-  g <- rep(seq_len(1000), each = 10)
-  all <- nce:::rs(nce:::nce_shard_split(a, b[rep(1:200, 5), , drop = FALSE], g, 2L, 0L))
-  expect_length(all, 2L)
-  expect_identical(nce:::rs(nce:::nce_shard_split(a_blocks, b[rep(1:200, 5), , drop = FALSE], g, 2L, 0L)), all)
-  expect_identical(nce:::rs(nce:::nce_shard_split(a_blocks, b[rep(1:200, 5), , drop = FALSE], g, 2L, 2L)), all[[2]])
-  expect_identical(all[[1]]$a, a[seq_len(nrow(all[[1]]$a)), ])
   bad <- structure(list(held$X[[2]], held$X[[3]][-1, ]), class = "nce_blocks")
   expect_error(nce:::rs(fit_with(bad)), "blocks of 2000 and 1999 rows", class = "nce_error_input")
 })

@@ -173,3 +173,21 @@ test_that("shards hold their rows of the data, and their workers compute their r
   expect_identical(do.call(rbind, lapply(built, `[[`, "a")), unname(full$X))
   expect_identical(nrow(built[[2]]$a_groups), length(built[[2]]$group_local))
 })
+
+test_that("the shard split: each shard's rows in order, all rows of its transitions, one shard at a time", {
+  # 10,000 rows (three chunks of 4,096) in 1,000 groups of 10, B with two columns.
+  g <- rep(seq_len(1000), each = 10)
+  b <- matrix(seq_len(2000) / 7, 1000, 2)
+  parts <- lapply(1:2, function(s) rs(nce_shard_split(b, g, 2L, s)))
+  expect_identical(parts[[1]]$n_shards, 2L)
+  expect_identical(c(parts[[1]]$rows, parts[[2]]$rows), seq_len(1e4))
+  for (p in parts) {
+    expect_identical(p$group, g[p$rows] - 1L)
+    expect_identical(p$b, b)
+    # The rows of the shard's groups g0..g1 (0-based, end excluded), and their groups within the shard.
+    expect_identical(p$group_rows, which(g - 1L >= p$g0 & g - 1L < p$g1))
+    expect_identical(p$group_local, g[p$group_rows] - 1L - p$g0)
+  }
+  expect_error(rs(nce_shard_split(b, g, 2L, 3L)), "`which`: is 3, but there are 2 shards", class = "nce_error_input")
+  expect_error(rs(nce_shard_split(b, g, 3L + 1L, 1L)), "`shards`", class = "nce_error_input")
+})

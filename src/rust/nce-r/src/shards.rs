@@ -3,18 +3,14 @@
 //! shards, the R main thread (never a pool thread) calls the R function that runs the shards'
 //! tasks. No numerics here.
 
-use crate::convert::{
-    block_columns, guard, int_count, int_slice, list_get, matrix_blocks, real_matrix, real_slice, threads_of,
-    zero_based, Res,
-};
+use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_slice, threads_of, zero_based, Res};
 use crate::fit::{cluster_of, free_result, penalties_from, problem, reml_control, reml_result};
 use crate::run::{self, Requester};
 use extendr_api::prelude::*;
-use nce_core::design::{DenseDesign, Design};
 use nce_core::reml::fit_reml;
 use nce_core::shards::{
-    fit_reml_free_intercepts_sharded, gather_rows_into, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp,
-    ShardPart, ShardResult, ShardTask, ShardedDesign,
+    fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp, ShardPart,
+    ShardResult, ShardTask, ShardedDesign,
 };
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -44,53 +40,19 @@ fn to_i32(v: &[usize]) -> Vec<i32> {
     v.iter().map(|&g| g as i32).collect()
 }
 
-/// The shards of a grouped design: A (n x pa, a matrix or `"nce_blocks"`), B (ngroups x pb) and
-/// the 1-based group of each row, split into `shards`. With `which` 0, returns one list per
-/// shard: a, group (0-based), b, a_groups, group_local (0-based), g0, g1 (the shard's groups
-/// g0..g1, 0-based, end excluded); with `which` s >= 1, shard s's list alone (so that a caller writing the shards
-/// out holds one at a time). Each list also has `n_shards`.
+/// Shard `which` (1-based) of a grouped design with B (ngroups x pb) and the 1-based group of
+/// each row, split into `shards`: list(rows (1-based, the shard's rows), group (0-based), b,
+/// group_rows (1-based, all rows of the shard's groups), group_local (0-based), g0, g1 (the
+/// shard's groups g0..g1, 0-based, end excluded), n_shards). The caller adds the shard's rows of
+/// A (its worker computes them), one shard at a time.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32, which: i32) -> Robj {
+fn nce_shard_split(b: Robj, group: Robj, shards: i32, which: i32) -> Robj {
     guard(|| {
-        let blocks = matrix_blocks(&a);
-        let (cols, n) = block_columns(&blocks, "a")?;
-        let ad = DenseDesign::from_columns(&cols, n)?;
-        let pa = ad.ncol();
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g0 = zero_based(&group, "group", ng)?;
-        if g0.len() != n {
-            return Err(NceError::invalid(
-                "group",
-                format!("has length {}, expected {n}", g0.len()),
-            ));
-        }
         let layout = ShardLayout::new(&g0, ng, int_count(shards, "shards", 1)?)?;
-        // Shard s, its rows of A gathered straight into R's matrices (no second copy here).
-        let shard = |s: usize| {
-            let (r0, r1) = layout.rows[s];
-            let (t0, t1) = layout.groups[s];
-            let gr = &layout.group_rows[s];
-            let mut a_rows = RMatrix::<f64>::new(r1 - r0, pa);
-            gather_rows_into(&ad, r0..r1, a_rows.data_mut());
-            let mut a_groups = RMatrix::<f64>::new(gr.len(), pa);
-            gather_rows_into(&ad, gr.iter().copied(), a_groups.data_mut());
-            list!(
-                a = a_rows,
-                group = to_i32(&g0[r0..r1]),
-                b = RMatrix::new_matrix(ng, pb, |i, j| bd[j * ng + i]),
-                a_groups = a_groups,
-                group_local = gr.iter().map(|&r| (g0[r] - t0) as i32).collect::<Vec<i32>>(),
-                g0 = t0 as i32,
-                g1 = t1 as i32,
-                n_shards = layout.len() as i32
-            )
-            .into_robj()
-        };
-        if which == 0 {
-            return Ok(List::from_values((0..layout.len()).map(shard)).into_robj());
-        }
         let s = int_count(which, "which", 1)? - 1;
         if s >= layout.len() {
             return Err(NceError::invalid(
@@ -98,7 +60,21 @@ fn nce_shard_split(a: Robj, b: Robj, group: Robj, shards: i32, which: i32) -> Ro
                 format!("is {}, but there are {} shards", s + 1, layout.len()),
             ));
         }
-        Ok(shard(s))
+        let (r0, r1) = layout.rows[s];
+        let (t0, t1) = layout.groups[s];
+        let gr = &layout.group_rows[s];
+        let one_based = |r: usize| r as i32 + 1;
+        Ok(list!(
+            rows = (r0..r1).map(one_based).collect::<Vec<i32>>(),
+            group = to_i32(&g0[r0..r1]),
+            b = RMatrix::new_matrix(ng, pb, |i, j| bd[j * ng + i]),
+            group_rows = gr.iter().map(|&r| one_based(r)).collect::<Vec<i32>>(),
+            group_local = gr.iter().map(|&r| (g0[r] - t0) as i32).collect::<Vec<i32>>(),
+            g0 = t0 as i32,
+            g1 = t1 as i32,
+            n_shards = layout.len() as i32
+        )
+        .into_robj())
     })
 }
 

@@ -335,21 +335,14 @@ pub struct LocalShard {
     pub g1: usize,
 }
 
-fn gather_rows(a: &DenseDesign, rows: impl ExactSizeIterator<Item = usize> + Clone) -> Vec<f64> {
-    let mut out = vec![0.0; rows.len() * a.ncol()];
-    gather_rows_into(a, rows, &mut out);
-    out
-}
-
-/// The rows `rows` of `a`, in that order, written into `out` (rows.len() x a.ncol(), column-major).
-pub fn gather_rows_into(a: &DenseDesign, rows: impl ExactSizeIterator<Item = usize> + Clone, out: &mut [f64]) {
-    let m = rows.len();
-    for (j, o) in out.chunks_exact_mut(m.max(1)).take(a.ncol()).enumerate() {
-        let col = a.col(j);
-        for (e, r) in o.iter_mut().zip(rows.clone()) {
-            *e = col[r];
-        }
-    }
+/// The rows `rows` of `a`, in that order (rows.len() x a.ncol(), column-major).
+fn gather_rows(a: &DenseDesign, rows: impl Iterator<Item = usize> + Clone) -> Vec<f64> {
+    (0..a.ncol())
+        .flat_map(|j| {
+            let col = a.col(j);
+            rows.clone().map(move |r| col[r])
+        })
+        .collect()
 }
 
 impl LocalShard {
