@@ -7,7 +7,7 @@
 # the terms' blocks (class "nce_blocks"), which the engine reads where they lie: binding them
 # into one matrix would hold the design twice at its peak. Without `rows`, X is NULL: each
 # smooth's basis on the rows is dropped as soon as its object is built (for shards, whose
-# workers compute their own rows: setup_predict()), so at most one smooth's rows are held.
+# workers compute their own rows: shard_design()), so at most one smooth's rows are held.
 setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = FALSE, rows = TRUE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
@@ -98,6 +98,13 @@ smooth_con <- function(spec, data, knots) {
   lapply(sms, function(sm) absorb_constraints(sm, sm$C))
 }
 
+# The k x (k - j) basis Z of the null space of j constraints whose transposed QR is `qrc`: the
+# columns of Q after the first j. A smooth's rows times Z are its constrained rows (shards compute
+# theirs with the same Z: shard_design()).
+constraint_null_space <- function(qrc, j, k) {
+  qr.qy(qrc, diag(k))[, (j + 1L):k, drop = FALSE]
+}
+
 # `sm` (built with absorb.cons = FALSE) with the constraints `cmat` (j x k) absorbed as
 # smoothCon(absorb.cons = TRUE) absorbs them: X and S times the null-space basis Z of the
 # constraints, "qrc" and "nCons" for PredictMat(), and rank, df and null-space dimension
@@ -111,7 +118,7 @@ absorb_constraints <- function(sm, cmat) {
   }
   k <- ncol(sm$X)
   qrc <- qr(t(cmat))
-  z <- qr.qy(qrc, diag(k))[, (j + 1L):k, drop = FALSE]
+  z <- constraint_null_space(qrc, j, k)
   sm$X <- sm$X %*% z
   sm$S <- lapply(sm$S, function(s_j) crossprod(z, s_j %*% z))
   attr(sm, "qrc") <- qrc

@@ -136,8 +136,7 @@ shard_design <- function(setup, data, intercept) {
     j <- attr(sm, "nCons")
     if (identical(sm$by, "NA") && inherits(qrc, "qr") && is.null(attr(sm, "indi")) && isTRUE(j > 0)) {
       x <- mgcv::Predict.matrix(sm, data)
-      k <- ncol(x)
-      return(x %*% qr.qy(qrc, diag(k))[, (j + 1L):k, drop = FALSE])
+      return(x %*% constraint_null_space(qrc, j, ncol(x)))
     }
     mgcv::PredictMat(sm, data)
   }

@@ -304,9 +304,9 @@ tp_poly <- function(x, m) {
 # Route the smooth terms of a model formula whose set-up the package does faster to its own
 # constructors: s() terms in two or more covariates without a fixed `sp` on the thin-plate basis
 # (given or default) are built by tp_construct(), cubic and cyclic ones by the constructors of
-# R/smooth-cubic.R, and every plain term (no `by`, `id` or `pc`) of the thin-plate, cr, cc or ps basis goes through
-# the "nceabs" constructor, which absorbs its sum-to-zero constraint in Rust (R/smooth-absorb.R;
-# gam_setup() then calls restore_absorbed()). All return mgcv's own objects. One-covariate
+# R/smooth-cubic.R, and every plain term (no `by`, `id` or `pc`) of the thin-plate, cr, cc or ps
+# basis goes through the "nceabs" constructor, which absorbs its sum-to-zero constraint in Rust
+# (R/smooth-absorb.R; gam_setup() then calls restore_absorbed()). All return mgcv's own objects. One-covariate
 # thin-plate terms and fits with fixed smoothing parameters (`fixed_sp`) keep mgcv's thin-plate
 # constructor: the Rust set-up spans the same space with the same penalty, but in a rotated
 # basis, and smoothCon()'s penalty scaling depends on the basis, so a given `sp` would mean a

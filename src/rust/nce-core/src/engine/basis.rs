@@ -10,6 +10,17 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+/// A spline's knots: at least `min` increasing finite numbers.
+fn check_knots(knots: &[f64], min: usize) -> Result<()> {
+    if knots.len() < min || knots.iter().any(|k| !k.is_finite()) || knots.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(NceError::invalid(
+            "knots",
+            format!("must be {min} or more increasing finite numbers"),
+        ));
+    }
+    Ok(())
+}
+
 /// mgcv's cubic regression spline basis on the rows `x` (its C routine `crspl` with `F`
 /// supplied, as `Predict.matrix.cr.smooth` calls it), written into `out` (n x nk,
 /// column-major) for the `nk` increasing knots and the smooth's `F` (nk x nk, column-major, the
@@ -19,12 +30,7 @@ use rayon::prelude::*;
 /// in `crspl`. The same operations in the same order as `crspl`, so the same values.
 pub fn cr_basis_into(x: &[f64], knots: &[f64], f: &[f64], out: &mut [f64]) -> Result<()> {
     let nk = knots.len();
-    if nk < 3 || knots.iter().any(|k| !k.is_finite()) || knots.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(NceError::invalid(
-            "knots",
-            "must be 3 or more increasing finite numbers",
-        ));
-    }
+    check_knots(knots, 3)?;
     let n = x.len();
     if f.len() != nk * nk {
         return Err(NceError::invalid("f", format!("must be a {nk} x {nk} matrix")));
@@ -88,12 +94,7 @@ pub fn cr_basis_into(x: &[f64], knots: &[f64], f: &[f64], out: &mut [f64]) -> Re
 /// Blocks of rows are filled in parallel (`fill_spline_rows`).
 pub fn cc_basis_into(x: &[f64], knots: &[f64], bd: &[f64], out: &mut [f64]) -> Result<()> {
     let nk = knots.len();
-    if nk < 4 || knots.iter().any(|k| !k.is_finite()) || knots.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(NceError::invalid(
-            "knots",
-            "must be 4 or more increasing finite numbers",
-        ));
-    }
+    check_knots(knots, 4)?;
     let (n, k) = (x.len(), nk - 1);
     if bd.len() != k * k {
         return Err(NceError::invalid("bd", format!("must be a {k} x {k} matrix")));

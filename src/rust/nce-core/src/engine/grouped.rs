@@ -1346,17 +1346,20 @@ mod tests {
         };
         let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s: s.clone() }]).unwrap();
         let clusters: Vec<usize> = (0..ng).map(|t| t / 4).collect();
-        let free = fit_reml_free_intercepts(
-            DenseDesign::new(&a, n, pa).unwrap(),
-            &group,
-            ng,
-            &prob,
-            &pens,
-            &ctrl,
-            Some(&clusters),
-            &mut || false,
-        )
-        .unwrap();
+        let fit = || {
+            fit_reml_free_intercepts(
+                DenseDesign::new(&a, n, pa).unwrap(),
+                &group,
+                ng,
+                &prob,
+                &pens,
+                &ctrl,
+                Some(&clusters),
+                &mut || false,
+            )
+            .unwrap()
+        };
+        let free = fit();
         // Expanded: [1, A] and treatment contrasts of the group.
         let mut af = vec![1.0; n * (pa + 1)];
         af[n..].copy_from_slice(&a);
@@ -1414,19 +1417,6 @@ mod tests {
             }
         }
         // Thread invariance.
-        let fit = || {
-            fit_reml_free_intercepts(
-                DenseDesign::new(&a, n, pa).unwrap(),
-                &group,
-                ng,
-                &prob,
-                &pens,
-                &ctrl,
-                Some(&clusters),
-                &mut || false,
-            )
-            .unwrap()
-        };
         let again = with_threads(2, fit).unwrap();
         let one = with_threads(1, fit).unwrap();
         assert_eq!(again.reml.coefficients, one.reml.coefficients);
