@@ -103,8 +103,6 @@ impl RowBlock<'_> {
 pub struct GroupedDesign<'a> {
     a: RowBlock<'a>,
     b: DenseDesign<'a>,
-    /// B's values (column-major), for products with B as one matrix.
-    b_data: &'a [f64],
     group: &'a [usize],
     /// Rows sorted by group (stable), and where each group starts in that list.
     rows_by_group: Vec<usize>,
@@ -146,7 +144,7 @@ impl<'a> GroupedDesign<'a> {
 
     fn with_block(a: RowBlock<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
         let nrow = a.nrow();
-        let b_design = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
+        let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
             return Err(NceError::invalid(
                 "group",
@@ -175,8 +173,7 @@ impl<'a> GroupedDesign<'a> {
         }
         Ok(GroupedDesign {
             a,
-            b: b_design,
-            b_data: b,
+            b,
             group,
             rows_by_group,
             group_start,
@@ -214,7 +211,7 @@ impl<'a> GroupedDesign<'a> {
 
     /// B as one matrix (a view, no copy).
     fn b_matrix(&self) -> nalgebra::DMatrixView<'a, f64> {
-        nalgebra::DMatrixView::from_slice(self.b_data, self.b.nrow(), self.b.ncol())
+        self.b.matrix().expect("B is built from one slice (DenseDesign::new)")
     }
 
     /// The group-level block B (ngroups x pb).
