@@ -148,7 +148,6 @@ shard_rows <- function(shard) {
   r <- shard$recipe
   if (is.null(r)) return(shard)
   rows_of <- function(d) {
-    if (nrow(d) == 0L) return(matrix(0, 0L, r$setup$ncol))
     x <- shard_design(r$setup, d, r$intercept)
     if (ncol(x) != r$setup$ncol) stop(sprintf("the shard's rows have %d columns, expected %d", ncol(x), r$setup$ncol))
     storage.mode(x) <- "double"

@@ -8,6 +8,8 @@ setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) 
   mf <- stats::model.frame(pt, newdata, na.action = na_action, xlev = setup$xlevels)
   xp <- stats::model.matrix(pt, mf, contrasts.arg = setup$contrasts)
   xp <- xp[, colnames(xp) != "(Intercept)" | intercept, drop = FALSE]
+  # No rows, no columns to evaluate (mgcv's bases refuse to predict at no data).
+  if (nrow(newdata) == 0L) smooth_rows <- function(sm) matrix(0, 0L, sm$last.para - sm$first.para + 1L)
   x <- do.call(cbind, c(list(xp), lapply(setup$smooth, smooth_rows)))
   if (nrow(x) != nrow(newdata)) nce_abort("`newdata` has NA in columns the model uses", "input")
   x
@@ -60,8 +62,8 @@ predict.snce_fit <- function(object, newdata, type = c("log_kernel", "link", "re
     se <- vapply(cols, function(j) {
       sqrt(rowSums((xa[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * xa[, j, drop = FALSE]))
     }, numeric(nrow(newdata)))
-    fit <- matrix(fit, nrow(newdata), dimnames = list(rownames(newdata), names(cols)))
-    se <- matrix(se, nrow(newdata), dimnames = dimnames(fit))
+    fit <- matrix(fit, nrow(newdata), length(cols), dimnames = list(rownames(newdata), names(cols)))
+    se <- matrix(se, nrow(newdata), length(cols), dimnames = dimnames(fit))
     return(if (se.fit) list(fit = fit, se.fit = se) else fit)
   }
   extra <- 0

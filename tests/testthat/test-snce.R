@@ -245,3 +245,20 @@ test_that("data and reference rows are stacked exactly as rbind() stacks them", 
   rownames(want) <- NULL
   expect_identical(nce:::stack_rows(a, b), want)
 })
+
+test_that("predict() at no rows gives empty results, as glm's does", {
+  set.seed(3)
+  d <- rlatkes(300, list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_trials = 2)
+  f <- latkes(d, group = "trial", window = c(0, 1024, 0, 768), ratio = 10,
+              kernel = ~ s(dist, bs = "cr") + s(angle, bs = "cc", k = 8))
+  nd <- model.frame(f)[0, ]
+  expect_length(predict(f, newdata = nd), 0L)
+  p <- predict(f, newdata = nd, se.fit = TRUE)
+  expect_length(p$fit, 0L)
+  expect_length(p$se.fit, 0L)
+  tm <- predict(f, newdata = nd, type = "terms", se.fit = TRUE)
+  expect_identical(dim(tm$fit), c(0L, 2L))
+  expect_identical(colnames(tm$se.fit), c("s(dist)", "s(angle)"))
+  # The same columns as at one row.
+  expect_identical(colnames(predict(f, newdata = model.frame(f)[1, ], type = "terms")), colnames(tm$fit))
+})
