@@ -25,16 +25,16 @@
 #' other terms in the model; for fits with smooth terms this is mgcv's
 #' [mgcv::anova.gam()] on the fit, which uses its NCE-corrected `Vp`.
 #'
-#' The table also shows each fit's `df`, log-likelihood and AIC (see
-#' [logLik.nce_fit()]).
-#'
 #' @param object An `nce_fit` (or `nce_gam`).
 #' @param ... More fits of the same data, nested in one another (any order).
 #' @param test Only `"Wald"`.
-#' @return An object of class `anova` (a data frame) with, for each fit, `Df`
-#'   (parameters), `logLik`, `AIC`, and from the second row on `Wald Df`,
-#'   `Chisq` and `Pr(>Chisq)` against the previous row; with one fit, one row
-#'   per term.
+#' @return An object of class `anova` (a data frame) with the columns of
+#'   [stats::anova.glm()] (`test = "Rao"`): for each fit `Resid. Df` (data
+#'   points minus the fit's df), `Resid. Dev` (-2 log-likelihood, see
+#'   [logLik.nce_fit()]), and from the second row on `Df` (of the test),
+#'   `Deviance` (the drop in `Resid. Dev`), `Wald` (the statistic) and
+#'   `Pr(>Chi)` against the previous row. Every anova() between fits of the
+#'   package has this layout. With one fit, one row per term.
 #' @examples
 #' set.seed(1)
 #' df <- data.frame(y = log1p(runif(400) * (exp(2) - 1)) / 2)
@@ -73,18 +73,24 @@ nce_anova_nested <- function(fits, labels, call = caller_call()) {
   ord <- order(df)
   fits <- fits[ord]
   labels <- labels[ord]
-  ll <- vapply(fits, function(f) as.numeric(stats::logLik(f)), 1)
   k <- length(fits)
   wald <- matrix(NA_real_, k, 3L)
   for (i in seq_len(k)[-1L]) wald[i, ] <- nce_wald(fits[[i - 1L]], fits[[i]], call = call)
-  tab <- data.frame(Df = df[ord], logLik = ll, AIC = -2 * ll + 2 * df[ord],
-                    `Wald Df` = wald[, 1L], Chisq = wald[, 2L], `Pr(>Chisq)` = wald[, 3L],
-                    check.names = FALSE)
-  rownames(tab) <- paste("Model", seq_len(k))
-  forms <- vapply(fits, function(f) paste(deparse(f$nce_formula, width.cutoff = 200L), collapse = " "), "")
-  heading <- c("Wald tests of nested NCE fits (sandwich covariance of the larger fit)\n",
-               paste0(rownames(tab), ": ", forms, collapse = "\n"))
-  structure(tab, heading = heading, class = c("anova", "data.frame"))
+  anova_table(fits, wald, "Wald tests of nested NCE fits (sandwich covariance of the larger fit)")
+}
+
+# The one layout of every anova() between fits: anova.glm's columns (test = "Rao"), with the
+# Wald statistic of the larger fit against the smaller in place of the score statistic. `fits`
+# run from small to large; `tests` has a row (Df, statistic, p-value) per fit, NA in the first.
+anova_table <- function(fits, tests, heading, formulas = NULL) {
+  ll <- lapply(fits, stats::logLik)
+  dev <- -2 * vapply(ll, as.numeric, 0)
+  tab <- data.frame(`Resid. Df` = vapply(ll, function(l) attr(l, "nobs") - attr(l, "df"), 0), `Resid. Dev` = dev,
+                    Df = tests[, 1L], Deviance = c(NA, -diff(dev)), Wald = tests[, 2L], `Pr(>Chi)` = tests[, 3L],
+                    check.names = FALSE, row.names = paste("Model", seq_along(fits)))
+  if (is.null(formulas)) formulas <- vapply(fits, function(f) deparse1(stats::formula(f), width.cutoff = 200L), "")
+  structure(tab, heading = c(paste0(heading, "\n"), paste0(rownames(tab), ": ", formulas, collapse = "\n")),
+            class = c("anova", "data.frame"))
 }
 
 # Wald test that `big`'s log density lies in the span of `small`'s: returns (df, chisq, p).

@@ -85,6 +85,7 @@
 #' summary(fit)
 #' @export
 bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior_odds = 1, chains = NULL) {
+  rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_prior_odds(prior_odds)
@@ -156,7 +157,7 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
   } else if (!fit$converged) {
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
-  out
+  as_result(out, rng = rng, env = parent.frame())
 }
 
 #' Bayes factor from two marginal likelihood estimates
@@ -199,7 +200,7 @@ bayes_factor_marglik <- function(x1, x2, prior_odds = 1) {
   out$logml <- c(model1 = x1$logml, model2 = x2$logml)
   out$n <- c(model1 = x1$n %||% NA_integer_, model2 = x2$n %||% NA_integer_)
   out$combined <- TRUE
-  out
+  as_result(out, rng = NULL, env = parent.frame())
 }
 
 #' @rdname bayes_factor_marglik
@@ -243,7 +244,7 @@ bf_result <- function(log_bf, se, prior_odds, call, method) {
   structure(list(log_bf = log_bf, se = se, bf = exp(log_bf),
                  prob = c(model1 = p1, model2 = stats::plogis(-lpo)),
                  prior_odds = prior_odds, method = method, call = call),
-            class = "nce_bf")
+            class = c("nce_bf", "nce_result"))
 }
 
 # Complete separation: no estimate, a warning and the importance sampling bounds.

@@ -27,12 +27,6 @@ glance.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
              fitting_time = unname(x$time["fitting"]), stringsAsFactors = FALSE)
 }
 
-#' @rdname tidy.nce_lfire
-#' @exportS3Method generics::augment
-augment.nce_lfire <- function(x, ...) {  # nolint: object_name_linter.
-  nce_unsupported("augment", x, "there are no data rows to augment (use predict() for the log ratios)")
-}
-
 #' Tidy an amortised ratio estimator
 #'
 #' The classifier of [ratio_amortised()] as mgcv's GAMs are tidied: its parametric
@@ -101,10 +95,4 @@ glance.nce_ratio_posterior <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(method = x$method, engine = if (is.null(x$engine)) NA_character_ else x$engine,
              n_draws = nrow(x$draws), ess = min(x$ess), acceptance = x$acceptance, time = x$time,
              stringsAsFactors = FALSE)
-}
-
-#' @rdname tidy.nce_ratio_posterior
-#' @exportS3Method generics::augment
-augment.nce_ratio_posterior <- function(x, ...) {  # nolint: object_name_linter.
-  nce_unsupported("augment", x, "a posterior sample has no data rows to augment")
 }

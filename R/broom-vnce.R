@@ -42,7 +42,7 @@ glance.vnce_fit <- function(x, ...) {  # nolint: object_name_linter.
   ll <- tryCatch(stats::logLik(x), nce_error_unsupported = function(e) NULL)
   data.frame(nobs = stats::nobs(x), df = length(x$coefficients),
              logLik = if (is.null(ll)) NA_real_ else as.numeric(ll),
-             AIC = if (is.null(ll)) NA_real_ else stats::AIC(ll),
+             AIC = if (is.null(ll)) NA_real_ else stats::AIC(ll), BIC = if (is.null(ll)) NA_real_ else stats::BIC(ll),
              objective = x$objective, converged = isTRUE(x$converged), iterations = x$iterations, nu = x$nu)
 }
 
@@ -94,14 +94,6 @@ glance.nce_marglik <- function(x, ...) {  # nolint: object_name_linter.
 }
 
 #' @rdname vnce_broom
-#' @exportS3Method generics::augment
-augment.nce_bf <- function(x, ...) refuse_estimate("augment")(x)  # nolint: object_name_linter.
-
-#' @rdname vnce_broom
-#' @exportS3Method generics::augment
-augment.nce_marglik <- function(x, ...) refuse_estimate("augment")(x)  # nolint: object_name_linter.
-
-#' @rdname vnce_broom
 #' @exportS3Method generics::tidy
 tidy.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(term = "auc", estimate = x$auc, stringsAsFactors = FALSE)
@@ -112,7 +104,3 @@ tidy.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
 glance.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(auc = x$auc, n_edges = x$n_edges, n_pairs = x$n_pairs, n_thresholds = nrow(x$roc) - 1L)
 }
-
-#' @rdname vnce_broom
-#' @exportS3Method generics::augment
-augment.nce_edge_roc <- function(x, ...) refuse_estimate("augment")(x)  # nolint: object_name_linter.

@@ -95,7 +95,7 @@ confint.nce_eig <- function(object, parm, level = 0.95, ...) {
 #' @export
 predict.nce_eig <- function(object, newdata, type = c("link", "response", "lpmatrix"),
                             se.fit = FALSE, ...) {  # nolint: object_name_linter. se.fit is predict()'s argument.
-  type <- sim_match_arg(type, c("link", "response", "lpmatrix"), "type", sys.call())
+  type <- check_choice(type, c("link", "response", "lpmatrix"), "type", sys.call())
   if (type == "lpmatrix") {
     nce_unsupported("predict", object, paste("type = \"lpmatrix\": coef() holds EIG estimates, not the",
                                              "classifier's coefficients (see object$ratio$gam)"))
@@ -146,53 +146,11 @@ plot.nce_eig <- function(x, ...) {
 
 #' @rdname nce_eig-methods
 #' @export
-update.nce_eig <- function(object, ...) {
+update.nce_eig <- function(object, ..., resample = FALSE) {
   changes <- list(...)
   args <- object$args
   args[names(changes)] <- changes
-  fit <- do.call(design_eig, args)
-  fit$call <- object$call
-  fit
-}
-
-unsupported_eig <- function(method) {
-  force(method)
-  function(object, ...) {
-    nce_unsupported(method, object, "an EIG estimate is not a model of data (see coef(), confint(), predict())")
-  }
-}
-
-#' @rdname nce_eig-methods
-#' @export
-logLik.nce_eig <- unsupported_eig("logLik")
-#' @rdname nce_eig-methods
-#' @export
-AIC.nce_eig <- unsupported_eig("AIC")
-#' @rdname nce_eig-methods
-#' @export
-BIC.nce_eig <- unsupported_eig("BIC")
-#' @rdname nce_eig-methods
-#' @export
-anova.nce_eig <- unsupported_eig("anova")
-#' @rdname nce_eig-methods
-#' @export
-fitted.nce_eig <- unsupported_eig("fitted")
-#' @rdname nce_eig-methods
-#' @export
-residuals.nce_eig <- unsupported_eig("residuals")
-#' @rdname nce_eig-methods
-#' @export
-model.frame.nce_eig <- function(formula, ...) unsupported_eig("model.frame")(formula)
-#' @rdname nce_eig-methods
-#' @export
-model.matrix.nce_eig <- unsupported_eig("model.matrix")
-#' @rdname nce_eig-methods
-#' @export
-terms.nce_eig <- function(x, ...) unsupported_eig("terms")(x)
-#' @rdname nce_eig-methods
-#' @export
-simulate.nce_eig <- function(object, nsim = 1, seed = NULL, ...) {
-  nce_unsupported("simulate", object, "simulate from the simulator itself (an EIG estimate is not a model of data)")
+  rerun(object, design_eig, args, resample)
 }
 
 #' Methods for chosen designs
@@ -304,7 +262,7 @@ confint.nce_design <- function(object, parm, level = object$level, ...) {
 predict.nce_design <- function(object, newdata,
                                se.fit = FALSE,  # nolint: object_name_linter. se.fit is predict()'s argument.
                                type = c("link", "response", "lpmatrix"), ...) {
-  type <- sim_match_arg(type, c("link", "response", "lpmatrix"), "type", sys.call())
+  type <- check_choice(type, c("link", "response", "lpmatrix"), "type", sys.call())
   if (type == "lpmatrix") {
     nce_unsupported("predict", object, paste("type = \"lpmatrix\": coef() holds the chosen design",
                                              "(see object$smooth for the EIG smooth)"))
@@ -343,13 +301,11 @@ terms.nce_design <- function(x, ...) stats::terms(x$smooth)
 
 #' @rdname nce_design-methods
 #' @export
-update.nce_design <- function(object, ...) {
+update.nce_design <- function(object, ..., resample = FALSE) {
   changes <- list(...)
   args <- object$args
   args[names(changes)] <- changes
-  fit <- do.call(design_optimise, args)
-  fit$call <- object$call
-  fit
+  rerun(object, design_optimise, args, resample)
 }
 
 #' @rdname nce_design-methods
@@ -402,32 +358,4 @@ plot.nce_design <- function(x, truth = NULL, ...) {
     graphics::points(x$best[1], x$best[2], pch = 19)
   }
   invisible(x)
-}
-
-unsupported_design <- function(method) {
-  force(method)
-  function(object, ...) {
-    nce_unsupported(method, object, "a chosen design is not a model of data (the EIG smooth is `$smooth`)")
-  }
-}
-
-#' @rdname nce_design-methods
-#' @export
-logLik.nce_design <- unsupported_design("logLik")
-#' @rdname nce_design-methods
-#' @export
-AIC.nce_design <- unsupported_design("AIC")
-#' @rdname nce_design-methods
-#' @export
-BIC.nce_design <- unsupported_design("BIC")
-#' @rdname nce_design-methods
-#' @export
-anova.nce_design <- unsupported_design("anova")
-#' @rdname nce_design-methods
-#' @export
-model.matrix.nce_design <- unsupported_design("model.matrix")
-#' @rdname nce_design-methods
-#' @export
-simulate.nce_design <- function(object, nsim = 1, seed = NULL, ...) {
-  nce_unsupported("simulate", object, "simulate from the simulator at coef(object) instead")
 }

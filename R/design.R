@@ -78,6 +78,7 @@
 #' @export
 design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = FALSE, formula = NULL,
                        n_shuffle = 5L, holdout = 0.5, n_marginal = 10L) {
+  rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_function(simulator)
@@ -102,6 +103,7 @@ design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = F
   out <- eig_at_design(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout, n_marginal,
                        ucall)
   out$call <- call
+  out$rng_state <- rng
   out$args <- list(simulator = simulator, summaries = summaries, prior = prior, design = design, n = n,
                    batch = batch, formula = formula, n_shuffle = n_shuffle, holdout = holdout,
                    n_marginal = n_marginal)
@@ -166,7 +168,7 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
                  n = n, n_train = length(train), n_test = m, n_failed = sum(!sims$ok), n_marginal = n_marginal,
                  time = c(simulation = sims$time, fitting = ratio$time[["fitting"]],
                           estimation = proc.time()[["elapsed"]] - t0)),
-            class = "nce_eig")
+            class = c("nce_eig", "nce_result"))
 }
 
 # Per-pair terms of the three estimators: the joint log ratio; h + 1 - mean_k exp(h_k) (NWJ);
@@ -240,6 +242,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
                             n_initial = NULL, n_refine = NULL, rounds = 2L,
                             estimator = c("plugin", "nwj", "jsd"), level = 0.95, n_final = n,
                             formula = NULL, n_shuffle = 5L, holdout = 0.5, n_marginal = 10L) {
+  rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_function(simulator)
@@ -261,7 +264,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   check_count(n_initial, min = if (dim_d == 1L) 4 else 9, max = 1000)
   check_count(n_refine, max = 100)
   check_count(rounds, min = 0, max = 10)
-  estimator <- sim_match_arg(estimator, c("plugin", "nwj", "jsd"), "estimator", ucall)
+  estimator <- check_choice(estimator, c("plugin", "nwj", "jsd"), "estimator", ucall)
   check_probability(level)
   check_count(n_final, min = 0)
   if (n_final > 0 && n_final < 40) check_fail("0 or a whole number >= 40", n_final, "n_final", ucall)
@@ -316,7 +319,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
     final <- eig_at_design(simulator, summaries, prior, best, n_final, batch, formula, n_shuffle, holdout,
                            n_marginal, ucall)
   }
-  structure(list(call = call, best = best, band = band, eig = eig_best, level = level, estimator = estimator,
+  structure(list(call = call, rng_state = rng, best = best, band = band, eig = eig_best, level = level, estimator = estimator,
                  evaluations = evals, smooth = sm, grid = grid, argmax_draws = draws, final = final,
                  lower = lower, upper = upper, prior = prior, n = n, n_designs = nrow(evals),
                  smooth_weight_scale = sm$nce_weight_scale,
@@ -326,7 +329,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
                              formula = formula, n_shuffle = n_shuffle, holdout = holdout,
                              n_marginal = n_marginal),
                  time = proc.time()[["elapsed"]] - t0),
-            class = "nce_design")
+            class = c("nce_design", "nce_result"))
 }
 
 initial_designs <- function(lower, upper, n_initial) {

@@ -55,8 +55,8 @@ summary.nce_gam <- function(object, se_type = c("sandwich", "naive"), ...) {
   s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(v[1L, 1L]))
   s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(max(v[1L, 1L], 0)))
   s$nce <- list(n = object$n, m = object$m, ratio = object$ratio, reference = object$reference,
-                se_type = se_type, formula = object$nce_formula, loglik = stats::logLik(object),
-                converged = object$converged)
+                se_type = se_type, formula = object$nce_formula, converged = object$converged)
+  s[c("logLik", "aic")] <- summary_loglik(object)
   class(s) <- c("summary.nce_gam", class(s))
   s
 }
@@ -79,9 +79,7 @@ print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
   cat(sprintf("\nlog normalising constant: %s (s.e. %s)\n",
               format(x$log_normaliser[["estimate"]], digits = digits),
               format(x$log_normaliser[["se"]], digits = digits)))
-  cat(sprintf("log-likelihood (normalised model): %s, total edf %s, AIC %s\n",
-              format(as.numeric(x$nce$loglik), digits = digits), format(attr(x$nce$loglik, "df"), digits = digits),
-              format(-2 * as.numeric(x$nce$loglik) + 2 * attr(x$nce$loglik, "df"), digits = digits)))
+  format_loglik(x, digits, "normalised model; total edf")
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$nce$n, x$nce$m, x$nce$ratio, x$nce$reference$kind,
               paste(x$nce$reference$vars, collapse = ", ")))
@@ -129,20 +127,25 @@ plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
 #' predict(fit, data.frame(y = c(0.1, 0.3)), type = "density", se.fit = TRUE)
 #' dbeta(c(0.1, 0.3), 2, 5)
 #' @export
-predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "response", "density",
+predict.nce_gam <- function(object, newdata, type = c("link", "log_density", "response", "density",
                                                       "log_unnormalised", "lpmatrix", "terms"),
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
+  type <- predict_type(type)
   se_type <- match.arg(se_type)
   check_bool(se.fit, "se.fit")
   newdata <- nce_predict_newdata(object, newdata)
   g <- as_gam(object, se_type)
-  nd <- newdata
+  # mgcv refuses to predict at no rows: predict at one data row and keep none of it.
+  empty <- nrow(newdata) == 0L
+  nd <- if (empty) data_rows(object)[1L, , drop = FALSE] else newdata
   if (length(object$nce_var_map)) names(nd) <- nce_rename_columns(names(nd), object$nce_var_map)
   if (type == "terms") {
-    return(mgcv::predict.gam(g, nd, type = "terms", se.fit = se.fit, na.action = stats::na.pass))
+    p <- mgcv::predict.gam(g, nd, type = "terms", se.fit = se.fit, na.action = stats::na.pass)
+    if (!empty) return(p)
+    return(if (se.fit) lapply(p, function(m) m[0L, , drop = FALSE]) else p[0L, , drop = FALSE])
   }
   x <- mgcv::predict.gam(g, nd, type = "lpmatrix", na.action = stats::na.pass)
+  if (empty) x <- x[0L, , drop = FALSE]
   if (type == "lpmatrix") {
     rownames(x) <- rownames(newdata)
     return(x)

@@ -29,7 +29,7 @@ latkes_by <- function(cl, data, by, env) {
     lapply(levs, one)
   }
   names(fits) <- as.character(levs)
-  structure(list(fits = fits, by = by, call = cl), class = "latkes_collection")
+  structure(list(fits = fits, by = by, call = cl), class = c("latkes_collection", "nce_result"))
 }
 
 #' Per-subject LATKES fits
@@ -212,6 +212,7 @@ predict.latkes_collection <- function(object, newdata, ...) {
   if (!object$by %in% names(newdata)) {
     nce_abort(sprintf("`newdata` needs the column %s: it chooses the fit of each row", object$by), "input")
   }
+  if (nrow(newdata) == 0L) return(predict(object$fits[[1L]], newdata, ...))
   lev <- as.character(newdata[[object$by]])
   unknown <- setdiff(unique(lev), names(object$fits))
   if (length(unknown)) {
@@ -245,10 +246,6 @@ stacked_predictions <- function(object, res) {
 
 #' @rdname latkes_collection
 #' @export
-fitted.latkes_collection <- function(object, ...) unlist(lapply(object$fits, stats::fitted), use.names = FALSE)
-
-#' @rdname latkes_collection
-#' @export
 residuals.latkes_collection <- function(object, ...) {
   unlist(lapply(object$fits, stats::residuals, ...), use.names = FALSE)
 }
@@ -271,20 +268,6 @@ model.frame.latkes_collection <- function(formula, ...) {
     mf[[paste0(".", x$by)]] <- nm
     mf
   }))
-}
-
-#' @rdname latkes_collection
-#' @export
-model.matrix.latkes_collection <- function(object, ...) {
-  nce_unsupported("model.matrix", object,
-                  "each subject's fit has its own design; use model.matrix(x$fits[[i]])")
-}
-
-#' @rdname latkes_collection
-#' @export
-anova.latkes_collection <- function(object, ...) {
-  nce_unsupported("anova", object,
-                  "compare the subjects' fits one at a time, anova(x$fits[[i]], y$fits[[i]]) (a Wald test each)")
 }
 
 #' @rdname latkes_collection
@@ -311,8 +294,8 @@ summary.latkes_collection <- function(object, ...) {
                logLik = as.numeric(ll), converged = f$converged, stringsAsFactors = FALSE)
   }))
   names(tab)[1] <- object$by
-  structure(list(table = tab, by = object$by, formula = stats::formula(object),
-                 logLik = sum(tab$logLik), n = sum(tab$transitions)),
+  structure(c(list(table = tab, by = object$by, formula = stats::formula(object), n = sum(tab$transitions)),
+              summary_loglik(object)),
             class = "summary.latkes_collection")
 }
 
@@ -320,7 +303,8 @@ summary.latkes_collection <- function(object, ...) {
 print.summary.latkes_collection <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(sprintf("\n%d LATKES fits by %s, kernel %s\n\n", nrow(x$table), x$by, deparse1(x$formula)))
   print(x$table, row.names = FALSE, digits = digits)
-  cat(sprintf("\nTotal: %d transitions, log-likelihood %s (grid-normalised, summed over the fits)\n",
-              x$n, format(x$logLik, digits = digits + 2L)))
+  cat(sprintf("\nTotal: %d transitions, log-likelihood %s (summed over the fits; df %s), AIC %s\n",
+              x$n, format(as.numeric(x$logLik), digits = digits + 2L), format(attr(x$logLik, "df"), digits = digits),
+              format(x$aic, digits = digits + 2L)))
   invisible(x)
 }

@@ -73,12 +73,12 @@ print.latkes_fit <- function(x, ...) {
 #' predict(fit, nd, type = "density")
 #' predict(fit, d[1:5, ], type = "link")   # raw fixations: NA for the first
 #' @export
-predict.latkes_fit <- function(object, newdata, type = c("log_kernel", "link", "response", "log_density", "density",
+predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "response", "log_density", "density",
                                                          "lpmatrix", "terms"),
                                se.fit = FALSE,  # nolint: object_name_linter.
                                normalise = c("grid", "intercept"), grid = c(64, 48), refine = 7,
                                extrapolate = TRUE, se_type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- predict_type(type)
   type <- switch(type, log_density = "link", density = "response", type)
   normalise <- match.arg(normalise)
   se_type <- match.arg(se_type)
@@ -381,29 +381,37 @@ kernel_eta <- function(object, nd, labels = NULL) {
 
 #' Log-likelihood of fixation sequences under a LATKES fit
 #'
-#' Sums the log transition densities, each normalised numerically on a grid
-#' over the window (see [predict.latkes_fit()]), over the transitions of the
-#' fit's own data or of held-out sequences, so that kernels can be compared on
-#' the same data.
+#' Sums the log transition densities over the transitions of the fit's own data
+#' or of held-out sequences, so that kernels can be compared on the same data.
+#' Each density is normalised by the fitted intercept (`normalise = "intercept"`,
+#' the default: NCE's estimate of minus the log normaliser, the number that
+#' [summary()], [AIC()] and `broom::glance()` report too) or numerically on a grid
+#' over the window (`normalise = "grid"`, see [predict.latkes_fit()]; slower).
 #'
 #' @param object A `latkes_fit`.
 #' @param newdata `NULL` (the fit's transitions) or a data frame of fixations
 #'   with the columns the fit used (coordinates under their original names,
 #'   `group`, covariates); it is prepared as in [latkes()] (fixations outside
 #'   the window, zero-length saccades).
+#' @param normalise `"intercept"` (default) or `"grid"`.
 #' @param grid,refine,extrapolate The normalising grid, see [predict.latkes_fit()].
 #' @param ... Unused.
-#' @return An object of class `logLik` with attributes `df` (the kernel's
-#'   effective degrees of freedom) and `nobs` (transitions).
+#' @return An object of class `logLik` with attributes `df` and `nobs`
+#'   (transitions). `df` counts what the normalised density estimates: the
+#'   kernel's and the intercept's effective degrees of freedom with
+#'   `normalise = "intercept"`, the kernel's alone with `"grid"`.
 #' @examples
 #' set.seed(1)
 #' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
 #'              n_trials = 2)
 #' fit <- latkes(d[d$trial == 1, ], window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist))
 #' # A coarser normalising grid than the default, for speed: here within 0.01 of the default's value.
-#' logLik(fit, newdata = d[d$trial == 2, ], grid = c(32, 24), refine = 1)
+#' logLik(fit, newdata = d[d$trial == 2, ])
+#' logLik(fit, newdata = d[d$trial == 2, ], normalise = "grid", grid = c(32, 24), refine = 1)
 #' @export
-logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), refine = 7, extrapolate = TRUE, ...) {
+logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("intercept", "grid"), grid = c(64, 48),
+                              refine = 7, extrapolate = TRUE, ...) {
+  normalise <- check_choice(normalise, c("intercept", "grid"), "normalise")
   trans <- if (is.null(newdata)) {
     object$transitions
   } else {
@@ -411,9 +419,10 @@ logLik.latkes_fit <- function(object, newdata = NULL, grid = c(64, 48), refine =
                            object$outside, object$order, names(object[["maps"]]))
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
   }
-  ld <- predict.latkes_fit(object, trans, type = "link", grid = grid, refine = refine, extrapolate = extrapolate)
-  k <- kernel_columns(object)
-  structure(sum(ld), df = sum(object$edf[k$coef]), nobs = length(ld), class = "logLik")
+  ld <- predict.latkes_fit(object, trans, type = "link", normalise = normalise, grid = grid, refine = refine,
+                           extrapolate = extrapolate)
+  df <- if (normalise == "grid") sum(object$edf[kernel_columns(object)$coef]) else snce_df(object)
+  structure(sum(ld), df = df, nobs = length(ld), class = "logLik")
 }
 
 #' Estimated kernel terms of a LATKES fit

@@ -138,13 +138,10 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                    kernel = ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16),
                    intercept = NULL, order = 1,
                    outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, ...) {
+  rng <- rng_state()
   cl <- match.call()
   outside <- match.arg(outside)
-  if (!is.null(by)) {
-    out <- latkes_by(cl, data, by, parent.frame())
-    out$call_env <- parent.frame()
-    return(out)
-  }
+  if (!is.null(by)) return(as_result(latkes_by(cl, data, by, parent.frame()), rng = rng, env = parent.frame()))
   check_whole(order, "order", min = 1, max = 2)
   check_count(ratio, "ratio")
   check_data_frame(data, "data")
@@ -171,7 +168,6 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                   discrete = if (is.null(dots$discrete)) FALSE else dots$discrete, shards = dots$shards)
   fit$window <- w
   fit$cache <- new.env(parent = emptyenv())
-  fit$call_env <- parent.frame()
   fit$coords <- c(x = x, y = y)
   fit["group_column"] <- list(group) # may be NULL; `$group` would also match group_setup
   fit$outside <- outside
@@ -179,7 +175,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   fit["maps"] <- list(mp)
   fit["map_by"] <- list(map_by)
   class(fit) <- c("latkes_fit", class(fit))
-  fit
+  as_result(fit, rng = rng, env = parent.frame())
 }
 
 cyclic_knots <- function() list(angle = c(-pi, pi), angle_prev = c(-pi, pi), rel_angle = c(-pi, pi))

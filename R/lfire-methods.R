@@ -79,7 +79,7 @@ confint.nce_lfire <- function(object, parm, level = 0.95, ...) {
 #' @export
 predict.nce_lfire <- function(object, newdata = NULL, type = c("link", "response", "posterior", "lpmatrix"),
                               se.fit = FALSE, ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
+  type <- predict_type(type)
   if (type == "lpmatrix") {
     nce_unsupported("predict(type = \"lpmatrix\")", object,
                     "each parameter value has its own regression on simulated summaries, not one linear predictor")
@@ -94,6 +94,7 @@ predict.nce_lfire <- function(object, newdata = NULL, type = c("link", "response
     if (type == "posterior") {
       nce_abort("type = \"posterior\" is defined on the fitted parameter values only: drop `newdata`.", "input")
     }
+    if (NROW(newdata) == 0L) return(numeric(0))
     th <- as_theta_matrix(newdata, object$prior$names, what = "`newdata`")
     if (any(!is.finite(th))) nce_abort("`newdata` has non-finite parameter values.", "input")
     sims <- run_simulations(object$simulator, object$summaries, th, object$n_theta, object$batch,
@@ -126,7 +127,7 @@ posterior_predictive <- function(theta, weights, nsim, seed, simulator, summarie
 
 #' @rdname lfire-methods
 #' @export
-update.nce_lfire <- function(object, ...) {
+update.nce_lfire <- function(object, ..., resample = FALSE) {
   changes <- list(...)
   args <- list(observed = object$observed, simulator = object$simulator, summaries = object$summaries,
                prior = object$prior, theta = structure(object$theta, grid = object$grid), n_theta = object$n_theta,
@@ -136,8 +137,8 @@ update.nce_lfire <- function(object, ...) {
   if (!any(names(changes) %in% c(sim_args, "n_marginal"))) args$marginal <- object$marginal
   if (!any(names(changes) %in% c(sim_args, "theta", "n_theta"))) args$simulations <- object$simulations
   args[names(changes)] <- changes
-  fit <- do.call(lfire, args)
-  fit$call <- object$call
+  kept <- !is.null(args$marginal) && !is.null(args$simulations)
+  fit <- rerun(object, lfire, args, resample, if (kept) object$rng_fit else object$rng_state)
   for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
   fit
 }
@@ -233,59 +234,4 @@ lfire_marginal <- function(x, p) {
     d <- stats::density(x$theta[, p], weights = x$posterior)
     list(x = d$x, y = d$y)
   }
-}
-
-#' @export
-nobs.nce_lfire <- function(object, ...) {
-  nce_unsupported("nobs", object, "the data are one observed data set seen through its summaries")
-}
-
-#' @export
-fitted.nce_lfire <- function(object, ...) {
-  nce_unsupported("fitted", object, "there is no fitted density of the observed data, only ratios at parameter values")
-}
-
-#' @export
-residuals.nce_lfire <- function(object, ...) {
-  nce_unsupported("residuals", object, "there are no fitted values of the observed data")
-}
-
-#' @export
-logLik.nce_lfire <- function(object, ...) {
-  nce_unsupported("logLik", object, "a simulator model has no likelihood to evaluate; the fit estimates ratios")
-}
-
-#' @export
-AIC.nce_lfire <- function(object, ..., k = 2) {
-  nce_unsupported("AIC", object, "there is no likelihood (compare models through their posteriors)")
-}
-
-#' @export
-BIC.nce_lfire <- function(object, ...) {  # nolint: object_name_linter.
-  nce_unsupported("BIC", object, "there is no likelihood (compare models through their posteriors)")
-}
-
-#' @export
-anova.nce_lfire <- function(object, ...) {
-  nce_unsupported("anova", object, "there are no nested likelihood models to test")
-}
-
-#' @export
-model.frame.nce_lfire <- function(formula, ...) {
-  nce_unsupported("model.frame", formula, "the model is a simulator function, not a formula on data")
-}
-
-#' @export
-model.matrix.nce_lfire <- function(object, ...) {
-  nce_unsupported("model.matrix", object, "each parameter value has its own regression on simulated summaries")
-}
-
-#' @export
-formula.nce_lfire <- function(x, ...) {
-  nce_unsupported("formula", x, "the model is a simulator function, not a formula")
-}
-
-#' @export
-terms.nce_lfire <- function(x, ...) {
-  nce_unsupported("terms", x, "the model is a simulator function, not a formula")
 }

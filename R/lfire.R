@@ -49,11 +49,11 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
   check_number(lambda_min_ratio, min = 0, max = 1, exclusive_min = TRUE)
   if (lambda_min_ratio >= 1) check_fail("one number > 0 and < 1", lambda_min_ratio, "lambda_min_ratio", sys.call())
   check_count(nfolds, min = 2, max = 1000)
-  lambda <- sim_match_arg(lambda, c("min", "1se"), "lambda", sys.call())
+  lambda <- check_choice(lambda, c("min", "1se"), "lambda", sys.call())
   check_count(chunk_size)
   check_bool(quadratic)
   check_count(coarse, max = 100)
-  cv <- sim_match_arg(cv, c("onestep", "exact"), "cv", sys.call())
+  cv <- check_choice(cv, c("onestep", "exact"), "cv", sys.call())
   list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), nfolds = as.double(nfolds),
        one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size),
        quadratic = quadratic, coarse = as.double(coarse), cv = cv, onestep = as.double(cv == "onestep"))
@@ -124,6 +124,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                   n_marginal = 500L, penalty = c("lasso", "ridge"), batch = FALSE,
                   type = c("auto", "grid", "draws"), marginal = NULL, simulations = NULL,
                   control = lfire_control()) {
+  rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_function(simulator)
@@ -132,8 +133,8 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   check_count(n_theta, min = 2)
   check_count(n_marginal, min = 2)
   check_bool(batch)
-  penalty <- sim_match_arg(penalty, c("lasso", "ridge"), "penalty", ucall)
-  type <- sim_match_arg(type, c("auto", "grid", "draws"), "type", ucall)
+  penalty <- check_choice(penalty, c("lasso", "ridge"), "penalty", ucall)
+  type <- check_choice(type, c("auto", "grid", "draws"), "type", ucall)
   if (!is.list(control) || is.null(control$nfolds)) check_fail("a list from lfire_control()", control, "control", ucall)
   if (type == "auto") type <- if (is.null(attr(theta, "grid"))) "draws" else "grid"
   grid_pts <- attr(theta, "grid")
@@ -165,11 +166,12 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                 "input", call = ucall)
     }
   }
+  rng_fit <- list(fit = rng_now())
   fit <- lfire_engine(s_obs, marginal, simulations, nrow(theta), penalty, control, ucall)
   log_prior <- prior$log_density(theta)
   lp <- fit$log_ratio + if (type == "grid") log_prior else 0
   w <- normalise_log_weights(lp)
-  structure(c(list(call = call, observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
+  structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
                    log_prior = log_prior, posterior = w, penalty = penalty, control = control,
                    n_theta = n_theta, n_marginal = n_marginal, observed_summaries = s_obs,
                    marginal = marginal, simulations = simulations,
@@ -177,7 +179,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                    time = c(simulation = t_sim, fitting = fit$time),
                    cpu_time = c(simulation = c_sim, fitting = fit$cpu)),
               fit[setdiff(names(fit), c("time", "cpu"))]),
-            class = "nce_lfire")
+            class = c("nce_lfire", "nce_result"))
 }
 
 observed_summaries <- function(summaries, observed, batch, call) {

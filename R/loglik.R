@@ -148,45 +148,6 @@ model.matrix.nce_fit <- function(object, ...) {
   stats::predict(object, object$nce_frame[object$reference$vars], type = "lpmatrix", ...)
 }
 
-#' Update and re-fit an nce fit
-#'
-#' As [stats::update()] for glm: `formula.` may be one-sided (`~ . + x`) or
-#' two-sided with a dot for the (absent) response (`. ~ . + x`). The call is
-#' evaluated where the fit was made (the formula's environment), then, if an
-#' object is not found there, in the caller's frame, so `update()` works on
-#' fits made inside functions. The reference sample is drawn anew.
-#'
-#' @param object An `nce_fit`.
-#' @param formula. Changes to the formula.
-#' @param ... Arguments of [nce()] to change.
-#' @param evaluate `FALSE` returns the updated call.
-#' @return The refitted model (or the call).
-#' @examples
-#' set.seed(1)
-#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
-#' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
-#' coef(update(fit, . ~ . + I(y^2), ratio = 10))
-#' @export
-update.nce_fit <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
-  call <- object$call
-  if (is.null(call)) nce_unsupported("update", object, "the fit keeps no call to re-evaluate")
-  extras <- match.call(expand.dots = FALSE)$...
-  if (!missing(formula.)) call$formula <- update_nce_formula(stats::formula(object), formula.)
-  if (length(extras)) {
-    existing <- !is.na(match(names(extras), names(call)))
-    for (a in names(extras)[existing]) call[[a]] <- extras[[a]]
-    if (any(!existing)) call <- as.call(c(as.list(call), extras[!existing]))
-  }
-  if (!evaluate) return(call)
-  env <- environment(stats::formula(object))
-  if (is.null(env)) env <- parent.frame()
-  caller <- parent.frame()
-  tryCatch(eval(call, env), nce_error = function(e) stop(e), error = function(e) {
-    # Objects of the call not where the fit was made (a formula built elsewhere): try the caller.
-    eval(call, caller)
-  })
-}
-
 update_nce_formula <- function(old, new, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (is.character(new)) new <- stats::as.formula(new, env = environment(old))

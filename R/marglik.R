@@ -164,6 +164,7 @@
 marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
+  rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   reference <- match.arg(reference)
@@ -250,13 +251,13 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
                      accuracy = est$accuracy),
     split = split, separated = fit$separated, converged = fit$converged,
     iterations = fit$iterations, chains = chains, telescope = tele, call = call),
-    class = "nce_marglik")
+    class = c("nce_marglik", "nce_result"))
   if (fit$separated) {
     out <- separated_result(out, fit, "log Z", "the draws and the reference draws do not overlap")
   } else if (!fit$converged) {
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
-  out
+  as_result(out, rng = rng, env = parent.frame())
 }
 
 # One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to

@@ -73,14 +73,14 @@ nl_data_rows <- function(object) {
 predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_density", "density",
                                                       "log_unnormalised", "lpmatrix"),
                             se.fit = FALSE, ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
+  type <- predict_type(type)
   if (type == "lpmatrix") {
     nce_unsupported("predict(type = \"lpmatrix\")", object,
                     "the model is nonlinear in its parameters, so there is no linear predictor matrix")
   }
   check_bool(se.fit)
   if (missing(newdata) || is.null(newdata)) newdata <- nl_data_rows(object)
-  check_data_frame(newdata)
+  check_data_frame(newdata, min_rows = 0L)
   vars <- object$reference$vars
   miss <- setdiff(vars, names(newdata))
   if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(miss, collapse = ", ")), "input")
@@ -144,21 +144,9 @@ anova.nce_nls <- function(object, ...) {
   v <- big$vcov[extra, extra, drop = FALSE]
   w <- tryCatch(drop(t(b) %*% solve(v, b)), error = function(e) NA_real_)
   df <- length(extra)
-  out <- data.frame(Df = c(length(small$coefficients), length(big$coefficients)),
-                    `Wald Df` = c(NA, df), Wald = c(NA, w),
-                    `Pr(>Chi)` = c(NA, stats::pchisq(w, df, lower.tail = FALSE)), check.names = FALSE)
-  rownames(out) <- c("smaller", "larger")
-  structure(out, heading = sprintf("Wald test (NCE sandwich covariance) of %s = 0\n", paste(extra, collapse = ", ")),
-            class = c("anova", "data.frame"))
-}
-
-#' @rdname nce_nls-methods
-#' @export
-update.nce_nls <- function(object, ..., evaluate = TRUE) {
-  cl <- object$call
-  extras <- match.call(expand.dots = FALSE)$...
-  for (a in names(extras)) cl[[a]] <- extras[[a]]
-  if (evaluate) eval(cl, object$env) else cl
+  anova_table(list(small, big), rbind(NA, c(df, w, stats::pchisq(w, df, lower.tail = FALSE))),
+              sprintf("Wald test (NCE sandwich covariance) of %s = 0", paste(extra, collapse = ", ")),
+              vapply(list(small, big), function(f) f$model$name %||% deparse1(f$nce_formula), ""))
 }
 
 #' @rdname nce_nls-methods
@@ -172,20 +160,7 @@ formula.nce_nls <- function(x, ...) {
 
 #' @rdname nce_nls-methods
 #' @export
-terms.nce_nls <- function(x, ...) {
-  nce_unsupported("terms", x, "a nonlinear log density has no terms object; see formula()")
-}
-
-#' @rdname nce_nls-methods
-#' @export
 model.frame.nce_nls <- function(formula, ...) formula$nce_frame
-
-#' @rdname nce_nls-methods
-#' @export
-model.matrix.nce_nls <- function(object, ...) {
-  nce_unsupported("model.matrix", object,
-                  "the model is nonlinear in its parameters (predict(se.fit = TRUE) uses its gradient instead)")
-}
 
 #' @rdname nce_nls-methods
 #' @export
@@ -223,10 +198,10 @@ summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
   se <- sqrt(diag(stats::vcov(object, type = type)))
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
+  structure(c(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
                  n = object$n, m = object$m, log_normaliser = object$log_normaliser,
                  gradient_source = object$model$gradient_source, converged = object$converged,
-                 start_table = object$start_table, spread = object$spread, logLik = stats::logLik(object)),
+                 start_table = object$start_table, spread = object$spread), summary_loglik(object)),
             class = "summary.nce_nls")
 }
 

@@ -116,11 +116,11 @@ summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
   # A standard error of 0 (the intercept of an intercept-only fit is known exactly): no test.
   z <- ifelse(!is.na(se) & se > 0, cf / se, NA_real_)
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(list(call = object$call, coefficients = tab, se_type = type,
+  structure(c(list(call = object$call, coefficients = tab, se_type = type,
                  log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
                  n = object$n, m = object$m, ratio = object$ratio, method = object$method,
                  converged = object$converged, iterations = object$iterations,
-                 reference = object$reference, loglik = stats::logLik(object)),
+                 reference = object$reference), summary_loglik(object)),
             class = "summary.nce_fit")
 }
 
@@ -135,12 +135,7 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
               format(x$log_normaliser[["se"]], digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$n, x$m, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
-  if (!is.null(x$loglik)) {
-    cat(sprintf("log-likelihood (normalised model): %s (df %s), AIC %s\n",
-                format(as.numeric(x$loglik), digits = digits),
-                format(attr(x$loglik, "df"), digits = digits),
-                format(-2 * as.numeric(x$loglik) + 2 * attr(x$loglik, "df"), digits = digits)))
-  }
+  format_loglik(x, digits, "normalised model; df")
   cat(sprintf("Newton iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
   invisible(x)
 }
@@ -173,10 +168,10 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
 #' 2 * exp(2 * c(0, 0.5, 1)) / (exp(2) - 1)   # truth
 #' predict(fit, data.frame(y = 2), type = "density")   # outside [0, 1]: 0
 #' @export
-predict.nce_fit <- function(object, newdata, type = c("log_density", "link", "response", "density",
+predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "response", "density",
                                                       "log_unnormalised", "lpmatrix", "terms"),
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
+  type <- predict_type(type)
   check_bool(se.fit, "se.fit")
   newdata <- nce_predict_newdata(object, newdata)
   mm <- nce_model_matrix(object, newdata)

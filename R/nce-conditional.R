@@ -85,7 +85,7 @@ nce_conditional <- function(formula, data, reference, ratio, method, knots, sp, 
     nce_formula = formula, given = gv, intercept = spec, nce_frame = rows, groups = groups,
     reference = reference, ratio = ratio, n = n, m = m, method = method, knots = knots, sp_fixed = sp,
     control = control, call = call, env = env
-  )), class = "nce_conditional")
+  )), class = c("nce_conditional", "nce_result"))
 }
 
 # `given`: column names or a one-sided formula. Bare names get the default intercept (one
@@ -238,7 +238,7 @@ predict.nce_conditional <- function(object, newdata,
                                     type = c("link", "response", "lpmatrix", "terms", "log_kernel", "log_normaliser"),
                                     se.fit = FALSE,  # nolint: object_name_linter.
                                     se_type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- predict_type(type)
   v <- stats::vcov(object, type = match.arg(se_type))
   if (missing(newdata)) newdata <- cond_data_rows(object)
   beta <- object$coefficients
@@ -333,15 +333,6 @@ model.matrix.nce_conditional <- function(object, ...) {
   x
 }
 
-#' @export
-fitted.nce_conditional <- function(object, ...) stats::predict(object, type = "response")
-
-#' @export
-residuals.nce_conditional <- function(object, ...) {
-  nce_unsupported("residuals", object, paste("a conditional density has no response to subtract a fitted value",
-                                             "from; use predict(type = \"link\") or logLik()"))
-}
-
 #' Log-likelihood of a conditional nce fit
 #'
 #' The sum over the data rows of \eqn{\log p(y_i \mid z_i)} under the fitted
@@ -384,29 +375,8 @@ anova.nce_conditional <- function(object, ...) {
   v <- big$vcov[extra, extra, drop = FALSE]
   w <- drop(crossprod(b, solve(v, b)))
   df <- length(extra)
-  lls <- vapply(list(small, big), function(f) as.numeric(stats::logLik(f)), 0)
-  out <- data.frame(logLik = lls, Df = vapply(list(small, big), function(f) sum(f$edf), 0),
-                    Wald = c(NA, w), `Df test` = c(NA, df),
-                    `Pr(>Chi)` = c(NA, stats::pchisq(w, df, lower.tail = FALSE)),
-                    check.names = FALSE, row.names = c("Model 1", "Model 2"))
-  structure(out, heading = c("Wald test of nested conditional NCE fits (sandwich covariance)\n",
-                             paste0("Model ", 1:2, ": ",
-                                    vapply(list(small, big), function(f) deparse1(f$nce_formula), ""),
-                                    collapse = "\n")),
-            class = c("anova", "data.frame"))
-}
-
-#' @export
-update.nce_conditional <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
-  cl <- object$call
-  if (!missing(formula.)) {
-    new <- formula.
-    if (length(new) == 3L) new <- new[-2L]
-    cl$formula <- stats::update.formula(object$nce_formula, new)
-  }
-  extras <- match.call(expand.dots = FALSE)$...
-  for (a in names(extras)) cl[[a]] <- extras[[a]]
-  if (evaluate) eval(cl, object$env) else cl
+  anova_table(list(small, big), rbind(NA, c(df, w, stats::pchisq(w, df, lower.tail = FALSE))),
+              "Wald test of nested conditional NCE fits (sandwich covariance)")
 }
 
 #' Simulate from a conditional nce fit
@@ -503,10 +473,9 @@ summary.nce_conditional <- function(object, se_type = c("sandwich", "naive"), ..
                part = ifelse(vapply(object$smooth, `[[`, 0, "first.para") > pa, "normaliser", "model"),
                edf = vapply(object$smooth, function(sm) sum(object$edf[sm$first.para:sm$last.para]), 0))
   }
-  structure(list(call = object$call, coefficients = tab, normaliser = grid, smooths = smooths, se_type = se_type,
-                 given = object$given, n = object$n, ratio = object$ratio, reference = object$reference,
-                 loglik = as.numeric(stats::logLik(object)), df = sum(object$edf), reml = object$reml,
-                 converged = object$converged),
+  structure(c(list(call = object$call, coefficients = tab, normaliser = grid, smooths = smooths, se_type = se_type,
+                   given = object$given, n = object$n, ratio = object$ratio, reference = object$reference,
+                   reml = object$reml, converged = object$converged), summary_loglik(object)),
             class = "summary.nce_conditional")
 }
 
@@ -545,7 +514,8 @@ print.summary.nce_conditional <- function(x, digits = max(3L, getOption("digits"
   cat("\nLog normaliser log Z(", paste(x$given, collapse = ", "), "):\n", sep = "")
   print(x$normaliser, digits = digits, row.names = FALSE)
   cat(sprintf("\nlog-likelihood %s (df %s); %d data points, %d reference points each from %s over %s%s\n",
-              format(x$loglik, digits = digits + 2L), format(x$df, digits = digits), x$n, x$ratio, x$reference$kind,
+              format(as.numeric(x$logLik), digits = digits + 2L), format(attr(x$logLik, "df"), digits = digits), x$n,
+              x$ratio, x$reference$kind,
               paste(x$reference$vars, collapse = ", "), if (x$converged) "" else " (NOT CONVERGED)"))
   invisible(x)
 }

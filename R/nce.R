@@ -159,6 +159,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                 knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,  # nolint: object_name_linter.
                 control = nce_control(), given = NULL,
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE) {
+  rng <- rng_state()
   check_bool(discrete)
   nonlinear <- !is.null(start) || !is.null(model)
   if (discrete && (!is.null(given) || nonlinear)) {
@@ -172,11 +173,13 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     }
     if (!is.null(given) && nonlinear) nce_abort("give `given` or `start`/`model`, not both", "input")
     if (nonlinear) {
-      return(nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts,
-                           as_nce_control(control), match.call(), parent.frame()))
+      fit <- nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts,
+                           as_nce_control(control), match.call(), parent.frame())
+      return(as_result(fit, rng = rng, env = parent.frame()))
     }
-    return(nce_conditional(formula, data, reference, ratio, method, knots, sp, as_nce_control(control), given,
-                           match.call(), parent.frame()))
+    fit <- nce_conditional(formula, data, reference, ratio, method, knots, sp, as_nce_control(control), given,
+                           match.call(), parent.frame())
+    return(as_result(fit, rng = rng, env = parent.frame()))
   }
   cl <- match.call()
   if (!is.null(start) || !is.null(model)) {
@@ -248,7 +251,8 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
       nce_abort(sprintf("smooth terms need method = \"logistic\"%s",
                         if (discrete) " (also with `discrete = TRUE`)" else ""), "input")
     }
-    return(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete))
+    return(as_result(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete),
+                     rng = rng, env = parent.frame()))
   }
   if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input")
 
@@ -272,7 +276,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     nce_clamp_cov(v)
   }
   warn_fit(res, cn, n)
-  structure(c(list(
+  as_result(structure(c(list(
     coefficients = beta,
     vcov = name_cov(res$cov_sandwich),
     vcov_naive = name_cov(res$cov),
@@ -284,7 +288,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     fitted.values = res$fitted,
     terms = stats::terms(mf), xlevels = stats::.getXlevels(tt, mf),
     contrasts = attr(x, "contrasts")
-  ), nce_fields), class = "nce_fit")
+  ), nce_fields), class = c("nce_fit", "nce_result")), rng = rng, env = parent.frame())
 }
 
 # Aliases for non-syntactic names: c(`my var` = ".nce_v1"), empty when all are syntactic.
@@ -461,7 +465,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
   obj$nce_var_map <- var_map
   if (length(var_map)) obj <- nce_unalias_labels(obj, var_map)
   obj <- c(obj, nce_fields)
-  class(obj) <- c("nce_gam", "nce_fit", "gam", "glm", "lm")
+  class(obj) <- c("nce_gam", "nce_fit", "gam", "glm", "lm", "nce_result")
   obj
 }
 

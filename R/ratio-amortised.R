@@ -56,6 +56,7 @@
 #' @export
 ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = 1L,
                             simulations = NULL, discrete = FALSE) {
+  rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_function(simulator)
@@ -78,6 +79,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
       nce_abort("`simulations` lack some of the prior's parameters.", "input", call = ucall)
     }
   }
+  rng_fit <- list(fit = rng_now())
   th <- simulations$theta[simulations$ok, prior$names, drop = FALSE]
   s <- simulations$summaries[simulations$ok, , drop = FALSE]
   snames <- colnames(s)
@@ -106,11 +108,11 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   })
   t_fit <- proc.time()[["elapsed"]] - t0
   class(g) <- c("gam", "glm", "lm")
-  structure(list(call = call, gam = g, formula = formula, prior = prior, parameters = prior$names,
+  structure(list(call = call, rng_state = rng, rng_fit = rng_fit, gam = g, formula = formula, prior = prior, parameters = prior$names,
                  summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
                  simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
                  time = c(simulation = t_sim, fitting = t_fit)),
-            class = "nce_ratio")
+            class = c("nce_ratio", "nce_result"))
 }
 
 # Parameter and summary names become formula terms: no clash with each other or the response
@@ -173,10 +175,10 @@ print.nce_ratio <- function(x, ...) {
 #' @export
 summary.nce_ratio <- function(object, ...) {
   g <- object$gam
-  structure(list(print = utils::capture.output(print(object)),
-                 deviance_explained = 1 - g$deviance / g$null.deviance,
-                 smooths = vapply(g$smooth, function(sm) sum(g$edf[sm$first.para:sm$last.para]), 1) |>
-                   stats::setNames(vapply(g$smooth, `[[`, "", "label"))),
+  structure(c(list(print = utils::capture.output(print(object)),
+                   deviance_explained = 1 - g$deviance / g$null.deviance,
+                   smooths = vapply(g$smooth, function(sm) sum(g$edf[sm$first.para:sm$last.para]), 1) |>
+                     stats::setNames(vapply(g$smooth, `[[`, "", "label"))), summary_loglik(object)),
             class = "summary.nce_ratio")
 }
 
@@ -248,13 +250,14 @@ print.summary.nce_ratio <- function(x, ...) {
 ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("importance", "metropolis"),
                             n_chains = 100L, burnin = 100L, scale = NULL, engine = c("auto", "rust", "r"),
                             n_grid = 2049L) {
+  rng <- rng_state()
   ucall <- sys.call()
   object <- as_ratio(object, ucall)
   check_count(n_draws, min = 10)
-  method <- sim_match_arg(method, c("importance", "metropolis"), "method", ucall)
+  method <- check_choice(method, c("importance", "metropolis"), "method", ucall)
   check_count(n_chains, min = 2)
   check_count(burnin, min = 0)
-  engine <- sim_match_arg(engine, c("auto", "rust", "r"), "engine", ucall)
+  engine <- check_choice(engine, c("auto", "rust", "r"), "engine", ucall)
   check_count(n_grid, min = 16, max = 1e6)
   d <- length(object$parameters)
   if (!is.null(scale) && (!is.numeric(scale) || length(scale) != d || any(!is.finite(scale)) || any(scale <= 0))) {
@@ -289,8 +292,9 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
   args <- list(n_draws = n_draws, method = method, n_chains = n_chains, burnin = burnin, scale = scale,
                engine = engine, n_grid = n_grid)
   structure(c(res, list(method = method, observed_summaries = s_obs, prior = pr,
-                        time = proc.time()[["elapsed"]] - t0, ratio = object, observed = observed, args = args)),
-            class = "nce_ratio_posterior")
+                        time = proc.time()[["elapsed"]] - t0, ratio = object, observed = observed, args = args,
+                        rng_state = rng)),
+            class = c("nce_ratio_posterior", "nce_result"))
 }
 
 # The classifier behind a ratio object: itself, an nce_eig's, or an nce_design's final one.

@@ -116,10 +116,6 @@ nobs.nce_ratio <- function(object, ...) nrow(object$gam$model)
 
 #' @rdname nce_ratio_methods
 #' @export
-fitted.nce_ratio <- function(object, ...) stats::fitted(object$gam)
-
-#' @rdname nce_ratio_methods
-#' @export
 residuals.nce_ratio <- function(object, ...) stats::residuals(object$gam, ...)
 
 #' @rdname nce_ratio_methods
@@ -145,12 +141,19 @@ anova.nce_ratio <- function(object, ...) {
   if (length(unique(n)) != 1L) {
     nce_abort("anova() needs classifiers fitted to the same pairs (different numbers of pairs).", "input")
   }
-  do.call(mgcv::anova.gam, c(list(object$gam), lapply(others, `[[`, "gam"), list(test = "Chisq")))
+  # Classifiers are logistic regressions: a likelihood-ratio test (mgcv's), in the one layout.
+  a <- do.call(mgcv::anova.gam, c(list(object$gam), lapply(others, `[[`, "gam"), list(test = "Chisq")))
+  tab <- data.frame(a[1:4], Wald = NA_real_, `Pr(>Chi)` = a[[5L]], check.names = FALSE,
+                    row.names = paste("Model", seq_len(nrow(a))))
+  structure(tab, heading = c("Likelihood-ratio test of nested ratio classifiers (mgcv::anova.gam)\n",
+                             paste0(rownames(tab), ": ", vapply(c(list(object), others),
+                                                                function(f) deparse1(f$formula), ""), collapse = "\n")),
+            class = c("anova", "data.frame"))
 }
 
 #' @rdname nce_ratio_methods
 #' @export
-update.nce_ratio <- function(object, ...) {
+update.nce_ratio <- function(object, ..., resample = FALSE) {
   changes <- list(...)
   args <- list(simulator = object$simulator, summaries = object$summaries, prior = object$prior, n = object$n,
                formula = object$formula, batch = object$batch, n_shuffle = object$n_shuffle,
@@ -159,8 +162,7 @@ update.nce_ratio <- function(object, ...) {
     args$simulations <- object$simulations
   }
   args[names(changes)] <- changes
-  fit <- do.call(ratio_amortised, args)
-  fit$call <- object$call
+  fit <- rerun(object, ratio_amortised, args, resample, if (is.null(args$simulations)) object$rng_state else object$rng_fit)
   for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
   fit
 }
@@ -186,13 +188,6 @@ terms.nce_ratio <- function(x, ...) stats::terms(x$gam)
 plot.nce_ratio <- function(x, ...) {
   mgcv::plot.gam(x$gam, ...)
   invisible(x)
-}
-
-#' @rdname nce_ratio_methods
-#' @export
-simulate.nce_ratio <- function(object, nsim = 1, seed = NULL, ...) {
-  nce_unsupported("simulate", object, paste("a ratio estimator is not a model of the pairs' labels;",
-                                            "simulate (theta, s) pairs with simulate_summaries()"))
 }
 
 #' Methods for posteriors from amortised ratio estimators
@@ -244,38 +239,10 @@ simulate.nce_ratio_posterior <- function(object, nsim = 1, seed = NULL, ...) {
 
 #' @rdname nce_ratio_posterior_methods
 #' @export
-update.nce_ratio_posterior <- function(object, ...) {
+update.nce_ratio_posterior <- function(object, ..., resample = FALSE) {
   if (is.null(object$ratio)) nce_unsupported("update", object, "this posterior does not hold its ratio estimator")
   changes <- list(...)
   args <- c(list(object = object$ratio, observed = object$observed), object$args)
   args[names(changes)] <- changes
-  do.call(ratio_posterior, args)
+  rerun(object, ratio_posterior, args, resample)
 }
-
-#' @rdname nce_ratio_posterior_methods
-#' @export
-predict.nce_ratio_posterior <- refuse_estimate("predict")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-fitted.nce_ratio_posterior <- refuse_estimate("fitted")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-residuals.nce_ratio_posterior <- refuse_estimate("residuals")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-logLik.nce_ratio_posterior <- refuse_estimate("logLik")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-anova.nce_ratio_posterior <- refuse_estimate("anova")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-model.frame.nce_ratio_posterior <- refuse_estimate("model.frame")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-model.matrix.nce_ratio_posterior <- refuse_estimate("model.matrix")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-formula.nce_ratio_posterior <- refuse_estimate("formula")
-#' @rdname nce_ratio_posterior_methods
-#' @export
-terms.nce_ratio_posterior <- refuse_estimate("terms")

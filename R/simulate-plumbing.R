@@ -410,12 +410,3 @@ print.nce_simulations <- function(x, ...) {
               length(x$ok), length(unique(x$index)), ncol(x$summaries), sum(!x$ok), x$time))
   invisible(x)
 }
-
-# match.arg() with a classed error naming the argument and the choices.
-sim_match_arg <- function(x, choices, arg, call) {
-  if (identical(x, choices)) return(choices[1L])
-  if (!is.character(x) || length(x) != 1L || is.na(x) || !(x %in% choices)) {
-    check_fail(paste0("one of ", paste0("\"", choices, "\"", collapse = ", ")), x, arg, call)
-  }
-  x
-}

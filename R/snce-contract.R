@@ -65,8 +65,6 @@ model.matrix.snce_fit <- function(object, ...) {
 #' @param ... Unused.
 #' @return The fitted transition density at each observed transition
 #'   (`predict(object, type = "response")`): `nobs(object)` values.
-#' @export
-fitted.snce_fit <- function(object, ...) predict(object, type = "response")
 
 #' Residuals of an snce fit
 #'
@@ -190,54 +188,8 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
   keep <- keep[e$values[keep] > max(e$values) * 1e-10]
   wald <- sum((crossprod(e$vectors[, keep, drop = FALSE], b))^2 / e$values[keep])
   df <- length(keep)
-  ll <- lapply(list(small, big), stats::logLik)
-  out <- data.frame(Df = vapply(ll, attr, 0, "df"), logLik = vapply(ll, as.numeric, 0),
-                    Wald = c(NA, wald), `Wald Df` = c(NA, df),
-                    `Pr(>Chisq)` = c(NA, stats::pchisq(wald, df, lower.tail = FALSE)), check.names = FALSE)
-  rownames(out) <- c(deparse1(stats::formula(small)), deparse1(stats::formula(big)))
-  structure(out, heading = sprintf("Wald test of nested snce fits (%s covariance, clustered by %s)\n",
-                                   se_type, big$cluster),
-            class = c("anova", "data.frame"))
+  tests <- rbind(NA, c(df, wald, stats::pchisq(wald, df, lower.tail = FALSE)))
+  anova_table(list(small, big), tests, sprintf("Wald test of nested snce fits (%s covariance, clustered by %s)",
+                                               se_type, big$cluster))
 }
 
-#' Update and re-fit an snce or LATKES fit
-#'
-#' As [stats::update()]: the fit's call with `formula.` (the kernel formula,
-#' `.` standing for the current one; for [latkes()] the `kernel` argument)
-#' and the arguments in `...` replaced, evaluated where the original call was
-#' (so data named there are found).
-#'
-#' @param object An `snce_fit`, `latkes_fit` or `latkes_collection`.
-#' @param formula. Optional one-sided formula, e.g. `. ~ . + I(y^2)` or
-#'   `~ . + I(y^2)`.
-#' @param ... Arguments of the fitting function to replace.
-#' @param evaluate If `FALSE`, return the call.
-#' @return The new fit (or its call).
-#' @export
-update.snce_fit <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
-  update_seq(object, if (missing(formula.)) NULL else formula., list(...), evaluate, parent.frame())
-}
-
-#' @rdname update.snce_fit
-#' @export
-update.latkes_collection <- function(object, formula., ..., evaluate = TRUE) {  # nolint: object_name_linter.
-  update_seq(object, if (missing(formula.)) NULL else formula., list(...), evaluate, parent.frame())
-}
-
-update_seq <- function(object, new_formula, extras, evaluate, env) {
-  call <- object$call
-  if (is.null(call)) nce_unsupported("update", object, "the fit does not hold its call")
-  fn <- as.character(call[[1L]])
-  arg <- if (fn[length(fn)] == "latkes") "kernel" else "formula"
-  if (!is.null(new_formula)) {
-    old <- stats::formula(object)
-    if (length(new_formula) == 3L) new_formula <- new_formula[-2L]
-    lhs <- function(f) stats::as.formula(paste("..y", deparse1(f)))
-    new <- stats::update.formula(lhs(old), lhs(new_formula))
-    call[[arg]] <- new[-2L]
-  }
-  for (nm in names(extras)) call[[nm]] <- extras[[nm]]
-  if (!evaluate) return(call)
-  where <- object[["call_env"]]
-  eval(call, if (is.environment(where)) where else env)
-}

@@ -37,10 +37,10 @@ setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) 
 #' @return A vector (matrix for `"terms"` and `"lpmatrix"`), or a list with
 #'   `fit` and `se.fit`.
 #' @export
-predict.snce_fit <- function(object, newdata, type = c("log_kernel", "link", "response", "log_density", "lpmatrix",
+predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "response", "log_density", "lpmatrix",
                                                        "terms"),
                              se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
+  type <- predict_type(type)
   check_bool(se.fit, "se.fit")
   v <- stats::vcov(object, type = match.arg(se_type))
   training <- missing(newdata) || is.null(newdata)
@@ -162,17 +162,16 @@ summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
   se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  ll <- logLik.snce_fit(object)
   normaliser <- NULL
   if (object$intercept$type == "none") {
     normaliser <- c(estimate = -unname(object$coefficients[1L]),
                     se = unname(sqrt(stats::vcov(object, type = se_type)[1L, 1L])))
   }
-  structure(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
-                 logLik = as.numeric(ll), df = attr(ll, "df"), normaliser = normaliser,
+  structure(c(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
+                 normaliser = normaliser,
                  n = object$n, n_sequences = object$n_sequences, ratio = object$ratio,
                  intercept = object$intercept$type, cluster = object$cluster, reml = object$reml,
-                 converged = object$converged, reference = object$reference),
+                 converged = object$converged, reference = object$reference), summary_loglik(object)),
             class = "summary.snce_fit")
 }
 
@@ -197,9 +196,7 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
                 format(x$normaliser[["estimate"]], digits = digits),
                 format(x$normaliser[["se"]], digits = digits)))
   }
-  cat(sprintf("log-likelihood %s (normaliser from the intercept), effective df %s, AIC %s\n",
-              format(x$logLik, digits = digits + 2L), format(x$df, digits = digits),
-              format(-2 * x$logLik + 2 * x$df, digits = digits + 2L)))
+  format_loglik(x, digits + 2L, "normaliser from the intercept, effective df")
   invisible(x)
 }
 

@@ -76,13 +76,13 @@
 snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group = NULL, order = 1L,
                  time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
                  control = nce_control(), discrete = FALSE, shards = NULL) {
+  rng <- rng_state()
   cl <- match.call()
   check_bool(discrete, "discrete")
   fit <- fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
                   time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
                   call = cl, user_call = sys.call(), discrete = discrete, shards = shards)
-  fit$call_env <- parent.frame()
-  fit
+  as_result(fit, rng = rng, env = parent.frame())
 }
 
 # The engine behind snce() and latkes(). `features`, when given, is a function of a data
@@ -138,7 +138,7 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
     reference = reference, ratio = tr$ratio, order = tr$order, n = nt, m = nt * tr$ratio,
     n_sequences = length(unique(tr$trans$.sequence)), cluster = cluster, method = "logistic",
     knots = knots, control = control, features = features, discrete = discrete, call = cl
-  )), class = c("snce_fit", "nce_fit"))
+  )), class = c("snce_fit", "nce_fit", "nce_result"))
 }
 
 # Default, formula, "transition" or "none".

@@ -262,7 +262,8 @@ edge_roc <- function(x, truth, abs = FALSE) {
   roc <- data.frame(threshold = c(Inf, th),
                     fpr = c(0, vapply(th, function(t) sum(score >= t & !edge) / n0, 0)),
                     tpr = c(0, vapply(th, function(t) sum(score >= t & edge) / n1, 0)))
-  structure(list(auc = auc, roc = roc, n_edges = n1, n_pairs = length(score)), class = "nce_edge_roc")
+  as_result(structure(list(auc = auc, roc = roc, n_edges = n1, n_pairs = length(score)),
+                      class = c("nce_edge_roc", "nce_result")), call = match.call(), rng = NULL, env = parent.frame())
 }
 
 #' @export

@@ -127,38 +127,6 @@ model.matrix.vnce_fit <- function(object, ...) {
 
 #' @rdname vnce_methods
 #' @export
-formula.vnce_fit <- function(x, ...) {
-  nce_unsupported("formula", x, paste("vnce() takes a data matrix and a model specification (tgm_model(),",
-                                      "mog_model(), custom_model()), not a formula"))
-}
-
-#' @rdname vnce_methods
-#' @export
-terms.vnce_fit <- function(x, ...) {
-  nce_unsupported("terms", x, "vnce() takes a data matrix and a model specification, not a formula")
-}
-
-#' @rdname vnce_methods
-#' @export
-residuals.vnce_fit <- function(object, ...) {
-  nce_unsupported("residuals", object, paste("a density model has no response to take residuals of;",
-                                             "see fitted() for the density at the data"))
-}
-
-#' @rdname vnce_methods
-#' @export
-anova.vnce_fit <- function(object, ...) {
-  nce_unsupported("anova", object, paste(
-    "vnce specifications are not nested in one another (no constrained graph or mixture is fitted);",
-    "compare parameters with their sandwich standard errors (vcov(), confint())"))
-}
-
-#' @rdname vnce_methods
-#' @export
-fitted.vnce_fit <- function(object, ...) stats::predict(object, type = "response")
-
-#' @rdname vnce_methods
-#' @export
 logLik.vnce_fit <- function(object, ...) {
   if (inherits(object, "vnce_custom")) {
     nce_unsupported("logLik", object, paste(
@@ -217,12 +185,12 @@ simulate.vnce_fit <- function(object, nsim = 1, seed = NULL, ...) {
 
 #' @rdname vnce_methods
 #' @export
-update.vnce_fit <- function(object, ..., evaluate = TRUE) {
+update.vnce_fit <- function(object, ..., resample = FALSE, evaluate = TRUE) {
   args <- object$args
   new <- list(...)
   args[names(new)] <- new
   if (!evaluate) return(as.call(c(list(quote(vnce)), args)))
-  do.call(vnce, args)
+  rerun(object, vnce, args, resample)
 }
 
 # Features of log phi(x) = -x'Kx/2 - c that are linear in coef(): -x_j^2/2, -x_j x_k, and -1.

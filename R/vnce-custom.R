@@ -123,7 +123,7 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
     converged = o$convergence == 0L, iterations = o$counts[[2L]], evaluations = o$counts[[1L]],
     message = if (o$convergence == 0L) "converged" else sprintf("optim() code %d", o$convergence),
     n = n, noise = noise, x = x, model = model, parts = parts
-  ), class = c("vnce_custom", "vnce_fit"))
+  ), class = c("vnce_custom", "vnce_fit", "nce_result"))
 }
 
 # Independent normals fitted to the columns of x.

@@ -68,7 +68,7 @@ summary.vnce_fit <- function(object, threshold = 0.1, ...) {
     out$coefficients <- cbind(Estimate = cf, `Std. Error` = se, lower95 = cf - z * se, upper95 = cf + z * se)
     out$variational <- object$variational$w
   }
-  structure(out, class = "summary.vnce_fit")
+  structure(c(out, summary_loglik(object)), class = "summary.vnce_fit")
 }
 
 #' @export
@@ -107,7 +107,7 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' `family = "lognormal"`. `type = "link"` returns the fitted log density log phi(x) = -x'Kx/2 - c
 #' of complete rows (c as the log normaliser; NA for rows with missing values), `"response"` its
 #' exponential, `"lpmatrix"` the matrix X with `X %*% coef(object)` the link (the model is linear
-#' in (K, c)); `"log_phi"` is the old name of `"link"`. For the mixture and custom models, `"link"`
+#' in (K, c)); `"log_density"` is the same as `"link"`. For the mixture and custom models, `"link"`
 #' is the log of phi(x) summed over the latent variable and `"response"` its exponential.
 #'
 #' `se.fit = TRUE` gives standard errors of the link from the sandwich covariance ([vcov()]) by
@@ -118,8 +118,8 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' @param object A [vnce()] fit.
 #' @param newdata A matrix with the fit's columns (graphical model) or a vector of points
 #'   (mixture, custom); default the data of the fit.
-#' @param type `"impute"` (graphical model; the default there), `"link"` (the default otherwise),
-#'   `"response"`, `"lpmatrix"` (graphical model) or `"log_phi"`.
+#' @param type `"link"` (the default), `"response"`, `"impute"` (graphical model), `"lpmatrix"`
+#'   (graphical model) or `"log_density"` (the same as `"link"`).
 #' @param se.fit Return standard errors too (a list with `fit` and `se.fit`).
 #' @param n_draws Importance-sampling draws per row for `family = "ghk"` imputation.
 #' @param ... Unused.
@@ -132,10 +132,10 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' fit <- vnce(x, tgm_model(), n_latent = 5)
 #' head(predict(fit))
 #' @export
-predict.vnce_tgm <- function(object, newdata = NULL, type = c("impute", "link", "response", "lpmatrix", "log_phi"),
+predict.vnce_tgm <- function(object, newdata = NULL, type = c("link", "response", "impute", "lpmatrix", "log_density"),
                              se.fit = FALSE, n_draws = 1000, ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
-  if (type == "log_phi") type <- "link"
+  type <- predict_type(type)
+  if (type == "log_density") type <- "link"
   check_bool(se.fit, "se.fit")
   check_count(n_draws, "n_draws", max = 1e8)
   x <- if (is.null(newdata)) object$x else newdata
@@ -193,10 +193,10 @@ linear_prediction <- function(object, lp, type, se_fit) {
 
 #' @rdname predict.vnce_tgm
 #' @export
-predict.vnce_fit <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix", "log_phi"),
+predict.vnce_fit <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix", "log_density"),
                              se.fit = FALSE, ...) {  # nolint: object_name_linter.
-  type <- match.arg(type)
-  if (type == "log_phi") type <- "link"
+  type <- predict_type(type)
+  if (type == "log_density") type <- "link"
   check_bool(se.fit, "se.fit")
   if (type == "lpmatrix") {
     nce_unsupported("predict(type = \"lpmatrix\")", object,
@@ -207,6 +207,7 @@ predict.vnce_fit <- function(object, newdata = NULL, type = c("link", "response"
     check_numeric_columns(x, names(x), "newdata")
     x <- as.matrix(x)
   }
+  if (NROW(x) == 0L) return(if (se.fit) list(fit = numeric(0), se.fit = numeric(0)) else numeric(0))
   if (!is.numeric(x)) nce_abort(sprintf("`newdata` must be numeric, not %s.", describe_value(x)))
   if (NCOL(x) != NCOL(object$x)) {
     nce_abort(sprintf("`newdata` must have %d column(s) like the data, not %d.", NCOL(object$x), NCOL(x)))

@@ -29,7 +29,7 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
     objective = res$objective, nce_objective = res$nce_objective, trace = res$trace,
     converged = res$converged, iterations = res$iterations, evaluations = res$evaluations,
     message = res$message, n = n, noise = c(noise, list(y = y)), x = x, model = model
-  ), class = c("vnce_mog", "vnce_fit"))
+  ), class = c("vnce_mog", "vnce_fit", "nce_result"))
 }
 
 # Finite numeric data without missing values, as a vector or matrix.

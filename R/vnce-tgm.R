@@ -68,7 +68,7 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
     evaluations = res$evaluations, message = res$message, grad_norm = res$grad_norm,
     impute = impute, n_latent = n_latent, seed = seed, n = n, n_total = n_all, d = d,
     missing = mean(miss), noise = c(noise, list(y = y, lpx = lpx, lpy = lpy)), data = data, x = x, model = model
-  ), class = c("vnce_tgm", "vnce_fit"))
+  ), class = c("vnce_tgm", "vnce_fit", "nce_result"))
 }
 
 # A positive numeric matrix with NA for missing values, or a classed error.

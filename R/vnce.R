@@ -72,6 +72,7 @@
 #' @export
 vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce", "em", "nce"),
                  impute = c("latent", "mean", "complete"), control = vnce_control()) {
+  rng <- rng_state()
   cl <- match.call()
   call <- sys.call()
   method <- check_choice(method, c("vnce", "em", "nce"), "method")
@@ -107,7 +108,7 @@ vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce
     fit$normalisable <- tgm_normalisable(fit$precision)
     warn_improper(fit$normalisable, call)
   }
-  fit
+  as_result(fit, rng = rng, env = parent.frame())
 }
 
 # Refuse, before allocating, a fit whose noise and latent draws would not fit in memory: the

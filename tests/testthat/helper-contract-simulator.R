@@ -41,7 +41,7 @@ contract_cases_simulator <- function() {
          newdata = data.frame(mu = c(-0.2, 0.5)),
          # predict(newdata) simulates afresh at each call, so two calls differ by Monte Carlo error.
          response_is_exp_link = FALSE,
-         unsupported = c("nobs", "fitted", "residuals", "logLik", "AIC", "BIC", "anova", "model.frame",
+         unsupported = c("nobs", "residuals", "logLik", "AIC", "BIC", "anova", "model.frame",
                          "model.matrix", "formula", "terms", "predict_se", "predict_lpmatrix", "augment"))
   )
 }

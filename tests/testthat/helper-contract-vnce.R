@@ -11,7 +11,7 @@ contract_cases_vnce <- function() {
   }
   no_model <- c("anova", "formula", "terms", "residuals")
   estimate_refused <- c("predict", "predict_newdata", "predict_se", "predict_link", "predict_response",
-                        "predict_lpmatrix", "fitted", "residuals", "logLik", "AIC", "BIC", "anova", "update",
+                        "predict_lpmatrix", "fitted", "residuals", "logLik", "AIC", "BIC", "anova",
                         "model.frame", "model.matrix", "formula", "terms", "plot", "simulate", "augment")
   mog_lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
   mog_gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
@@ -26,21 +26,21 @@ contract_cases_vnce <- function() {
            set.seed(42)
            vnce(x, tgm_model(), nu = 2)
          },
-         unsupported = c(no_model, "predict_se")),
+         unsupported = no_model),
     list(name = "vnce_tgm (GHK family, 20% missing)",
          fit = function() {
            x <- tgm_data(0.2)
            set.seed(43)
            vnce(x, tgm_model(), n_latent = 3)
          },
-         unsupported = c(no_model, "predict_se", "logLik", "AIC", "BIC")),
+         unsupported = c(no_model, "logLik", "AIC", "BIC")),
     list(name = "vnce_tgm (lognormal family, 20% missing)",
          fit = function() {
            x <- tgm_data(0.2)
            set.seed(44)
            suppressWarnings(vnce(x, tgm_model("lognormal"), n_latent = 3))
          },
-         unsupported = c(no_model, "predict_se", "logLik", "AIC", "BIC")),
+         unsupported = c(no_model, "logLik", "AIC", "BIC")),
     list(name = "vnce_mog (mixture of Gaussians)",
          fit = function() {
            set.seed(45)

@@ -13,6 +13,9 @@
 #   response_is_exp_link  TRUE (default) when type = "response" is exp(type = "link")
 #   loglik_ordered  TRUE when the nested fit's logLik must not exceed the fit's
 
+# anova.glm's columns with a Wald test in place of the score test of test = "Rao".
+anova_columns <- c("Resid. Df", "Resid. Dev", "Df", "Deviance", "Wald", "Pr(>Chi)")
+
 contract_methods <- c("print", "summary", "coef", "vcov", "confint", "predict", "predict_newdata",
                       "predict_se", "predict_link", "predict_response", "predict_lpmatrix",
                       "fitted", "residuals", "logLik", "AIC", "BIC", "anova", "update",
@@ -74,11 +77,18 @@ expect_contract <- function(case) {
     v <- stats::confint(fit)
     expect_true(is.matrix(v) && ncol(v) == 2L, info = info("confint two columns"))
     expect_true(all(v[, 1] <= v[, 2], na.rm = TRUE), info = info("confint ordered"))
+    if (!is.null(cf) && is.null(dim(cf)) && length(cf) == nrow(v)) {
+      expect_true(all(v[, 1] <= cf & cf <= v[, 2], na.rm = TRUE), info = info("confint contains the estimate"))
+    }
     v
   })
   p0 <- call_m("predict", function() {
     v <- stats::predict(fit)
     expect_true(is.numeric(v) && length(v) >= 1L, info = info("predict numeric"))
+    expect_identical(v, stats::predict(fit, type = "link"), info = info("predict() defaults to type = \"link\""))
+    e <- expect_error(stats::predict(fit, type = "no_such_type"), class = "nce_error_input",
+                      info = info("unknown type is a classed error"))
+    expect_match(conditionMessage(e), "\"link\"", info = info("unknown type lists the valid ones"))
     v
   })
   if (!is.null(case$newdata)) {
@@ -89,6 +99,18 @@ expect_contract <- function(case) {
         expect_equal(unname(v), unname(p0[case$newdata_index]), tolerance = 1e-8,
                      info = info("predict(newdata) equals predict on the training rows"))
       }
+      nd0 <- stats::predict(fit, newdata = utils::head(case$newdata, 0L))
+      expect_equal(NROW(nd0), 0L, info = info("predict() at 0 rows is empty"))
+      nd1 <- stats::predict(fit, newdata = utils::head(case$newdata, 1L))
+      expect_equal(NROW(nd1), 1L, info = info("predict() at 1 row has 1 value"))
+      v
+    })
+  }
+  if (!is.null(case$data) && !is.null(p0)) {
+    call_m("predict_newdata", function() {
+      v <- stats::predict(fit, newdata = case$data)
+      expect_equal(unname(v), unname(p0), tolerance = 1e-8,
+                   info = info("predict(newdata = the fitted data) equals the in-sample prediction"))
       v
     })
   }
@@ -121,6 +143,10 @@ expect_contract <- function(case) {
   call_m("fitted", function() {
     v <- stats::fitted(fit)
     if (!is.null(n)) expect_equal(NROW(v), n, info = info("fitted has nobs values"))
+    if (!"predict_response" %in% case$unsupported) {
+      expect_equal(unname(v), unname(stats::predict(fit, type = "response")), tolerance = 1e-8,
+                   info = info("fitted() equals predict(type = \"response\")"))
+    }
     v
   })
   call_m("residuals", function() {
@@ -141,6 +167,18 @@ expect_contract <- function(case) {
     if (!is.null(ll)) expect_equal(v, -2 * as.numeric(ll) + 2 * attr(ll, "df"), info = info("AIC = -2 logLik + 2 df"))
     v
   })
+  if (!is.null(ll)) {
+    s <- summary(fit)
+    expect_equal(as.numeric(s$logLik), as.numeric(ll), tolerance = 1e-8, info = info("summary()$logLik = logLik()"))
+    expect_equal(attr(s$logLik, "df"), attr(ll, "df"), tolerance = 1e-8, info = info("summary() df = logLik() df"))
+    expect_equal(s$aic, -2 * as.numeric(ll) + 2 * attr(ll, "df"), tolerance = 1e-8, info = info("summary()$aic = AIC()"))
+    if (requireNamespace("broom", quietly = TRUE)) {
+      g <- broom::glance(fit)
+      expect_equal(g$logLik, as.numeric(ll), tolerance = 1e-8, info = info("glance()$logLik = logLik()"))
+      expect_equal(g$AIC, stats::AIC(fit), tolerance = 1e-8, info = info("glance()$AIC = AIC()"))
+      expect_equal(g$BIC, stats::BIC(fit), tolerance = 1e-8, info = info("glance()$BIC = BIC()"))
+    }
+  }
   call_m("BIC", function() {
     v <- stats::BIC(fit)
     if (!is.null(ll)) {
@@ -153,7 +191,8 @@ expect_contract <- function(case) {
     call_m("anova", function() {
       a <- stats::anova(small, fit)
       expect_true(is.data.frame(a) && nrow(a) == 2L, info = info("anova two rows"))
-      p <- a[[grep("^Pr|p.value|P\\(", names(a))[1L]]][2L]
+      expect_identical(names(a), anova_columns, info = info("anova has anova.glm's columns"))
+      p <- a[["Pr(>Chi)"]][2L]
       expect_true(is.numeric(p) && p >= 0 && p <= 1, info = info("anova p-value in [0, 1]"))
       a
     })
@@ -166,6 +205,11 @@ expect_contract <- function(case) {
   call_m("update", function() {
     v <- stats::update(fit)
     expect_identical(class(v), class(fit), info = info("update keeps the class"))
+    if (!is.null(cf)) {
+      expect_identical(stats::coef(v), cf, info = info("update() reproduces the fit"))
+    } else if (!is.null(p0)) {
+      expect_identical(stats::predict(v), p0, info = info("update() reproduces the fit"))
+    }
     v
   })
   call_m("model.frame", function() {
