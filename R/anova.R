@@ -178,7 +178,7 @@ nce_anova_terms <- function(object) {
     c(length(cols), stat, stats::pchisq(stat, length(cols), lower.tail = FALSE))
   }, numeric(3L)))
   tab <- as.data.frame(tab)
-  names(tab) <- c("Df", "Chisq", "Pr(>Chisq)")
+  names(tab) <- c("Df", "Wald", "Pr(>Chi)")
   rownames(tab) <- labels
   structure(tab, heading = c("Wald tests of each term (NCE sandwich covariance)\n",
                              paste("Model:", paste(deparse(object$nce_formula), collapse = " "))),
@@ -216,7 +216,7 @@ drop1.nce_fit <- function(object, scope, ...) {
   })
   tab <- rbind(c(full_df, stats::AIC(object), NA, NA, NA), do.call(rbind, rows))
   tab <- as.data.frame(tab)
-  names(tab) <- c("Df", "AIC", "Wald Df", "Chisq", "Pr(>Chisq)")
+  names(tab) <- c("Df", "AIC", "Wald Df", "Wald", "Pr(>Chi)")
   rownames(tab) <- c("<none>", scope)
   structure(tab, heading = c("Single term deletions (refits; Wald tests with the NCE sandwich covariance)\n",
                              paste("Model:", paste(deparse(object$nce_formula), collapse = " "))),

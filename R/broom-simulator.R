@@ -65,7 +65,8 @@ glance.nce_ratio <- function(x, ...) {  # nolint: object_name_linter.
 augment.nce_ratio <- function(x, newdata = NULL, se_fit = FALSE, ...) {  # nolint: object_name_linter.
   check_bool(se_fit, "se_fit")
   rows <- ratio_newdata(x, newdata)
-  p <- predict.nce_ratio(x, rows, se.fit = se_fit)
+  # The classifier's own pairs may lack summaries its formula leaves out: predict them as such.
+  p <- predict.nce_ratio(x, newdata, se.fit = se_fit)
   out <- as.data.frame(rows)
   out$.fitted <- if (se_fit) p$fit else p
   if (se_fit) out$.se.fit <- p$se.fit

@@ -44,8 +44,10 @@ print.latkes_fit <- function(x, ...) {
 #' gives more. It costs about 30,000 kernel evaluations per transition. The standard error includes the normaliser's
 #' dependence on the coefficients (its gradient is the kernel's design row
 #' averaged under the fitted transition density). `normalise = "intercept"`
-#' uses the spline intercept's estimate of minus the log normaliser instead
-#' (as [predict.snce_fit()] does).
+#' (the default) uses the spline intercept's estimate of minus the log
+#' normaliser instead (as [predict.snce_fit()] does): it is what [logLik()],
+#' [summary()], [AIC()] and [fitted()] use too, so that they agree, and it costs
+#' one design row per transition.
 #'
 #' @param object A `latkes_fit`.
 #' @param newdata Data frame as described; the observed transitions by default.
@@ -56,7 +58,7 @@ print.latkes_fit <- function(x, ...) {
 #'   `normalise = "intercept"`: the grid normaliser is not linear in the
 #'   coefficients).
 #' @param se.fit Also return standard errors (delta method for the density).
-#' @param normalise `"grid"` or `"intercept"`, see Details.
+#' @param normalise `"intercept"` (default) or `"grid"`, see Details.
 #' @param grid Cells per axis of the normalising grid.
 #' @param refine Cells per axis around the previous fixation split into 8 x 8
 #'   sub-cells (an odd whole number; 0 for none).
@@ -76,7 +78,7 @@ print.latkes_fit <- function(x, ...) {
 predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "response", "log_density", "density",
                                                          "lpmatrix", "terms"),
                                se.fit = FALSE,  # nolint: object_name_linter.
-                               normalise = c("grid", "intercept"), grid = c(64, 48), refine = 7,
+                               normalise = c("intercept", "grid"), grid = c(64, 48), refine = 7,
                                extrapolate = TRUE, se_type = c("sandwich", "naive"), ...) {
   type <- predict_type(type)
   type <- switch(type, log_density = "link", density = "response", type)
@@ -419,8 +421,9 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("intercept",
                            object$outside, object$order, names(object[["maps"]]))
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
   }
-  ld <- predict.latkes_fit(object, trans, type = "link", normalise = normalise, grid = grid, refine = refine,
-                           extrapolate = extrapolate)
+  # The fit's own transitions go as no newdata: per-transition intercepts exist only there.
+  ld <- predict.latkes_fit(object, if (!is.null(newdata)) trans, type = "link", normalise = normalise, grid = grid,
+                           refine = refine, extrapolate = extrapolate)
   df <- if (normalise == "grid") sum(object$edf[kernel_columns(object)$coef]) else snce_df(object)
   structure(sum(ld), df = df, nobs = length(ld), class = "logLik")
 }

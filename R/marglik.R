@@ -439,7 +439,9 @@ n_waymarks <- function(tel) {
 
 # Diagnostics shared by the summaries of log K and log Z estimates.
 print_bridge_diagnostics <- function(x, what, digits) {
-  cat(sprintf("s.e. for independent draws: %s; importance sampling bounds: [%s, %s]\n",
+  # Bounds in expectation only: in a finite sample they may cross, so they are not printed as an
+  # interval (which would have to be ordered and hold the estimate).
+  cat(sprintf("s.e. for independent draws: %s; importance sampling %s (a lower bound in expectation), %s (upper)\n",
               format(x$se_iid, digits = digits), format(x$bounds[["lower"]], digits = digits),
               format(x$bounds[["upper"]], digits = digits)))
   if (isTRUE(x$separated)) cat(sprintf("The samples are completely separated: %s is not identified.\n", what))

@@ -159,7 +159,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                 knots = NULL, sp = NULL, weights = NULL, subset = NULL, na.action = NULL,  # nolint: object_name_linter.
                 control = nce_control(), given = NULL,
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE) {
-  rng <- rng_state()
+  rng <- rng_state(lazy = c("weights", "subset"))
   check_bool(discrete)
   nonlinear <- !is.null(start) || !is.null(model)
   if (discrete && (!is.null(given) || nonlinear)) {

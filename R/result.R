@@ -141,11 +141,12 @@ fitted.nce_result <- function(object, ...) stats::predict(object, type = "respon
 # argument written in the call (`data = rnorm(10)`) draws again from `call`, an argument passed as
 # a variable is a value by then, and either way the fit starts from `fit`. Creates the session's
 # seed first if there is none yet (as the first random draw would).
-rng_state <- function(env = parent.frame()) {
+# `lazy` names arguments the front end evaluates in its data (weights, subset), not here.
+rng_state <- function(lazy = character(), env = parent.frame()) {
   if (!exists(".Random.seed", envir = globalenv(), inherits = FALSE)) stats::runif(1L)
   at_call <- get(".Random.seed", envir = globalenv(), inherits = FALSE)
   fn <- sys.function(sys.parent())
-  for (a in setdiff(names(formals(fn)), "...")) {
+  for (a in setdiff(names(formals(fn)), c("...", lazy))) {
     if (!eval(call("missing", as.name(a)), env)) get(a, envir = env)
   }
   if (!is.null(replay$fit)) {

@@ -158,9 +158,9 @@ reference_log_z <- function(object, trans, n_draws, call = caller_call()) {
 #'
 #' @param object,... Two `snce_fit`s, in any order.
 #' @param se_type Covariance: `"sandwich"` or `"naive"`.
-#' @return A data frame with one row per fit: its effective degrees of freedom
-#'   (`Df`), `logLik`, and for the larger fit the Wald statistic, its degrees of
-#'   freedom and `Pr(>Chisq)`.
+#' @return An `anova` data frame in the layout of [anova.nce_fit()] (the
+#'   columns of [stats::anova.glm()]): one row per fit, the Wald statistic, its
+#'   degrees of freedom and `Pr(>Chi)` in the larger fit's row.
 #' @export
 anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
   se_type <- match.arg(se_type)
@@ -177,6 +177,9 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
     nce_abort("the two fits are not on the same transitions", "input")
   }
   extra <- setdiff(names(stats::coef(big)), names(stats::coef(small)))
+  if (!length(extra) && setequal(names(stats::coef(big)), names(stats::coef(small)))) {
+    nce_abort("the two fits have the same terms: there is nothing to test", "input")
+  }
   if (!length(extra) || !all(names(stats::coef(small)) %in% names(stats::coef(big)))) {
     nce_abort("the fits are not nested: the smaller fit's coefficients must all be in the larger fit", "input")
   }

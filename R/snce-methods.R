@@ -47,6 +47,9 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
   if (training) newdata <- object$transitions
   check_data_frame(newdata, "newdata", min_rows = 0L)
   vars <- object$reference$vars
+  if (!all(paste0(vars, "_prev") %in% names(newdata))) {
+    return(predict_raw_sequence(object, newdata, type, se.fit, match.arg(se_type)))
+  }
   check_numeric_columns(newdata, intersect(c(vars, paste0(vars, "_prev")), names(newdata)), "newdata")
   if (!is.null(object$features)) newdata <- object$features(newdata)
   beta <- object$coefficients
@@ -104,6 +107,28 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
   }
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# Sequences as the fit's data (states, group, time): their transitions built as snce() did, one
+# value per row (NA for the first `order` rows of each sequence).
+predict_raw_sequence <- function(object, newdata, type, se_fit, se_type, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (type %in% c("terms", "lpmatrix")) {
+    nce_abort(sprintf("type = \"%s\" needs transitions (the states and their `_prev` columns), not sequences",
+                      type), "input", call = call)
+  }
+  fit <- se <- rep(NA_real_, nrow(newdata))
+  if (nrow(newdata) > object$order) {
+    d <- newdata
+    d$.row <- seq_len(nrow(d))
+    st <- sequence_transitions(d, object$reference$vars, object[["sequence_group"]], object$order,
+                               object[["sequence_time"]])
+    p <- predict.snce_fit(object, st$trans, type = type, se.fit = TRUE, se_type = se_type)
+    fit[st$trans$.row] <- p$fit
+    se[st$trans$.row] <- p$se.fit
+  }
+  names(fit) <- names(se) <- rownames(newdata)
+  if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 
 # The term each coefficient belongs to: parametric column name or smooth label.

@@ -137,7 +137,8 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
     intercept = int, nce_formula = formula, nce_frame = rows, transitions = tr$trans,
     reference = reference, ratio = tr$ratio, order = tr$order, n = nt, m = nt * tr$ratio,
     n_sequences = length(unique(tr$trans$.sequence)), cluster = cluster, method = "logistic",
-    knots = knots, control = control, features = features, discrete = discrete, call = cl
+    knots = knots, control = control, features = features, discrete = discrete, call = cl,
+    sequence_group = group, sequence_time = time
   )), class = c("snce_fit", "nce_fit", "nce_result"))
 }
 

@@ -21,7 +21,7 @@ contract_cases_conditional <- function() {
            set.seed(33)
            nce(~ y + I(y^2), gauss(), ref_normal(y = 1, cov = 4), ratio = 5, given = ~ z)
          },
-         newdata = gauss()[1:5, ], newdata_index = 1:5,
+         newdata = gauss()[1:5, ], newdata_index = 1:5, data = gauss(),
          unsupported = "residuals"),
     list(name = "nce_conditional (per-level normaliser)",
          fit = function() {
@@ -32,7 +32,7 @@ contract_cases_conditional <- function() {
            set.seed(34)
            nce(~ y, groups(), ref_uniform(y = c(0, 1)), ratio = 5, given = "g")
          },
-         newdata = groups()[1:5, ], newdata_index = 1:5,
+         newdata = groups()[1:5, ], newdata_index = 1:5, data = groups(),
          unsupported = "residuals")
   )
 }

@@ -14,7 +14,7 @@ contract_cases_nce <- function() {
            set.seed(2)
            nce(~ y, d(), ref_uniform(y = c(0, 1)), ratio = 5)
          },
-         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5,
+         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
          unsupported = character()),
     list(name = "nce_gam (smooth)",
          fit = function() {
@@ -25,7 +25,7 @@ contract_cases_nce <- function() {
            set.seed(2)
            nce(~ y, d(), ref_uniform(y = c(0, 1)), ratio = 5)
          },
-         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5,
+         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
          unsupported = character()),
     list(name = "nce_gam (smooth, discrete = TRUE)",
          fit = function() {
@@ -36,7 +36,7 @@ contract_cases_nce <- function() {
            set.seed(2)
            nce(~ y, d(), ref_uniform(y = c(0, 1)), ratio = 5)
          },
-         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5,
+         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
          unsupported = character())
   )
 }

@@ -15,7 +15,7 @@ contract_cases_nonlinear <- function() {
            set.seed(2)
            nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d(), ref, ratio = 5, start = c(mu = 0, ls = 0))
          },
-         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5,
+         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
          unsupported = c("predict_lpmatrix", "model.matrix", "terms")),
     list(name = "nce_nls (ICA, Rust)",
          fit = function() {

@@ -26,6 +26,7 @@ contract_cases_seq <- function() {
            snce(~ I(y * y_prev), chain(), ref_uniform(y = c(0, 1)), ratio = 5, intercept = ~ s(y_prev, k = 5))
          },
          newdata = data.frame(y = chain()$y[2:6], y_prev = chain()$y[1:5]), newdata_index = 1:5,
+         data = chain(),
          unsupported = character()),
     list(name = "snce_fit (per-transition intercepts)",
          fit = function() {
@@ -45,6 +46,7 @@ contract_cases_seq <- function() {
            data.frame(x = d$x[2:5], y = d$y[2:5], x_prev = d$x[1:4], y_prev = d$y[1:4])
          }),
          newdata_index = 1:4,
+         data = fix(),
          unsupported = "predict_lpmatrix"),
     list(name = "latkes_collection",
          fit = function() {

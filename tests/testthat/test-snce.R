@@ -190,7 +190,7 @@ test_that("anova of nested snce fits is a Wald test with the sandwich covariance
   b <- coef(big)["I(y^2)"]
   w <- unname(b^2 / vcov(big)["I(y^2)", "I(y^2)"])
   expect_equal(a$Wald[2], w, tolerance = 1e-10)
-  expect_equal(a[["Pr(>Chisq)"]][2], pchisq(w, 1, lower.tail = FALSE), tolerance = 1e-10)
+  expect_equal(a[["Pr(>Chi)"]][2], pchisq(w, 1, lower.tail = FALSE), tolerance = 1e-10)
   expect_identical(anova(big, small)$Wald, a$Wald)
 })
 

@@ -52,7 +52,7 @@ test_that("model.frame() of a vnce fit is the data, nobs the rows, logLik the no
   # se.fit is honoured for the link and refused for imputations, never ignored
   p <- predict(fit, type = "link", se.fit = TRUE)
   expect_named(p, c("fit", "se.fit"))
-  expect_error(predict(fit, se.fit = TRUE), class = "nce_error_unsupported")
+  expect_error(predict(fit, type = "impute", se.fit = TRUE), class = "nce_error_unsupported")
   # update() refits with changed arguments
   set.seed(3)
   u <- suppressWarnings(update(fit, nu = 1))

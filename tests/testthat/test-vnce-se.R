@@ -36,7 +36,7 @@ test_that("with nothing missing, the tgm VNCE sandwich is the NCE sandwich of gl
   p <- predict(fit, x[1:4, ], type = "link", se.fit = TRUE)
   L <- tgm_features(x[1:4, ])
   expect_equal(unname(p$se.fit), sqrt(rowSums((L %*% V) * L)), tolerance = 1e-10)
-  expect_error(predict(fit, se.fit = TRUE), class = "nce_error_unsupported")
+  expect_error(predict(fit, type = "impute", se.fit = TRUE), class = "nce_error_unsupported")
   # with nothing missing the lognormal family's q plays no part: the same fit and standard errors
   set.seed(21); a <- vnce(x, tgm_model("lognormal"))
   set.seed(21); v <- vnce(x, tgm_model())

@@ -39,7 +39,7 @@ test_that("with missing values VNCE stays closer to the complete-data fit than m
   expect_lt(err(fv), err(fm))
   expect_gt(mean(diag(fm$precision)), 1.5 * mean(diag(fc$precision)))
   # imputations: q's posterior means fill exactly the missing cells, positive
-  imp <- predict(fv)
+  imp <- predict(fv, type = "impute")
   expect_false(anyNA(imp))
   expect_equal(imp[!is.na(xm)], xm[!is.na(xm)])
   expect_true(all(imp > 0))
@@ -110,7 +110,7 @@ test_that("GHK imputation gives the truncated-normal posterior mean (tmvtnorm::m
   fit <- vnce(x, tgm_model())
   newx <- matrix(c(0.5, NA, NA, 1.0, NA), 1)
   set.seed(32)
-  imp <- predict(fit, newx, n_draws = 20000)
+  imp <- predict(fit, newx, type = "impute", n_draws = 20000)
   K <- unname(fit$precision)
   m <- c(2, 3, 5); o <- c(1, 4)
   S <- solve(K[m, m]); S <- (S + t(S)) / 2
@@ -118,7 +118,7 @@ test_that("GHK imputation gives the truncated-normal posterior mean (tmvtnorm::m
   ref <- tmvtnorm::mtmvnorm(mean = mu, sigma = S, lower = rep(0, 3))$tmean
   expect_equal(imp[1, m], ref, tolerance = 0.01)
   expect_equal(imp[1, o], newx[1, o])
-  expect_error(predict(fit, newx, n_draws = 0), "n_draws", class = "nce_error_input")
+  expect_error(predict(fit, newx, type = "impute", n_draws = 0), "n_draws", class = "nce_error_input")
 })
 
 test_that("the paper's lognormal family is still available and gives a positive definite fit", {
@@ -130,7 +130,7 @@ test_that("the paper's lognormal family is still available and gives a positive 
   expect_identical(fit$variational$family, "lognormal")
   expect_equal(dim(fit$variational$prec), c(6L, 6L))
   expect_true(fit$converged)
-  imp <- predict(fit)
+  imp <- predict(fit, type = "impute")
   expect_false(anyNA(imp))
   expect_error(tgm_model("normal"), "must be one of", class = "nce_error_input")
 })
