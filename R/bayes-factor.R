@@ -164,9 +164,6 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' Combines two [marglik_nce()] results (models with any priors and parameter
 #' spaces) into \eqn{\log K = \log p_1(x) - \log p_2(x)}, with the standard
 #' errors added in quadrature (the estimates use independent draws).
-#' `bf()` is the old name, deprecated because `bridgesampling::bf()` masks it
-#' (or it masks bridgesampling's); it still works with a warning of class
-#' `nce_warning_deprecated`.
 #'
 #' @param x1,x2 Results of [marglik_nce()] for model 1 and model 2.
 #' @param prior_odds Prior odds of model 1 against model 2.
@@ -199,15 +196,6 @@ bayes_factor_marglik <- function(x1, x2, prior_odds = 1) {
   out$logml <- c(model1 = x1$logml, model2 = x2$logml)
   out$n <- c(model1 = x1$n %||% NA_integer_, model2 = x2$n %||% NA_integer_)
   out$combined <- TRUE
-  out
-}
-
-#' @rdname bayes_factor_marglik
-#' @export
-bf <- function(x1, x2, prior_odds = 1) {
-  nce_warn("`bf()` is deprecated (bridgesampling::bf() masks it): use `bayes_factor_marglik()`.", "deprecated")
-  out <- bayes_factor_marglik(x1, x2, prior_odds)
-  out$call <- match.call()
   out
 }
 

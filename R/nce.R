@@ -28,7 +28,8 @@
 #'   columns, without NA or non-finite values.
 #' @param reference Reference distribution: [ref_uniform()], [ref_normal()],
 #'   [ref_fit()] or [ref_custom()].
-#' @param ratio Reference points per data point (m / n), positive.
+#' @param ratio Reference points per data point (m / n), positive. Argument names follow
+#'   [nce_vocabulary].
 #' @param method `"logistic"` (NCE) or `"poisson"` (Poisson transform with an
 #'   importance-sampling integral).
 #' @param knots Knots for smooth terms, as for [mgcv::gam()].
@@ -71,7 +72,7 @@
 #'   (`abs(u)` is differentiated as `sign(u) * du` by the chain rule), else from `gradient`, else
 #'   from finite differences (warning `nce_warning_finite_difference`). For [ica_model()], an
 #'   optional d x d start matrix B.
-#' @param model Nonlinear models written as R functions: an [nce_model()] (user `log_f` and
+#' @param model Nonlinear models written as R functions: an [nce_model()] (user `log_density` and
 #'   `gradient` functions, evaluated on all rows once per iterate) or the built-in [ica_model()]
 #'   (fitted entirely in Rust). Give `model` or `formula`, not both.
 #' @param gradient `function(theta, data)` returning the rows x parameters matrix of
@@ -160,6 +161,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                 control = nce_control(), given = NULL,
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE) {
   check_bool(discrete)
+  control <- merge_control(control, nce_control)
   nonlinear <- !is.null(start) || !is.null(model)
   if (discrete && (!is.null(given) || nonlinear)) {
     nce_abort(sprintf("`discrete = TRUE` applies to formulas with smooth terms, not to `%s` fits; use discrete = FALSE",
@@ -173,9 +175,9 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     if (!is.null(given) && nonlinear) nce_abort("give `given` or `start`/`model`, not both", "input")
     if (nonlinear) {
       return(nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts,
-                           as_nce_control(control), match.call(), parent.frame()))
+                           control, match.call(), parent.frame()))
     }
-    return(nce_conditional(formula, data, reference, ratio, method, knots, sp, as_nce_control(control), given,
+    return(nce_conditional(formula, data, reference, ratio, method, knots, sp, control, given,
                            match.call(), parent.frame()))
   }
   cl <- match.call()
@@ -184,7 +186,6 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                          parent.frame()))
   }
   method <- match.arg(method)
-  control <- as_nce_control(control)
   check_nce_args(formula, data, reference, ratio)
   vars <- reference$vars
   check_reference_columns(data, reference)
@@ -280,7 +281,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     converged = res$converged,
     iterations = res$iterations,
     objective = res$loglik,
-    linear_predictors = res$eta,
+    linear.predictors = res$eta,
     fitted.values = res$fitted,
     terms = stats::terms(mf), xlevels = stats::.getXlevels(tt, mf),
     contrasts = attr(x, "contrasts")

@@ -26,7 +26,8 @@
 #' @param data Data frame of states in time order.
 #' @param reference Reference kernel: any `ref_*()` of [nce()] (independent of
 #'   the previous state), [kernel_normal()] or [kernel_custom()].
-#' @param ratio Reference points per transition (a positive whole number).
+#' @param ratio Reference points per transition (a positive whole number); see
+#'   [nce_vocabulary].
 #' @param intercept `NULL` (default: `s()` of the `_prev` columns), a one-sided
 #'   formula in the previous state's columns and per-transition covariates,
 #'   `"transition"` (one free intercept per transition) or `"none"` (one global
@@ -38,7 +39,8 @@
 #'   sequence.
 #' @param cluster `"transition"` or `"sequence"`: clusters of the sandwich.
 #' @param knots,sp As for [nce()].
-#' @param control See [nce_control()].
+#' @param control [nce_control()] or a list of some of its settings, merged into the
+#'   defaults.
 #' @param discrete `TRUE` to fit on discretised covariates, as
 #'   `mgcv::bam(discrete = TRUE)` does (Wood, Li, Shaddick and Augustin 2017):
 #'   the covariates of each smooth in `formula` are rounded to an equally spaced
@@ -95,6 +97,7 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
   if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
     nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
   }
+  control <- merge_control(control, nce_control, call = user_call)
   int <- intercept_spec(intercept, reference$vars, call = user_call)
   shards <- as_shards(shards, call = user_call)
   if (!is.null(shards) && isTRUE(discrete)) {
