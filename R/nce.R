@@ -208,30 +208,13 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   }
   n <- nrow(d)
   if (n == 0L) nce_abort("no rows of `data` left to fit (after `subset` and `na.action`)", "input")
-  nce_check_ratio_size(n, ratio, length(vars))
-  m <- as.integer(round(ratio * n))
-  if (m < 1L) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input")
   w_total <- if (is.null(w)) n else sum(w)
   if (!(w_total > 0)) nce_abort("`weights` must not all be 0", "input")
-
-  lq_data <- ref_logq(reference, d)
-  outside <- which(lq_data == -Inf)
-  if (length(outside)) {
-    nce_abort(sprintf(paste("%d data point(s) lie outside the reference's support (rows %s):",
-                            "NCE needs q > 0 wherever the data are; widen the reference"),
-                      length(outside), format_positions(outside)), "support")
-  }
-  u <- ref_draw(reference, m)
-  lq_ref <- ref_logq(reference, u)
-  if (any(lq_ref == -Inf)) {
-    nce_abort("the reference's log density is -Inf at some of its own draws", "reference")
-  }
-  rownames(d) <- NULL
-  frame <- rbind(d, u)
-  label <- rep(c(1, 0), c(n, m))
-  offset <- log(w_total / m) - c(lq_data, lq_ref)
-  # The Poisson transform's data term is f(y) + nu, without the reference's offset.
-  if (method == "poisson") offset[seq_len(n)] <- 0
+  con <- contrast(d, reference, ratio, weight_total = w_total, method = method)
+  m <- con$n_ref
+  frame <- con$rows
+  label <- con$y
+  offset <- con$offset
   prior_w <- c(if (is.null(w)) rep(1, n) else w, rep(1, m))
 
   frame$.label <- label
@@ -394,19 +377,6 @@ check_reference_columns <- function(data, reference, arg = "data", call = caller
     }
   }
   invisible(data)
-}
-
-# n * ratio reference points: refuse before allocating when they cannot fit.
-nce_check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
-  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
-  m <- ratio * n
-  if (m + n > .Machine$integer.max) {
-    nce_abort(sprintf(paste("`ratio` = %g asks for %.3g reference points for n = %d, more than R's",
-                            "limit of %d rows; lower `ratio`"), ratio, m, n, .Machine$integer.max),
-              "size", call = call)
-  }
-  # The frame (columns, label, offset, log q), the model matrix and the fit's working vectors.
-  check_size((n + m) * 8 * (3 * n_vars + 12), "ratio", "the reference sample", call = call)
 }
 
 # A covariance whose diagonal is 0 up to rounding (e.g. -5.6e-18 for an intercept-only fit,
