@@ -11,7 +11,8 @@
 #'   [bayes_factor_nce()]).
 #' * `observed`: a simulator's observed data ([lfire()], [ratio_posterior()]).
 #' * `object`: a fitted object passed to a function ([tgm_edges()], [edge_roc()], [ica_B()],
-#'   the methods).
+#'   [ratio_posterior()], [prior_from_posterior()], the methods; `object1`, `object2` in
+#'   [bayes_factor_marglik()]).
 #' * `reference`: the reference (noise) density ([nce()], [snce()], [marglik_nce()]).
 #' * `ratio`: reference points per data point ([nce()], [snce()], [latkes()], [vnce()]).
 #' * `log_density`: the (unnormalised) log density, a function ([nce_model()],
