@@ -10,8 +10,8 @@
 # the data's total weight in the offset. `transform`, when given, maps the data and the
 # reference rows before they are stacked (snce()'s derived features). `method = "poisson"`
 # leaves the data rows without offset (the Poisson transform's data term is f(y) + nu).
-# `data_rows` numbers the data rows in the user's data for messages (snce(): the transitions'
-# rows). `copies` and `width` describe what the fit will hold per stacked row, for the size check:
+# `data_rows` numbers the data rows in the user's data for messages (default 1..n; snce(): the
+# transitions' rows). `copies` and `width` describe what the fit will hold per stacked row, for the size check:
 # `copies` copies of the data's columns and `width` doubles of its own (design, working
 # vectors). The reference is drawn with the same RNG calls, in the same order, as each fit did
 # before sharing this worker, so fits under set.seed() are unchanged.
@@ -24,6 +24,7 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
   n <- nrow(data)
   vars <- reference$vars
   kernel <- !is.null(prev)
+  if (is.null(data_rows)) data_rows <- seq_len(n)
   contrast_check_size(n, ratio, ncol(data), copies, width, call)
   m <- if (paired) as.double(n) * ratio else as.integer(round(ratio * n))
   if (m < 1L) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input", call = call)
@@ -36,7 +37,7 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
     } else {
       sprintf(paste("%d data point(s) lie outside the reference's support (rows %s):",
                     "NCE needs q > 0 wherever the data are; widen the reference"),
-              length(outside), format_positions(outside))
+              length(outside), format_positions(data_rows[outside]))
     }
     nce_abort(msg, "support", call = call)
   }
