@@ -165,11 +165,9 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' Combines two [marglik_nce()] results (models with any priors and parameter
 #' spaces) into \eqn{\log K = \log p_1(x) - \log p_2(x)}, with the standard
 #' errors added in quadrature (the estimates use independent draws).
-#' `bf()` is the old name, deprecated because `bridgesampling::bf()` masks it
-#' (or it masks bridgesampling's); it still works with a warning of class
-#' `nce_warning_deprecated`.
 #'
-#' @param x1,x2 Results of [marglik_nce()] for model 1 and model 2.
+#' @param object1,object2 Results of [marglik_nce()] for model 1 and model 2 (argument names:
+#'   [nce_vocabulary]).
 #' @param prior_odds Prior odds of model 1 against model 2.
 #' @return An object of class `nce_bf` (see [bayes_factor_nce()]). Refused:
 #'   inputs that are not [marglik_nce()] results, a separated (unidentified)
@@ -184,32 +182,23 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' bayes_factor_marglik(ml1, ml2)
 #' # exact: dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE)
 #' @export
-bayes_factor_marglik <- function(x1, x2, prior_odds = 1) {
+bayes_factor_marglik <- function(object1, object2, prior_odds = 1) {
   call <- sys.call()
-  if (!inherits(x1, "nce_marglik") || !inherits(x2, "nce_marglik")) {
-    nce_abort(sprintf("`x1` and `x2` must be results of marglik_nce(), not %s and %s.", describe_value(x1),
-                      describe_value(x2)), "input", call = call)
+  if (!inherits(object1, "nce_marglik") || !inherits(object2, "nce_marglik")) {
+    nce_abort(sprintf("`object1` and `object2` must be results of marglik_nce(), not %s and %s.",
+                      describe_value(object1), describe_value(object2)), "input", call = call)
   }
   check_prior_odds(prior_odds)
-  if (is.na(x1$logml) || is.na(x2$logml)) {
+  if (is.na(object1$logml) || is.na(object2$logml)) {
     nce_abort("a marginal likelihood is not identified (separated samples): no Bayes factor; draw more or bridge.",
               "input", call = call)
   }
-  out <- bf_result(x1$logml - x2$logml, sqrt(x1$se^2 + x2$se^2), prior_odds, match.call(),
+  out <- bf_result(object1$logml - object2$logml, sqrt(object1$se^2 + object2$se^2), prior_odds, match.call(),
                    "difference of two marginal likelihoods (marglik_nce)")
-  out$logml <- c(model1 = x1$logml, model2 = x2$logml)
-  out$n <- c(model1 = x1$n %||% NA_integer_, model2 = x2$n %||% NA_integer_)
+  out$logml <- c(model1 = object1$logml, model2 = object2$logml)
+  out$n <- c(model1 = object1$n %||% NA_integer_, model2 = object2$n %||% NA_integer_)
   out$combined <- TRUE
   as_result(out, rng = NULL, env = parent.frame())
-}
-
-#' @rdname bayes_factor_marglik
-#' @export
-bf <- function(x1, x2, prior_odds = 1) {
-  nce_warn("`bf()` is deprecated (bridgesampling::bf() masks it): use `bayes_factor_marglik()`.", "deprecated")
-  out <- bayes_factor_marglik(x1, x2, prior_odds)
-  out$call <- match.call()
-  out
 }
 
 `%||%` <- function(a, b) if (is.null(a)) b else a

@@ -166,3 +166,32 @@ check_choice <- function(x, choices, arg = deparse(substitute(x)), call = caller
   }
   x
 }
+
+# `control =` of every front end: the result of `defaults_fun()` (e.g. nce_control()), or a
+# list of some of its settings merged into the defaults by calling `defaults_fun` with them,
+# so each setting is checked where it is defined. A list with settings `defaults_fun` returns
+# but does not take (lfire_control()'s derived `one_se`) is a complete result and kept as it is.
+merge_control <- function(control, defaults_fun, arg = "control", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  fname <- paste0(deparse(substitute(defaults_fun)), "()")
+  if (is.null(control)) return(defaults_fun())
+  if (!is.list(control) || is.data.frame(control)) {
+    nce_abort(sprintf("`%s` must be %s or a list of some of its settings, not %s.", arg, fname,
+                      describe_value(control)), "input", call = call)
+  }
+  known <- names(formals(defaults_fun))
+  nm <- names(control)
+  if (length(control) && (is.null(nm) || any(nm == ""))) {
+    nce_abort(sprintf("`%s` has unnamed entries; %s knows %s.", arg, fname, paste(known, collapse = ", ")),
+              "input", call = call)
+  }
+  if (all(nm %in% known)) {
+    return(tryCatch(do.call(defaults_fun, control), nce_error = function(e) {
+      nce_abort(sprintf("in `%s`: %s", arg, conditionMessage(e)), "input", call = call)
+    }))
+  }
+  if (all(nm %in% c(known, names(defaults_fun())))) return(control)
+  nce_abort(sprintf("`%s` has unknown setting(s) %s; %s knows %s.", arg,
+                    paste(setdiff(nm, c(known, names(defaults_fun()))), collapse = ", "), fname,
+                    paste(known, collapse = ", ")), "input", call = call)
+}

@@ -585,12 +585,13 @@ death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what
 #' (Kleinegesse, Drovandi and Gutmann 2020). It assumes the next experiment's data are
 #' independent of the earlier data given the parameters (a new group, a new subject).
 #'
-#' @param posterior An `nce_ratio_posterior` from [ratio_posterior()].
+#' @param object An `nce_ratio_posterior` from [ratio_posterior()] (argument names:
+#'   [nce_vocabulary]).
 #' @param n_points Draws kept (a weighted resample) as kernel centres.
 #' @param bandwidth Kernel sd per parameter; by default Silverman's rule on the kept draws.
 #' @return An `nce_prior` (kind `"posterior"`).
 #' @section What it refuses:
-#' * `posterior` not an `nce_ratio_posterior` (or one without its prior), `n_points` not a
+#' * `object` not an `nce_ratio_posterior` (or one without its prior), `n_points` not a
 #'   whole number in 10..100000, `bandwidth` not one positive number per parameter
 #'   (`nce_error_input`).
 #' @references Kleinegesse, S., Drovandi, C. and Gutmann, M. U. (2020). Sequential Bayesian
@@ -603,16 +604,16 @@ death_quadrature <- function(t, n_individuals, prior_mean, prior_sd, nodes, what
 #' pr2 <- prior_from_posterior(post)
 #' colMeans(pr2$sample(2000))
 #' @export
-prior_from_posterior <- function(posterior, n_points = 1000L, bandwidth = NULL) {
-  if (!inherits(posterior, "nce_ratio_posterior") || is.null(posterior$prior)) {
-    check_fail("an nce_ratio_posterior from ratio_posterior()", posterior, "posterior", sys.call())
+prior_from_posterior <- function(object, n_points = 1000L, bandwidth = NULL) {
+  if (!inherits(object, "nce_ratio_posterior") || is.null(object$prior)) {
+    check_fail("an nce_ratio_posterior from ratio_posterior()", object, "object", sys.call())
   }
   check_count(n_points, min = 10, max = 1e5)
-  base <- posterior$prior
+  base <- object$prior
   nms <- base$names
   d <- length(nms)
-  keep <- sample.int(nrow(posterior$draws), n_points, replace = TRUE, prob = posterior$weights)
-  centres <- posterior$draws[keep, nms, drop = FALSE]
+  keep <- sample.int(nrow(object$draws), n_points, replace = TRUE, prob = object$weights)
+  centres <- object$draws[keep, nms, drop = FALSE]
   if (is.null(bandwidth)) {
     sds <- apply(centres, 2L, stats::sd)
     sds[!(sds > 0)] <- 1e-6 * pmax(1, abs(colMeans(centres)))[!(sds > 0)]

@@ -72,7 +72,7 @@
 #'   or `NULL` for one sequence.
 #' @param window `c(xmin, xmax, ymin, ymax)`, the rectangle the fixations live
 #'   on (the screen); `NULL` takes the range of the coordinates.
-#' @param ratio Reference points per transition (the paper used 20).
+#' @param ratio Reference points per transition (the paper used 20); see [nce_vocabulary].
 #' @param kernel One-sided formula of the log kernel in the features above
 #'   (any snce() terms: `s()`, `te()`, parametric, `by =`). The default is the
 #'   paper's model: a centrality bias `s(radius)`, a saccade-length effect
@@ -163,7 +163,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   fit <- fit_snce(kernel, prep$data, ref_uniform(x = w[1:2], y = w[3:4]), ratio = ratio, intercept = intercept,
                   group = ".sequence_id", order = order, time = dots$time,
                   cluster = match.arg(dots$cluster, c("transition", "sequence")), knots = knots, sp = dots$sp,
-                  control = if (is.null(dots$control)) nce_control() else dots$control, call = cl,
+                  control = dots$control, call = cl,
                   features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w), user_call = sys.call(),
                   discrete = if (is.null(dots$discrete)) FALSE else dots$discrete, shards = dots$shards)
   fit$window <- w

@@ -90,7 +90,8 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @param marginal,simulations Cached simulations to reuse ([simulate_summaries()] output or
 #'   a previous fit's `$marginal` / `$simulations`): the prior-predictive sample, and the
 #'   simulations at `theta` (their parameter values must match `theta`).
-#' @param control [lfire_control()].
+#' @param control [lfire_control()] or a list of some of its settings, merged into the
+#'   defaults (see [nce_vocabulary]).
 #' @return An object of class `nce_lfire`: `theta`, `log_ratio`, `log_prior`, `posterior`
 #'   (weights summing to 1), the fits (`intercept`, `beta` on standardised summaries,
 #'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds, elapsed) and
@@ -135,7 +136,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   check_bool(batch)
   penalty <- check_choice(penalty, c("lasso", "ridge"), "penalty", ucall)
   type <- check_choice(type, c("auto", "grid", "draws"), "type", ucall)
-  if (!is.list(control) || is.null(control$nfolds)) check_fail("a list from lfire_control()", control, "control", ucall)
+  control <- merge_control(control, lfire_control, call = ucall)
   if (type == "auto") type <- if (is.null(attr(theta, "grid"))) "draws" else "grid"
   grid_pts <- attr(theta, "grid")
   theta <- as_theta_matrix(theta, prior$names, call = ucall)

@@ -2,7 +2,7 @@
 # p_b ∝ g exp((1 - b) t) between the draws (b = 0) and the reference (b = 1) on the whitened
 # scale, samples of each by resampling and linear-mixing (pCN) Metropolis moves, one 1-D logistic
 # classifier per neighbouring pair, log Z as the sum. The numerics run in Rust
-# (src/rust/nce-core/src/estimators/telescope.rs); this loop only evaluates log_posterior, which
+# (src/rust/nce-core/src/estimators/telescope.rs); this loop only evaluates log_density, which
 # the Rust workers cannot call.
 
 # Accuracy of the single classifier between draws (log ratios r1) and reference draws (r2) at
@@ -14,8 +14,8 @@ classifier_accuracy <- function(r1, r2, c) {
 
 # t0: log f + log|dx/du| - log g at the estimation draws xe; t_ref: the same at the reference draws.
 # Returns the combined fit (log_z, se, se_iid, ess, and per-pair c, se_pair, accuracy) with the
-# waymarks `b`, the moves' acceptance rates and the number of log_posterior evaluations.
-marglik_telescope <- function(xf, xe, t0, t_ref, log_posterior, lb, ub, accuracy, moves, chains, ess, shrink, call) {
+# waymarks `b`, the moves' acceptance rates and the number of log_density evaluations.
+marglik_telescope <- function(xf, xe, t0, t_ref, log_density, lb, ub, accuracy, moves, chains, ess, shrink, call) {
   threads <- nce_threads()
   seed <- draw_seed()
   init <- rs(nce_tele_init(xf, xe, lb, ub, shrink, threads), call = call)
@@ -49,11 +49,11 @@ marglik_telescope <- function(xf, xe, t0, t_ref, log_posterior, lb, ub, accuracy
       step <- step + 1
       pr <- rs(nce_tele_propose(z, beta, seed, step, init$mean, init$chol, lb, ub, threads), call = call)
       colnames(pr$x) <- colnames(xe)
-      lp <- eval_logdens(log_posterior, pr$x, "log_posterior", "the telescoping proposals")
+      lp <- eval_logdens(log_density, pr$x, "log_density", "the telescoping proposals")
       evals <- evals + 1L
       bad <- which(is.nan(lp) | is.na(lp) | lp == Inf)
       if (length(bad)) {
-        nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d telescoping proposals (rows %s);",
+        nce_abort(sprintf(paste("`log_density` is NA, NaN or +Inf at %d of %d telescoping proposals (rows %s);",
                                 "it may be -Inf outside the support"), length(bad), length(lp),
                           format_positions(bad)), "data", call = call)
       }

@@ -157,9 +157,9 @@ warp_inverse <- function(w, u) {
 }
 
 # The kernel on the normal-score scale: log f(x) + log |dx/du| + log |du/dy| at rows of y.
-warp_log_posterior <- function(w, log_posterior, lb, ub, names) {
+warp_log_posterior <- function(w, log_density, lb, ub, names) {
   force(w)
-  force(log_posterior)
+  force(log_density)
   force(lb)
   force(ub)
   force(names)
@@ -167,7 +167,7 @@ warp_log_posterior <- function(w, log_posterior, lb, ub, names) {
     fw <- warp_forward(w, y)
     back <- warp_from_unc(fw$u, lb, ub)
     colnames(back$x) <- names
-    lp <- log_posterior(back$x)
+    lp <- log_density(back$x)
     if (!is.numeric(lp) || length(lp) != nrow(y)) return(lp)
     lp + back$logjac + fw$logjac
   }

@@ -23,7 +23,7 @@
 #' standard error is that of [bayes_factor_nce()]; with `split = TRUE` and
 #' `ess = NULL` the autocorrelation time of the score contributions is
 #' estimated from both halves of each chain (each half about its own mean;
-#' `log_posterior` is therefore also evaluated at the first half) and applied
+#' `log_density` is therefore also evaluated at the first half) and applied
 #' to the second half, which halves the variance of the half's own estimate:
 #' with chains of only ~50 effective draws in the estimate, a noisy
 #' effective sample size makes intervals too short (see the Bayes factor
@@ -58,7 +58,7 @@
 #' that mix each sample linearly with reference noise,
 #' \eqn{z' = \sqrt{1-\beta^2}\,z + \beta\xi} on the whitened scale (the
 #' preconditioned Crank-Nicolson proposal, which keeps \eqn{p_b} invariant);
-#' this evaluates `log_posterior` at `control$moves` new points per sample and
+#' this evaluates `log_density` at `control$moves` new points per sample and
 #' waymark. The next waymark is the farthest whose classifier, estimated by
 #' importance weighting, has accuracy `control$accuracy`, so the number of
 #' waymarks follows the gap. The standard error sums each sample's influence
@@ -70,9 +70,10 @@
 #' @param draws Draws of the density: a matrix with one row per draw or a
 #'   vector for one parameter. MCMC draws in order (one chain, or chains one
 #'   after another) so that effective sample sizes can be estimated.
-#' @param log_posterior The unnormalised log density: a vectorised function of
+#' @param log_density The unnormalised log density: a vectorised function of
 #'   a draws matrix (with `draws`' column names) returning one value per row.
-#'   It may return `-Inf` at reference points outside the support.
+#'   It may return `-Inf` at reference points outside the support. Argument
+#'   names follow [nce_vocabulary].
 #' @param lb,ub Lower and upper bounds of the parameters: one number for all,
 #'   or one per column (named by column or in column order); `-Inf`/`Inf`
 #'   for none.
@@ -83,8 +84,8 @@
 #'   covariance, for heavy tails) or `"warped"` (fitted marginals and a
 #'   Gaussian copula; see Details).
 #' @param df Degrees of freedom of the t reference.
-#' @param n_ref Number of reference draws; by default as many as the draws in
-#'   the estimate.
+#' @param n_ref Number of reference draws (a count, not a ratio per draw);
+#'   by default as many as the draws in the estimate.
 #' @param split Fit the reference to the first half of the draws and estimate
 #'   with the second half (`TRUE`), or use all draws for both.
 #' @param ess `NULL` to estimate the effective sample size of the draws from
@@ -104,7 +105,8 @@
 #'   from the normal to the warped reference and `waymarks = "auto"`
 #'   telescopes, 0.75),
 #'   `accuracy` (the target accuracy of each neighbouring pair, 0.55) and
-#'   `moves` (linear-mixing Metropolis moves per waymark, 10).
+#'   `moves` (linear-mixing Metropolis moves per waymark, 10); a list of some
+#'   of them is merged into these defaults.
 #' @return An object of class `nce_marglik`, a list with `logml` (the
 #'   estimate of \eqn{\log Z}), `se` (its standard error: the sandwich of the
 #'   two-sample logistic problem, the draws' part inflated by
@@ -117,7 +119,7 @@
 #'   classifier against it), `separated`, `converged`, `iterations`, `chains`,
 #'   `telescope` (`NULL` for the single classifier; otherwise the waymarks `b`,
 #'   the intercepts `c` of the pairs with their accuracies, the moves'
-#'   acceptance rates, the number of `log_posterior` evaluations, and
+#'   acceptance rates, the number of `log_density` evaluations, and
 #'   `single`, the single classifier's estimate, standard error and
 #'   accuracy). Methods:
 #'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
@@ -161,7 +163,7 @@
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
-marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
+marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
   rng <- rng_state()
@@ -169,9 +171,9 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   ucall <- sys.call()
   reference <- match.arg(reference)
   waymarks <- match.arg(waymarks)
-  control <- telescope_control(control, ucall)
+  control <- merge_control(control, telescope_control, call = ucall)
   x <- as_draws(draws, "draws")
-  if (!is.function(log_posterior)) nce_abort("`log_posterior` must be a vectorised function of a draws matrix", "input")
+  if (!is.function(log_density)) nce_abort("`log_density` must be a vectorised function of a draws matrix", "input")
   d <- ncol(x)
   lb <- bounds_arg(lb, x, "lb")
   ub <- bounds_arg(ub, x, "ub")
@@ -211,17 +213,17 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   if (is.null(n_ref)) n_ref <- nrow(xe)
   check_count(n_ref, "n_ref", min = 2, max = 2^52, call = ucall)
   check_ess(ess, 1L, ucall)
-  # reference draws and their log densities in Rust, copies in R, log_posterior's own temporaries
+  # reference draws and their log densities in Rust, copies in R, log_density's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
   # with split = TRUE the scores' autocorrelation time comes from the whole chains (bridge_solve's `whole`)
   whole <- if (split && is.null(ess)) {
     list(x = x, half = half, chains = c(rbind(chains %/% 2L, chains - chains %/% 2L)))
   }
-  est <- marglik_against(if (reference == "auto") "normal" else reference, xf, xe, colnames(x), log_posterior, lb, ub,
+  est <- marglik_against(if (reference == "auto") "normal" else reference, xf, xe, colnames(x), log_density, lb, ub,
                          df, n_ref, split, ess, chains_e, ucall, whole)
   if (reference == "auto" && est$accuracy > control$switch) {
     # the draws and the normal reference barely overlap: match the marginals (R/marglik-warp.R)
-    est <- marglik_against("warped", xf, xe, colnames(x), log_posterior, lb, ub, df, n_ref, split, ess, chains_e,
+    est <- marglik_against("warped", xf, xe, colnames(x), log_density, lb, ub, df, n_ref, split, ess, chains_e,
                            ucall, whole)
   }
   fit <- est$fit
@@ -231,7 +233,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
     if (est$family == "t") {
       if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
     } else if (waymarks == "always" || est$accuracy > control$switch) {
-      tele <- marglik_telescope(est$xf, est$xe, est$r1, est$r2, est$log_posterior, est$lb, est$ub, control$accuracy,
+      tele <- marglik_telescope(est$xf, est$xe, est$r1, est$r2, est$log_density, est$lb, est$ub, control$accuracy,
                                 control$moves, chains_e, ess, est$family == "warped", ucall)
       tele$single <- c(logml = fit$log_ratio, se = fit$se, accuracy = est$accuracy)
       fit$log_ratio <- tele$log_z
@@ -263,7 +265,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
 # One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to
 # `xf`, the single classifier with the `xe` draws, and what telescoping needs (the draws, kernel
 # and bounds on the scale the reference lives on; for "warped" the normal scores of the transports).
-marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_ref, split, ess, chains_e, call,
+marglik_against <- function(family, xf, xe, names, log_density, lb, ub, df, n_ref, split, ess, chains_e, call,
                             whole = NULL) {
   d <- ncol(xf)
   warp <- NULL
@@ -279,13 +281,13 @@ marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_
     ue <- if (split) warp_to_unc(xs, lb, ub) else uf
     ye <- if (split) warp_inverse(warp, ue) else yf
     # the kernel at the draws themselves, not at their round trip through the transports
-    lp_e <- eval_logdens(log_posterior, xs, "log_posterior", "draws")
-    check_finite_values(lp_e, "log_posterior", "draws")
+    lp_e <- eval_logdens(log_density, xs, "log_density", "draws")
+    check_finite_values(lp_e, "log_density", "draws")
     lp_e <- lp_e + warp_from_unc(ue, lb, ub)$logjac + warp_forward(warp, ye)$logjac
     xf <- yf
     xs <- ye
     colnames(xf) <- colnames(xs) <- names
-    log_posterior <- warp_log_posterior(warp, log_posterior, lb, ub, names)
+    log_density <- warp_log_posterior(warp, log_density, lb, ub, names)
     lb <- rep(-Inf, d)
     ub <- rep(Inf, d)
     rust_family <- "normal"
@@ -295,13 +297,13 @@ marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_
   xr <- ref$ref_draws
   colnames(xr) <- names
   if (is.null(lp_e)) {
-    lp_e <- eval_logdens(log_posterior, xs, "log_posterior", "draws")
-    check_finite_values(lp_e, "log_posterior", "draws")
+    lp_e <- eval_logdens(log_density, xs, "log_density", "draws")
+    check_finite_values(lp_e, "log_density", "draws")
   }
-  lp_r <- eval_logdens(log_posterior, xr, "log_posterior", "the reference draws")
+  lp_r <- eval_logdens(log_density, xr, "log_density", "the reference draws")
   bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
   if (length(bad)) {
-    nce_abort(sprintf(paste("`log_posterior` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
+    nce_abort(sprintf(paste("`log_density` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
                             "-Inf outside the support"),
                       length(bad), length(lp_r), format_positions(bad)), "data")
   }
@@ -309,30 +311,25 @@ marglik_against <- function(family, xf, xe, names, log_posterior, lb, ub, df, n_
   r1 <- if (is.null(whole)) r_s else r_s[-whole$half]
   xe <- if (is.null(whole)) xs else xs[-whole$half, , drop = FALSE]
   r2 <- lp_r + ref$ref_logjac - ref$ref_logref
-  check_resolvable(r1, r2[is.finite(r2)], "log_posterior - log reference", call)
+  check_resolvable(r1, r2[is.finite(r2)], "log_density - log reference", call)
   fit <- bridge_solve(r1, r2, if (is.null(ess)) NULL else c(ess, n_ref), chains = list(chains_e, NULL),
                       whole = if (!is.null(whole)) list(r = r_s, chains = whole$chains))
   acc <- if (fit$separated) 1 else classifier_accuracy(r1, r2, fit$log_ratio)
   list(family = family, fit = fit, ref = ref, accuracy = acc, r1 = r1, r2 = r2, xf = xf, xe = xe,
-       log_posterior = log_posterior, lb = lb, ub = ub, warp = warp)
+       log_density = log_density, lb = lb, ub = ub, warp = warp)
 }
 
 # Settings of the telescoping: `switch`, the accuracy of the single classifier above which
 # waymarks are used (waymarks = "auto"); `accuracy`, the target accuracy of each neighbouring
-# pair; `moves`, linear-mixing Metropolis moves per waymark.
-telescope_control <- function(control, call) {
-  if (!is.list(control)) nce_abort("`control` must be a list", "input", call = call)
-  bad <- setdiff(names(control), c("switch", "accuracy", "moves"))
-  if (length(bad) || (length(control) && is.null(names(control)))) {
-    nce_abort(sprintf("`control` takes `switch`, `accuracy` and `moves`, not %s", paste(bad, collapse = ", ")),
-              "input", call = call)
-  }
-  out <- utils::modifyList(list(switch = 0.75, accuracy = 0.55, moves = 10L), control)
-  check_number(out$switch, "control$switch", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
-  check_number(out$accuracy, "control$accuracy", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
-  if (out$accuracy >= 1) nce_abort("`control$accuracy` must be below 1", "input", call = call)
-  check_count(out$moves, "control$moves", min = 1, max = 1000, call = call)
-  out
+# pair; `moves`, linear-mixing Metropolis moves per waymark. `marglik_nce(control =)` merges a
+# partial list into these defaults (merge_control()).
+telescope_control <- function(switch = 0.75, accuracy = 0.55, moves = 10L) {
+  call <- sys.call()
+  check_number(switch, "control$switch", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
+  check_number(accuracy, "control$accuracy", min = 0.5, max = 1, exclusive_min = TRUE, call = call)
+  if (accuracy >= 1) nce_abort("`control$accuracy` must be below 1", "input", call = call)
+  check_count(moves, "control$moves", min = 1, max = 1000, call = call)
+  list(switch = switch, accuracy = accuracy, moves = moves)
 }
 
 # `chains`: NULL (one chain), one number k (k chains of equal length stacked) or the chain lengths.
@@ -423,7 +420,7 @@ print.summary.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 
   tel <- x$telescope
   if (!is.null(tel)) {
     cat(sprintf(paste0("telescoped through %s (single classifier: accuracy %s, log Z %s, s.e. %s);\n",
-                       "  pair accuracies %s to %s, %d log_posterior evaluations\n"),
+                       "  pair accuracies %s to %s, %d log_density evaluations\n"),
                 n_waymarks(tel), format(tel$single[["accuracy"]], digits = 3),
                 format(tel$single[["logml"]], digits = digits), format(tel$single[["se"]], digits = digits),
                 format(min(tel$accuracy), digits = 3), format(max(tel$accuracy), digits = 3), tel$evaluations))

@@ -115,7 +115,7 @@ fitted.nce_nls <- function(object, ...) {
 #' @export
 residuals.nce_nls <- function(object, ...) {
   fr <- object$nce_frame
-  mu <- if (object$method == "logistic") stats::plogis(object$linear_predictors) else exp(object$linear_predictors)
+  mu <- if (object$method == "logistic") stats::plogis(object$linear.predictors) else exp(object$linear.predictors)
   fr$.label - mu
 }
 

@@ -52,30 +52,15 @@ nce_conditional <- function(formula, data, reference, ratio, method, knots, sp, 
                       length(bad), format_positions(bad)), "data", call = call)
   }
   n <- nrow(d)
-  m <- as.double(n) * ratio
-  # Rows of the NCE regression, with their columns and the design's doubles.
-  check_size(m * (length(vars) + length(gv) + 8) * 8 * 4, "ratio", "the reference sample", call = call)
-  lq_data <- ref_logq(reference, d[vars])
-  outside <- which(lq_data == -Inf)
-  if (length(outside)) {
-    nce_abort(sprintf(paste("%d data point(s) lie outside the reference's support (rows %s):",
-                            "NCE needs q > 0 wherever the data are; widen the reference"),
-                      length(outside), format_positions(outside)), "support", call = call)
-  }
-  u <- ref_draw(reference, m)
-  lq_ref <- ref_logq(reference, u)
-  if (any(lq_ref == -Inf)) {
-    nce_abort("the reference's log density is -Inf at some of its own draws", "reference", call = call)
-  }
+  # Each data row's reference rows share its z (and so its intercept).
+  con <- contrast(d, reference, ratio, paired = TRUE, copies = 4, width = 32, call = call)
+  m <- con$n_ref
   groups <- d[gv]
   rownames(groups) <- NULL
-  of <- rep(seq_len(n), each = ratio)
-  refs <- take_rows(d, of)
-  refs[vars] <- u[vars]
-  rows <- rbind(take_rows(d, seq_len(n)), refs)
-  rows$.label <- rep(c(1, 0), c(n, m))
-  rows$.group <- c(seq_len(n), of)
-  rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
+  rows <- con$rows
+  rows$.label <- con$y
+  rows$.group <- c(seq_len(n), con$of)
+  rows$.offset <- con$offset
   res <- fit_grouped(formula, rows, spec$intercept, groups, rows$.group, rows$.label, rows$.offset,
                      cluster = seq_len(n), knots = knots, sp = sp, control = control)
   warn_fit(res, names(res$coefficients), n)

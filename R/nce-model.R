@@ -7,21 +7,22 @@
 #' `nce(model = , start = )`. Both functions are called once per iterate on all rows at once
 #' (data and reference points together), so write them vectorised.
 #'
-#' @param log_f `function(theta, data)`: \eqn{f} at every row of the data frame `data` (a numeric
-#'   vector with one value per row); `theta` is the named parameter vector (names from `start`).
+#' @param log_density `function(theta, data)`: \eqn{f}, the unnormalised log density, at every row
+#'   of the data frame `data` (a numeric vector with one value per row); `theta` is the named
+#'   parameter vector (names from `start`). Argument names follow [nce_vocabulary].
 #' @param gradient `function(theta, data)`: the matrix of \eqn{\partial f / \partial \theta} with
 #'   one row per row of `data` and one column per parameter (in the order of `start`). `NULL`
 #'   uses central finite differences, with a warning of class `nce_warning_finite_difference`.
 #' @param name A label for printing.
 #' @return An object of class `nce_model`.
 #' @section What it refuses:
-#' * `log_f` not a function, `gradient` not a function or `NULL`, `name` not one string
+#' * `log_density` not a function, `gradient` not a function or `NULL`, `name` not one string
 #'   (`nce_error_input`). What the functions return is checked when [nce()] calls them.
 #' @seealso [nce()], [ica_model()].
 #' @examples
 #' # A normal density in its location and log scale
 #' m <- nce_model(
-#'   log_f = function(theta, data) -(data$y - theta[["mu"]])^2 * exp(-2 * theta[["ls"]]) / 2,
+#'   log_density = function(theta, data) -(data$y - theta[["mu"]])^2 * exp(-2 * theta[["ls"]]) / 2,
 #'   gradient = function(theta, data) {
 #'     k <- exp(-2 * theta[["ls"]])
 #'     cbind(mu = (data$y - theta[["mu"]]) * k, ls = (data$y - theta[["mu"]])^2 * k)
@@ -31,11 +32,11 @@
 #'            reference = ref_normal(y = 1, cov = 1), start = c(mu = 0, ls = 0), ratio = 5)
 #' coef(fit)
 #' @export
-nce_model <- function(log_f, gradient = NULL, name = "user model") {
-  check_function(log_f)
+nce_model <- function(log_density, gradient = NULL, name = "user model") {
+  check_function(log_density)
   check_function(gradient, allow_null = TRUE)
   check_string(name)
-  structure(list(log_f = log_f, gradient = gradient, name = name, rust = NULL,
+  structure(list(log_f = log_density, gradient = gradient, name = name, rust = NULL,
                  gradient_source = if (is.null(gradient)) "finite differences" else "user function"),
             class = "nce_model")
 }
@@ -118,7 +119,7 @@ ica_names <- function(d) sprintf("B[%d,%d]", rep(seq_len(d), each = d), rep(seq_
 #'
 #' @param n Number of points.
 #' @param A The d x d mixing matrix.
-#' @param x A data frame or matrix of points (one row each).
+#' @param data A data frame or matrix of points (one row each).
 #' @param n_starts Number of random starts.
 #' @param object A fit of [ica_model()] by [nce()].
 #' @return `rica()`: a data frame with columns `x1`, ..., `xd`. `ica_mle()`: a list with `B`, `c`,
@@ -127,7 +128,7 @@ ica_names <- function(d) sprintf("B[%d,%d]", rep(seq_len(d), each = d), rep(seq_
 #' * `rica()`: `n` not a whole number >= 1, `A` not a square numeric matrix of finite values
 #'   (`nce_error_input`); `n` points that would not fit in memory (`nce_error_size`, checked
 #'   before allocating);
-#' * `ica_mle()`: `x` not a numeric matrix or data frame of finite values with more rows than
+#' * `ica_mle()`: `data` not a numeric matrix or data frame of finite values with more rows than
 #'   columns, `n_starts` not a whole number >= 1 (`nce_error_input`);
 #' * `ica_B()`: `object` not a fit of [ica_model()] by [nce()] (`nce_error_input`).
 #' @examples
@@ -152,10 +153,10 @@ rica <- function(n, A) {  # nolint: object_name_linter.
 
 #' @rdname rica
 #' @export
-ica_mle <- function(x, n_starts = 5L) {
-  if (is.data.frame(x)) x <- as.matrix(x)
+ica_mle <- function(data, n_starts = 5L) {
+  x <- if (is.data.frame(data)) as.matrix(data) else data
   if (!is.matrix(x) || !is.numeric(x) || nrow(x) < ncol(x) + 1L || any(!is.finite(x))) {
-    nce_abort("`x` must be a numeric matrix or data frame of finite values with more rows than columns", "input")
+    nce_abort("`data` must be a numeric matrix or data frame of finite values with more rows than columns", "input")
   }
   check_count(n_starts)
   storage.mode(x) <- "double"

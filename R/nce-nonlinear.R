@@ -52,29 +52,15 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
                       length(bad), format_positions(bad)), "data", call)
   }
   n <- nrow(d)
-  m <- round(ratio * n)
-  if (m < 1) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input", call)
   p <- length(start)
-  check_size(8 * (n + m) * (p + 4), "ratio", "the nonlinear NCE design", call = call)
-  m <- as.integer(m)
   # Same draws, in the same order, as the linear nce(): a linear model written as a formula gets
   # the same reference sample under the same seed.
-  lq_data <- ref_logq(reference, d)
-  outside <- which(lq_data == -Inf)
-  if (length(outside)) {
-    nce_abort(sprintf(paste("%d data point(s) lie outside the reference's support (rows %s):",
-                            "NCE needs q > 0 wherever the data are; widen the reference"),
-                      length(outside), format_positions(outside)), "support", call)
-  }
-  u <- ref_draw(reference, m)
-  lq_ref <- ref_logq(reference, u)
-  if (any(lq_ref == -Inf)) nce_abort("the reference's log density is -Inf at some of its own draws", "reference", call)
-  frame <- rbind(d, u)
-  rownames(frame) <- NULL
-  label <- rep(c(1, 0), c(n, m))
-  offset <- log(n / m) - c(lq_data, lq_ref)
-  if (method == "poisson") offset[seq_len(n)] <- 0
-  lq <- c(lq_data, lq_ref)
+  con <- contrast(d, reference, ratio, method = method, copies = 1, width = p + 4, call = call)
+  m <- con$n_ref
+  frame <- con$rows
+  label <- con$y
+  offset <- con$offset
+  lq <- con$lq
 
   # Check the model at the start: finite values and a gradient of the right shape.
   eval_start <- nl_evaluate(model, start, frame, call)
@@ -267,7 +253,7 @@ nl_new_fit <- function(res, start, model, formula, frame, label, offset, lq, n, 
     iterations = res$iterations[best],
     objective = res$loglik,
     log_f = res$f,
-    linear_predictors = res$eta,
+    linear.predictors = res$eta,
     starts = starts, start_table = start_table, best_start = best, spread = spread,
     model = model, nce_formula = formula, nce_frame = cbind(frame, .label = label, .offset = offset),
     log_q = lq, n = n, m = m, ratio = m / n, method = method, reference = reference,

@@ -28,7 +28,8 @@
 #'   columns, without NA or non-finite values.
 #' @param reference Reference distribution: [ref_uniform()], [ref_normal()],
 #'   [ref_fit()] or [ref_custom()].
-#' @param ratio Reference points per data point (m / n), positive.
+#' @param ratio Reference points per data point (m / n), positive. Argument names follow
+#'   [nce_vocabulary].
 #' @param method `"logistic"` (NCE) or `"poisson"` (Poisson transform with an
 #'   importance-sampling integral).
 #' @param knots Knots for smooth terms, as for [mgcv::gam()].
@@ -71,7 +72,7 @@
 #'   (`abs(u)` is differentiated as `sign(u) * du` by the chain rule), else from `gradient`, else
 #'   from finite differences (warning `nce_warning_finite_difference`). For [ica_model()], an
 #'   optional d x d start matrix B.
-#' @param model Nonlinear models written as R functions: an [nce_model()] (user `log_f` and
+#' @param model Nonlinear models written as R functions: an [nce_model()] (user `log_density` and
 #'   `gradient` functions, evaluated on all rows once per iterate) or the built-in [ica_model()]
 #'   (fitted entirely in Rust). Give `model` or `formula`, not both.
 #' @param gradient `function(theta, data)` returning the rows x parameters matrix of
@@ -161,6 +162,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE) {
   rng <- rng_state(lazy = c("weights", "subset"))
   check_bool(discrete)
+  control <- merge_control(control, nce_control)
   nonlinear <- !is.null(start) || !is.null(model)
   if (discrete && (!is.null(given) || nonlinear)) {
     nce_abort(sprintf("`discrete = TRUE` applies to formulas with smooth terms, not to `%s` fits; use discrete = FALSE",
@@ -174,10 +176,10 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     if (!is.null(given) && nonlinear) nce_abort("give `given` or `start`/`model`, not both", "input")
     if (nonlinear) {
       fit <- nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts,
-                           as_nce_control(control), match.call(), parent.frame())
+                           control, match.call(), parent.frame())
       return(as_result(fit, rng = rng, env = parent.frame()))
     }
-    fit <- nce_conditional(formula, data, reference, ratio, method, knots, sp, as_nce_control(control), given,
+    fit <- nce_conditional(formula, data, reference, ratio, method, knots, sp, control, given,
                            match.call(), parent.frame())
     return(as_result(fit, rng = rng, env = parent.frame()))
   }
@@ -187,7 +189,6 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                          parent.frame()))
   }
   method <- match.arg(method)
-  control <- as_nce_control(control)
   check_nce_args(formula, data, reference, ratio)
   vars <- reference$vars
   check_reference_columns(data, reference)
@@ -210,30 +211,13 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   }
   n <- nrow(d)
   if (n == 0L) nce_abort("no rows of `data` left to fit (after `subset` and `na.action`)", "input")
-  nce_check_ratio_size(n, ratio, length(vars))
-  m <- as.integer(round(ratio * n))
-  if (m < 1L) nce_abort(sprintf("`ratio` = %g gives no reference points for n = %d", ratio, n), "input")
   w_total <- if (is.null(w)) n else sum(w)
   if (!(w_total > 0)) nce_abort("`weights` must not all be 0", "input")
-
-  lq_data <- ref_logq(reference, d)
-  outside <- which(lq_data == -Inf)
-  if (length(outside)) {
-    nce_abort(sprintf(paste("%d data point(s) lie outside the reference's support (rows %s):",
-                            "NCE needs q > 0 wherever the data are; widen the reference"),
-                      length(outside), format_positions(outside)), "support")
-  }
-  u <- ref_draw(reference, m)
-  lq_ref <- ref_logq(reference, u)
-  if (any(lq_ref == -Inf)) {
-    nce_abort("the reference's log density is -Inf at some of its own draws", "reference")
-  }
-  rownames(d) <- NULL
-  frame <- rbind(d, u)
-  label <- rep(c(1, 0), c(n, m))
-  offset <- log(w_total / m) - c(lq_data, lq_ref)
-  # The Poisson transform's data term is f(y) + nu, without the reference's offset.
-  if (method == "poisson") offset[seq_len(n)] <- 0
+  con <- contrast(d, reference, ratio, weight_total = w_total, method = method)
+  m <- con$n_ref
+  frame <- con$rows
+  label <- con$y
+  offset <- con$offset
   prior_w <- c(if (is.null(w)) rep(1, n) else w, rep(1, m))
 
   frame$.label <- label
@@ -284,7 +268,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     converged = res$converged,
     iterations = res$iterations,
     objective = res$loglik,
-    linear_predictors = res$eta,
+    linear.predictors = res$eta,
     fitted.values = res$fitted,
     terms = stats::terms(mf), xlevels = stats::.getXlevels(tt, mf),
     contrasts = attr(x, "contrasts")
@@ -397,19 +381,6 @@ check_reference_columns <- function(data, reference, arg = "data", call = caller
     }
   }
   invisible(data)
-}
-
-# n * ratio reference points: refuse before allocating when they cannot fit.
-nce_check_ratio_size <- function(n, ratio, n_vars, call = caller_call()) {
-  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
-  m <- ratio * n
-  if (m + n > .Machine$integer.max) {
-    nce_abort(sprintf(paste("`ratio` = %g asks for %.3g reference points for n = %d, more than R's",
-                            "limit of %d rows; lower `ratio`"), ratio, m, n, .Machine$integer.max),
-              "size", call = call)
-  }
-  # The frame (columns, label, offset, log q), the model matrix and the fit's working vectors.
-  check_size((n + m) * 8 * (3 * n_vars + 12), "ratio", "the reference sample", call = call)
 }
 
 # A covariance whose diagonal is 0 up to rounding (e.g. -5.6e-18 for an intercept-only fit,

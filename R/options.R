@@ -37,12 +37,12 @@ draw_seed <- function() {
 #'
 #' @param epsilon Convergence tolerance on the relative change of the deviance.
 #' @param maxit Maximum number of Newton iterations.
-#' @return A list for the `control` argument of [nce()]. `nce(control =)` also
-#'   takes a plain list of some of these settings, e.g. `list(maxit = 5)`,
-#'   merged into these defaults.
+#' @return A list for the `control` argument of [nce()], [snce()] and [latkes()], which also
+#'   take a plain list of some of these settings, e.g. `list(maxit = 5)`, merged into these
+#'   defaults (see [nce_vocabulary]).
 #' @section What it refuses:
 #' * `epsilon` not one finite number > 0, `maxit` not a whole number >= 1 (`nce_error_input`).
-#'   A list given to `nce(control =)` with unknown or unnamed settings is refused by [nce()]
+#'   A list given to `control =` with unknown or unnamed settings is refused by the fit
 #'   (`nce_error_input`).
 #' @examples
 #' nce_control(epsilon = 1e-12)
@@ -51,24 +51,4 @@ nce_control <- function(epsilon = 1e-10, maxit = 100L) {
   check_number(epsilon, "epsilon", min = 0, exclusive_min = TRUE)
   check_whole(maxit, "maxit", min = 1)
   list(epsilon = as.double(epsilon), maxit = as.double(round(maxit)))
-}
-
-# `control =` as nce_control() or a list of some of its settings, merged into the defaults.
-as_nce_control <- function(control, arg = "control", call = caller_call()) {
-  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
-  if (is.null(control)) return(nce_control())
-  if (!is.list(control) || is.data.frame(control)) {
-    nce_abort(sprintf("`%s` must be nce_control(...) or a list such as list(maxit = 5), not %s.",
-                      arg, describe_value(control)), "input", call = call)
-  }
-  known <- names(formals(nce_control))
-  nm <- names(control)
-  if (length(control) && (is.null(nm) || any(nm == "") || any(!nm %in% known))) {
-    bad <- if (is.null(nm)) "unnamed entries" else paste(setdiff(nm, known), collapse = ", ")
-    nce_abort(sprintf("`%s` has unknown setting(s) %s; nce_control() knows %s.", arg, bad,
-                      paste(known, collapse = ", ")), "input", call = call)
-  }
-  tryCatch(do.call(nce_control, control), nce_error = function(e) {
-    nce_abort(sprintf("in `%s`: %s", arg, conditionMessage(e)), "input", call = call)
-  })
 }

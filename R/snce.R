@@ -26,7 +26,8 @@
 #' @param data Data frame of states in time order.
 #' @param reference Reference kernel: any `ref_*()` of [nce()] (independent of
 #'   the previous state), [kernel_normal()] or [kernel_custom()].
-#' @param ratio Reference points per transition (a positive whole number).
+#' @param ratio Reference points per transition (a positive whole number); see
+#'   [nce_vocabulary].
 #' @param intercept `NULL` (default: `s()` of the `_prev` columns), a one-sided
 #'   formula in the previous state's columns and per-transition covariates,
 #'   `"transition"` (one free intercept per transition) or `"none"` (one global
@@ -38,7 +39,8 @@
 #'   sequence.
 #' @param cluster `"transition"` or `"sequence"`: clusters of the sandwich.
 #' @param knots,sp As for [nce()].
-#' @param control See [nce_control()].
+#' @param control [nce_control()] or a list of some of its settings, merged into the
+#'   defaults.
 #' @param discrete `TRUE` to fit on discretised covariates, as
 #'   `mgcv::bam(discrete = TRUE)` does (Wood, Li, Shaddick and Augustin 2017):
 #'   the covariates of each smooth in `formula` are rounded to an equally spaced
@@ -95,6 +97,7 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
   if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
     nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
   }
+  control <- merge_control(control, nce_control, call = user_call)
   int <- intercept_spec(intercept, reference$vars, call = user_call)
   shards <- as_shards(shards, call = user_call)
   if (!is.null(shards) && isTRUE(discrete)) {
@@ -170,67 +173,26 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   }
   check_count(ratio, "ratio", call = call)
   check_count(order, "order", call = call)
-  # Reference rows: nrow(data) * ratio, each a copy of its transition's columns and the
-  # model matrices built on them (about four copies in all; two with discrete = TRUE, whose
-  # model matrices hold only the distinct rounded rows: 10.4 GB measured at 23.3 million rows,
-  # against 14 GB estimated).
-  copies <- if (isTRUE(discrete)) 2 else 4
-  check_size(8 * as.double(nrow(data)) * ratio * (2 * ncol(data) + 4 * order + 24) * copies, "ratio",
-             "the reference points", call = call)
   ratio <- as.integer(ratio)
   order <- as.integer(order)
   vars <- reference$vars
   check_numeric_columns(data, vars, "data", call = call)
   st <- sequence_transitions(data, vars, group, order, time)
   trans <- st$trans
-  cur <- st$cur
   nt <- nrow(trans)
   prev_state <- stats::setNames(trans[paste0(vars, "_prev")], vars)
-  lq_data <- kernel_logq(reference, trans[vars], prev_state)
-  outside <- which(lq_data == -Inf)
-  if (length(outside)) {
-    nce_abort(sprintf("%d state(s) lie outside the reference kernel's support (rows %s of `data`)",
-                      length(outside), format_positions(cur[outside])), "support")
-  }
-  u <- kernel_draw(reference, prev_state, ratio)
-  of <- rep(seq_len(nt), each = ratio)
-  refs <- take_rows(trans, of)
-  refs[vars] <- u[vars]
-  lq_ref <- kernel_logq(reference, refs[vars], prev_state[of, , drop = FALSE])
-  if (any(lq_ref == -Inf)) nce_abort("the reference kernel's log density is -Inf at some of its own draws", "reference")
-  if (!is.null(features)) {
-    trans <- features(trans)
-    refs <- features(refs)
-  }
-  rows <- stack_rows(trans, refs)
-  rows$.label <- rep(c(1, 0), c(nt, nt * ratio))
-  rows$.transition <- c(seq_len(nt), of)
-  rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
-  list(rows = rows, trans = trans, ratio = ratio, order = order)
-}
-
-# rbind() of two data frames with the same columns, column by column: rbind.data.frame's
-# factor and row-name handling took a tenth of a pooled fit's set-up. Factors get the union of
-# the levels (c.factor, as rbind); anything unusual goes through rbind.
-stack_rows <- function(a, b) {
-  simple <- function(v) is.atomic(v) && length(dim(v)) < 2L && (!is.object(v) || is.factor(v))
-  if (!identical(names(a), names(b)) || !all(vapply(a, simple, TRUE)) || !all(vapply(b, simple, TRUE)) ||
-        !all(vapply(a, is.factor, TRUE) == vapply(b, is.factor, TRUE))) {
-    out <- rbind(a, b)
-    rownames(out) <- NULL
-    return(out)
-  }
-  out <- lapply(names(a), function(v) c(a[[v]], b[[v]]))
-  attributes(out) <- list(names = names(a), class = "data.frame", row.names = .set_row_names(nrow(a) + nrow(b)))
-  out
-}
-
-# Rows `i` of a data frame, without the unique row names `[.data.frame` builds (costly on the
-# ~40,000 reference rows).
-take_rows <- function(df, i) {
-  out <- lapply(df, function(v) if (length(dim(v)) == 2L) v[i, , drop = FALSE] else v[i])
-  attributes(out) <- list(names = names(df), class = class(df), row.names = .set_row_names(length(i)))
-  out
+  # Reference rows: nt * ratio, each a copy of its transition's columns and the model matrices
+  # built on them (about four copies in all; two with discrete = TRUE, whose model matrices hold
+  # only the distinct rounded rows: 10.4 GB measured at 23.3 million rows, against 14 GB
+  # estimated).
+  copies <- if (isTRUE(discrete)) 2 else 4
+  con <- contrast(trans, reference, ratio, paired = TRUE, prev = prev_state, transform = features,
+                  data_rows = st$cur, copies = copies, width = copies * (4 * order + 24), call = call)
+  rows <- con$rows
+  rows$.label <- con$y
+  rows$.transition <- c(seq_len(nt), con$of)
+  rows$.offset <- con$offset
+  list(rows = rows, trans = con$data, ratio = ratio, order = order)
 }
 
 # The observed transitions of each sequence: rows at time t with the `_prev` columns of the

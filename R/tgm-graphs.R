@@ -159,18 +159,17 @@ check_precision <- function(k_mat, arg, call = caller_call()) {
 #'
 #' The pairs (i, j), i < j, whose off-diagonal precision entry exceeds `threshold`. Following Rhodes
 #' and Gutmann (2019) the signed entry is compared by default (their graphs have positive weights);
-#' `abs = TRUE` compares absolute values. `edges()` is the old name, deprecated because
-#' `igraph::edges()` masks it (or it masks igraph's); it still works with a warning of class
-#' `nce_warning_deprecated`.
+#' `abs = TRUE` compares absolute values.
 #'
-#' @param x A [vnce()] fit of a truncated Gaussian graphical model, or a precision matrix.
+#' @param object A [vnce()] fit of a truncated Gaussian graphical model, or a precision matrix
+#'   (argument names: [nce_vocabulary]).
 #' @param threshold Entries above it are edges.
 #' @param abs Compare absolute values.
 #' @param ... Unused.
 #' @return A data frame with columns `from`, `to` and `weight`, ordered by decreasing weight.
-#'   Refused: a non-square or non-numeric `x`, a `threshold` that is not one number.
+#'   Refused: a non-square or non-numeric `object`, a `threshold` that is not one number.
 #' @section What it refuses:
-#' * `x` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
+#' * `object` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
 #'   with at least two rows, `threshold` not one number (infinite allowed), `abs` not TRUE or
 #'   FALSE (`nce_error_input`).
 #' @examples
@@ -178,9 +177,9 @@ check_precision <- function(k_mat, arg, call = caller_call()) {
 #' K <- ring_graph(6)
 #' tgm_edges(K, 0.1)
 #' @export
-tgm_edges <- function(x, threshold = 0, abs = FALSE, ...) {
+tgm_edges <- function(object, threshold = 0, abs = FALSE, ...) {
   call <- sys.call()
-  k_mat <- precision_of(x, call)
+  k_mat <- precision_of(object, call)
   check_number(threshold, "threshold", allow_infinite = TRUE, call = call)
   check_bool(abs, "abs", call = call)
   ij <- which(upper.tri(k_mat), arr.ind = TRUE)
@@ -192,17 +191,10 @@ tgm_edges <- function(x, threshold = 0, abs = FALSE, ...) {
   out
 }
 
-#' @rdname tgm_edges
-#' @export
-edges <- function(x, threshold = 0, abs = FALSE, ...) {
-  nce_warn("`edges()` is deprecated (igraph::edges() masks it): use `tgm_edges()`.", "deprecated")
-  tgm_edges(x, threshold = threshold, abs = abs, ...)
-}
-
-precision_of <- function(x, call = caller_call()) {
-  k_mat <- if (inherits(x, "vnce_tgm")) x$precision else x
+precision_of <- function(object, call = caller_call()) {
+  k_mat <- if (inherits(object, "vnce_tgm")) object$precision else object
   if (!is.matrix(k_mat) || !is.numeric(k_mat) || nrow(k_mat) != ncol(k_mat) || nrow(k_mat) < 2L) {
-    nce_abort(sprintf(paste("`x` must be a vnce() fit of a truncated Gaussian graphical model or a square numeric",
+    nce_abort(sprintf(paste("`object` must be a vnce() fit of a truncated Gaussian graphical model or a square numeric",
                             "matrix with at least two rows, not %s."), describe_value(k_mat)), call = call)
   }
   k_mat
@@ -214,14 +206,15 @@ precision_of <- function(x, call = caller_call()) {
 #' `abs = TRUE`) and compares with the true graph: the area under the ROC curve is the probability
 #' that a true edge scores above a non-edge (ties count one half).
 #'
-#' @param x A [vnce()] fit of a truncated Gaussian graphical model, or an estimated precision matrix.
+#' @param object A [vnce()] fit of a truncated Gaussian graphical model, or an estimated precision
+#'   matrix (argument names: [nce_vocabulary]).
 #' @param truth The true graph: a logical adjacency matrix, or a precision matrix (non-zero
 #'   off-diagonal entries are edges), e.g. from [ring_graph()].
 #' @param abs Score by absolute value.
 #' @return A list of class `nce_edge_roc` with `auc` and `roc`, a data frame of false- and
 #'   true-positive rates by threshold; `plot()` draws the curve.
 #' @section What it refuses:
-#' * `x` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
+#' * `object` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
 #'   with at least two rows, `abs` not TRUE or FALSE (`nce_error_input`);
 #' * `truth` not a matrix of the same size, with NA entries, or without both edges and
 #'   non-edges (no AUC is defined then) (`nce_error_input`);
@@ -233,9 +226,9 @@ precision_of <- function(x, call = caller_call()) {
 #' estimate <- K + matrix(rnorm(64, sd = 0.1), 8)   # only the upper triangle is used
 #' edge_roc(estimate, K)$auc
 #' @export
-edge_roc <- function(x, truth, abs = FALSE) {
+edge_roc <- function(object, truth, abs = FALSE) {
   call <- sys.call()
-  k_mat <- precision_of(x, call)
+  k_mat <- precision_of(object, call)
   check_bool(abs, "abs", call = call)
   g_true <- if (!is.null(attr(truth, "graph"))) attr(truth, "graph") else truth
   if (!is.matrix(g_true) || !identical(dim(g_true), dim(k_mat))) {

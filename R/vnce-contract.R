@@ -12,7 +12,7 @@
 #' centred outer products of the per-row scores (Gutmann and Hyvärinen's NCE covariance; with
 #' nothing missing it is exactly the NCE sandwich). With missing values a noise row copies the
 #' missingness pattern of the data row it pairs with, so the two samples are not independent:
-#' \eqn{V} then sums the centred outer products of clusters, each a data row with its `nu` noise
+#' \eqn{V} then sums the centred outer products of clusters, each a data row with its `ratio` noise
 #' rows (the clusters are i.i.d.). The Monte Carlo error of the draws is part of each row's term
 #' and is counted. Variational parameters (the lognormal family, the mixture's
 #' logistic q) are estimated jointly and their uncertainty propagates; `vcov()` reports the model

@@ -11,10 +11,11 @@
 #' latent variable is discrete, the exact posterior is available, so `method = "em"` and
 #' `method = "nce"` (plain NCE on the model summed over z) work too.
 #'
-#' @param log_phi `function(x, z, theta)`: log phi at every row of `x` (a vector, or a matrix with one
-#'   row per point) for one latent value `z`; returns a numeric vector.
-#' @param grad `function(x, z, theta)`: the gradient of `log_phi` in theta, a matrix with one row per
-#'   point and one column per parameter.
+#' @param log_density `function(x, z, theta)`: log phi, the unnormalised log density, at every row
+#'   of `x` (a vector, or a matrix with one row per point) for one latent value `z`; returns a
+#'   numeric vector. Argument names follow [nce_vocabulary].
+#' @param gradient `function(x, z, theta)`: the gradient of `log_density` in theta, a matrix with
+#'   one row per point and one column per parameter.
 #' @param theta Starting values of the parameters (named).
 #' @param latent The values the latent variable takes (at least two).
 #' @param q_features `function(x)` returning the matrix of features of the variational family.
@@ -22,7 +23,7 @@
 #'   `sample = function(n)` and `log_density = function(x)`.
 #' @return A model specification (class `vnce_model`).
 #' @section What it refuses:
-#' * `log_phi`, `grad` or `q_features` not a function, `theta` not finite numbers, `latent`
+#' * `log_density`, `gradient` or `q_features` not a function, `theta` not finite numbers, `latent`
 #'   not at least two distinct values without NA, `noise` not `NULL` or a list with functions
 #'   `sample` and `log_density` (`nce_error_input`). What the functions return is checked by
 #'   [vnce()].
@@ -41,10 +42,10 @@
 #' exp(coef(fit_v)[["log_theta"]])
 #' }
 #' @export
-custom_model <- function(log_phi, grad, theta, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
+custom_model <- function(log_density, gradient, theta, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
                          noise = NULL) {
-  check_function(log_phi, "log_phi")
-  check_function(grad, "grad")
+  check_function(log_density, "log_density")
+  check_function(gradient, "gradient")
   if (!is.numeric(theta) || length(theta) < 1L || any(!is.finite(theta))) {
     nce_abort(sprintf("`theta` must be finite numbers (the starting values), not %s.", describe_value(theta)))
   }
@@ -56,7 +57,7 @@ custom_model <- function(log_phi, grad, theta, latent = c(0, 1), q_features = fu
   if (!is.null(noise) && !(is.list(noise) && is.function(noise$sample) && is.function(noise$log_density))) {
     nce_abort("`noise` must be NULL or a list with functions `sample(n)` and `log_density(x)`")
   }
-  structure(list(type = "custom", log_phi = log_phi, grad = grad, theta = theta, latent = latent,
+  structure(list(type = "custom", log_phi = log_density, grad = gradient, theta = theta, latent = latent,
                  q_features = q_features, noise = noise), class = "vnce_model")
 }
 
@@ -65,8 +66,8 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
   n <- NROW(x)
   m <- round(nu * n)
   if (m < 1L) {
-    nce_abort(sprintf("`nu` = %s times the %d points must give at least one noise point: raise `nu`.", format(nu), n),
-              call = call)
+    nce_abort(sprintf("`ratio` = %s times the %d points must give at least one noise point: raise `ratio`.",
+                      format(nu), n), call = call)
   }
   noise <- model$noise
   if (is.null(noise)) noise <- normal_noise(x)
@@ -162,7 +163,7 @@ custom_parts <- function(model, x, y, log_nu, noise, call) {
   eval_at <- function(pts, theta) {
     vapply(seq_len(n_latent), function(l) {
       v <- model$log_phi(pts, model$latent[[l]], theta)
-      if (length(v) != NROW(pts)) nce_abort("`log_phi` must return one value per point", call = call)
+      if (length(v) != NROW(pts)) nce_abort("`log_density` must return one value per point", call = call)
       v
     }, numeric(NROW(pts)))
   }
@@ -170,7 +171,7 @@ custom_parts <- function(model, x, y, log_nu, noise, call) {
     lapply(seq_len(n_latent), function(l) {
       g <- as.matrix(model$grad(pts, model$latent[[l]], theta))
       if (nrow(g) != NROW(pts) || ncol(g) != length(theta)) {
-        nce_abort(sprintf("`grad` must return a %d x %d matrix", NROW(pts), length(theta)), call = call)
+        nce_abort(sprintf("`gradient` must return a %d x %d matrix", NROW(pts), length(theta)), call = call)
       }
       g
     })
@@ -250,15 +251,15 @@ custom_check_start <- function(parts, model, call) {
     bad <- which(!is.finite(lp), arr.ind = TRUE)
     if (length(bad)) {
       r <- if (is.matrix(bad)) bad[, 1L] else bad
-      nce_abort(sprintf(paste0("`log_phi` returned %s at %d %s point(s) (rows %s) for the starting `theta` (%s): ",
-                               "it must give finite log values there; fix log_phi or choose another `theta`."),
+      nce_abort(sprintf(paste0("`log_density` returned %s at %d %s point(s) (rows %s) for the starting `theta` (%s): ",
+                               "it must give finite log values there; fix log_density or choose another `theta`."),
                         format(lp[bad][1L]), length(unique(r)), if (what == "x") "data" else "noise",
                         format_positions(unique(r)), lab), call = call)
     }
     g <- if (what == "x") parts$grad_x(th) else parts$grad_y(th)
     if (any(vapply(g, function(m) any(!is.finite(m)), TRUE))) {
-      nce_abort(sprintf("`grad` returned non-finite values at %s points for the starting `theta` (%s): fix grad.",
-                        if (what == "x") "data" else "noise", lab), call = call)
+      nce_abort(sprintf(paste("`gradient` returned non-finite values at %s points for the starting `theta` (%s):",
+                              "fix gradient."), if (what == "x") "data" else "noise", lab), call = call)
     }
   }
 }

@@ -6,7 +6,7 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
   x <- as.vector(x)
   n <- length(x)
   m <- round(nu * n)
-  if (m < 1L) nce_abort("`nu * length(x)` must give at least one noise point", call = call)
+  if (m < 1L) nce_abort("`ratio * length(data)` must give at least one noise point", call = call)
   # The model is centred at zero: so is the noise, with the data's second moment.
   noise <- list(mean = 0, sd = sqrt(mean(x^2)))
   y <- stats::rnorm(m, noise$mean, noise$sd)

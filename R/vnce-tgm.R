@@ -12,7 +12,7 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
               call = call)
   }
   if (nu != round(nu)) {
-    nce_abort(sprintf("`nu` must be a whole number for tgm_model() (noise rows pair with data rows), not %s.",
+    nce_abort(sprintf("`ratio` must be a whole number for tgm_model() (noise rows pair with data rows), not %s.",
                       format(nu)), call = call)
   }
   x <- tgm_data(x, call)

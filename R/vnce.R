@@ -10,7 +10,7 @@
 #'
 #' Models:
 #' * [tgm_model()]: the truncated Gaussian graphical model phi(x; K, c) = exp(-x'Kx/2 - c) on the
-#'   positive orthant; missing entries of `x` (NA) are the latent variables. The variational family
+#'   positive orthant; missing entries of `data` (NA) are the latent variables. The variational family
 #'   is by default the model's own truncated-normal posterior drawn by the GHK simulator
 #'   (`family = "ghk"`), or the paper's joint lognormal whose conditionals give q for every
 #'   missingness pattern (`family = "lognormal"`). The noise is a
@@ -25,11 +25,13 @@
 #' * [custom_model()]: your own log phi(x, z; theta) and its gradient for a discrete latent variable,
 #'   computed in R (slower; for small models).
 #'
-#' @param x Data: for [tgm_model()] a numeric matrix (rows = observations, NA = missing; values must
-#'   be positive); for the mixture and custom models a numeric vector or matrix without NA.
+#' @param data The data being modelled: for [tgm_model()] a numeric matrix (rows = observations,
+#'   NA = missing; values must be positive); for the mixture and custom models a numeric vector or
+#'   matrix without NA. See [nce_vocabulary] for the argument names shared by every fit.
 #' @param model A model specification: [tgm_model()], [mog_model()] or [custom_model()].
-#' @param nu Noise-to-data ratio: `nu * nrow(x)` noise points (a positive whole number for the
-#'   graphical model, whose noise rows pair with data rows).
+#' @param ratio Reference (noise) points per data point: `ratio * nrow(data)` noise points (a
+#'   positive whole number for the graphical model, whose noise rows pair with data rows); as in
+#'   [nce()], see [nce_vocabulary].
 #' @param n_latent Number of draws from q per data or noise point (Monte Carlo size of the
 #'   expectations over continuous latent variables).
 #' @param method `"vnce"` (joint maximisation over model and variational parameters), `"em"` (the EM
@@ -38,7 +40,8 @@
 #' @param impute For the graphical model: `"latent"` (missing values are latent variables: VNCE),
 #'   `"mean"` (fill them with the column mean of the observed values and fit by NCE) or `"complete"`
 #'   (NCE on the rows without missing values).
-#' @param control Optimiser settings from [vnce_control()].
+#' @param control Optimiser settings: [vnce_control()] or a list of some of its settings, merged
+#'   into the defaults.
 #' @return An object of class `vnce_fit` (and `vnce_tgm`, `vnce_mog` or `vnce_custom`) with the
 #'   estimates (`coefficients`; for the graphical model also `precision`, the estimated K, and `c`),
 #'   the variational parameters, the maximised objective, the optimiser's convergence report, the
@@ -51,7 +54,7 @@
 #'   (imputation, log density with standard errors), `logLik()`, `simulate()`, `update()`, `nobs()`,
 #'   `model.frame()`, broom's `tidy()`/`glance()`/`augment()`, `plot()`, [tgm_edges()], [edge_roc()].
 #'
-#'   Refused before any work: `nu`, `n_latent` that are not positive (whole) numbers, and fits whose
+#'   Refused before any work: `ratio`, `n_latent` that are not positive (whole) numbers, and fits whose
 #'   noise and latent draws would not fit in memory (class `nce_error_size`, naming the argument that
 #'   sets the size); data with non-numeric, infinite or (graphical model) non-positive values, rows
 #'   with every value missing, columns with fewer than two observed values.
@@ -70,7 +73,7 @@
 #' y <- rmog(500, theta = 4)
 #' vnce(y, mog_model())
 #' @export
-vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce", "em", "nce"),
+vnce <- function(data, model = tgm_model(), ratio = 1, n_latent = 10, method = c("vnce", "em", "nce"),
                  impute = c("latent", "mean", "complete"), control = vnce_control()) {
   rng <- rng_state()
   cl <- match.call()
@@ -81,25 +84,23 @@ vnce <- function(x, model = tgm_model(), nu = 1, n_latent = 10, method = c("vnce
     nce_abort(sprintf("`model` must be a model specification from tgm_model(), mog_model() or custom_model(), not %s.",
                       describe_value(model)), call = call)
   }
-  check_number(nu, "nu", min = 0, exclusive_min = TRUE, call = call)
+  check_number(ratio, "ratio", min = 0, exclusive_min = TRUE, call = call)
   check_count(n_latent, "n_latent", max = 1e9, call = call)
-  if (!inherits(control, "vnce_control")) {
-    nce_abort(sprintf("`control` must come from vnce_control(), not %s.", describe_value(control)), call = call)
-  }
+  control <- merge_control(control, vnce_control, call = call)
   if (model$type != "tgm" && impute != "latent") {
     nce_abort("`impute` applies to tgm_model() only (this model has no missing data): leave it at \"latent\".",
               call = call)
   }
-  vnce_check_size(x, model, nu, n_latent, call)
+  vnce_check_size(data, model, ratio, n_latent, call)
   fit <- switch(model$type,
-    tgm = fit_vnce_tgm(x, model, nu, as.integer(n_latent), method, impute, control, call = call),
-    mog = fit_vnce_mog(x, model, nu, method, control, call = call),
-    custom = fit_vnce_custom(x, model, nu, method, control, call = call)
+    tgm = fit_vnce_tgm(data, model, ratio, as.integer(n_latent), method, impute, control, call = call),
+    mog = fit_vnce_mog(data, model, ratio, method, control, call = call),
+    custom = fit_vnce_custom(data, model, ratio, method, control, call = call)
   )
   fit$call <- cl
-  fit$nu <- nu
+  fit$nu <- ratio
   fit$method <- method
-  fit$args <- list(x = x, model = model, nu = nu, n_latent = n_latent, method = method, impute = impute,
+  fit$args <- list(data = data, model = model, ratio = ratio, n_latent = n_latent, method = method, impute = impute,
                    control = control)
   if (!isTRUE(fit$converged)) {
     nce_warn(sprintf("the optimiser did not converge: %s", fit$message), "convergence", call = call)
@@ -126,7 +127,7 @@ vnce_check_size <- function(x, model, nu, n_latent, call) {
   } else {
     rows * max(d, 1) * 8 * 6
   }
-  arg <- if (model$type == "tgm" && n_latent * d > 4 * (1 + nu) * d) "n_latent" else "nu"
+  arg <- if (model$type == "tgm" && n_latent * d > 4 * (1 + nu) * d) "n_latent" else "ratio"
   check_size(bytes, arg, "this vnce() fit", call = call)
 }
 
@@ -176,7 +177,7 @@ warn_improper <- function(nz, call) {
   if (identical(nz$status, "improper")) {
     nce_warn(paste0("the fitted model is improper: ", nz$why, ". exp(-x'Kx/2) is then not integrable on the ",
                     "positive orthant, so c is no log normaliser and logLik() is refused. NCE does not enforce ",
-                    "normalisability: use more data, a larger `nu`, or fewer free parameters."),
+                    "normalisability: use more data, a larger `ratio`, or fewer free parameters."),
              "improper", call = call)
   } else if (identical(nz$status, "unknown")) {
     nce_warn(paste0("could not verify that the fitted model is normalisable: ", nz$why, "."),

@@ -27,7 +27,7 @@ run <- function(label, make) {
 nk <- length(truth_k)
 run("tgm complete, n = 300, nu = 2", function() {
   x <- rtgm(300, K)
-  cover(suppressWarnings(vnce(x, tgm_model(), nu = 2)), truth_k, seq_len(nk))
+  cover(suppressWarnings(vnce(x, tgm_model(), ratio = 2)), truth_k, seq_len(nk))
 })
 # With at most one missing value per row the GHK family is the exact posterior and the VNCE
 # bound is tight: VNCE is NCE on the marginal model. With two or more missing values in a row
@@ -38,14 +38,14 @@ run("tgm one missing value in 60% of rows", function() {
   x <- rtgm(300, K)
   rows <- which(runif(300) < 0.6)
   x[cbind(rows, sample(4, length(rows), TRUE))] <- NA
-  cover(suppressWarnings(vnce(x, tgm_model(), nu = 2, n_latent = 10)), truth_k, seq_len(nk))
+  cover(suppressWarnings(vnce(x, tgm_model(), ratio = 2, n_latent = 10)), truth_k, seq_len(nk))
 })
 run("tgm 20% of cells missing", function() {
   x <- rtgm(300, K)
   m <- matrix(runif(length(x)) < 0.2, nrow(x))
   m[rowSums(m) == ncol(x), 1] <- FALSE                 # keep one observed value per row
   x[m] <- NA
-  cover(suppressWarnings(vnce(x, tgm_model(), nu = 2, n_latent = 10)), truth_k, seq_len(nk))
+  cover(suppressWarnings(vnce(x, tgm_model(), ratio = 2, n_latent = 10)), truth_k, seq_len(nk))
 })
 run("mog VNCE, n = 500, theta = 4", function() {
   y <- rmog(500, theta = 4)

@@ -27,12 +27,12 @@ run_graph <- function(graph) {
     set.seed(1000 * r + (graph == "hub"))
     K <- if (graph == "ring") ring_graph(d) else hub_graph(d)
     x <- rtgm(n, K, burnin = 100, thin = 10)
-    full <- timed(vnce(x, tgm_model(), nu = nu))
+    full <- timed(vnce(x, tgm_model(), ratio = nu))
     for (p in fractions) {
       xm <- x
       if (p > 0) xm[sample(length(x), round(p * length(x)))] <- NA
-      v <- timed(vnce(xm, tgm_model(family), n_latent = n_latent, nu = nu))
-      m <- timed(vnce(xm, tgm_model(), impute = "mean", nu = nu))
+      v <- timed(vnce(xm, tgm_model(family), n_latent = n_latent, ratio = nu))
+      m <- timed(vnce(xm, tgm_model(), impute = "mean", ratio = nu))
       rows[[length(rows) + 1L]] <- data.frame(
         graph = graph, rep = r, missing = p,
         vnce = edge_roc(v$value, K)$auc, nce_mean = edge_roc(m$value, K)$auc,

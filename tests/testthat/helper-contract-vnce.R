@@ -24,7 +24,7 @@ contract_cases_vnce <- function() {
          fit = function() {
            x <- tgm_data()
            set.seed(42)
-           vnce(x, tgm_model(), nu = 2)
+           vnce(x, tgm_model(), ratio = 2)
          },
          unsupported = no_model),
     list(name = "vnce_tgm (GHK family, 20% missing)",

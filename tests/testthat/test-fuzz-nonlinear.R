@@ -44,7 +44,7 @@ fuzz_nl <- function() {
       nce(~ -(`a b%` - mu)^2, data.frame(`a b%` = d$y, check.names = FALSE),
           ref_normal(`a b%` = 0, cov = 1), start = c(mu = 0, `a b%` = 1))
     }, "nce_error_input"),
-    list("nce_model log_f not a function", function() nce_model(1), "nce_error_input"),
+    list("nce_model log_density not a function", function() nce_model(1), "nce_error_input"),
     list("ica start wrong shape", function() nce(model = ica_model(), data = x2, reference = r2, start = diag(3)),
          "nce_error_input"),
     list("ica start NA", function() nce(model = ica_model(), data = x2, reference = r2, start = matrix(NA_real_, 2, 2)),

@@ -23,19 +23,19 @@ fuzz_env <- local({
 fuzz_cases <- list(
   # vnce() arguments
   list("vnce: model not a specification", quote(vnce(x, "tgm")), "nce_error_input"),
-  list("vnce: nu NA", quote(vnce(x, tgm_model(), nu = NA)), "nce_error_input"),
-  list("vnce: nu NaN", quote(vnce(x, tgm_model(), nu = NaN)), "nce_error_input"),
-  list("vnce: nu Inf", quote(vnce(x, tgm_model(), nu = Inf)), "nce_error_input"),
-  list("vnce: nu negative", quote(vnce(x, tgm_model(), nu = -1)), "nce_error_input"),
-  list("vnce: nu zero", quote(vnce(x, tgm_model(), nu = 0)), "nce_error_input"),
-  list("vnce: nu a string", quote(vnce(x, tgm_model(), nu = "1")), "nce_error_input"),
-  list("vnce: nu two values", quote(vnce(x, tgm_model(), nu = c(1, 2))), "nce_error_input"),
-  list("vnce: nu 1e7 (memory)", quote(vnce(x, tgm_model(), nu = 1e7)), "nce_error_size"),
+  list("vnce: ratio NA", quote(vnce(x, tgm_model(), ratio = NA)), "nce_error_input"),
+  list("vnce: ratio NaN", quote(vnce(x, tgm_model(), ratio = NaN)), "nce_error_input"),
+  list("vnce: ratio Inf", quote(vnce(x, tgm_model(), ratio = Inf)), "nce_error_input"),
+  list("vnce: ratio negative", quote(vnce(x, tgm_model(), ratio = -1)), "nce_error_input"),
+  list("vnce: ratio zero", quote(vnce(x, tgm_model(), ratio = 0)), "nce_error_input"),
+  list("vnce: ratio a string", quote(vnce(x, tgm_model(), ratio = "1")), "nce_error_input"),
+  list("vnce: ratio two values", quote(vnce(x, tgm_model(), ratio = c(1, 2))), "nce_error_input"),
+  list("vnce: ratio 1e7 (memory)", quote(vnce(x, tgm_model(), ratio = 1e7)), "nce_error_size"),
   list("vnce: n_latent 1e7 (memory)", quote(vnce(xm, tgm_model(), n_latent = 1e7)), "nce_error_size"),
   list("vnce: n_latent 0", quote(vnce(xm, tgm_model(), n_latent = 0)), "nce_error_input"),
   list("vnce: n_latent 2.5", quote(vnce(xm, tgm_model(), n_latent = 2.5)), "nce_error_input"),
   list("vnce: n_latent NA", quote(vnce(xm, tgm_model(), n_latent = NA)), "nce_error_input"),
-  list("vnce: control not from vnce_control", quote(vnce(x, tgm_model(), control = list(maxit = 5))),
+  list("vnce: control with an unknown setting", quote(vnce(x, tgm_model(), control = list(tol = 5))),
        "nce_error_input"),
   list("vnce: impute with mog", quote(vnce(y1, mog_model(), impute = "mean")), "nce_error_input"),
   # tgm data
@@ -49,7 +49,7 @@ fuzz_cases <- list(
   list("tgm: a row all NA", quote(vnce(`[<-`(x, 2, , NA), tgm_model())), "nce_error_input"),
   list("tgm: data frame with a factor", quote(vnce(data.frame(a = x[, 1], b = factor(x[, 2])), tgm_model())),
        "nce_error_input"),
-  list("tgm: nu 1.5", quote(vnce(x, tgm_model(), nu = 1.5)), "nce_error_input"),
+  list("tgm: ratio 1.5", quote(vnce(x, tgm_model(), ratio = 1.5)), "nce_error_input"),
   list("tgm: method em", quote(vnce(x, tgm_model(), method = "em")), "nce_error_input"),
   list("tgm_model: family NA", quote(tgm_model(NA_character_)), "nce_error_input"),
   list("tgm_model: family a number", quote(tgm_model(1)), "nce_error_input"),
@@ -64,14 +64,14 @@ fuzz_cases <- list(
   list("mog: one value", quote(vnce(1, mog_model())), "nce_error_input"),
   list("mog: a matrix of two columns", quote(vnce(cbind(y1, y1), mog_model())), "nce_error_input"),
   list("mog: start theta negative", quote(vnce(y1, mog_model(start = list(theta = -1)))), "nce_error_input"),
-  list("custom_model: log_phi not a function", quote(custom_model(1, gr, theta = c(a = 1, c = 0))),
+  list("custom_model: log_density not a function", quote(custom_model(1, gr, theta = c(a = 1, c = 0))),
        "nce_error_input"),
   list("custom_model: theta NA", quote(custom_model(lp, gr, theta = c(a = NA, c = 0))), "nce_error_input"),
   list("custom_model: one latent value", quote(custom_model(lp, gr, theta = c(a = 1, c = 0), latent = 1)),
        "nce_error_input"),
-  list("custom: log_phi returns NA", quote(vnce(y1, custom_model(function(x, z, th) rep(NA_real_, length(x)), gr,
+  list("custom: log_density returns NA", quote(vnce(y1, custom_model(function(x, z, th) rep(NA_real_, length(x)), gr,
                                                                  theta = c(a = 1, c = 0)))), "nce_error_input"),
-  list("custom: log_phi wrong length", quote(vnce(y1, custom_model(function(x, z, th) 1, gr,
+  list("custom: log_density wrong length", quote(vnce(y1, custom_model(function(x, z, th) 1, gr,
                                                                    theta = c(a = 1, c = 0)))), "nce_error_input"),
   # rtgm and graphs
   list("rtgm: n 1e9 (memory)", quote(rtgm(1e9, diag(2))), "nce_error_size"),
@@ -151,9 +151,9 @@ test_that("every message names the argument or says what to do", {
   e <- tryCatch(bayes_factor_nce(fuzz_env$d1, fuzz_env$d2, fuzz_env$l1, fuzz_env$l2, ess = c(Inf, 100)),
                 error = identity)
   expect_match(conditionMessage(e), "`ess`.*Inf, 100")
-  e <- tryCatch(eval(fuzz_cases[[which(vapply(fuzz_cases, `[[`, "", 1L) == "custom: log_phi returns NA")]][[2L]],
+  e <- tryCatch(eval(fuzz_cases[[which(vapply(fuzz_cases, `[[`, "", 1L) == "custom: log_density returns NA")]][[2L]],
                      fuzz_env), error = identity)
-  expect_match(conditionMessage(e), "`log_phi` returned NA at 80 data point.*starting `theta`")
+  expect_match(conditionMessage(e), "`log_density` returned NA at 80 data point.*starting `theta`")
   e <- tryCatch(vnce(fuzz_env$xm, tgm_model(), n_latent = 1e7), error = identity)
   expect_match(conditionMessage(e), "set by `n_latent`")
 })

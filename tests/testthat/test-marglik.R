@@ -58,7 +58,7 @@ test_that("MCMC draws: the standard error grows with the autocorrelation", {
   expect_lt(abs(fit$logml - 0.5 * log(2 * pi)), 3 * fit$se)
 })
 
-test_that("bayes_factor_marglik() combines two marginal likelihoods; bf() is deprecated", {
+test_that("bayes_factor_marglik() combines two marginal likelihoods", {
   set.seed(15)
   y <- 1.5
   lp1 <- function(m) dnorm(y, m[, 1], 1, log = TRUE) + dnorm(m[, 1], 0, 1, log = TRUE)
@@ -66,8 +66,6 @@ test_that("bayes_factor_marglik() combines two marginal likelihoods; bf() is dep
   ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = "nce_marglik")
   k <- bayes_factor_marglik(ml1, ml2)
   expect_s3_class(k, "nce_bf")
-  expect_warning(k_old <- bf(ml1, ml2), "bayes_factor_marglik", class = "nce_warning_deprecated")
-  expect_equal(k_old$log_bf, k$log_bf)
   expect_equal(k$log_bf, ml1$logml - ml2$logml)
   expect_equal(k$se, ml1$se)
   expect_lt(abs(k$log_bf - (dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE))), 0.01)
@@ -80,7 +78,7 @@ test_that("bad input is refused with classed errors", {
   expect_error(marglik_nce(c(1, NA, 2, 3, 4), lk), "NA .* in 1 of 5 draws \\(rows 2\\)", class = "nce_error_data")
   expect_error(marglik_nce(1, lk), "has 1 draw", class = "nce_error_input")
   expect_error(marglik_nce(c(0.5, 1.5, 0.2, 0.3), lk, lb = 0, ub = 1), "1 draws of column 1 lie outside", class = "nce_error_support")
-  expect_error(marglik_nce(rnorm(100), function(s) ifelse(s[, 1] > 0, NaN, 0)), "`log_posterior` is not finite at",
+  expect_error(marglik_nce(rnorm(100), function(s) ifelse(s[, 1] > 0, NaN, 0)), "`log_density` is not finite at",
                class = "nce_error_data")
   expect_error(marglik_nce(rnorm(100), function(s) 0), "one number per row", class = "nce_error_input")
   expect_error(marglik_nce(matrix(rnorm(20), 10), lk, lb = c(0, 1, 2)), "length 1 or 2", class = "nce_error_input")

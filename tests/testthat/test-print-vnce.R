@@ -7,7 +7,7 @@ snap_fits <- local({
   K <- ring_graph(4)
   x <- rtgm(120, K)
   set.seed(72)
-  tgm <- vnce(x, tgm_model(), nu = 2)
+  tgm <- vnce(x, tgm_model(), ratio = 2)
   set.seed(73)
   mog <- vnce(rmog(200, theta = 4), mog_model())
   lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))

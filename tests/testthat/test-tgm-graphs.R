@@ -28,8 +28,7 @@ test_that("edge_roc() gives the Mann-Whitney AUC", {
   expect_equal(edge_roc(E, K)$auc, unname(w) / (sum(e) * sum(!e)), tolerance = 1e-12)
   ed <- tgm_edges(K, 0.2)
   expect_equal(nrow(ed), 10)
-  expect_warning(ed_old <- edges(K, 0.2), "tgm_edges", class = "nce_warning_deprecated")
-  expect_identical(ed_old, ed)
+  expect_false(exists("edges", envir = asNamespace("nce"), inherits = FALSE))  # old name dropped
   expect_true(all(ed$from < ed$to))
   expect_error(edge_roc(K, matrix(TRUE, 3, 3)), class = "nce_error_input")
 })

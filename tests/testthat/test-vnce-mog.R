@@ -82,7 +82,7 @@ test_that("mixture and custom models check their input", {
   expect_error(vnce(c(1, NA, 3), mog_model()), "missing or infinite", class = "nce_error_input")
   expect_error(vnce(rnorm(20), mog_model(sigma1 = -1)), class = "nce_error_input")
   expect_error(vnce(rnorm(20), mog_model(), impute = "mean"), "tgm_model", class = "nce_error_input")
-  expect_error(custom_model(1, identity, 1), "log_phi", class = "nce_error_input")
+  expect_error(custom_model(1, identity, 1), "log_density", class = "nce_error_input")
   bad <- custom_model(function(x, z, th) 1, function(x, z, th) matrix(0, length(x), 1), theta = 1)
   expect_error(vnce(rnorm(20), bad), "one value per point", class = "nce_error_input")
 })

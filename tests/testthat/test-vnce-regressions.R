@@ -35,7 +35,7 @@ test_that("model.frame() of a vnce fit is the data, nobs the rows, logLik the no
   set.seed(41)
   x <- rtgm(150, ring_graph(4))
   set.seed(42)
-  fit <- vnce(x, tgm_model(), nu = 2)
+  fit <- vnce(x, tgm_model(), ratio = 2)
   mf <- model.frame(fit)
   expect_s3_class(mf, "data.frame")
   expect_equal(unname(as.matrix(mf)), unname(x))
@@ -55,7 +55,7 @@ test_that("model.frame() of a vnce fit is the data, nobs the rows, logLik the no
   expect_error(predict(fit, type = "impute", se.fit = TRUE), class = "nce_error_unsupported")
   # update() refits with changed arguments
   set.seed(3)
-  u <- suppressWarnings(update(fit, nu = 1))
+  u <- suppressWarnings(update(fit, ratio = 1))
   expect_equal(nrow(u$noise$y), 150)
 })
 
@@ -88,9 +88,9 @@ test_that("bayes_factor_nce() refuses log-likelihood ratios beyond double precis
   expect_match(conditionMessage(e), "log densities")
 })
 
-test_that("old names work with a classed deprecation warning", {
-  set.seed(1)
+test_that("the old names edges() and bf() are gone, the new ones take `object`", {
   K <- ring_graph(5)
-  expect_warning(e <- edges(K, 0.1), class = "nce_warning_deprecated")
-  expect_identical(e, tgm_edges(K, 0.1))
+  expect_false(any(c("edges", "bf") %in% getNamespaceExports("nce")))
+  expect_identical(tgm_edges(object = K, 0.1), tgm_edges(K, 0.1))
+  expect_error(edge_roc(object = 1:3, K), "`object`", class = "nce_error_input")
 })

@@ -18,7 +18,7 @@ test_that("with nothing missing, the tgm VNCE sandwich is the NCE sandwich of gl
   set.seed(20)
   K <- ring_graph(5)
   x <- rtgm(400, K)
-  fit <- vnce(x, tgm_model(), nu = 2, control = vnce_control(gtol = 1e-10))
+  fit <- vnce(x, tgm_model(), ratio = 2, control = vnce_control(gtol = 1e-10))
   lab <- c(rep(1, nrow(x)), rep(0, nrow(fit$noise$y)))
   X <- tgm_features(rbind(x, fit$noise$y))
   off <- -log(2) - c(fit$noise$lpx, fit$noise$lpy)

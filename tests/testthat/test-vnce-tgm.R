@@ -4,7 +4,7 @@ test_that("without missing values VNCE is NCE: the same optimum as glm() on the 
   set.seed(20)
   K <- ring_graph(5)
   x <- rtgm(400, K)
-  fit <- vnce(x, tgm_model(), nu = 2, control = vnce_control(gtol = 1e-10))
+  fit <- vnce(x, tgm_model(), ratio = 2, control = vnce_control(gtol = 1e-10))
   expect_true(fit$converged)
   lab <- c(rep(1, nrow(x)), rep(0, nrow(fit$noise$y)))
   X <- tgm_features(rbind(x, fit$noise$y))
@@ -67,7 +67,7 @@ test_that("tgm_model() input errors name the argument", {
   y <- x; y[2, 2] <- Inf
   expect_error(vnce(y, tgm_model()), "infinite", class = "nce_error_input")
   expect_error(vnce(x, tgm_model(start = list(K = -diag(4)))), "start\\$K.*not positive definite", class = "nce_error_input")
-  expect_error(vnce(x, tgm_model(), nu = 1.5), "whole number", class = "nce_error_input")
+  expect_error(vnce(x, tgm_model(), ratio = 1.5), "whole number", class = "nce_error_input")
   expect_error(vnce(x, tgm_model(), method = "em"), "not tractable", class = "nce_error_input")
   expect_error(vnce(x[, 1, drop = FALSE], tgm_model()), "two columns", class = "nce_error_input")
   y <- x; y[1:45, 1] <- NA

@@ -1,0 +1,59 @@
+# contrast(): the one contrast step of nce(), nce(given =), nonlinear nce() and snce()/latkes().
+
+test_that("contrast() stacks data and reference rows with labels and offsets", {
+  ref <- ref_uniform(y = c(0, 2))
+  d <- data.frame(y = c(0.5, 1, 1.5))
+  set.seed(1)
+  con <- nce:::contrast(d, ref, ratio = 2.5)
+  set.seed(1)
+  u <- nce:::ref_draw(ref, 8L)
+  expect_identical(con$rows, rbind(d, u))
+  expect_identical(con$y, rep(c(1, 0), c(3, 8)))
+  expect_identical(c(con$n_data, con$n_ref), c(3L, 8L))
+  expect_equal(con$offset, log(3 / 8) - rep(-log(2), 11))
+  expect_identical(con$lq, c(con$lq_data, con$lq_ref))
+  expect_null(con$of)
+  # weights and the Poisson transform
+  set.seed(1)
+  pw <- nce:::contrast(d, ref, ratio = 2.5, weight_total = 6, method = "poisson")
+  expect_identical(pw$offset[1:3], c(0, 0, 0))
+  expect_equal(pw$offset[-(1:3)], rep(log(6 / 8) + log(2), 8))
+})
+
+test_that("paired contrast copies each data row's other columns into its reference rows", {
+  ref <- ref_uniform(y = c(0, 1))
+  d <- data.frame(y = c(0.2, 0.7), z = factor(c("a", "b")))
+  set.seed(2)
+  con <- nce:::contrast(d, ref, ratio = 3L, paired = TRUE)
+  expect_identical(con$of, rep(1:2, each = 3))
+  expect_identical(as.character(con$rows$z), c("a", "b", rep(c("a", "b"), each = 3)))
+  expect_identical(con$offset, log(1 / 3) - con$lq)
+  # a transition kernel draws at the previous states
+  k <- kernel_normal(c(y = 0.1), window = list(y = c(0, 1)))
+  prev <- data.frame(y = c(0.3, 0.6))
+  set.seed(3)
+  ck <- nce:::contrast(d, k, ratio = 2L, paired = TRUE, prev = prev, transform = function(x) {
+    x$y2 <- x$y^2
+    x
+  })
+  expect_identical(ck$rows$y2, ck$rows$y^2)
+  expect_identical(ck$data$y2, d$y^2)
+  expect_true(all(is.finite(ck$lq)))
+})
+
+test_that("contrast() refuses, with the argument named, before drawing", {
+  ref <- ref_uniform(y = c(0, 1))
+  d <- data.frame(y = c(0.5, 2, 3))
+  expect_error(nce:::contrast(d, ref, 2), "2 data point\\(s\\) lie outside.*rows 2, 3", class = "nce_error_support")
+  expect_error(nce:::contrast(d[1, , drop = FALSE], ref, 0.1), "gives no reference points", class = "nce_error_input")
+  expect_error(nce:::contrast(d, ref, 1e12), "R's limit", class = "nce_error_size")
+  old <- options(nce.max_memory = 1e3)
+  on.exit(options(old))
+  dd <- data.frame(y = runif(50))
+  seed <- .Random.seed
+  expect_error(nce:::contrast(dd, ref, 5), "`ratio`", class = "nce_error_size")
+  expect_identical(.Random.seed, seed)  # refused before any draw
+  # the fits share it: the same refusal from each
+  expect_error(nce(~ y, dd, ref, ratio = 5), class = "nce_error_size")
+  expect_error(snce(~ I(y * y_prev), dd, ref, ratio = 5), class = "nce_error_size")
+})
