@@ -204,6 +204,10 @@ logLik.latkes_collection <- function(object, ...) {
 #'   [predict.latkes_fit()]); by default every fit's own transitions, stacked.
 #' @export
 predict.latkes_collection <- function(object, newdata, ...) {
+  if (identical(list(...)$type, "lpmatrix")) {
+    nce_unsupported("predict(type = \"lpmatrix\")", object,
+                    "each subject's fit has its own design; use predict(x$fits[[i]], type = \"lpmatrix\")")
+  }
   if (missing(newdata) || is.null(newdata)) {
     res <- lapply(object$fits, function(f) predict(f, ...))
     return(stacked_predictions(object, res))

@@ -85,7 +85,8 @@ predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "
   normalise <- match.arg(normalise)
   se_type <- match.arg(se_type)
   check_bool(se.fit, "se.fit")
-  if (missing(newdata) || is.null(newdata)) {
+  own <- missing(newdata) || is.null(newdata)
+  if (own) {
     newdata <- object$transitions
   } else {
     check_data_frame(newdata, "newdata", min_rows = 0L)
@@ -97,7 +98,8 @@ predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "
   }
   if (type %in% c("log_kernel", "terms") || normalise == "intercept") {
     t2 <- if (type == "response") "link" else type
-    res <- predict.snce_fit(object, newdata, type = t2, se.fit = se.fit, se_type = se_type)
+    # The fit's own transitions go as no newdata: per-transition intercepts exist only there.
+    res <- predict.snce_fit(object, if (!own) newdata, type = t2, se.fit = se.fit, se_type = se_type)
     if (type != "response") return(res)
     if (!se.fit) return(exp(res) * inside_window(object, newdata))
     f <- exp(res$fit) * inside_window(object, newdata)
@@ -421,7 +423,6 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("intercept",
                            object$outside, object$order, names(object[["maps"]]))
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
   }
-  # The fit's own transitions go as no newdata: per-transition intercepts exist only there.
   ld <- predict.latkes_fit(object, if (!is.null(newdata)) trans, type = "link", normalise = normalise, grid = grid,
                            refine = refine, extrapolate = extrapolate)
   df <- if (normalise == "grid") sum(object$edf[kernel_columns(object)$coef]) else snce_df(object)

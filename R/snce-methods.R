@@ -52,6 +52,12 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
   }
   check_numeric_columns(newdata, intersect(c(vars, paste0(vars, "_prev")), names(newdata)), "newdata")
   if (!is.null(object$features)) newdata <- object$features(newdata)
+  # Factor columns of the fit (by variables, maps per image) given as strings: the fit's levels.
+  for (col in intersect(names(newdata), names(object$transitions))) {
+    if (is.factor(object$transitions[[col]]) && is.character(newdata[[col]])) {
+      newdata[[col]] <- factor(newdata[[col]], levels = levels(object$transitions[[col]]))
+    }
+  }
   beta <- object$coefficients
   pa <- object$row_setup$ncol
   has_int <- !identical(object$row_setup$intercept, FALSE)

@@ -47,7 +47,7 @@ contract_cases_seq <- function() {
          }),
          newdata_index = 1:4,
          data = fix(),
-         unsupported = "predict_lpmatrix"),
+         unsupported = character()),
     list(name = "latkes_collection",
          fit = function() {
            d <- fix(2)

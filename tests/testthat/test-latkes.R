@@ -26,7 +26,8 @@ test_that("features are computed for data and reference rows and for new data", 
   expect_true(all(mf$angle > -pi & mf$angle <= pi))
   tm <- predict(fit, data.frame(x = c(600, 700), y = 400, x_prev = 500, y_prev = 400), type = "terms")
   expect_equal(colnames(tm), c("s(dist)", "s(angle)"))
-  expect_equal(unname(rowSums(tm)), unname(predict(fit, data.frame(x = c(600, 700), y = 400, x_prev = 500, y_prev = 400))))
+  nd <- data.frame(x = c(600, 700), y = 400, x_prev = 500, y_prev = 400)
+  expect_equal(unname(rowSums(tm)), unname(predict(fit, nd, type = "log_kernel")))
 })
 
 test_that("a known kernel is recovered: each term within its 95% band over most of its range", {
