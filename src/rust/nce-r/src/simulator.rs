@@ -6,7 +6,8 @@ use crate::convert::{
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::lasso::{cv_logistic_lasso, LassoControl};
+use nce_core::estimators::lasso::cv_logistic_lasso;
+use nce_core::estimators::lasso_path::LassoControl;
 use nce_core::lfire::{lfire_fit, LfireData, LfirePenalty};
 use nce_core::metropolis::{metropolis_tables, ChainPrior, SumTables};
 use nce_core::NceError;

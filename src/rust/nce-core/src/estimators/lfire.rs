@@ -6,9 +6,10 @@
 //! ChaCha stream for the CV folds, so results do not depend on the thread count.
 
 use crate::design::DenseDesign;
+use crate::estimators::lasso::{cv_logistic_lasso, fold_ids};
+use crate::estimators::lasso_path::LassoControl;
 use crate::family::Family;
 use crate::irls::{Control, Problem};
-use crate::lasso::{cv_logistic_lasso, fold_ids, LassoControl};
 use crate::penalty::{Penalty, PenaltySet};
 use crate::reml::{fit_reml, RemlControl};
 use crate::rng::stream_rng;
