@@ -8,8 +8,8 @@ mod tgm_gibbs;
 use nalgebra::DMatrix;
 #[path = "../tests/support/threads.rs"]
 mod threads;
+use nce_core::estimators::vnce::{fit, fit_ghk, TgmParams, TgmVnce};
 use nce_core::optim::{LbfgsControl, Objective};
-use nce_core::vnce::{fit, fit_ghk, TgmParams, TgmVnce};
 use std::time::Instant;
 use threads::with_threads;
 

@@ -5,12 +5,12 @@
 mod support;
 
 use nalgebra::DMatrix;
-use nce_core::design::DenseDesign;
-use nce_core::family::{log1pexp, Family};
-use nce_core::irls;
+use nce_core::engine::design::DenseDesign;
+use nce_core::engine::family::{log1pexp, Family};
+use nce_core::engine::irls;
+use nce_core::estimators::vnce::{fit, Terms, TgmParams, TgmVnce};
 use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use nce_core::rng::stream_rng;
-use nce_core::vnce::{fit, Terms, TgmParams, TgmVnce};
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
 use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};

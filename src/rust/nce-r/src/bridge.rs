@@ -1,4 +1,4 @@
-//! Binding of nce_core::bridge: normalising constants and Bayes factors by logistic regression
+//! Binding of nce_core::estimators::bridge: normalising constants and Bayes factors by logistic regression
 //! between two samples. No numerics here.
 
 use crate::convert::{
@@ -8,8 +8,8 @@ use crate::convert::{
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::bridge::{self, Bounds, SolveControl};
-use nce_core::telescope::{self, Whitening};
+use nce_core::estimators::bridge::{self, Bounds, SolveControl};
+use nce_core::estimators::telescope::{self, Whitening};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 

@@ -5,7 +5,7 @@
 
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::irls::Control;
+use nce_core::engine::irls::Control;
 use nce_core::optim::LbfgsControl;
 use nce_core::NceError;
 

@@ -7,15 +7,17 @@ use crate::convert::{
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::alias::fit_reml_dense;
-use nce_core::design::{DenseDesign, Design};
-use nce_core::discrete::{DiscreteDesign, TermSpec};
-use nce_core::family::Family;
-use nce_core::grouped::{fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign};
-use nce_core::irls::{self, Control, Problem};
-use nce_core::penalty::{Penalty, PenaltySet};
-use nce_core::reml::{fit_reml, RemlControl, RemlFit};
-use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
+use nce_core::engine::alias::fit_reml_dense;
+use nce_core::engine::design::{DenseDesign, Design};
+use nce_core::engine::discrete::{DiscreteDesign, TermSpec};
+use nce_core::engine::family::Family;
+use nce_core::engine::grouped::{
+    fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign,
+};
+use nce_core::engine::irls::{self, Control, Problem};
+use nce_core::engine::penalty::{Penalty, PenaltySet};
+use nce_core::engine::reml::{fit_reml, RemlControl, RemlFit};
+use nce_core::engine::sandwich::{grouped_cluster_sandwich, sample_sandwich};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 

@@ -3,7 +3,7 @@
 use crate::convert::{guard, int_slice, real_slice, seed_of, threads_of};
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::latkes_sim::LatticeKernel;
+use nce_core::sampling::latkes_sim::LatticeKernel;
 use nce_core::NceError;
 
 /// Simulate LATKES chains on a grid: `state` (log, nx * ny) and `offset` (log,

@@ -1,4 +1,4 @@
-//! Binding of nce_core::nonlinear: NCE for models nonlinear in their parameters, with the model
+//! Binding of nce_core::estimators::nonlinear: NCE for models nonlinear in their parameters, with the model
 //! given by an R callback (evaluated on the R main thread, one call per iterate) or built in
 //! (Laplace ICA). No numerics here.
 
@@ -7,8 +7,8 @@ use crate::convert::{guard, list_get, list_number, real_matrix, real_slice, seed
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::nonlinear::ica::{self, IcaModel};
-use nce_core::nonlinear::{covariances, fit_starts, FitControl, Method, Model, MultiFit, NceProblem};
+use nce_core::estimators::nonlinear::ica::{self, IcaModel};
+use nce_core::estimators::nonlinear::{covariances, fit_starts, FitControl, Method, Model, MultiFit, NceProblem};
 use nce_core::optim::LbfgsControl;
 use nce_core::NceError;
 use std::sync::atomic::Ordering;

@@ -1,4 +1,4 @@
-//! Binding of nce_core::shards: pooled fits with the row-level block in shards held by the
+//! Binding of nce_core::engine::shards: pooled fits with the row-level block in shards held by the
 //! workers of an R `future` plan. The fit runs on the per-call pool; whenever it needs the
 //! shards, the R main thread (never a pool thread) calls the R function that runs the shards'
 //! tasks. No numerics here.
@@ -7,8 +7,8 @@ use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_sl
 use crate::fit::{cluster_of, free_result, penalties_from, problem, reml_control, reml_result};
 use crate::run::{self, Requester};
 use extendr_api::prelude::*;
-use nce_core::reml::fit_reml;
-use nce_core::shards::{
+use nce_core::engine::reml::fit_reml;
+use nce_core::engine::shards::{
     fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp, ShardPart,
     ShardResult, ShardTask, ShardedDesign,
 };

@@ -1,4 +1,4 @@
-//! Binding of nce_core::lfire (ratio estimation for simulator models) and of the tabulated
+//! Binding of nce_core::estimators::lfire (ratio estimation for simulator models) and of the tabulated
 //! Metropolis sampler of amortised ratio posteriors. No numerics here.
 
 use crate::convert::{
@@ -8,8 +8,8 @@ use crate::run;
 use extendr_api::prelude::*;
 use nce_core::estimators::lasso::cv_logistic_lasso;
 use nce_core::estimators::lasso_path::LassoControl;
-use nce_core::lfire::{lfire_fit, LfireData, LfirePenalty};
-use nce_core::metropolis::{metropolis_tables, ChainPrior, SumTables};
+use nce_core::estimators::lfire::{lfire_fit, LfireData, LfirePenalty};
+use nce_core::sampling::metropolis::{metropolis_tables, ChainPrior, SumTables};
 use nce_core::NceError;
 
 /// LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
@@ -75,7 +75,7 @@ fn nce_lfire_fit(
         let fits = run::run(threads, |stop| lfire_fit(&data, &pen, seed, stop))?;
         let g = fits.len();
         let beta = RMatrix::new_matrix(g, p, |i, j| fits[i].beta[j]);
-        let col = |f: fn(&nce_core::lfire::LfireFit) -> f64| fits.iter().map(f).collect::<Vec<f64>>();
+        let col = |f: fn(&nce_core::estimators::lfire::LfireFit) -> f64| fits.iter().map(f).collect::<Vec<f64>>();
         Ok(list!(
             intercept = col(|f| f.intercept),
             beta = beta,

@@ -1,4 +1,4 @@
-//! Binding of nce_core::vnce: variational NCE for the truncated Gaussian graphical model with
+//! Binding of nce_core::estimators::vnce: variational NCE for the truncated Gaussian graphical model with
 //! missing values. No numerics here.
 
 use crate::convert::{
@@ -8,7 +8,7 @@ use crate::convert::{
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::vnce::{self, param_names, Terms, TgmParams, TgmVnce};
+use nce_core::estimators::vnce::{self, param_names, Terms, TgmParams, TgmVnce};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
@@ -195,7 +195,7 @@ fn nce_ghk_impute(x: Robj, k: Robj, n_draws: i32, seed: f64, threads: i32) -> Ro
     })
 }
 
-/// Sandwich covariance of a fitted VNCE estimate (nce_core::vnce::se): for `family = "ghk"` over
+/// Sandwich covariance of a fitted VNCE estimate (nce_core::estimators::vnce::se): for `family = "ghk"` over
 /// theta = (K upper triangle row by row, c) at `params` = list(K, c); for "lognormal" over all
 /// packed parameters at list(K, c, mu, prec). The same x, y, lpx, lpy, n_latent and seed as the
 /// fit give the same fixed draws. Returns list(vcov, names).

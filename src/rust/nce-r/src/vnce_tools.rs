@@ -8,8 +8,9 @@ use crate::convert::{
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::mog::{EmControl, Mog};
-use nce_core::{tgm_sim, truncnorm, NceError};
+use nce_core::estimators::mog::{EmControl, Mog};
+use nce_core::sampling::{tgm_sim, truncnorm};
+use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
 /// MLE of the parent normal of data truncated to (lower, inf): list(mean, sd, loglik, converged).
@@ -171,7 +172,7 @@ fn nce_vnce_mog(
 }
 
 /// Sandwich covariance of a mixture-of-Gaussians estimate: `method = "vnce"` over
-/// p = (log theta, c, w0, w1, w2), `"nce"` over (log theta, c) (nce_core::vnce::se).
+/// p = (log theta, c, w0, w1, w2), `"nce"` over (log theta, c) (nce_core::estimators::vnce::se).
 /// @keywords internal
 /// @noRd
 #[extendr]

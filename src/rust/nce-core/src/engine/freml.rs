@@ -110,7 +110,7 @@ pub(crate) fn working_rho(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::penalty::Penalty;
+    use crate::engine::penalty::Penalty;
 
     /// The working score by finite differences agrees with the analytic derivatives at the
     /// minimiser: the gradient vanishes there, and moving any rho raises the score.

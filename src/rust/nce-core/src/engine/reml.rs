@@ -10,14 +10,14 @@
 //! passes over the rows (see `Ctx::derivs`); everything else is p x p algebra.
 
 use crate::convergence::Convergence;
-use crate::design::{Design, CHUNK_ROWS};
+use crate::engine::design::{Design, CHUNK_ROWS};
+use crate::engine::family::Family;
+use crate::engine::irls::{Control, GlmFit, Problem};
 use crate::engine::newton::newton_step;
+use crate::engine::penalty::PenaltySet;
+use crate::engine::pirls::{self, Cand};
 use crate::error::{NceError, Result};
-use crate::family::Family;
-use crate::irls::{Control, GlmFit, Problem};
 use crate::linalg::aliased_columns;
-use crate::penalty::PenaltySet;
-use crate::pirls::{self, Cand};
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use rayon::prelude::*;
 
@@ -847,9 +847,9 @@ fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::DenseDesign;
-    use crate::grouped::GroupedDesign;
-    use crate::penalty::Penalty;
+    use crate::engine::design::DenseDesign;
+    use crate::engine::grouped::GroupedDesign;
+    use crate::engine::penalty::Penalty;
 
     /// Columns 1, x, cos(k pi x) (k = 1..8) with penalty diag(k^4) on the cosine terms.
     fn basis(x: &[f64]) -> (Vec<f64>, usize, PenaltySet) {

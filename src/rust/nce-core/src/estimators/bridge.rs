@@ -23,9 +23,9 @@
 //! bounded parameters to the real line used by `marglik` (as in bridge sampling).
 
 use crate::convergence::Convergence;
+use crate::engine::family::sigmoid;
 use crate::error::{NceError, Result};
-use crate::family::sigmoid;
-use crate::reference::Reference;
+use crate::sampling::reference::Reference;
 use rayon::prelude::*;
 
 /// Terms per chunk of a sum; fixed so results do not depend on the thread count.
@@ -530,7 +530,7 @@ pub fn marglik_reference(
     let (ue, est_logjac) = to_unconstrained(est, ne, bounds)?;
     let (mean, mut cov) = mean_cov(&uf, nf, d)?;
     if shrink {
-        crate::telescope::shrink_cov(&uf, nf, d, &mean, &mut cov);
+        crate::estimators::telescope::shrink_cov(&uf, nf, d, &mean, &mut cov);
     }
     let reference = match family {
         "normal" => Reference::normal(mean.clone(), &cov),
@@ -630,12 +630,12 @@ mod tests {
     fn results_do_not_depend_on_threads() {
         let r1: Vec<f64> = (0..50_000).map(|i| ((i as f64) * 0.37).sin() + 0.3).collect();
         let r2: Vec<f64> = (0..30_000).map(|i| ((i as f64) * 0.11).cos() - 0.2).collect();
-        let a = crate::design::with_threads(1, || {
+        let a = crate::engine::design::with_threads(1, || {
             solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)
         })
         .unwrap()
         .unwrap();
-        let b = crate::design::with_threads(4, || {
+        let b = crate::engine::design::with_threads(4, || {
             solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)
         })
         .unwrap()
@@ -766,7 +766,7 @@ mod tests {
         let mut rng = crate::rng::stream_rng(22, 0);
         let y = ar1(3000, 0.9, &mut rng);
         let one = ess_ims(&y);
-        let two = crate::telescope::long_run_ss(&[y.clone(), y.clone()].concat(), &[3000, 3000]).1;
+        let two = crate::estimators::telescope::long_run_ss(&[y.clone(), y.clone()].concat(), &[3000, 3000]).1;
         assert!((two / (2.0 * one) - 1.0).abs() < 1e-10, "{two} vs 2 x {one}");
         assert!(one < 0.1 * 3000.0, "AR(1) 0.9 has ESS about n / 19, got {one}");
     }

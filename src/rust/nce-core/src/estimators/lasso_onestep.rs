@@ -13,7 +13,7 @@ use super::lasso_path::{
     active_set_step, argmin, check_cv_inputs, coarse_path, cv_curve_of, cv_result, deviance, dot, fine_indices,
     merge_order, path_from, soft, CvLasso, LassoControl, LassoPath,
 };
-use crate::family::sigmoid;
+use crate::engine::family::sigmoid;
 use crate::Result;
 
 /// One fold: its held-out rows' columns (intercept first), gathered once.

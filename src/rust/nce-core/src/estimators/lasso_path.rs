@@ -13,7 +13,7 @@
 //! them first.
 //! Path stops as glmnet's: deviance ratio above 0.999, or its gain below 1e-5 of itself.
 
-use crate::family::sigmoid;
+use crate::engine::family::sigmoid;
 use crate::{NceError, Result};
 
 /// Settings of the path and the cross-validation.

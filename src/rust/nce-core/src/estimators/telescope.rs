@@ -32,10 +32,10 @@
 //! totals, a series in draw order, get the long-run variance of MCMC draws (initial monotone
 //! sequence, per chain). The reference samples of the last waymark are independent.
 
-use crate::bridge::{self, ess_ims, Bounds, SolveControl};
 use crate::convergence::Convergence;
+use crate::engine::family::sigmoid;
 use crate::error::{NceError, Result};
-use crate::family::sigmoid;
+use crate::estimators::bridge::{self, ess_ims, Bounds, SolveControl};
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -675,10 +675,10 @@ mod tests {
     fn proposals_do_not_depend_on_threads() {
         let (n, d) = (1000, 4);
         let z = gamma_draws(n, d, 2);
-        let a = crate::design::with_threads(1, || pcn_propose(&z, n, d, 0.3, 5, 7))
+        let a = crate::engine::design::with_threads(1, || pcn_propose(&z, n, d, 0.3, 5, 7))
             .unwrap()
             .unwrap();
-        let b = crate::design::with_threads(3, || pcn_propose(&z, n, d, 0.3, 5, 7))
+        let b = crate::engine::design::with_threads(3, || pcn_propose(&z, n, d, 0.3, 5, 7))
             .unwrap()
             .unwrap();
         assert_eq!(a, b);

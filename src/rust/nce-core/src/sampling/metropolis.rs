@@ -289,7 +289,7 @@ pub fn metropolis_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect()

@@ -7,7 +7,7 @@
 use crate::alloc::{checked_len, try_filled, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
-use crate::truncnorm::sample_std;
+use crate::sampling::truncnorm::sample_std;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,8 +214,8 @@ pub fn simulate(n: usize, k: &[f64], mean: &[f64], g: &Gibbs, seed: u64, stop: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
-    use crate::truncnorm::moments;
+    use crate::engine::design::with_threads;
+    use crate::sampling::truncnorm::moments;
 
     /// `simulate` with positive-definite K and no interruption.
     #[allow(clippy::too_many_arguments)]

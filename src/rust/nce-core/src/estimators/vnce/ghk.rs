@@ -21,7 +21,7 @@ use crate::error::{NceError, Result};
 use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use crate::rng::stream_rng;
-use crate::truncnorm::{log_cdf, log_phi, quantile_log};
+use crate::sampling::truncnorm::{log_cdf, log_phi, quantile_log};
 use nalgebra::DMatrix;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
@@ -560,7 +560,7 @@ pub fn ghk_impute(x: &[f64], n: usize, d: usize, k: &DMatrix<f64>, n_draws: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::truncnorm::log_upper_tail;
+    use crate::sampling::truncnorm::log_upper_tail;
 
     fn kmat() -> DMatrix<f64> {
         DMatrix::from_row_slice(
@@ -692,8 +692,10 @@ mod tests {
             maxit: 300,
             ..Default::default()
         };
-        let f1 = crate::design::with_threads(1, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
-        let f2 = crate::design::with_threads(2, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
+        let f1 =
+            crate::engine::design::with_threads(1, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
+        let f2 =
+            crate::engine::design::with_threads(2, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
         assert_eq!(f1.k, f2.k);
         assert!(f1.report.objective.is_finite() && f1.report.grad_norm < 1e-3, "{f1:?}");
         // Rows (0.5, 1.0, NA) and (NA, 0.2, NA), column-major.

@@ -5,7 +5,7 @@
 use crate::alloc::{checked_len, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
-use crate::truncnorm::log_cdf;
+use crate::sampling::truncnorm::log_cdf;
 use rand_distr::{Distribution, StandardNormal};
 
 /// One data or noise row.
