@@ -960,6 +960,15 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
     }
 }
 
+/// The groups of a free-intercept fit: the group (0-based) of each row, their number, and the
+/// cluster (0-based) of each group for the clustered sandwich, if wanted.
+#[derive(Debug, Clone, Copy)]
+pub struct FreeGroups<'a> {
+    pub group: &'a [usize],
+    pub ngroups: usize,
+    pub cluster_of_group: Option<&'a [usize]>,
+}
+
 /// REML fit of the design [A | one free, unpenalised intercept per group] (conditional-logit
 /// style per-transition intercepts), in time linear in the number of groups: the intercepts
 /// are eliminated per group (`Eliminated`) in every Newton step, in the REML score and in its
@@ -967,38 +976,32 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
 /// expanded design. `a` (nrow x pa, column-major) must not hold an intercept column;
 /// `penalties` act on the pa columns of `a`. With `cluster_of_group`, also the beta block of
 /// the clustered sandwich (clusters are unions of groups).
-#[allow(clippy::too_many_arguments)]
 pub fn fit_reml_free_intercepts(
     a: DenseDesign<'_>,
-    group: &[usize],
-    ngroups: usize,
+    groups: FreeGroups,
     prob: &Problem,
     penalties: &PenaltySet,
     ctrl: &RemlControl,
-    cluster_of_group: Option<&[usize]>,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
-    let ones = vec![1.0; ngroups];
-    let gd = GroupedDesign::dense(a, &ones, ngroups, 1, group)?;
-    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+    let ones = vec![1.0; groups.ngroups];
+    let gd = GroupedDesign::dense(a, &ones, groups.ngroups, 1, groups.group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, groups.cluster_of_group, interrupted)
 }
 
 /// `fit_reml_free_intercepts` with a discretised A (`discrete::TermSpec`s, no intercept).
-#[allow(clippy::too_many_arguments)]
 pub fn fit_reml_free_intercepts_discrete(
     terms: &[TermSpec],
     nrow: usize,
-    group: &[usize],
-    ngroups: usize,
+    groups: FreeGroups,
     prob: &Problem,
     penalties: &PenaltySet,
     ctrl: &RemlControl,
-    cluster_of_group: Option<&[usize]>,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
-    let ones = vec![1.0; ngroups];
-    let gd = GroupedDesign::discrete(terms, nrow, &ones, ngroups, 1, group)?;
-    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+    let ones = vec![1.0; groups.ngroups];
+    let gd = GroupedDesign::discrete(terms, nrow, &ones, groups.ngroups, 1, groups.group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, groups.cluster_of_group, interrupted)
 }
 
 pub(crate) fn free_intercepts_on<D: FreeRows + ?Sized>(
@@ -1346,12 +1349,14 @@ mod tests {
         let fit = || {
             fit_reml_free_intercepts(
                 DenseDesign::new(&a, n, pa).unwrap(),
-                &group,
-                ng,
+                FreeGroups {
+                    group: &group,
+                    ngroups: ng,
+                    cluster_of_group: Some(&clusters),
+                },
                 &prob,
                 &pens,
                 &ctrl,
-                Some(&clusters),
                 &mut || false,
             )
             .unwrap()

@@ -941,7 +941,7 @@ mod tests {
     #[test]
     fn sharded_free_intercept_fit_is_bit_identical_to_the_in_memory_fit() {
         use crate::engine::family::Family;
-        use crate::engine::grouped::{fit_reml_free_intercepts, free_toy};
+        use crate::engine::grouped::{fit_reml_free_intercepts, free_toy, FreeGroups};
         use crate::engine::penalty::Penalty;
         // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks), as snce() stacks them.
         let (ng, per) = (3000usize, 5usize);
@@ -953,12 +953,14 @@ mod tests {
         let clusters: Vec<usize> = (0..ng).map(|t| t / 30).collect();
         let mem = fit_reml_free_intercepts(
             DenseDesign::new(&a, n, pa).unwrap(),
-            &group,
-            ng,
+            FreeGroups {
+                group: &group,
+                ngroups: ng,
+                cluster_of_group: Some(&clusters),
+            },
             &prob,
             &pens,
             &ctrl,
-            Some(&clusters),
             &mut || false,
         )
         .unwrap();

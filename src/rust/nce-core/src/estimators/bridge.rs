@@ -559,24 +559,37 @@ pub struct MarglikReference {
     pub ref_logref: Vec<f64>,
 }
 
-/// Fit a normal (`family = "normal"`) or Student t (`"t"`, `df` degrees of freedom, scale
-/// matching the fitted covariance when df > 2) reference to the `fit` draws (column-major
-/// nf x d) on the unconstrained scale given by `bounds`, and evaluate it at the `est` draws
-/// (ne x d) and at `n_ref` draws of its own on stream `seed`. With `shrink` the correlations
-/// are shrunk towards zero by the Ledoit-Wolf intensity (`shrink_cov`).
-#[allow(clippy::too_many_arguments)]
+/// The reference of `marglik_reference`: a normal (`family = "normal"`) or Student t (`"t"`,
+/// `df` degrees of freedom, scale matching the fitted covariance when df > 2), with `n_ref`
+/// draws of its own on stream `seed`; with `shrink` its correlations are shrunk towards zero by
+/// the Ledoit-Wolf intensity (`shrink_cov`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReferenceOptions<'a> {
+    pub family: &'a str,
+    pub df: f64,
+    pub n_ref: usize,
+    pub seed: u64,
+    pub shrink: bool,
+}
+
+/// Fit the reference `opts` describes to the `fit` draws (column-major nf x d) on the
+/// unconstrained scale given by `bounds`, and evaluate it at the `est` draws (ne x d) and at
+/// its own draws.
 pub fn marglik_reference(
     fit: &[f64],
     nf: usize,
     est: &[f64],
     ne: usize,
     bounds: &[Bounds],
-    family: &str,
-    df: f64,
-    n_ref: usize,
-    seed: u64,
-    shrink: bool,
+    opts: &ReferenceOptions,
 ) -> Result<MarglikReference> {
+    let ReferenceOptions {
+        family,
+        df,
+        n_ref,
+        seed,
+        shrink,
+    } = *opts;
     let d = bounds.len();
     let (uf, _) = to_unconstrained(fit, nf, bounds)?;
     let (ue, est_logjac) = to_unconstrained(est, ne, bounds)?;
@@ -851,7 +864,21 @@ mod tests {
             })
             .collect();
         let bounds = [Bounds::new(0.0, 1.0).unwrap()];
-        let m = marglik_reference(&x, n, &x, n, &bounds, "normal", f64::NAN, n, 17, false).unwrap();
+        let m = marglik_reference(
+            &x,
+            n,
+            &x,
+            n,
+            &bounds,
+            &ReferenceOptions {
+                family: "normal",
+                df: f64::NAN,
+                n_ref: n,
+                seed: 17,
+                shrink: false,
+            },
+        )
+        .unwrap();
         let lk = |x: f64| 2.0 * x.ln() + 4.0 * (1.0 - x).ln();
         let r1: Vec<f64> = (0..n).map(|i| lk(x[i]) + m.est_logjac[i] - m.est_logref[i]).collect();
         let r2: Vec<f64> = (0..n)
@@ -878,7 +905,21 @@ mod tests {
         let x: Vec<f64> = u.iter().map(|v| v.exp()).collect();
         let bounds = [Bounds::new(0.0, f64::INFINITY).unwrap()];
         let df = 5.0;
-        let m = marglik_reference(&x, n, &x[..10], 10, &bounds, "t", df, 300, 4, false).unwrap();
+        let m = marglik_reference(
+            &x,
+            n,
+            &x[..10],
+            10,
+            &bounds,
+            &ReferenceOptions {
+                family: "t",
+                df,
+                n_ref: 300,
+                seed: 4,
+                shrink: false,
+            },
+        )
+        .unwrap();
         let (mean, cov) = mean_cov(&u, n, 1).unwrap();
         assert!((m.mean[0] - mean[0]).abs() < 1e-12 && (m.cov[0] - cov[0]).abs() < 1e-12);
         let t = Reference::student_t(mean.clone(), &[cov[0] * (df - 2.0) / df], df).unwrap();
@@ -892,6 +933,20 @@ mod tests {
         for i in 0..300 {
             assert!((m.ref_logjac[i] - m.ref_draws[i].ln()).abs() < 1e-9);
         }
-        assert!(marglik_reference(&x, n, &x, n, &bounds, "cauchy", 1.0, 1, 1, false).is_err());
+        assert!(marglik_reference(
+            &x,
+            n,
+            &x,
+            n,
+            &bounds,
+            &ReferenceOptions {
+                family: "cauchy",
+                df: 1.0,
+                n_ref: 1,
+                seed: 1,
+                shrink: false
+            }
+        )
+        .is_err());
     }
 }

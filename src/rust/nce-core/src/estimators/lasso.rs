@@ -4,7 +4,7 @@
 
 use super::lasso_path::{
     argmin, check_cv_inputs, coarse_path, cv_curve_of, cv_result, deviance, fine_indices, logistic_lasso_path,
-    merge_order, path_from, CvLasso, LassoControl, LassoPath, Rows,
+    merge_order, path_from, CvLasso, LassoControl, LassoData, LassoPath, Rows,
 };
 use crate::Result;
 use rand::seq::SliceRandom;
@@ -141,13 +141,19 @@ pub fn cv_logistic_lasso(
             (p.intercept[i], p.beta[i].clone())
         };
         let (b0, bs) = start_of(&path);
-        let seg = path_from(x, n, p, y, &all, &fine_l, ctrl, Some((b0, &bs)))?;
+        let seg = path_from(&LassoData { x, n, p, y }, &all, &fine_l, ctrl, Some((b0, &bs)))?;
         let mut fold_seg: Vec<Option<LassoPath>> = Vec::with_capacity(nfolds);
         for f in &fd {
             fold_seg.push(match &f.path {
                 Some(fp) => {
                     let (b0, bs) = start_of(fp);
-                    Some(path_from(x, n, p, y, &f.train, &fine_l, ctrl, Some((b0, &bs)))?)
+                    Some(path_from(
+                        &LassoData { x, n, p, y },
+                        &f.train,
+                        &fine_l,
+                        ctrl,
+                        Some((b0, &bs)),
+                    )?)
                 }
                 None => None,
             });

@@ -11,7 +11,7 @@
 
 use super::lasso_path::{
     active_set_step, argmin, check_cv_inputs, coarse_path, cv_curve_of, cv_result, deviance, dot, fine_indices,
-    merge_order, path_from, soft, CvLasso, LassoControl, LassoPath,
+    merge_order, path_from, soft, CvLasso, LassoControl, LassoData, LassoPath,
 };
 use crate::engine::family::sigmoid;
 use crate::Result;
@@ -201,10 +201,7 @@ pub fn cv_logistic_lasso_onestep(
         let fine_l: Vec<f64> = fine.iter().map(|&i| all_lambdas[i]).collect();
         let from = kc.saturating_sub(1);
         let seg = path_from(
-            x,
-            n,
-            p,
-            y,
+            &LassoData { x, n, p, y },
             &all,
             &fine_l,
             ctrl,

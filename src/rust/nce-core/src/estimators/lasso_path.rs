@@ -76,6 +76,15 @@ pub struct CvLasso {
     pub index_1se: usize,
 }
 
+/// The data of a path: features x (column-major n x p) and the 0/1 response y (n).
+#[derive(Clone, Copy)]
+pub(crate) struct LassoData<'a> {
+    pub(crate) x: &'a [f64],
+    pub(crate) n: usize,
+    pub(crate) p: usize,
+    pub(crate) y: &'a [f64],
+}
+
 /// A column-major n x p matrix viewed by rows through an index list.
 pub(crate) struct Rows<'a> {
     pub(crate) x: &'a [f64],
@@ -243,19 +252,15 @@ pub fn logistic_lasso_path(
     lambdas: &[f64],
     ctrl: &LassoControl,
 ) -> Result<LassoPath> {
-    path_from(x, n, p, y, rows, lambdas, ctrl, None)
+    path_from(&LassoData { x, n, p, y }, rows, lambdas, ctrl, None)
 }
 
 /// The path from a starting fit (intercept, slopes) at a larger lambda, or from the null model
 /// with glmnet's stopping rule (`start` None); a path from a start runs every lambda given.
 /// On x86-64 with AVX2 the same code is compiled for 4-lane vectors: no fused multiply-add
 /// and no reassociation, so both builds give the same bits.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn path_from(
-    x: &[f64],
-    n: usize,
-    p: usize,
-    y: &[f64],
+    data: &LassoData,
     rows: &[usize],
     lambdas: &[f64],
     ctrl: &LassoControl,
@@ -265,40 +270,33 @@ pub(crate) fn path_from(
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { path_from_avx2(x, n, p, y, rows, lambdas, ctrl, start) };
+            return unsafe { path_from_avx2(data, rows, lambdas, ctrl, start) };
         }
     }
-    path_from_impl(x, n, p, y, rows, lambdas, ctrl, start)
+    path_from_impl(data, rows, lambdas, ctrl, start)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
 unsafe fn path_from_avx2(
-    x: &[f64],
-    n: usize,
-    p: usize,
-    y: &[f64],
+    data: &LassoData,
     rows: &[usize],
     lambdas: &[f64],
     ctrl: &LassoControl,
     start: Option<(f64, &[f64])>,
 ) -> Result<LassoPath> {
-    path_from_impl(x, n, p, y, rows, lambdas, ctrl, start)
+    path_from_impl(data, rows, lambdas, ctrl, start)
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn path_from_impl(
-    x: &[f64],
-    n: usize,
-    p: usize,
-    y: &[f64],
+    data: &LassoData,
     rows: &[usize],
     lambdas: &[f64],
     ctrl: &LassoControl,
     start: Option<(f64, &[f64])>,
 ) -> Result<LassoPath> {
+    let LassoData { x, n, p, y } = *data;
     let m = rows.len();
     if m < 2 {
         return Err(NceError::invalid("x", "needs at least two rows in every fit"));
