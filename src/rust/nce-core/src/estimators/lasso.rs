@@ -199,63 +199,8 @@ pub fn cv_logistic_lasso(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::family::sigmoid;
-    use crate::estimators::lasso_path::lambda_sequence;
+    use crate::estimators::lasso_path::tests::problem;
     use crate::rng::stream_rng;
-    use rand_distr::{Distribution, StandardNormal};
-
-    fn problem(n: usize, p: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let mut rng = stream_rng(seed, 0);
-        let x: Vec<f64> = (0..n * p).map(|_| StandardNormal.sample(&mut rng)).collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| {
-                let eta = 0.3 + 1.5 * x[i] - 1.0 * x[n + i];
-                if rng.gen::<f64>() < sigmoid(eta) {
-                    1.0
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        (x, y)
-    }
-
-    /// The path over the default lambda sequence, on every row.
-    fn full_path(x: &[f64], n: usize, p: usize, y: &[f64], ctrl: &LassoControl) -> LassoPath {
-        let lam = lambda_sequence(x, n, p, y, ctrl).unwrap();
-        let rows: Vec<usize> = (0..n).collect();
-        logistic_lasso_path(x, n, p, y, &rows, &lam, ctrl).unwrap()
-    }
-
-    /// KKT conditions of the lasso at every lambda of the path.
-    #[test]
-    fn path_satisfies_kkt() {
-        let (n, p) = (400, 6);
-        let (x, y) = problem(n, p, 3);
-        let ctrl = LassoControl {
-            nlambda: 20,
-            tol: 1e-12,
-            ..LassoControl::default()
-        };
-        let path = full_path(&x, n, p, &y, &ctrl);
-        assert!(path.beta[0].iter().all(|&b| b.abs() < 1e-10));
-        for k in 0..path.lambda.len() {
-            let eta: Vec<f64> = (0..n)
-                .map(|i| path.intercept[k] + (0..p).map(|j| x[j * n + i] * path.beta[k][j]).sum::<f64>())
-                .collect();
-            let r: Vec<f64> = (0..n).map(|i| y[i] - sigmoid(eta[i])).collect();
-            assert!(r.iter().sum::<f64>().abs() / (n as f64) < 1e-5);
-            for j in 0..p {
-                let g = (0..n).map(|i| x[j * n + i] * r[i]).sum::<f64>() / n as f64;
-                let b = path.beta[k][j];
-                if b == 0.0 {
-                    assert!(g.abs() <= path.lambda[k] * (1.0 + 1e-3) + 1e-6, "k {k} j {j} g {g}");
-                } else {
-                    assert!((g - path.lambda[k] * b.signum()).abs() < 1e-4, "k {k} j {j} g {g}");
-                }
-            }
-        }
-    }
 
     /// Coarse-to-fine CV: the path holds every `coarse`-th lambda and the fine stretch around
     /// the best, in decreasing order; its fits match the full path's at the same lambdas, and the
@@ -291,32 +236,6 @@ mod tests {
             }
         }
         assert_eq!(cv.path.lambda[cv.index_min], full.path.lambda[full.index_min]);
-    }
-
-    /// Nearly separable classes: the step control keeps the penalised objective decreasing, so
-    /// the fits stay finite and the deviance ratio in [0, 1] even with far steps between lambdas.
-    #[test]
-    fn step_control_on_nearly_separable_classes() {
-        let (n, p) = (300, 4);
-        let (x, _) = problem(n, p, 4);
-        let y: Vec<f64> = (0..n)
-            .map(|i| if x[i] + 0.05 * x[n + i] > 0.0 { 1.0 } else { 0.0 })
-            .collect();
-        let ctrl = LassoControl {
-            nlambda: 6,
-            lambda_min_ratio: 1e-5,
-            ..LassoControl::default()
-        };
-        let path = full_path(&x, n, p, &y, &ctrl);
-        for k in 0..path.lambda.len() {
-            assert!(
-                path.dev_ratio[k] >= -1e-12 && path.dev_ratio[k] <= 1.0,
-                "{:?}",
-                path.dev_ratio
-            );
-            assert!(path.beta[k].iter().all(|b| b.is_finite()));
-        }
-        assert!(path.dev_ratio.windows(2).all(|w| w[1] >= w[0] - 1e-9));
     }
 
     /// CV keeps the two real effects (shrunk towards 0) and drops the noise features.
