@@ -404,10 +404,11 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   cn <- c(a$colnames, colnames(b$X))
   if (is.null(shards)) {
     collect_set_up_garbage(length(y) * pa)
-    res <- rs(nce_fit_reml_grouped(a_engine, b$X, as.integer(group), as.double(y), rep(1, length(y)),
-                                   as.double(offset), family,
+    res <- rs(nce_fit_reml_grouped(a_engine, b$X, as.integer(group),
+                                   list(y = as.double(y), weights = rep(1, length(y)), offset = as.double(offset)),
                                    if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                   if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
+                                   list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
+                                        control = control, threads = nce_threads())))
   } else {
     # The workers compute their rows of A from the set-up (this process never holds A).
     store <- write_shards(shards, row_recipe(a, row_formula, rows, TRUE), b$X, group)
@@ -468,11 +469,13 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   cn <- a$colnames
   if (is.null(shards)) {
     collect_set_up_garbage(length(y) * pa)
-    res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group), as.integer(ngroups), as.double(y),
-                                           rep(1, length(y)),
-                                           as.double(offset), family,
+    res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group),
+                                           list(y = as.double(y), weights = rep(1, length(y)),
+                                                offset = as.double(offset)),
                                            if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                           if (is.null(sp)) NULL else as.double(sp), control, nce_threads()))
+                                           list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
+                                                control = control, threads = nce_threads(),
+                                                ngroups = as.integer(ngroups))))
   } else {
     # The workers compute their rows of A from the set-up (their B has no columns).
     store <- write_shards(shards, row_recipe(a, row_formula, rows, FALSE), matrix(0, ngroups, 0L), group)

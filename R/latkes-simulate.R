@@ -176,8 +176,10 @@ lattice_tables <- function(window, grid, state, offset) {
 }
 
 run_lattice <- function(tab, window, grid, start_x, start_y, steps) {
-  rs(nce_latkes_simulate(tab$state, tab$offset, as.integer(grid), as.double(window), as.double(start_x),
-                         as.double(start_y), as.integer(steps), draw_seed(), nce_threads()))
+  rs(nce_latkes_simulate(tab$state, tab$offset,
+                         list(start_x = as.double(start_x), start_y = as.double(start_y), steps = as.integer(steps)),
+                         list(grid = as.integer(grid), window = as.double(window), seed = draw_seed(),
+                              threads = nce_threads())))
 }
 
 #' Simulate scanpaths from a LATKES fit

@@ -257,8 +257,9 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   t0 <- proc.time()[["elapsed"]]
   c0 <- cpu_seconds()
   fit_control <- control[c("nlambda", "lambda_min_ratio", "nfolds", "one_se", "coarse", "onestep")]
-  res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std), penalty, fit_control, draw_seed(),
-                          nce_threads()), call = call)
+  res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std),
+                          list(penalty = penalty, control = fit_control, seed = draw_seed(), threads = nce_threads())),
+            call = call)
   t_fit <- proc.time()[["elapsed"]] - t0
   c_fit <- cpu_seconds() - c0
   fill <- function(v) {

@@ -47,7 +47,8 @@ marglik_telescope <- function(xf, xe, t0, t_ref, log_density, lb, ub, accuracy, 
     acc_b <- 0
     for (s in seq_len(moves)) {
       step <- step + 1
-      pr <- rs(nce_tele_propose(z, beta, seed, step, init$mean, init$chol, lb, ub, threads), call = call)
+      pr <- rs(nce_tele_propose(z, list(mean = init$mean, chol = init$chol, lb = lb, ub = ub),
+                                list(beta = beta, seed = seed, step = step, threads = threads)), call = call)
       colnames(pr$x) <- colnames(xe)
       lp <- eval_logdens(log_density, pr$x, "log_density", "the telescoping proposals")
       evals <- evals + 1L

@@ -292,8 +292,9 @@ marglik_against <- function(family, xf, xe, names, log_density, lb, ub, df, n_re
     ub <- rep(Inf, d)
     rust_family <- "normal"
   }
-  ref <- rs(nce_marglik_reference(xf, xs, lb, ub, rust_family, as.double(df), as.double(n_ref), draw_seed(),
-                                  family == "warped", nce_threads()))
+  ref <- rs(nce_marglik_reference(xf, xs, lb, ub,
+                                  list(family = rust_family, df = as.double(df), n_ref = as.double(n_ref),
+                                       seed = draw_seed(), shrink = family == "warped", threads = nce_threads())))
   xr <- ref$ref_draws
   colnames(xr) <- names
   if (is.null(lp_e)) {

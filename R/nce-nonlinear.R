@@ -79,8 +79,9 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
     storage.mode(x) <- "double"
     given <- if (is.null(attr(start, "given"))) matrix(0, p + 1L, 0L) else matrix(c(nu0, start), ncol = 1L)
     n_random <- n_starts - ncol(given)
-    res <- rs(nce_nonlinear_fit_ica(x, label, offset, method, given, as.integer(n_random), draw_seed(), ctrl,
-                                    nce_threads()), call = call)
+    res <- rs(nce_nonlinear_fit_ica(x, label, offset, given, ctrl,
+                                    list(method = method, n_random = as.integer(n_random), seed = draw_seed(),
+                                         threads = nce_threads())), call = call)
   } else {
     starts <- nl_random_starts(start, n_starts)
     starts_full <- rbind(vapply(seq_len(ncol(starts)), function(k) {

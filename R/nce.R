@@ -248,8 +248,8 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   f_offset <- stats::model.offset(mf)
   if (!is.null(f_offset)) offset <- offset + f_offset
   family <- if (method == "logistic") "binomial" else "poisson_transform"
-  res <- rs(nce_fit_glm(x, label, prior_w, offset, family, as.integer(label),
-                        control, nce_threads()))
+  res <- rs(nce_fit_glm(x, list(y = label, weights = prior_w, offset = offset), as.integer(label),
+                        list(family = family, control = control, threads = nce_threads())))
 
   cn <- colnames(x)
   beta <- stats::setNames(res$coefficients, cn)

@@ -333,8 +333,9 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
   extra <- list()
   if (engine == "rust") {
     tab <- ratio_tables(object, s_obs, n_grid)
-    r <- rs(nce_ratio_metropolis(tab$values, tab$lo, tab$hi, ratio_rust_prior(pr), unname(cur), unname(scale),
-                                 as.double(burnin), as.double(steps), draw_seed(), nce_threads()), call = call)
+    r <- rs(nce_ratio_metropolis(list(values = tab$values, lo = tab$lo, hi = tab$hi), ratio_rust_prior(pr), unname(cur),
+                                 list(scale = unname(scale), burnin = as.double(burnin), steps = as.double(steps),
+                                      seed = draw_seed(), threads = nce_threads())), call = call)
     draws <- array(r$draws, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
     acc_chain <- r$accepted
     # The interpolation error at up to 200 draws (evenly spaced, no use of the RNG).

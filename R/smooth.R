@@ -75,10 +75,10 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     storage.mode(x) <- "double"
   }
   rfam <- if (family == "binomial") "binomial" else "poisson"
-  res <- rs(nce_fit_reml(x, y, as.double(weights), as.double(setup$offset), rfam,
-                         if (is.null(sample)) NULL else as.integer(sample),
-                         penalties, if (is.null(sp)) NULL else as.double(sp),
-                         control, nce_threads()))
+  res <- rs(nce_fit_reml(x, list(y = y, weights = as.double(weights), offset = as.double(setup$offset)),
+                         if (is.null(sample)) NULL else as.integer(sample), penalties,
+                         list(family = rfam, sp = if (is.null(sp)) NULL else as.double(sp),
+                              control = control, threads = nce_threads())))
   rm(x)
   cn <- setup$term.names
   p <- length(cn)

@@ -70,8 +70,9 @@ tgm_vcov <- function(object) {
     params$mu <- unname(object$variational$mu)
     params$prec <- unname(object$variational$prec)
   }
-  res <- nce_vnce_tgm_vcov(object$data, object$noise$y, object$noise$lpx, object$noise$lpy,
-                           as.integer(object$n_latent), object$seed, params, family, nce_threads())
+  res <- nce_vnce_tgm_vcov(list(x = object$data, y = object$noise$y, lpx = object$noise$lpx, lpy = object$noise$lpy),
+                           params, list(n_latent = as.integer(object$n_latent), seed = object$seed,
+                                        threads = nce_threads(), family = family))
   dg <- diag(object$precision)
   if (inherits(res, "nce_rust_error") && identical(res$code, "numerical") && min(dg) < 1e-3 * max(abs(dg))) {
     j <- which.min(dg)
@@ -95,7 +96,8 @@ mog_vcov <- function(object) {
   cc <- object$coefficients[["c"]]
   vn <- object$method != "nce"
   p <- if (vn) c(log(th), cc, object$variational$w) else c(log(th), cc)
-  v <- rs(nce_vnce_mog_vcov(object$x, object$noise$y, object$model$sigma1, object$noise$mean, object$noise$sd,
+  v <- rs(nce_vnce_mog_vcov(list(x = object$x, y = object$noise$y, sigma1 = object$model$sigma1,
+                                 noise_mean = object$noise$mean, noise_sd = object$noise$sd),
                             as.double(p), if (vn) "vnce" else "nce", nce_threads()), call = caller_call(2L))
   v <- v[1:2, 1:2, drop = FALSE]
   jac <- diag(c(th, 1))                      # delta method: d theta / d log theta = theta
@@ -171,7 +173,9 @@ simulate.vnce_fit <- function(object, nsim = 1, seed = NULL, ...) {
     check_size(8 * 2 * nsim * n * d, "nsim", "simulate()")
     k_mat <- unname(object$precision)
     return(lapply(seq_len(nsim), function(i) {
-      x <- rs(nce_rtgm(as.double(n), k_mat, rep(0, d), 100L, 10L, 1L, NULL, draw_seed(), nce_threads(), FALSE))
+      x <- rs(nce_rtgm(as.double(n), k_mat, rep(0, d),
+                       list(burnin = 100L, thin = 10L, chains = 1L, start = NULL, seed = draw_seed(),
+                            threads = nce_threads(), require_pd = FALSE)))
       colnames(x) <- colnames(object$precision)
       x
     }))

@@ -22,7 +22,8 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
   if (!is.numeric(start$w) || length(start$w) != 3L || any(!is.finite(start$w))) {
     nce_abort("`start$w` must be three finite numbers", call = call)
   }
-  res <- rs(nce_vnce_mog(x, y, s1, noise$mean, noise$sd, method, start, unclass(control), nce_threads()), call)
+  res <- rs(nce_vnce_mog(list(x = x, y = y, sigma1 = s1, noise_mean = noise$mean, noise_sd = noise$sd), method, start,
+                         unclass(control), nce_threads()), call)
   structure(list(
     coefficients = c(theta = res$theta, c = res$c),
     variational = list(w = stats::setNames(res$w, c("w0", "w1", "w2"))),

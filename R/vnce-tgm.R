@@ -46,8 +46,9 @@ fit_vnce_tgm <- function(x, model, nu, n_latent, method, impute, control, call =
   start <- tgm_start(data, model$start, call)
   ctrl <- unclass(control)[c("maxit", "gtol", "ftol", "memory")]
   seed <- draw_seed()
-  res <- rs(nce_vnce_tgm(data, y, lpx, lpy, as.integer(n_latent), seed, start, ctrl, nce_threads(),
-                         model$family), call)
+  res <- rs(nce_vnce_tgm(list(x = data, y = y, lpx = lpx, lpy = lpy), start, ctrl,
+                         list(n_latent = as.integer(n_latent), seed = seed, threads = nce_threads(),
+                              family = model$family)), call)
   vars <- colnames(x)
   if (is.null(vars)) vars <- paste0("x", seq_len(d))
   k_mat <- res$K

@@ -119,8 +119,12 @@ test_that("the Rust LFIRE engine refuses malformed problems without crashing", {
     list(m, m, c(0L, 10L), c(0, 0), "lasso", modifyList(ctrl, list(coarse = 0)), 1, 1L)
   )
   bad[[1]][[1]][1, 1] <- Inf
+  lfire_fit <- function(marginal, at_theta, starts, observed, penalty, control, seed, threads) {
+    nce:::nce_lfire_fit(marginal, at_theta, starts, observed,
+                        list(penalty = penalty, control = control, seed = seed, threads = threads))
+  }
   for (a in bad) {
-    expect_error(nce:::rs(do.call(nce:::nce_lfire_fit, a)), class = "nce_error_input")
+    expect_error(nce:::rs(do.call(lfire_fit, a)), class = "nce_error_input")
   }
   expect_error(nce:::rs(nce:::nce_lasso_cv(m, c(rep(0, 10)), rep(1:2, 5), list(nlambda = 5, lambda_min_ratio = 0.1))),
                class = "nce_error_input")
@@ -228,8 +232,12 @@ test_that("ratio_posterior refuses bad Metropolis arguments, and the Rust sample
     replace(ok, 9L, list(-1)),
     replace(ok, 10L, list(0L))
   )
-  for (a in bad) expect_error(nce:::rs(do.call(nce:::nce_ratio_metropolis, a)), class = "nce_error_input")
-  expect_type(nce:::rs(do.call(nce:::nce_ratio_metropolis, ok))$draws, "double")
+  metropolis <- function(values, lo, hi, prior, starts, scale, burnin, steps, seed, threads) {
+    nce:::nce_ratio_metropolis(list(values = values, lo = lo, hi = hi), prior, starts,
+                               list(scale = scale, burnin = burnin, steps = steps, seed = seed, threads = threads))
+  }
+  for (a in bad) expect_error(nce:::rs(do.call(metropolis, a)), class = "nce_error_input")
+  expect_type(nce:::rs(do.call(metropolis, ok))$draws, "double")
   expect_error(nce:::rs(nce:::nce_sum_tables_eval(v, -1, 1, matrix(0, 2, 3))), class = "nce_error_input")
   expect_true(is.na(nce:::rs(nce:::nce_sum_tables_eval(v, -1, 1, matrix(2, 1, 1)))))
 })

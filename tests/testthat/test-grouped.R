@@ -46,16 +46,20 @@ test_that("the engine reads a model matrix's blocks where they lie, as it reads 
   pens <- lapply(bound$penalties, function(p) list(start = as.double(p$start), S = p$S))
   b <- matrix(runif(200), 200, 1)
   fit_with <- function(a) {
-    nce:::nce_fit_reml_grouped(a, b, rows$g, rows$.label, rep(1, n), rep(log(1 / 4), n), "binomial",
-                               seq_len(200), pens, NULL, nce::nce_control(), 1L)
+    nce:::nce_fit_reml_grouped(a, b, rows$g, list(y = rows$.label, weights = rep(1, n), offset = rep(log(1 / 4), n)),
+                               seq_len(200), pens,
+                               list(family = "binomial", sp = NULL, control = nce::nce_control(), threads = 1L))
   }
   expect_identical(fit_with(held$X), fit_with(bound$X))
   # Without the intercept (the free-intercept fit).
   held0 <- nce:::setup_terms(form, rows, intercept = FALSE, blocks = TRUE)
   pens0 <- lapply(held0$penalties, function(p) list(start = as.double(p$start), S = p$S))
   free_with <- function(a) {
-    nce:::nce_fit_reml_free_intercepts(a, rows$g, 200L, rows$.label, rep(1, n), rep(log(1 / 4), n), "binomial",
-                                       NULL, pens0, NULL, nce::nce_control(), 1L)
+    nce:::nce_fit_reml_free_intercepts(a, rows$g,
+                                       list(y = rows$.label, weights = rep(1, n), offset = rep(log(1 / 4), n)),
+                                       NULL, pens0,
+                                       list(family = "binomial", sp = NULL, control = nce::nce_control(),
+                                            threads = 1L, ngroups = 200L))
   }
   expect_identical(free_with(held0$X), free_with(nce:::setup_terms(form, rows, intercept = FALSE)$X))
   bad <- structure(list(held$X[[2]], held$X[[3]][-1, ]), class = "nce_blocks")

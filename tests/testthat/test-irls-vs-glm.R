@@ -2,7 +2,8 @@
 
 glm_ctrl <- glm.control(epsilon = 1e-14, maxit = 100)
 rust_fit <- function(x, y, w, o, family) {
-  nce:::rs(nce:::nce_fit_glm(x, y, w, o, family, NULL, nce_control(epsilon = 1e-14), 2L))
+  nce:::rs(nce:::nce_fit_glm(x, list(y = y, weights = w, offset = o), NULL,
+                             list(family = family, control = nce_control(epsilon = 1e-14), threads = 2L)))
 }
 
 test_that("binomial IRLS matches glm with offsets and prior weights", {

@@ -96,7 +96,8 @@ test_that("GHK family: with one missing value per row J is the exact NCE objecti
     (sum(stats::plogis(gx, log.p = TRUE)) + sum(stats::plogis(-gy, log.p = TRUE))) / nrow(fit$data)
   }
   for (s in list(list(K = K, c = 0.5), list(K = unname(fit$precision), c = fit$c))) {
-    ob <- nce:::nce_vnce_tgm_ghk_objective(fit$data, fit$noise$y, fit$noise$lpx, fit$noise$lpy, 3L, 11, s, 2L)
+    samples <- list(x = fit$data, y = fit$noise$y, lpx = fit$noise$lpx, lpy = fit$noise$lpy)
+    ob <- nce:::nce_vnce_tgm_ghk_objective(samples, s, list(n_latent = 3L, seed = 11, threads = 2L))
     expect_equal(ob$value, exact_J(s$K, s$c), tolerance = 1e-10)
   }
   # at the estimate the exact NCE gradient vanishes: J is maximised over (K, c)

@@ -12,8 +12,8 @@
 mod threads;
 
 use nalgebra::DMatrix;
-use nce_core::nonlinear::ica::{self, IcaModel};
-use nce_core::nonlinear::{fit_starts, FitControl, Method, NceProblem};
+use nce_core::estimators::nonlinear::ica::{self, IcaModel};
+use nce_core::estimators::nonlinear::{fit_starts, FitControl, Method, NceProblem};
 use nce_core::rng::stream_rng;
 use rand::Rng;
 use rand_distr::StandardNormal;

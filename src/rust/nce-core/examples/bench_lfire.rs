@@ -12,7 +12,8 @@
 //! lambda, max |log ratio difference|, and with K = 1 the KL between the two posteriors and the
 //! four grid points of largest log ratio). LF_DEBUG=g prints grid point g's path and CV curve.
 
-use nce_core::lasso::{cv_logistic_lasso, fold_ids, LassoControl};
+use nce_core::estimators::lasso::{cv_logistic_lasso, fold_ids};
+use nce_core::estimators::lasso_path::LassoControl;
 use nce_core::rng::stream_rng;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -10,14 +10,14 @@
 //! R script: max |eta - eta_mgcv| over rows and max |log sp - log sp_mgcv|.
 
 use nalgebra::DMatrix;
-use nce_core::design::{DenseDesign, Design};
+use nce_core::engine::design::{DenseDesign, Design};
 #[path = "../tests/support/threads.rs"]
 mod threads;
-use nce_core::family::Family;
-use nce_core::grouped::GroupedDesign;
-use nce_core::irls::Problem;
-use nce_core::penalty::{Penalty, PenaltySet};
-use nce_core::reml::{fit_reml, RemlControl, RemlFit};
+use nce_core::engine::family::Family;
+use nce_core::engine::grouped::GroupedDesign;
+use nce_core::engine::irls::Problem;
+use nce_core::engine::penalty::{Penalty, PenaltySet};
+use nce_core::engine::reml::{fit_reml, RemlControl, RemlFit};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use threads::with_threads;

@@ -8,8 +8,8 @@ mod tgm_gibbs;
 use nalgebra::DMatrix;
 #[path = "../tests/support/threads.rs"]
 mod threads;
+use nce_core::estimators::vnce::{fit, fit_ghk, TgmParams, TgmVnce, VnceSamples};
 use nce_core::optim::{LbfgsControl, Objective};
-use nce_core::vnce::{fit, fit_ghk, TgmParams, TgmVnce};
 use std::time::Instant;
 use threads::with_threads;
 
@@ -21,7 +21,20 @@ fn main() {
     tgm_gibbs::mask(&mut x, n, d, p_miss, false, 1);
     let miss = x.iter().filter(|v| v.is_nan()).count();
     let (y, lpx, lpy) = tgm_gibbs::exp_noise(&x, n, d, nu, 1);
-    let pr = TgmVnce::new(&x, n, d, &y, nu * n, &lpx, &lpy, s, 7).unwrap();
+    let pr = TgmVnce::new(
+        &VnceSamples {
+            x: &x,
+            n,
+            d,
+            y: &y,
+            m: nu * n,
+            lpx: &lpx,
+            lpy: &lpy,
+        },
+        s,
+        7,
+    )
+    .unwrap();
     let mu: Vec<f64> = (0..d)
         .map(|j| {
             let v: Vec<f64> = (0..n)

@@ -23,9 +23,4 @@ pub mod rng;
 pub mod sampling;
 pub mod spatial;
 
-// Flat paths (`nce_core::reml`, `crate::design`, ...) stay valid for callers.
-pub use convergence::Convergence;
-pub use engine::{alias, design, discrete, family, grouped, irls, penalty, pirls, reml, sandwich, shards};
 pub use error::{NceError, Result};
-pub use estimators::{bridge, lasso, lfire, mog, nonlinear, telescope, vnce};
-pub use sampling::{kernel, latkes_sim, metropolis, ref_discrete, ref_steps, reference, tgm_sim, truncnorm};

@@ -2,11 +2,11 @@
 //! Run with `--nocapture` to see the measured differences.
 
 use nalgebra::DMatrix;
-use nce_core::design::DenseDesign;
-use nce_core::family::Family;
-use nce_core::irls::Problem;
-use nce_core::penalty::{Penalty, PenaltySet};
-use nce_core::reml::{fit_reml, RemlControl, RemlFit};
+use nce_core::engine::design::DenseDesign;
+use nce_core::engine::family::Family;
+use nce_core::engine::irls::Problem;
+use nce_core::engine::penalty::{Penalty, PenaltySet};
+use nce_core::engine::reml::{fit_reml, RemlControl, RemlFit};
 use std::collections::HashMap;
 use std::path::PathBuf;
 

@@ -5,12 +5,12 @@
 mod support;
 
 use nalgebra::DMatrix;
-use nce_core::design::DenseDesign;
-use nce_core::family::{log1pexp, Family};
-use nce_core::irls;
+use nce_core::engine::design::DenseDesign;
+use nce_core::engine::family::{log1pexp, Family};
+use nce_core::engine::irls;
+use nce_core::estimators::vnce::{fit, Terms, TgmParams, TgmVnce, VnceSamples};
 use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use nce_core::rng::stream_rng;
-use nce_core::vnce::{fit, Terms, TgmParams, TgmVnce};
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
 use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};
@@ -54,7 +54,20 @@ fn problem(
         mask(&mut x, n, d, p_miss, one, seed);
     }
     let (y, lpx, lpy) = exp_noise(&x, n, d, nu, seed);
-    let pr = TgmVnce::new(&x, n, d, &y, nu * n, &lpx, &lpy, s, seed).unwrap();
+    let pr = TgmVnce::new(
+        &VnceSamples {
+            x: &x,
+            n,
+            d,
+            y: &y,
+            m: nu * n,
+            lpx: &lpx,
+            lpy: &lpy,
+        },
+        s,
+        seed,
+    )
+    .unwrap();
     (pr, x, y, lpx, lpy)
 }
 
@@ -115,29 +128,34 @@ fn bad_inputs_name_the_argument() {
     let d = 2;
     let x = vec![1.0, 2.0, f64::NAN, 0.5, 1.0, 3.0];
     let y_ok = vec![1.0, 2.0, f64::NAN, 0.5, 1.0, 3.0];
-    let lp = vec![0.0; 3];
-    assert!(TgmVnce::new(&x, 3, d, &y_ok, 3, &lp, &lp, 4, 1).is_ok());
+    let lp = [0.0; 3];
+    // n data rows x, m noise rows y (log densities 0), 4 draws from stream 1.
+    let new = |x: &[f64], n: usize, y: &[f64], m: usize| {
+        let samples = VnceSamples {
+            x,
+            n,
+            d,
+            y,
+            m,
+            lpx: &lp[..n],
+            lpy: &lp[..m],
+        };
+        TgmVnce::new(&samples, 4, 1)
+    };
+    assert!(new(&x, 3, &y_ok, 3).is_ok());
     let y_bad = vec![1.0, 2.0, 2.0, 0.5, 1.0, 3.0];
-    let e = TgmVnce::new(&x, 3, d, &y_bad, 3, &lp, &lp, 4, 1)
-        .unwrap_err()
-        .to_string();
+    let e = new(&x, 3, &y_bad, 3).unwrap_err().to_string();
     assert!(e.starts_with("`y`") && e.contains("row 3"), "{e}");
     let x_neg = vec![1.0, -2.0, f64::NAN, 0.5, 1.0, 3.0];
-    let e = TgmVnce::new(&x_neg, 3, d, &y_ok, 3, &lp, &lp, 4, 1)
-        .unwrap_err()
-        .to_string();
+    let e = new(&x_neg, 3, &y_ok, 3).unwrap_err().to_string();
     assert!(e.starts_with("`x`") && e.contains("row 2"), "{e}");
     let x_all = vec![1.0, 2.0, f64::NAN, 0.5, 1.0, f64::NAN];
-    let e = TgmVnce::new(&x_all, 3, d, &y_ok, 3, &lp, &lp, 4, 1)
-        .unwrap_err()
-        .to_string();
+    let e = new(&x_all, 3, &y_ok, 3).unwrap_err().to_string();
     assert!(
         e.starts_with("`x`") && e.contains("row 3") && e.contains("every value missing"),
         "{e}"
     );
-    let e = TgmVnce::new(&x, 3, d, &y_ok[..4], 2, &lp, &lp[..2], 4, 1)
-        .unwrap_err()
-        .to_string();
+    let e = new(&x, 3, &y_ok[..4], 2).unwrap_err().to_string();
     assert!(e.starts_with("`y`") && e.contains("multiple"), "{e}");
 }
 
@@ -482,7 +500,20 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
     let n2 = 300;
     let head = |v: &[f64], nr: usize| -> Vec<f64> { (0..d).flat_map(|j| v[j * nr..j * nr + n2].to_vec()).collect() };
     let (x2, y2) = (head(&x, n), head(&y, m));
-    let pr_big = TgmVnce::new(&x2, n2, d, &y2, n2, &lpx[..n2], &lpy[..n2], 2000, 32).unwrap();
+    let pr_big = TgmVnce::new(
+        &VnceSamples {
+            x: &x2,
+            n: n2,
+            d,
+            y: &y2,
+            m: n2,
+            lpx: &lpx[..n2],
+            lpy: &lpy[..n2],
+        },
+        2000,
+        32,
+    )
+    .unwrap();
     let exact2 = ExactNce {
         d,
         n: n2,

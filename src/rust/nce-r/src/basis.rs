@@ -3,7 +3,7 @@
 use crate::convert::{col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, threads_of, to_r_matrix};
 use crate::run::run;
 use extendr_api::prelude::*;
-use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict};
+use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
 use nce_core::engine::constraint::{basis_stats, scale_absorb};
 use nce_core::NceError;
 
@@ -22,7 +22,15 @@ fn nce_tprs_predict(x: Robj, m: i32, xu: Robj, uz: Robj, threads: i32) -> Robj {
         }
         let m = m.max(0) as usize;
         let threads = threads_of(threads)?;
-        let out = run(threads, |_| tprs_predict(xv, n, d, m, xuv, nu, uzv, k))?;
+        let basis = TprsBasis {
+            d,
+            m,
+            xu: xuv,
+            nu,
+            uz: uzv,
+            k,
+        };
+        let out = run(threads, |_| tprs_predict(xv, n, &basis))?;
         Ok(col_major_matrix(out, n, k))
     })
 }

@@ -1,15 +1,15 @@
-//! Binding of nce_core::bridge: normalising constants and Bayes factors by logistic regression
+//! Binding of nce_core::estimators::bridge: normalising constants and Bayes factors by logistic regression
 //! between two samples. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, count_of, guard, int_count, int_slice, real_matrix, real_slice, seed_of, threads_of, to_r_matrix,
-    zero_based,
+    col_major_matrix, count_of, guard, int_count, int_slice, list_count, list_get, list_number, real_matrix,
+    real_slice, seed_of, threads_of, to_r_matrix, zero_based, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::bridge::{self, Bounds, SolveControl};
-use nce_core::telescope::{self, Whitening};
+use nce_core::estimators::bridge::{self, Bounds, ReferenceOptions, SolveControl};
+use nce_core::estimators::telescope::{self, Whitening};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
@@ -56,27 +56,59 @@ fn nce_bridge_solve(r1: Robj, r2: Robj, ess: Robj, tol: f64, maxit: i32, threads
     })
 }
 
+/// Settings of `nce_marglik_reference` from `settings = list(family, df, n_ref, seed, shrink,
+/// threads)`: the reference (`bridge::ReferenceOptions`) and the thread count.
+struct ReferenceSettings {
+    family: String,
+    df: f64,
+    n_ref: usize,
+    seed: u64,
+    shrink: bool,
+    threads: usize,
+}
+
+fn reference_settings(settings: &List) -> Res<ReferenceSettings> {
+    let arg = "settings";
+    let family = list_get(settings, "family", arg)?
+        .as_str()
+        .ok_or_else(|| NceError::invalid("settings$family", "must be a single string"))?
+        .to_string();
+    let shrink = list_get(settings, "shrink", arg)?
+        .as_bool()
+        .ok_or_else(|| NceError::invalid("settings$shrink", "must be TRUE or FALSE"))?;
+    Ok(ReferenceSettings {
+        family,
+        df: list_number(settings, "df", arg)?,
+        n_ref: list_count(settings, "n_ref", arg, 1)?,
+        seed: seed_of(list_number(settings, "seed", arg)?)?,
+        shrink,
+        threads: list_count(settings, "threads", arg, 1)?,
+    })
+}
+
+impl ReferenceSettings {
+    fn options(&self) -> ReferenceOptions<'_> {
+        ReferenceOptions {
+            family: &self.family,
+            df: self.df,
+            n_ref: self.n_ref,
+            seed: self.seed,
+            shrink: self.shrink,
+        }
+    }
+}
+
 /// Fit a normal or Student t reference to `fit` draws on the unconstrained scale (after the
 /// `lb`/`ub` transforms), draw `n_ref` points from it and evaluate what the estimator needs:
 /// at the `est` draws the log Jacobian and log reference density; the reference draws mapped
-/// back to the parameter space with their log Jacobian and log reference density.
+/// back to the parameter space with their log Jacobian and log reference density. `settings` as
+/// `reference_settings` reads it.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_marglik_reference(
-    fit: Robj,
-    est: Robj,
-    lb: Robj,
-    ub: Robj,
-    family: &str,
-    df: f64,
-    n_ref: f64,
-    seed: f64,
-    shrink: bool,
-    threads: i32,
-) -> Robj {
+fn nce_marglik_reference(fit: Robj, est: Robj, lb: Robj, ub: Robj, settings: List) -> Robj {
     guard(|| {
+        let settings = reference_settings(&settings)?;
         let (xf, nf, d) = real_matrix(&fit, "fit")?;
         let (xe, ne, de) = real_matrix(&est, "est")?;
         let lb = real_slice(&lb, "lb")?;
@@ -87,15 +119,14 @@ fn nce_marglik_reference(
                 format!("draws, lb and ub must all have dimension {d}"),
             ));
         }
-        let n_ref = count_of(n_ref, "n_ref", 1)?;
-        let seed = seed_of(seed)?;
+        let n_ref = settings.n_ref;
         let bounds = lb
             .iter()
             .zip(ub)
             .map(|(&a, &b)| Bounds::new(a, b))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let m = run::run(threads_of(threads)?, |_| {
-            bridge::marglik_reference(xf, nf, xe, ne, &bounds, family, df, n_ref, seed, shrink)
+        let m = run::run(settings.threads, |_| {
+            bridge::marglik_reference(xf, nf, xe, ne, &bounds, &settings.options())
         })?;
         Ok(list!(
             mean = m.mean,
@@ -119,14 +150,17 @@ fn bounds_of(lb: &Robj, ub: &Robj, d: usize) -> Result<Vec<Bounds>, NceError> {
     lb.iter().zip(ub).map(|(&a, &b)| Bounds::new(a, b)).collect()
 }
 
-fn whitening_of(mean: &Robj, chol: &Robj, lb: &Robj, ub: &Robj) -> Result<Whitening, NceError> {
-    let mean = real_slice(mean, "mean")?.to_vec();
+fn whitening_of(whitening: &List) -> Result<Whitening, NceError> {
+    let arg = "whitening";
+    let (mean, chol) = (list_get(whitening, "mean", arg)?, list_get(whitening, "chol", arg)?);
+    let (lb, ub) = (list_get(whitening, "lb", arg)?, list_get(whitening, "ub", arg)?);
+    let mean = real_slice(&mean, "mean")?.to_vec();
     let d = mean.len();
-    let (l, nr, nc) = real_matrix(chol, "chol")?;
+    let (l, nr, nc) = real_matrix(&chol, "chol")?;
     if nr != d || nc != d {
         return Err(NceError::invalid("chol", format!("must be {d} x {d}")));
     }
-    Whitening::from_parts(mean, l, &bounds_of(lb, ub, d)?)
+    Whitening::from_parts(mean, l, &bounds_of(&lb, &ub, d)?)
 }
 
 /// Telescoping: whiten the `fit` draws' scale (mean, lower Cholesky factor) and the `est` draws,
@@ -157,32 +191,28 @@ fn nce_tele_init(fit: Robj, est: Robj, lb: Robj, ub: Robj, shrink: bool, threads
     })
 }
 
-/// Telescoping: linear-mixing proposals from whitened `z` (step `beta`, stream `step`) and
-/// their points in the parameter space with log |dx/dz| - log N(z'; 0, I).
+/// Telescoping: linear-mixing proposals from whitened `z` and their points in the parameter
+/// space with log |dx/dz| - log N(z'; 0, I). `whitening` = list(mean, chol, lb, ub) as
+/// `nce_tele_init` gives it (with the bounds); `settings` = list(beta, seed, step, threads):
+/// step size `beta`, random stream `step` of `seed`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_tele_propose(
-    z: Robj,
-    beta: f64,
-    seed: f64,
-    step: f64,
-    mean: Robj,
-    chol: Robj,
-    lb: Robj,
-    ub: Robj,
-    threads: i32,
-) -> Robj {
+fn nce_tele_propose(z: Robj, whitening: List, settings: List) -> Robj {
     guard(|| {
+        let arg = "settings";
+        let beta = list_number(&settings, "beta", arg)?;
+        let seed = list_number(&settings, "seed", arg)?;
+        let step = list_number(&settings, "step", arg)?;
+        let threads = list_count(&settings, "threads", arg, 1)?;
         let (zv, n, d) = real_matrix(&z, "z")?;
-        let w = whitening_of(&mean, &chol, &lb, &ub)?;
+        let w = whitening_of(&whitening)?;
         if w.dim() != d {
             return Err(NceError::invalid("z", format!("must have {} columns", w.dim())));
         }
         let seed = seed_of(seed)?;
         let step = count_of(step, "step", 0)? as u64;
-        let (zp, x, extra) = run::run(threads_of(threads)?, |_| {
+        let (zp, x, extra) = run::run(threads, |_| {
             let zp = telescope::pcn_propose(zv, n, d, beta, seed, step)?;
             let (x, extra) = w.unwhiten(&zp, n);
             Ok((zp, x, extra))

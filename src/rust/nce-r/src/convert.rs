@@ -5,7 +5,7 @@
 
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::irls::Control;
+use nce_core::engine::irls::Control;
 use nce_core::optim::LbfgsControl;
 use nce_core::NceError;
 
@@ -89,13 +89,9 @@ pub fn lbfgs_control(control: &List) -> Res<LbfgsControl> {
     Ok(ctrl)
 }
 
-/// Newton/IRLS settings from `control` = list(epsilon, maxit) over `base`, checked by the core.
-pub fn irls_control(control: &List, base: Control) -> Res<Control> {
-    let ctrl = Control {
-        epsilon: list_number(control, "epsilon", "control")?,
-        maxit: list_count(control, "maxit", "control", 0)?,
-        ..base
-    };
+/// Newton/IRLS settings (`control`'s epsilon and maxit) over `base`, checked by the core.
+pub fn irls_control(epsilon: f64, maxit: usize, base: Control) -> Res<Control> {
+    let ctrl = Control { epsilon, maxit, ..base };
     ctrl.check()?;
     Ok(ctrl)
 }

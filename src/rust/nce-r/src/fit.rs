@@ -2,45 +2,150 @@
 //! smoothing parameters by REML, dense or grouped, with their NCE sandwiches. No numerics here.
 
 use crate::convert::{
-    block_columns, guard, int_count, int_slice, irls_control, list_get, list_number, matrix_blocks, opt_real_slice,
-    real_matrix, real_slice, threads_of, to_r_matrix, zero_based, Res,
+    block_columns, guard, int_slice, irls_control, list_count, list_get, list_number, matrix_blocks, opt_real_slice,
+    real_matrix, real_slice, to_r_matrix, zero_based, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::alias::fit_reml_dense;
-use nce_core::design::{DenseDesign, Design};
-use nce_core::discrete::{DiscreteDesign, TermSpec};
-use nce_core::family::Family;
-use nce_core::grouped::{fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeInterceptFit, GroupedDesign};
-use nce_core::irls::{self, Control, Problem};
-use nce_core::penalty::{Penalty, PenaltySet};
-use nce_core::reml::{fit_reml, RemlControl, RemlFit};
-use nce_core::sandwich::{grouped_cluster_sandwich, sample_sandwich};
+use nce_core::engine::alias::fit_reml_dense;
+use nce_core::engine::design::{DenseDesign, Design};
+use nce_core::engine::discrete::{DiscreteDesign, TermSpec};
+use nce_core::engine::family::Family;
+use nce_core::engine::grouped::{
+    fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeGroups, FreeInterceptFit, GroupedDesign,
+};
+use nce_core::engine::irls::{self, Control, Problem};
+use nce_core::engine::penalty::{Penalty, PenaltySet};
+use nce_core::engine::reml::{fit_reml, RemlControl, RemlFit};
+use nce_core::engine::sandwich::{grouped_cluster_sandwich, sample_sandwich};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
-/// Fit a GLM-type objective by Newton/IRLS; with `sample` (0-based sample index per row,
-/// or NULL) also the NCE sandwich covariance.
-/// @keywords internal
-/// @noRd
-#[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_fit_glm(
-    x: Robj,
+/// The rows' response of a fit, from `response = list(y, weights, offset)` (double vectors,
+/// one entry per row); the R objects are kept so that the fit borrows their data.
+pub(crate) struct Response {
     y: Robj,
     weights: Robj,
     offset: Robj,
-    family: &str,
-    sample: Robj,
-    control: List,
-    threads: i32,
-) -> Robj {
+}
+
+pub(crate) fn response_of(response: &List) -> Res<Response> {
+    Ok(Response {
+        y: list_get(response, "y", "response")?,
+        weights: list_get(response, "weights", "response")?,
+        offset: list_get(response, "offset", "response")?,
+    })
+}
+
+impl Response {
+    /// The response with the family of `settings` (the penalty comes separately).
+    pub(crate) fn problem(&self, settings: &FitSettings) -> Res<Problem<'_>> {
+        Ok(Problem::new(
+            real_slice(&self.y, "response$y")?,
+            real_slice(&self.weights, "response$weights")?,
+            real_slice(&self.offset, "response$offset")?,
+            settings.family,
+        ))
+    }
+}
+
+/// Settings of the fits, from `settings = list(family, sp, control = list(epsilon, maxit),
+/// threads)`; `sp` (fixed smoothing parameters) may be NULL or absent. The free-intercept and
+/// sharded fits also need `ngroups` (groups), `shards` and `pa` (columns of A): see `count`.
+pub(crate) struct FitSettings {
+    pub family: Family,
+    pub sp: Option<Vec<f64>>,
+    /// The inner fits' `control`: convergence tolerance and most iterations.
+    pub epsilon: f64,
+    pub maxit: usize,
+    pub threads: usize,
+    /// (name, value) of the counts given.
+    counts: Vec<(&'static str, usize)>,
+}
+
+pub(crate) fn fit_settings(settings: &List) -> Res<FitSettings> {
+    let family = list_get(settings, "family", "settings")?;
+    let family = family
+        .as_str()
+        .ok_or_else(|| NceError::invalid("settings$family", "must be a single string"))?;
+    let family =
+        Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
+    let sp = match settings.iter().find(|(n, _)| *n == "sp") {
+        Some((_, v)) => opt_real_slice(&v, "sp")?.map(<[f64]>::to_vec),
+        None => None,
+    };
+    let mut counts = Vec::new();
+    for name in ["ngroups", "shards", "pa"] {
+        if settings.iter().any(|(n, _)| n == name) {
+            counts.push((name, list_count(settings, name, "settings", 0)?));
+        }
+    }
+    let control: List = list_get(settings, "control", "settings")?
+        .try_into()
+        .map_err(|_| NceError::invalid("settings$control", "must be a list(epsilon, maxit)"))?;
+    Ok(FitSettings {
+        family,
+        sp,
+        epsilon: list_number(&control, "epsilon", "control")?,
+        maxit: list_count(&control, "maxit", "control", 0)?,
+        threads: list_count(settings, "threads", "settings", 1)?,
+        counts,
+    })
+}
+
+impl FitSettings {
+    /// The count `name` (`ngroups`, `shards` or `pa`), which must be given and at least `min`.
+    pub(crate) fn count(&self, name: &str, min: usize) -> Res<usize> {
+        let &(_, v) = self
+            .counts
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| NceError::invalid("settings", format!("has no element `{name}`")))?;
+        if v < min {
+            return Err(NceError::invalid(
+                &format!("settings${name}"),
+                format!("must be at least {min}, got {v}"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Newton/IRLS settings over the defaults, checked by the core.
+    pub(crate) fn irls(&self) -> Res<Control> {
+        irls_control(self.epsilon, self.maxit, Control::default())
+    }
+
+    /// REML settings: fixed `sp` if given; the inner fits need at least the default precision
+    /// for REML's derivatives.
+    pub(crate) fn reml(&self) -> Res<RemlControl> {
+        let base = RemlControl::default();
+        let mut inner = irls_control(self.epsilon, self.maxit, base.inner.clone())?;
+        inner.epsilon = inner.epsilon.min(base.inner.epsilon);
+        let ctrl = RemlControl {
+            sp: self.sp.clone(),
+            inner,
+            ..base
+        };
+        ctrl.check()?;
+        Ok(ctrl)
+    }
+}
+
+/// Fit a GLM-type objective by Newton/IRLS; with `sample` (0-based sample index per row,
+/// or NULL) also the NCE sandwich covariance. `response` and `settings` as `response_of` and
+/// `fit_settings` read them (no `sp`).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_fit_glm(x: Robj, response: List, sample: Robj, settings: List) -> Robj {
     guard(|| {
         let (xd, n, p) = real_matrix(&x, "x")?;
-        let prob = problem(&y, &weights, &offset, family)?;
+        let settings = fit_settings(&settings)?;
+        let response = response_of(&response)?;
+        let prob = response.problem(&settings)?;
         let sample = sample_of(&sample, n)?;
-        let ctrl = irls_control(&control, Control::default())?;
-        let threads = threads_of(threads)?;
+        let ctrl = settings.irls()?;
+        let threads = settings.threads;
         let design = DenseDesign::new(xd, n, p)?;
         let (fit, sandwich) = run::run(threads, |stop| {
             let fit = irls::fit(&design, &prob, &ctrl, &mut || stop.load(Ordering::Relaxed))?;
@@ -71,34 +176,25 @@ fn nce_fit_glm(
 /// Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
 /// with the penalised Hessian as bread when `sample` is given. `x` may also be a discretised
 /// design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a` (no alias
-/// handling then: the caller's set-up keeps the design identifiable).
+/// handling then: the caller's set-up keeps the design identifiable). `response` and `settings`
+/// as for `nce_fit_glm`, `settings$sp` the fixed smoothing parameters or NULL.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_fit_reml(
-    x: Robj,
-    y: Robj,
-    weights: Robj,
-    offset: Robj,
-    family: &str,
-    sample: Robj,
-    penalties: List,
-    sp: Robj,
-    control: List,
-    threads: i32,
-) -> Robj {
+fn nce_fit_reml(x: Robj, response: List, sample: Robj, penalties: List, settings: List) -> Robj {
     guard(|| {
+        let settings = fit_settings(&settings)?;
+        let response = response_of(&response)?;
+        let threads = settings.threads;
         if let Some(parts) = term_parts(&x)? {
-            let prob = problem(&y, &weights, &offset, family)?;
+            let prob = response.problem(&settings)?;
             let n = prob.y.len();
             let specs = term_specs(&parts, n)?;
             let design = DiscreteDesign::new(n, &specs)?;
             let p = design.ncol();
             let sample = sample_of(&sample, n)?;
             let pens = penalties_from(&penalties, p)?;
-            let ctrl = reml_control(&sp, &control)?;
-            let threads = threads_of(threads)?;
+            let ctrl = settings.reml()?;
             let (fit, sandwich) = fit_reml_then(threads, &design, &prob, &pens, &ctrl, |d, fit| {
                 sample
                     .as_deref()
@@ -107,11 +203,10 @@ fn nce_fit_reml(
             return Ok(reml_result(fit, sandwich, vec![false; p]));
         }
         let (xd, n, p) = real_matrix(&x, "x")?;
-        let prob = problem(&y, &weights, &offset, family)?;
+        let prob = response.problem(&settings)?;
         let sample = sample_of(&sample, n)?;
         let pens = penalties_from(&penalties, p)?;
-        let ctrl = reml_control(&sp, &control)?;
-        let threads = threads_of(threads)?;
+        let ctrl = settings.reml()?;
         let design = DenseDesign::new(xd, n, p)?;
         let f = run::run(threads, |stop| {
             fit_reml_dense(&design, &prob, &pens, &ctrl, sample.as_deref(), &mut || {
@@ -127,29 +222,26 @@ fn nce_fit_reml(
 /// `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
 /// With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
 /// `a` may also be a discretised block: a list of terms `list(values = <m x p matrix>, index =
-/// <1-based integer row of values per row, or NULL for a dense block>)`.
+/// <1-based integer row of values per row, or NULL for a dense block>)`. `response` and
+/// `settings` as for `nce_fit_reml`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
 fn nce_fit_reml_grouped(
     a: Robj,
     b: Robj,
     group: Robj,
-    y: Robj,
-    weights: Robj,
-    offset: Robj,
-    family: &str,
+    response: List,
     cluster: Robj,
     penalties: List,
-    sp: Robj,
-    control: List,
-    threads: i32,
+    settings: List,
 ) -> Robj {
     guard(|| {
+        let settings = fit_settings(&settings)?;
+        let response = response_of(&response)?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
         let g0 = zero_based(&group, "group", ng)?;
-        let prob = problem(&y, &weights, &offset, family)?;
+        let prob = response.problem(&settings)?;
         let cluster = cluster_of(&cluster, ng)?;
         let parts = term_parts(&a)?;
         let blocks = matrix_blocks(&a);
@@ -164,9 +256,8 @@ fn nce_fit_reml_grouped(
         };
         let pa = design.pa();
         let pens = penalties_from(&penalties, pa + pb)?;
-        let ctrl = reml_control(&sp, &control)?;
-        let threads = threads_of(threads)?;
-        let (fit, sandwich) = fit_reml_then(threads, &design, &prob, &pens, &ctrl, |d, fit| {
+        let ctrl = settings.reml()?;
+        let (fit, sandwich) = fit_reml_then(settings.threads, &design, &prob, &pens, &ctrl, |d, fit| {
             cluster
                 .as_deref()
                 .map(|c| grouped_cluster_sandwich(d, c, &fit.fit.row_grad, &fit.vp, &fit.fit.aliased))
@@ -179,32 +270,33 @@ fn nce_fit_reml_grouped(
 /// eliminated per group so the cost is linear in the number of groups. `group` is 1-based
 /// (every group in 1..ngroups must have rows); A has no intercept column. Returns what
 /// `nce_fit_reml_grouped` returns for the columns of A (`cov_sandwich`: clustered by `cluster`),
-/// plus `intercepts` and `intercept_se`.
+/// plus `intercepts` and `intercept_se`. `response` and `settings` as for `nce_fit_reml`, with
+/// the number of groups in `settings$ngroups`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
 fn nce_fit_reml_free_intercepts(
     a: Robj,
     group: Robj,
-    ngroups: i32,
-    y: Robj,
-    weights: Robj,
-    offset: Robj,
-    family: &str,
+    response: List,
     cluster: Robj,
     penalties: List,
-    sp: Robj,
-    control: List,
-    threads: i32,
+    settings: List,
 ) -> Robj {
     guard(|| {
-        let ng = int_count(ngroups, "ngroups", 1)?;
+        let settings = fit_settings(&settings)?;
+        let response = response_of(&response)?;
+        let ng = settings.count("ngroups", 1)?;
         let g0 = zero_based(&group, "group", ng)?;
-        let prob = problem(&y, &weights, &offset, family)?;
+        let prob = response.problem(&settings)?;
         let cluster = cluster_of(&cluster, ng)?;
-        let ctrl = reml_control(&sp, &control)?;
-        let threads = threads_of(threads)?;
+        let ctrl = settings.reml()?;
+        let threads = settings.threads;
+        let groups = FreeGroups {
+            group: &g0,
+            ngroups: ng,
+            cluster_of_group: cluster.as_deref(),
+        };
         let parts = term_parts(&a)?;
         let (fit, pa) = match &parts {
             Some(parts) => {
@@ -213,17 +305,9 @@ fn nce_fit_reml_free_intercepts(
                 let pa = specs.iter().map(|s| s.p).sum();
                 let pens = penalties_from(&penalties, pa)?;
                 let fit = run::run(threads, |stop| {
-                    fit_reml_free_intercepts_discrete(
-                        &specs,
-                        n,
-                        &g0,
-                        ng,
-                        &prob,
-                        &pens,
-                        &ctrl,
-                        cluster.as_deref(),
-                        &mut || stop.load(Ordering::Relaxed),
-                    )
+                    fit_reml_free_intercepts_discrete(&specs, n, groups, &prob, &pens, &ctrl, &mut || {
+                        stop.load(Ordering::Relaxed)
+                    })
                 })?;
                 (fit, pa)
             }
@@ -234,9 +318,7 @@ fn nce_fit_reml_free_intercepts(
                 let pa = ad.ncol();
                 let pens = penalties_from(&penalties, pa)?;
                 let fit = run::run(threads, |stop| {
-                    fit_reml_free_intercepts(ad, &g0, ng, &prob, &pens, &ctrl, cluster.as_deref(), &mut || {
-                        stop.load(Ordering::Relaxed)
-                    })
+                    fit_reml_free_intercepts(ad, groups, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))
                 })?;
                 (fit, pa)
             }
@@ -319,18 +401,6 @@ pub(crate) fn cluster_of(cluster: &Robj, ng: usize) -> Res<Option<Vec<usize>>> {
     Ok(Some(c.iter().map(|&v| v as usize - 1).collect()))
 }
 
-/// Response, prior weights, offset and family of a fit (the penalty comes separately).
-pub(crate) fn problem<'a>(y: &'a Robj, weights: &'a Robj, offset: &'a Robj, family: &str) -> Res<Problem<'a>> {
-    let family =
-        Family::parse(family).ok_or_else(|| NceError::invalid("family", format!("unknown family '{family}'")))?;
-    Ok(Problem::new(
-        real_slice(y, "y")?,
-        real_slice(weights, "weights")?,
-        real_slice(offset, "offset")?,
-        family,
-    ))
-}
-
 /// Penalties from list(list(start, S), ...), `start` 0-based.
 pub(crate) fn penalties_from(pens: &List, p: usize) -> Res<PenaltySet> {
     let mut out = Vec::with_capacity(pens.len());
@@ -351,17 +421,6 @@ pub(crate) fn penalties_from(pens: &List, p: usize) -> Res<PenaltySet> {
         });
     }
     PenaltySet::new(p, out)
-}
-
-pub(crate) fn reml_control(sp: &Robj, control: &List) -> Res<RemlControl> {
-    let sp = opt_real_slice(sp, "sp")?.map(<[f64]>::to_vec);
-    let base = RemlControl::default();
-    let mut inner = irls_control(control, base.inner.clone())?;
-    // The inner fits need at least the default precision for REML's derivatives.
-    inner.epsilon = inner.epsilon.min(base.inner.epsilon);
-    let ctrl = RemlControl { sp, inner, ..base };
-    ctrl.check()?;
-    Ok(ctrl)
 }
 
 /// The REML fit on the per-call pool (polling for interrupts), then the sandwich `sandwich`

@@ -1,14 +1,13 @@
-//! Binding of nce_core::nonlinear: NCE for models nonlinear in their parameters, with the model
+//! Binding of nce_core::estimators::nonlinear: NCE for models nonlinear in their parameters, with the model
 //! given by an R callback (evaluated on the R main thread, one call per iterate) or built in
 //! (Laplace ICA). No numerics here.
 
-use crate::convert::threads_of;
-use crate::convert::{guard, list_get, list_number, real_matrix, real_slice, seed_of, to_r_matrix};
+use crate::convert::{guard, list_count, list_get, list_number, real_matrix, real_slice, seed_of, to_r_matrix};
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::nonlinear::ica::{self, IcaModel};
-use nce_core::nonlinear::{covariances, fit_starts, FitControl, Method, Model, MultiFit, NceProblem};
+use nce_core::estimators::nonlinear::ica::{self, IcaModel};
+use nce_core::estimators::nonlinear::{covariances, fit_starts, FitControl, Method, Model, MultiFit, NceProblem};
 use nce_core::optim::LbfgsControl;
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -216,34 +215,49 @@ fn nce_nonlinear_fit_r(
     })
 }
 
+/// Settings of `nce_nonlinear_fit_ica` from `settings = list(method, n_random, seed, threads)`.
+struct IcaSettings {
+    method: Method,
+    n_random: usize,
+    seed: u64,
+    threads: usize,
+}
+
+fn ica_settings(settings: &List) -> Res<IcaSettings> {
+    let arg = "settings";
+    let method = list_get(settings, "method", arg)?;
+    let method = method
+        .as_str()
+        .ok_or_else(|| NceError::invalid("settings$method", "must be a single string"))?;
+    Ok(IcaSettings {
+        method: method_of(method)?,
+        n_random: list_count(settings, "n_random", arg, 0)?,
+        seed: seed_of(list_number(settings, "seed", arg)?)?,
+        threads: list_count(settings, "threads", arg, 1)?,
+    })
+}
+
 /// Nonlinear NCE with the built-in Laplace ICA model on the rows of `x` ((n + m) x d). `starts`
-/// is a (d^2 + 1) x S matrix of given starts (may have 0 columns); `n_random` more are drawn from
-/// ChaCha streams of `seed` around the whitening matrix of the data rows (label 1). Row loops run
-/// in a pool of `threads` threads, in fixed chunks, so the result does not depend on `threads`.
+/// is a (d^2 + 1) x S matrix of given starts (may have 0 columns); `settings$n_random` more are
+/// drawn from ChaCha streams of `settings$seed` around the whitening matrix of the data rows
+/// (label 1). Row loops run in a pool of `settings$threads` threads, in fixed chunks, so the
+/// result does not depend on the thread count.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_nonlinear_fit_ica(
-    x: Robj,
-    label: Robj,
-    offset: Robj,
-    method: &str,
-    starts: Robj,
-    n_random: i32,
-    seed: f64,
-    control: List,
-    threads: i32,
-) -> Robj {
+fn nce_nonlinear_fit_ica(x: Robj, label: Robj, offset: Robj, starts: Robj, control: List, settings: List) -> Robj {
     guard(|| {
+        let IcaSettings {
+            method,
+            n_random,
+            seed,
+            threads,
+        } = ica_settings(&settings)?;
         let (xd, nr, d) = real_matrix(&x, "x")?;
         let label = real_slice(&label, "label")?;
         let offset = real_slice(&offset, "offset")?;
-        let method = method_of(method)?;
         let given = starts_of(&starts, d * d + 1)?;
         let ctrl = control_of(&control)?;
-        let threads = threads_of(threads)?;
-        let seed = seed_of(seed)?;
         let parts = run::run(threads, |stop| {
             let model = IcaModel::new(xd, nr, d)?.with_parallel(true);
             let prob = NceProblem::new(&model, label, offset, method)?.with_parallel(true);

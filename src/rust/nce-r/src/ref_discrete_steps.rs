@@ -1,11 +1,11 @@
-//! Binding of nce_core::ref_discrete and nce_core::ref_steps: Bernoulli and categorical
+//! Binding of nce_core::sampling::ref_discrete and nce_core::sampling::ref_steps: Bernoulli and categorical
 //! references, and the step-selection kernel. Conversions and checks only.
 
 use crate::convert::threads_of;
 use crate::convert::{col_major_matrix, guard, real_matrix, real_slice, seed_of};
 use extendr_api::prelude::*;
-use nce_core::ref_discrete::{Bernoulli, Categorical};
-use nce_core::ref_steps::StepKernel;
+use nce_core::sampling::ref_discrete::{Bernoulli, Categorical};
+use nce_core::sampling::ref_steps::StepKernel;
 use nce_core::NceError;
 
 fn count_of(n: f64, seed: f64) -> std::result::Result<(usize, u64), NceError> {

@@ -6,8 +6,8 @@ use crate::convert::{
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::kernel::NormalKernel;
-use nce_core::reference::Reference;
+use nce_core::sampling::kernel::NormalKernel;
+use nce_core::sampling::reference::Reference;
 use nce_core::NceError;
 
 fn reference_from(spec: &List) -> Res<Reference> {

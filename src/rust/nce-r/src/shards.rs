@@ -1,14 +1,14 @@
-//! Binding of nce_core::shards: pooled fits with the row-level block in shards held by the
+//! Binding of nce_core::engine::shards: pooled fits with the row-level block in shards held by the
 //! workers of an R `future` plan. The fit runs on the per-call pool; whenever it needs the
 //! shards, the R main thread (never a pool thread) calls the R function that runs the shards'
 //! tasks. No numerics here.
 
 use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_slice, threads_of, zero_based, Res};
-use crate::fit::{cluster_of, free_result, penalties_from, problem, reml_control, reml_result};
+use crate::fit::{cluster_of, fit_settings, free_result, penalties_from, reml_result, response_of};
 use crate::run::{self, Requester};
 use extendr_api::prelude::*;
-use nce_core::reml::fit_reml;
-use nce_core::shards::{
+use nce_core::engine::reml::fit_reml;
+use nce_core::engine::shards::{
     fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp, ShardPart,
     ShardResult, ShardTask, ShardedDesign,
 };
@@ -237,38 +237,33 @@ fn sharded_rows(runner: Robj, group: &Robj, ngroups: usize, nrow: usize) -> Res<
 
 /// REML fit on the grouped design [A | B[group, ]] with A in `shards` shards reached through
 /// `runner` (see `serve`): as `nce_fit_reml_grouped` for a dense A with `pa` columns, with
-/// the same results bit for bit.
+/// the same results bit for bit. `response` and `settings` as for `nce_fit_reml_grouped`, with
+/// the number of shards and of columns of A in `settings$shards` and `settings$pa`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
 fn nce_fit_reml_grouped_sharded(
     runner: Robj,
-    shards: i32,
-    pa: i32,
     b: Robj,
     group: Robj,
-    y: Robj,
-    weights: Robj,
-    offset: Robj,
-    family: &str,
+    response: List,
     cluster: Robj,
     penalties: List,
-    sp: Robj,
-    control: List,
-    threads: i32,
+    settings: List,
 ) -> Robj {
     guard(|| {
-        let shards = int_count(shards, "shards", 1)?;
-        let pa = int_count(pa, "pa", 0)?;
+        let settings = fit_settings(&settings)?;
+        let response = response_of(&response)?;
+        let shards = settings.count("shards", 1)?;
+        let pa = settings.count("pa", 0)?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
-        let prob = problem(&y, &weights, &offset, family)?;
+        let prob = response.problem(&settings)?;
         let (runner, g0) = sharded_rows(runner, &group, ng, prob.y.len())?;
         let cluster = cluster_of(&cluster, ng)?;
         let pens = penalties_from(&penalties, pa + pb)?;
-        let ctrl = reml_control(&sp, &control)?;
+        let ctrl = settings.reml()?;
         let (fit, sandwich) = run::run_serving(
-            threads_of(threads)?,
+            settings.threads,
             |tasks| serve(&runner, tasks),
             |stop, requester| {
                 let backend = RShards(requester);
@@ -294,39 +289,33 @@ fn nce_fit_reml_grouped_sharded(
 
 /// REML fit on [A | one free intercept per group] with A in `shards` shards reached through
 /// `runner` (the shards written with a B of no columns): as `nce_fit_reml_free_intercepts` for a
-/// dense A with `pa` columns, with the same results bit for bit.
+/// dense A with `pa` columns, with the same results bit for bit. `response` and `settings` as
+/// for `nce_fit_reml_free_intercepts`, with `settings$shards` and `settings$pa`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
 fn nce_fit_reml_free_intercepts_sharded(
     runner: Robj,
-    shards: i32,
-    pa: i32,
-    ngroups: i32,
     group: Robj,
-    y: Robj,
-    weights: Robj,
-    offset: Robj,
-    family: &str,
+    response: List,
     cluster: Robj,
     penalties: List,
-    sp: Robj,
-    control: List,
-    threads: i32,
+    settings: List,
 ) -> Robj {
     guard(|| {
-        let shards = int_count(shards, "shards", 1)?;
-        let pa = int_count(pa, "pa", 1)?;
-        let ng = int_count(ngroups, "ngroups", 1)?;
-        let prob = problem(&y, &weights, &offset, family)?;
+        let settings = fit_settings(&settings)?;
+        let response = response_of(&response)?;
+        let shards = settings.count("shards", 1)?;
+        let pa = settings.count("pa", 1)?;
+        let ng = settings.count("ngroups", 1)?;
+        let prob = response.problem(&settings)?;
         let (runner, g0) = sharded_rows(runner, &group, ng, prob.y.len())?;
         let cluster = cluster_of(&cluster, ng)?;
         let pens = penalties_from(&penalties, pa)?;
-        let ctrl = reml_control(&sp, &control)?;
+        let ctrl = settings.reml()?;
         let no_b: Vec<f64> = Vec::new();
         let fit = run::run_serving(
-            threads_of(threads)?,
+            settings.threads,
             |tasks| serve(&runner, tasks),
             |stop, requester| {
                 let backend = RShards(requester);

@@ -1,35 +1,77 @@
-//! Binding of nce_core::lfire (ratio estimation for simulator models) and of the tabulated
+//! Binding of nce_core::estimators::lfire (ratio estimation for simulator models) and of the tabulated
 //! Metropolis sampler of amortised ratio posteriors. No numerics here.
 
 use crate::convert::{
-    count_of, guard, int_slice, list_get, list_number, list_vec, real_matrix, real_slice, seed_of, threads_of,
+    count_of, guard, int_slice, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::lasso::{cv_logistic_lasso, LassoControl};
-use nce_core::lfire::{lfire_fit, LfireData, LfirePenalty};
-use nce_core::metropolis::{metropolis_tables, ChainPrior, SumTables};
+use nce_core::estimators::lasso::cv_logistic_lasso;
+use nce_core::estimators::lasso_path::LassoControl;
+use nce_core::estimators::lfire::{lfire_fit, LfireData, LfirePenalty};
+use nce_core::sampling::metropolis::{metropolis_tables, ChainControl, ChainPrior, SumTables};
 use nce_core::NceError;
 
+/// Settings of `nce_lfire_fit` from `settings = list(penalty, control, seed, threads)`:
+/// `penalty` "lasso" or "ridge", `control` = list(nlambda, lambda_min_ratio, nfolds, one_se,
+/// coarse, onestep) for the lasso.
+struct LfireSettings {
+    penalty: LfirePenalty,
+    seed: u64,
+    threads: usize,
+}
+
+fn lfire_settings(settings: &List) -> Res<LfireSettings> {
+    let arg = "settings";
+    let penalty = list_get(settings, "penalty", arg)?;
+    let penalty = penalty
+        .as_str()
+        .ok_or_else(|| NceError::invalid("settings$penalty", "must be a single string"))?;
+    let control: List = list_get(settings, "control", arg)?
+        .try_into()
+        .map_err(|_| NceError::invalid("settings$control", "must be a list"))?;
+    let num = |name: &str| list_number(&control, name, "control");
+    let pen = match penalty {
+        "lasso" => LfirePenalty::Lasso {
+            ctrl: LassoControl {
+                nlambda: num("nlambda")? as usize,
+                lambda_min_ratio: num("lambda_min_ratio")?,
+                nfolds: num("nfolds")? as usize,
+                coarse: num("coarse")? as usize,
+                onestep: num("onestep")? != 0.0,
+                ..LassoControl::default()
+            },
+            one_se: num("one_se")? != 0.0,
+        },
+        "ridge" => LfirePenalty::Ridge,
+        other => {
+            return Err(NceError::invalid(
+                "penalty",
+                format!("must be lasso or ridge, not {other}"),
+            ))
+        }
+    };
+    Ok(LfireSettings {
+        penalty: pen,
+        seed: seed_of(list_number(settings, "seed", arg)?)?,
+        threads: list_count(settings, "threads", arg, 1)?,
+    })
+}
+
 /// LFIRE fits, one per theta. `marginal` (n_m x p) and `at_theta` (stacked, theta g on rows
-/// starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries;
-/// `penalty` is "lasso" or "ridge"; `control` holds nlambda, lambda_min_ratio, nfolds,
-/// one_se, coarse (lasso). Returns intercept, beta (n_theta x p), lambda, log_ratio, criterion, df.
+/// starts[g] + 1 ..= starts[g + 1]) are double matrices of standardised summaries; `settings`
+/// as `lfire_settings` reads it. Returns intercept, beta (n_theta x p), lambda, log_ratio,
+/// criterion, df.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_lfire_fit(
-    marginal: Robj,
-    at_theta: Robj,
-    starts: Robj,
-    observed: Robj,
-    penalty: &str,
-    control: List,
-    seed: f64,
-    threads: i32,
-) -> Robj {
+fn nce_lfire_fit(marginal: Robj, at_theta: Robj, starts: Robj, observed: Robj, settings: List) -> Robj {
     guard(|| {
+        let LfireSettings {
+            penalty: pen,
+            seed,
+            threads,
+        } = lfire_settings(&settings)?;
         let (m, nm, p) = real_matrix(&marginal, "marginal")?;
         let (a, _na, pa) = real_matrix(&at_theta, "at_theta")?;
         if pa != p {
@@ -40,29 +82,6 @@ fn nce_lfire_fit(
             .map(|&s| usize::try_from(s).map_err(|_| NceError::invalid("starts", "must be >= 0")))
             .collect::<std::result::Result<_, _>>()?;
         let observed = real_slice(&observed, "observed")?;
-        let num = |name: &str| list_number(&control, name, "control");
-        let pen = match penalty {
-            "lasso" => LfirePenalty::Lasso {
-                ctrl: LassoControl {
-                    nlambda: num("nlambda")? as usize,
-                    lambda_min_ratio: num("lambda_min_ratio")?,
-                    nfolds: num("nfolds")? as usize,
-                    coarse: num("coarse")? as usize,
-                    onestep: num("onestep")? != 0.0,
-                    ..LassoControl::default()
-                },
-                one_se: num("one_se")? != 0.0,
-            },
-            "ridge" => LfirePenalty::Ridge,
-            other => {
-                return Err(NceError::invalid(
-                    "penalty",
-                    format!("must be lasso or ridge, not {other}"),
-                ))
-            }
-        };
-        let seed = seed_of(seed)?;
-        let threads = threads_of(threads)?;
         let data = LfireData {
             marginal: m,
             n_marginal: nm,
@@ -74,7 +93,7 @@ fn nce_lfire_fit(
         let fits = run::run(threads, |stop| lfire_fit(&data, &pen, seed, stop))?;
         let g = fits.len();
         let beta = RMatrix::new_matrix(g, p, |i, j| fits[i].beta[j]);
-        let col = |f: fn(&nce_core::lfire::LfireFit) -> f64| fits.iter().map(f).collect::<Vec<f64>>();
+        let col = |f: fn(&nce_core::estimators::lfire::LfireFit) -> f64| fits.iter().map(f).collect::<Vec<f64>>();
         Ok(list!(
             intercept = col(|f| f.intercept),
             beta = beta,
@@ -150,27 +169,44 @@ fn sum_tables(values: &Robj, lo: &Robj, hi: &Robj) -> std::result::Result<SumTab
     SumTables::new(lo, hi, n, v.to_vec())
 }
 
-/// Random-walk Metropolis on prior x exp(sum of tabulated functions). `prior`:
-/// list(kind = "uniform", lower, upper) or list(kind = "normal", mean, sd); `starts` a
-/// chains x d double matrix; `scale` the proposal sds. Returns draws (steps x chains x d in R's
-/// array order, as a vector), accepted (per chain, after burn-in) and off_table.
+/// Settings of the chains of `nce_ratio_metropolis` from `settings = list(scale, burnin, steps,
+/// seed, threads)`: `scale` the proposal sds (`metropolis::ChainControl`).
+struct ChainSettings {
+    scale: Vec<f64>,
+    burnin: usize,
+    steps: usize,
+    seed: u64,
+    threads: usize,
+}
+
+fn chain_settings(settings: &List) -> Res<ChainSettings> {
+    let arg = "settings";
+    let scale = list_get(settings, "scale", arg)?;
+    Ok(ChainSettings {
+        scale: real_slice(&scale, "scale")?.to_vec(),
+        burnin: count_of(list_number(settings, "burnin", arg)?, "burnin", 0)?,
+        steps: count_of(list_number(settings, "steps", arg)?, "steps", 1)?,
+        seed: seed_of(list_number(settings, "seed", arg)?)?,
+        threads: list_count(settings, "threads", arg, 1)?,
+    })
+}
+
+/// Random-walk Metropolis on prior x exp(sum of tabulated functions). `tables` = list(values, lo,
+/// hi) (`sum_tables`); `prior`: list(kind = "uniform", lower, upper) or list(kind = "normal",
+/// mean, sd); `starts` a chains x d double matrix; `settings` as `chain_settings` reads it.
+/// Returns draws (steps x chains x d in R's array order, as a vector), accepted (per chain,
+/// after burn-in) and off_table.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_ratio_metropolis(
-    values: Robj,
-    lo: Robj,
-    hi: Robj,
-    prior: List,
-    starts: Robj,
-    scale: Robj,
-    burnin: f64,
-    steps: f64,
-    seed: f64,
-    threads: i32,
-) -> Robj {
+fn nce_ratio_metropolis(tables: List, prior: List, starts: Robj, settings: List) -> Robj {
     guard(|| {
+        let settings = chain_settings(&settings)?;
+        let (values, lo, hi) = (
+            list_get(&tables, "values", "tables")?,
+            list_get(&tables, "lo", "tables")?,
+            list_get(&tables, "hi", "tables")?,
+        );
         let tables = sum_tables(&values, &lo, &hi)?;
         let kind = list_get(&prior, "kind", "prior")?;
         let pr = match kind.as_str() {
@@ -191,13 +227,14 @@ fn nce_ratio_metropolis(
                 "must have one row per chain and one column per table",
             ));
         }
-        let scale = real_slice(&scale, "scale")?;
-        let burnin = count_of(burnin, "burnin", 0)?;
-        let steps = count_of(steps, "steps", 1)?;
-        let seed = seed_of(seed)?;
-        let threads = threads_of(threads)?;
-        let res = run::run(threads, |stop| {
-            metropolis_tables(&tables, &pr, st, scale, burnin, steps, seed, stop)
+        let ctrl = ChainControl {
+            scale: &settings.scale,
+            burnin: settings.burnin,
+            steps: settings.steps,
+            seed: settings.seed,
+        };
+        let res = run::run(settings.threads, |stop| {
+            metropolis_tables(&tables, &pr, st, &ctrl, stop)
         })?;
         Ok(list!(
             draws = res.draws,

@@ -1,31 +1,82 @@
-//! Binding of nce_core::vnce: variational NCE for the truncated Gaussian graphical model with
+//! Binding of nce_core::estimators::vnce: variational NCE for the truncated Gaussian graphical model with
 //! missing values. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, guard, int_count, lbfgs_control, list_get, list_number, real_matrix, real_slice, seed_of,
-    square_matrix, threads_of, to_r_matrix, Res,
+    col_major_matrix, guard, int_count, lbfgs_control, list_count, list_get, list_number, real_matrix, real_slice,
+    seed_of, square_matrix, threads_of, to_r_matrix, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::vnce::{self, param_names, Terms, TgmParams, TgmVnce};
+use nce_core::estimators::vnce::{self, param_names, Terms, TgmParams, TgmVnce, VnceSamples};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
-/// The VNCE problem from the R arguments (matrices column-major, NA for missing).
-fn problem(x: &Robj, y: &Robj, lpx: &Robj, lpy: &Robj, n_latent: i32, seed: f64) -> Res<TgmVnce> {
-    let (xd, n, d) = real_matrix(x, "x")?;
-    let (yd, m, dy) = real_matrix(y, "y")?;
+/// Settings of the TGM entry points, from `settings = list(n_latent, seed, threads, family)`:
+/// `n_latent` draws per row with missing values from stream `seed` (the same for a fit and its
+/// covariance); `family` ("ghk" or "lognormal") where the entry point needs it.
+struct VnceSettings {
+    n_latent: usize,
+    seed: u64,
+    threads: usize,
+    family: Option<Family>,
+}
+
+fn vnce_settings(settings: &List) -> Res<VnceSettings> {
+    let family = match settings.iter().find(|(n, _)| *n == "family") {
+        Some((_, f)) => {
+            Some(family_of(f.as_str().ok_or_else(|| {
+                NceError::invalid("settings$family", "must be a single string")
+            })?)?)
+        }
+        None => None,
+    };
+    Ok(VnceSettings {
+        n_latent: list_count(settings, "n_latent", "settings", 1)?,
+        seed: seed_of(list_number(settings, "seed", "settings")?)?,
+        threads: list_count(settings, "threads", "settings", 1)?,
+        family,
+    })
+}
+
+impl VnceSettings {
+    fn family(&self) -> Res<&Family> {
+        self.family
+            .as_ref()
+            .ok_or_else(|| NceError::invalid("settings", "has no element `family`"))
+    }
+}
+
+/// The VNCE problem from `samples = list(x, y, lpx, lpy)` (matrices column-major, NA for
+/// missing) and the draws of `settings`.
+fn problem(samples: &List, settings: &VnceSettings) -> Res<TgmVnce> {
+    let x = list_get(samples, "x", "samples")?;
+    let y = list_get(samples, "y", "samples")?;
+    let lpx = list_get(samples, "lpx", "samples")?;
+    let lpy = list_get(samples, "lpy", "samples")?;
+    let (xd, n, d) = real_matrix(&x, "x")?;
+    let (yd, m, dy) = real_matrix(&y, "y")?;
     if dy != d {
         return Err(NceError::invalid(
             "y",
             format!("must have ncol(x) = {d} columns, got {dy}"),
         ));
     }
-    let lpx = real_slice(lpx, "lpx")?;
-    let lpy = real_slice(lpy, "lpy")?;
-    let n_latent = int_count(n_latent, "n_latent", 1)?;
-    TgmVnce::new(xd, n, d, yd, m, lpx, lpy, n_latent, seed_of(seed)?)
+    let lpx = real_slice(&lpx, "lpx")?;
+    let lpy = real_slice(&lpy, "lpy")?;
+    TgmVnce::new(
+        &VnceSamples {
+            x: xd,
+            n,
+            d,
+            y: yd,
+            m,
+            lpx,
+            lpy,
+        },
+        settings.n_latent,
+        settings.seed,
+    )
 }
 
 /// The variational family of the TGM fits.
@@ -70,25 +121,17 @@ fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
     Ok((list_matrix(l, "K", d, arg)?, list_number(l, "c", arg)?))
 }
 
-/// The VNCE objective J (maximised) and its gradient in the packing order at `params`.
+/// The VNCE objective J (maximised) and its gradient in the packing order at `params`;
+/// `samples` and `settings` as for `nce_vnce_tgm` (no `family`).
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_vnce_tgm_objective(
-    x: Robj,
-    y: Robj,
-    lpx: Robj,
-    lpy: Robj,
-    n_latent: i32,
-    seed: f64,
-    params: List,
-    threads: i32,
-) -> Robj {
+fn nce_vnce_tgm_objective(samples: List, params: List, settings: List) -> Robj {
     guard(|| {
-        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let settings = vnce_settings(&settings)?;
+        let pr = problem(&samples, &settings)?;
         let p = params_of(&params, pr.dim(), "params")?;
-        let (value, gradient) = run::run(threads_of(threads)?, |_| pr.evaluate(&p, Terms::Both))?;
+        let (value, gradient) = run::run(settings.threads, |_| pr.evaluate(&p, Terms::Both))?;
         Ok(list!(value = value, gradient = gradient, packing = param_names(pr.dim())).into_robj())
     })
 }
@@ -96,30 +139,20 @@ fn nce_vnce_tgm_objective(
 /// Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
 /// missing values (NA) as latent variables. `family`: "ghk" (q = the model's truncated-normal
 /// posterior through the GHK simulator; `start` = list(K, c)) or "lognormal" (joint lognormal q,
-/// `start` = list(K, c, mu, prec) with `prec` the precision of log x). `y`: nu * nrow(x) noise
-/// rows, row k missing where data row k mod n is; `lpx`, `lpy`: log noise density of each row's
-/// observed coordinates. The result has `mu` and `prec` for the lognormal family only.
+/// `start` = list(K, c, mu, prec) with `prec` the precision of log x). `samples` = list(x, y,
+/// lpx, lpy): `y` nu * nrow(x) noise rows, row k missing where data row k mod n is; `lpx`, `lpy`
+/// the log noise density of each row's observed coordinates. `settings` = list(n_latent, seed,
+/// threads, family). The result has `mu` and `prec` for the lognormal family only.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_vnce_tgm(
-    x: Robj,
-    y: Robj,
-    lpx: Robj,
-    lpy: Robj,
-    n_latent: i32,
-    seed: f64,
-    start: List,
-    control: List,
-    threads: i32,
-    family: &str,
-) -> Robj {
+fn nce_vnce_tgm(samples: List, start: List, control: List, settings: List) -> Robj {
     guard(|| {
-        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let settings = vnce_settings(&settings)?;
+        let pr = problem(&samples, &settings)?;
         let ctrl = lbfgs_control(&control)?;
-        let threads = threads_of(threads)?;
-        let (k, c, q, r) = match family_of(family)? {
+        let threads = settings.threads;
+        let (k, c, q, r) = match settings.family()? {
             Family::Ghk => {
                 let (k0, c0) = theta_of(&start, pr.dim(), "start")?;
                 let f = run::run(threads, |stop| {
@@ -156,25 +189,17 @@ fn nce_vnce_tgm(
     })
 }
 
-/// The GHK-family objective J (maximised) and its gradient wrt (K upper triangle row by row, c).
+/// The GHK-family objective J (maximised) and its gradient wrt (K upper triangle row by row, c);
+/// `samples` and `settings` as for `nce_vnce_tgm` (no `family`).
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_vnce_tgm_ghk_objective(
-    x: Robj,
-    y: Robj,
-    lpx: Robj,
-    lpy: Robj,
-    n_latent: i32,
-    seed: f64,
-    params: List,
-    threads: i32,
-) -> Robj {
+fn nce_vnce_tgm_ghk_objective(samples: List, params: List, settings: List) -> Robj {
     guard(|| {
-        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let settings = vnce_settings(&settings)?;
+        let pr = problem(&samples, &settings)?;
         let (k, c) = theta_of(&params, pr.dim(), "params")?;
-        let (value, gradient) = run::run(threads_of(threads)?, |_| pr.ghk_objective(&k, c))?;
+        let (value, gradient) = run::run(settings.threads, |_| pr.ghk_objective(&k, c))?;
         Ok(list!(value = value, gradient = gradient).into_robj())
     })
 }
@@ -195,30 +220,20 @@ fn nce_ghk_impute(x: Robj, k: Robj, n_draws: i32, seed: f64, threads: i32) -> Ro
     })
 }
 
-/// Sandwich covariance of a fitted VNCE estimate (nce_core::vnce::se): for `family = "ghk"` over
+/// Sandwich covariance of a fitted VNCE estimate (nce_core::estimators::vnce::se): for `family = "ghk"` over
 /// theta = (K upper triangle row by row, c) at `params` = list(K, c); for "lognormal" over all
-/// packed parameters at list(K, c, mu, prec). The same x, y, lpx, lpy, n_latent and seed as the
-/// fit give the same fixed draws. Returns list(vcov, names).
+/// packed parameters at list(K, c, mu, prec). The same `samples` and `settings` (n_latent, seed)
+/// as the fit give the same fixed draws. Returns list(vcov, names).
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_vnce_tgm_vcov(
-    x: Robj,
-    y: Robj,
-    lpx: Robj,
-    lpy: Robj,
-    n_latent: i32,
-    seed: f64,
-    params: List,
-    family: &str,
-    threads: i32,
-) -> Robj {
+fn nce_vnce_tgm_vcov(samples: List, params: List, settings: List) -> Robj {
     guard(|| {
-        let pr = problem(&x, &y, &lpx, &lpy, n_latent, seed)?;
+        let settings = vnce_settings(&settings)?;
+        let pr = problem(&samples, &settings)?;
         let d = pr.dim();
-        let threads = threads_of(threads)?;
-        let (v, names) = match family_of(family)? {
+        let threads = settings.threads;
+        let (v, names) = match settings.family()? {
             Family::Ghk => {
                 let (k, c) = theta_of(&params, d, "params")?;
                 let v = run::run(threads, |_| pr.ghk_vcov(&k, c))?;

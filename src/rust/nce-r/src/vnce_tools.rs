@@ -3,13 +3,14 @@
 //! No numerics here.
 
 use crate::convert::{
-    col_major_matrix, count_of, guard, int_count, lbfgs_control, list_count, list_number, list_vec, opt_real_slice,
-    real_matrix, real_slice, seed_of, threads_of,
+    col_major_matrix, count_of, guard, lbfgs_control, list_count, list_get, list_number, list_vec, opt_real_slice,
+    real_matrix, real_slice, seed_of, threads_of, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::mog::{EmControl, Mog};
-use nce_core::{tgm_sim, truncnorm, NceError};
+use nce_core::estimators::mog::{EmControl, Mog};
+use nce_core::sampling::{tgm_sim, truncnorm};
+use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
 /// MLE of the parent normal of data truncated to (lower, inf): list(mean, sd, loglik, converged).
@@ -57,25 +58,44 @@ fn nce_truncnorm_log_density(x: Robj, mean: Robj, sd: Robj, lower: f64) -> Robj 
     })
 }
 
-/// n x d draws from the truncated Gaussian graphical model by Gibbs sampling; `require_pd = FALSE`
-/// accepts a K the caller found strictly copositive (positive diagonal, mean zero).
+/// Settings of the Gibbs sampler from `settings = list(burnin, thin, chains, start, seed, threads,
+/// require_pd)`; `start` may be NULL.
+struct GibbsSettings {
+    burnin: usize,
+    thin: usize,
+    chains: usize,
+    start: Option<Vec<f64>>,
+    seed: u64,
+    threads: usize,
+    require_pd: bool,
+}
+
+fn gibbs_settings(settings: &List) -> Res<GibbsSettings> {
+    let arg = "settings";
+    let start = list_get(settings, "start", arg)?;
+    let require_pd = list_get(settings, "require_pd", arg)?
+        .as_bool()
+        .ok_or_else(|| NceError::invalid("settings$require_pd", "must be TRUE or FALSE"))?;
+    Ok(GibbsSettings {
+        burnin: list_count(settings, "burnin", arg, 0)?,
+        thin: list_count(settings, "thin", arg, 1)?,
+        chains: list_count(settings, "chains", arg, 1)?,
+        start: opt_real_slice(&start, "start")?.map(<[f64]>::to_vec),
+        seed: seed_of(list_number(settings, "seed", arg)?)?,
+        threads: list_count(settings, "threads", arg, 1)?,
+        require_pd,
+    })
+}
+
+/// n x d draws from the truncated Gaussian graphical model by Gibbs sampling, as `settings`
+/// (`gibbs_settings`) says; `require_pd = FALSE` accepts a K the caller found strictly copositive
+/// (positive diagonal, mean zero).
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_rtgm(
-    n: f64,
-    k: Robj,
-    mean: Robj,
-    burnin: i32,
-    thin: i32,
-    chains: i32,
-    start: Robj,
-    seed: f64,
-    threads: i32,
-    require_pd: bool,
-) -> Robj {
+fn nce_rtgm(n: f64, k: Robj, mean: Robj, settings: List) -> Robj {
     guard(|| {
+        let settings = gibbs_settings(&settings)?;
         let n = count_of(n, "n", 0)?;
         let (kd, nr, nc) = real_matrix(&k, "K")?;
         let m = real_slice(&mean, "mean")?;
@@ -88,41 +108,42 @@ fn nce_rtgm(
                 ),
             ));
         }
-        let burnin = int_count(burnin, "burnin", 0)?;
-        let thin = int_count(thin, "thin", 1)?;
-        let chains = int_count(chains, "chains", 1)?;
-        let start = opt_real_slice(&start, "start")?;
-        let seed = seed_of(seed)?;
         let g = tgm_sim::Gibbs {
-            burnin,
-            thin,
-            chains,
-            start,
-            require_pd,
+            burnin: settings.burnin,
+            thin: settings.thin,
+            chains: settings.chains,
+            start: settings.start.as_deref(),
+            require_pd: settings.require_pd,
         };
-        let draws = run::run(threads_of(threads)?, |stop| tgm_sim::simulate(n, kd, m, &g, seed, stop))?;
+        let seed = settings.seed;
+        let draws = run::run(settings.threads, |stop| tgm_sim::simulate(n, kd, m, &g, seed, stop))?;
         Ok(col_major_matrix(draws, n, m.len()))
     })
 }
 
-/// Fit the unnormalised mixture of Gaussians by joint VNCE, NCE or the VNCE EM algorithm.
+/// The mixture-of-Gaussians problem from `model = list(x, y, sigma1, noise_mean, noise_sd)`: data,
+/// noise sample, the model's fixed sd and the noise's mean and sd.
+fn mog_of(model: &List) -> Res<Mog> {
+    let arg = "model";
+    let x = list_get(model, "x", arg)?;
+    let y = list_get(model, "y", arg)?;
+    Mog::new(
+        real_slice(&x, "x")?,
+        real_slice(&y, "y")?,
+        list_number(model, "sigma1", arg)?,
+        list_number(model, "noise_mean", arg)?,
+        list_number(model, "noise_sd", arg)?,
+    )
+}
+
+/// Fit the unnormalised mixture of Gaussians (`model` as `mog_of` reads it) by joint VNCE, NCE or
+/// the VNCE EM algorithm.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_vnce_mog(
-    x: Robj,
-    y: Robj,
-    sigma1: f64,
-    noise_mean: f64,
-    noise_sd: f64,
-    method: &str,
-    start: List,
-    control: List,
-    threads: i32,
-) -> Robj {
+fn nce_vnce_mog(model: List, method: &str, start: List, control: List, threads: i32) -> Robj {
     guard(|| {
-        let mog = Mog::new(real_slice(&x, "x")?, real_slice(&y, "y")?, sigma1, noise_mean, noise_sd)?;
+        let mog = mog_of(&model)?;
         let theta = list_number(&start, "theta", "start")?;
         let c = list_number(&start, "c", "start")?;
         let w = list_vec(&start, "w", "start")?;
@@ -171,23 +192,14 @@ fn nce_vnce_mog(
 }
 
 /// Sandwich covariance of a mixture-of-Gaussians estimate: `method = "vnce"` over
-/// p = (log theta, c, w0, w1, w2), `"nce"` over (log theta, c) (nce_core::vnce::se).
+/// p = (log theta, c, w0, w1, w2), `"nce"` over (log theta, c) (nce_core::estimators::vnce::se);
+/// `model` as for `nce_vnce_mog`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn nce_vnce_mog_vcov(
-    x: Robj,
-    y: Robj,
-    sigma1: f64,
-    noise_mean: f64,
-    noise_sd: f64,
-    p: Robj,
-    method: &str,
-    threads: i32,
-) -> Robj {
+fn nce_vnce_mog_vcov(model: List, p: Robj, method: &str, threads: i32) -> Robj {
     guard(|| {
-        let mog = Mog::new(real_slice(&x, "x")?, real_slice(&y, "y")?, sigma1, noise_mean, noise_sd)?;
+        let mog = mog_of(&model)?;
         let p = real_slice(&p, "p")?.to_vec();
         let method = method.to_string();
         let v = run::run(threads_of(threads)?, |_| match method.as_str() {

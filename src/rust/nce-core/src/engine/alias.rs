@@ -4,13 +4,13 @@
 //! null space duplicates them: dropping a penalised column would change the penalty and
 //! so the fit, dropping an unpenalised one does not.
 
-use crate::design::{DenseDesign, Design};
+use crate::engine::design::{DenseDesign, Design};
+use crate::engine::irls::Problem;
+use crate::engine::penalty::{Penalty, PenaltySet};
+use crate::engine::reml::{fit_reml, RemlControl, RemlFit};
+use crate::engine::sandwich::sample_sandwich;
 use crate::error::Result;
-use crate::irls::Problem;
 use crate::linalg::aliased_columns;
-use crate::penalty::{Penalty, PenaltySet};
-use crate::reml::{fit_reml, RemlControl, RemlFit};
-use crate::sandwich::sample_sandwich;
 use nalgebra::DMatrix;
 
 /// Tolerance of the rank test that finds aliased columns.
@@ -181,7 +181,7 @@ mod tests {
     fn dense_fit_drops_and_restores_an_aliased_column() {
         // [1, t, 1]: the copy of the intercept is dropped; the fit equals the fit of [1, t]
         // (ridge penalty on t), with 0 in the dropped places.
-        use crate::family::Family;
+        use crate::engine::family::Family;
         let n = 60;
         let t: Vec<f64> = (0..n).map(|i| i as f64 / n as f64 - 0.5).collect();
         let y: Vec<f64> = (0..n)

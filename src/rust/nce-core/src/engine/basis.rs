@@ -383,22 +383,26 @@ pub fn tprs_poly(x: &[f64], n: usize, d: usize, m: usize) -> Vec<f64> {
     t
 }
 
+/// A fitted thin-plate basis as mgcv keeps it: dimension `d`, penalty order `m` (mgcv's
+/// p.order[1]), the `nu` unique knots `xu` (nu x d, column-major, shifted) and `uz`
+/// ((nu + M) x k, column-major).
+#[derive(Debug, Clone, Copy)]
+pub struct TprsBasis<'a> {
+    pub d: usize,
+    pub m: usize,
+    pub xu: &'a [f64],
+    pub nu: usize,
+    pub uz: &'a [f64],
+    pub k: usize,
+}
+
 /// Rows of the thin-plate basis at points `x` (n x d, already shifted as the smooth's
 /// `shift`), given mgcv's `Xu` (nu x d unique knots, shifted) and `UZ` ((nu + M) x k): row i is
 /// b_i' UZ with b_i = (eta(|x_i - Xu_j|), j = 1..nu; the M null-space polynomials at x_i), as
 /// mgcv's predict_tprs. Returns n x k, column-major. Rows are done in blocks, one matrix
 /// product per block, blocks in parallel (the result does not depend on the thread count).
-#[allow(clippy::too_many_arguments)]
-pub fn tprs_predict(
-    x: &[f64],
-    n: usize,
-    d: usize,
-    m: usize,
-    xu: &[f64],
-    nu: usize,
-    uz: &[f64],
-    k: usize,
-) -> Result<Vec<f64>> {
+pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> {
+    let TprsBasis { d, m, xu, nu, uz, k } = *basis;
     check_points(x, n, d, "x")?;
     check_points(xu, nu, d, "Xu")?;
     let m = tprs_order(m, d);
@@ -849,7 +853,15 @@ mod tests {
         let k = 7;
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let uz: Vec<f64> = (0..(nu + 3) * k).map(|_| rng.gen::<f64>()).collect();
-        let got = tprs_predict(&x, n, 2, 2, &xu, nu, &uz, k).unwrap();
+        let basis = TprsBasis {
+            d: 2,
+            m: 2,
+            xu: &xu,
+            nu,
+            uz: &uz,
+            k,
+        };
+        let got = tprs_predict(&x, n, &basis).unwrap();
         let eta = Eta::new(2, 2).unwrap();
         for i in [0usize, 255, 256, 699] {
             let mut b = Vec::new();
@@ -914,7 +926,15 @@ mod tests {
 
     #[test]
     fn refuses_bad_input() {
-        assert!(tprs_predict(&[f64::NAN, 0.0], 1, 2, 2, &[0.0, 0.0], 1, &[0.0; 4], 1).is_err());
+        let basis = TprsBasis {
+            d: 2,
+            m: 2,
+            xu: &[0.0, 0.0],
+            nu: 1,
+            uz: &[0.0; 4],
+            k: 1,
+        };
+        assert!(tprs_predict(&[f64::NAN, 0.0], 1, &basis).is_err());
         assert!(Eta::new(1, 2).is_err());
     }
 }
@@ -941,7 +961,15 @@ mod timing {
         println!("eigen: {:?}", t.elapsed());
         let uz = DMatrix::<f64>::from_fn(nu + 3, k, |i, j| if i < nu { u[(i, j)] } else { 1.0 });
         let t = std::time::Instant::now();
-        let _ = tprs_predict(&x, n, 2, 2, &xu, nu, uz.as_slice(), k).unwrap();
+        let basis = TprsBasis {
+            d: 2,
+            m: 2,
+            xu: &xu,
+            nu,
+            uz: uz.as_slice(),
+            k,
+        };
+        let _ = tprs_predict(&x, n, &basis).unwrap();
         println!("predict: {:?}", t.elapsed());
         let t = std::time::Instant::now();
         let mut s = 0.0;

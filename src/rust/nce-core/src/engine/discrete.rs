@@ -14,7 +14,7 @@
 //! cache): each fixed chunk of rows gives a partial sum, and partials are added in chunk order,
 //! so results do not depend on the number of threads.
 
-use crate::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
+use crate::engine::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -726,7 +726,7 @@ impl Design for DiscreteDesign<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     /// Terms: a constant, a dense block of 2 columns, two mapped terms; and the expanded matrix.
     fn toy(n: usize) -> (Vec<Vec<f64>>, Vec<Vec<i32>>, Vec<f64>) {

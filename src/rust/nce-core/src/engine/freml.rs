@@ -10,6 +10,7 @@
 //! is p x p algebra, no pass over the rows. Its minimiser is where performance iteration at
 //! these weights would move rho; the exact (Laplace) score decides whether the move is taken.
 
+use super::newton::newton_step;
 use super::penalty::PenaltySet;
 use nalgebra::{DMatrix, DVector};
 
@@ -85,7 +86,7 @@ pub(crate) fn working_rho(
         if gmax <= 1e-7 * (1.0 + v.abs()) {
             break;
         }
-        let mut step = super::reml::newton_step(&hess, &grad, &free, max_step);
+        let mut step = newton_step(&hess, &grad, &free, max_step);
         let mut moved = false;
         for _ in 0..25 {
             let trial = clamp(&rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
@@ -109,7 +110,7 @@ pub(crate) fn working_rho(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::penalty::Penalty;
+    use crate::engine::penalty::Penalty;
 
     /// The working score by finite differences agrees with the analytic derivatives at the
     /// minimiser: the gradient vanishes there, and moving any rho raises the score.

@@ -7,16 +7,16 @@
 //! do not depend on the number of threads.
 
 use crate::convergence::Convergence;
-use crate::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
-use crate::discrete::{DiscreteDesign, TermSpec};
-use crate::error::{NceError, Result};
-use crate::irls::{GlmFit, Problem};
-use crate::linalg::aliased_columns;
-use crate::penalty::PenaltySet;
-use crate::pirls::{self, Cand};
-use crate::reml::{
+use crate::engine::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
+use crate::engine::discrete::{DiscreteDesign, TermSpec};
+use crate::engine::irls::{GlmFit, Problem};
+use crate::engine::penalty::PenaltySet;
+use crate::engine::pirls::{self, Cand};
+use crate::engine::reml::{
     offset_only_intercept, optimise, rho_from_diagonal, start_weights, weight_derivs, Derivs, RemlControl, RemlFit,
 };
+use crate::error::{NceError, Result};
+use crate::linalg::aliased_columns;
 use nalgebra::{Cholesky, DMatrix, DMatrixView, DVector, Dyn};
 use rayon::prelude::*;
 
@@ -72,7 +72,7 @@ impl RowBlock<'_> {
             ),
             RowBlock::Discrete(d) => {
                 let (h, g) = d.crossprod_and_vec(w, v);
-                (crate::discrete::upper(&h), g)
+                (crate::engine::discrete::upper(&h), g)
             }
         }
     }
@@ -534,7 +534,7 @@ impl Eliminated {
         let qs = scale_cols(&h.r, &h.d.iter().map(|v| 1.0 / v).collect::<Vec<_>>());
         let sigma = &h.p - &qs * h.r.transpose();
         let sigma = (&sigma + sigma.transpose()) * 0.5;
-        let (chol, dscale) = crate::reml::scaled_cholesky(&sigma)?;
+        let (chol, dscale) = crate::engine::reml::scaled_cholesky(&sigma)?;
         let ci = chol.inverse();
         let sigma_inv = DMatrix::from_fn(ci.nrows(), ci.ncols(), |i, j| ci[(i, j)] / (dscale[i] * dscale[j]));
         let sigma_inv = (&sigma_inv + sigma_inv.transpose()) * 0.5;
@@ -828,7 +828,7 @@ impl<D: FreeRows + ?Sized> pirls::NewtonModel for FreeCtx<'_, D> {
     }
 }
 
-impl<D: FreeRows + ?Sized> crate::reml::RemlModel for FreeCtx<'_, D> {
+impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
     type Point = FreePoint;
 
     fn point(
@@ -960,6 +960,15 @@ impl<D: FreeRows + ?Sized> crate::reml::RemlModel for FreeCtx<'_, D> {
     }
 }
 
+/// The groups of a free-intercept fit: the group (0-based) of each row, their number, and the
+/// cluster (0-based) of each group for the clustered sandwich, if wanted.
+#[derive(Debug, Clone, Copy)]
+pub struct FreeGroups<'a> {
+    pub group: &'a [usize],
+    pub ngroups: usize,
+    pub cluster_of_group: Option<&'a [usize]>,
+}
+
 /// REML fit of the design [A | one free, unpenalised intercept per group] (conditional-logit
 /// style per-transition intercepts), in time linear in the number of groups: the intercepts
 /// are eliminated per group (`Eliminated`) in every Newton step, in the REML score and in its
@@ -967,38 +976,32 @@ impl<D: FreeRows + ?Sized> crate::reml::RemlModel for FreeCtx<'_, D> {
 /// expanded design. `a` (nrow x pa, column-major) must not hold an intercept column;
 /// `penalties` act on the pa columns of `a`. With `cluster_of_group`, also the beta block of
 /// the clustered sandwich (clusters are unions of groups).
-#[allow(clippy::too_many_arguments)]
 pub fn fit_reml_free_intercepts(
     a: DenseDesign<'_>,
-    group: &[usize],
-    ngroups: usize,
+    groups: FreeGroups,
     prob: &Problem,
     penalties: &PenaltySet,
     ctrl: &RemlControl,
-    cluster_of_group: Option<&[usize]>,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
-    let ones = vec![1.0; ngroups];
-    let gd = GroupedDesign::dense(a, &ones, ngroups, 1, group)?;
-    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+    let ones = vec![1.0; groups.ngroups];
+    let gd = GroupedDesign::dense(a, &ones, groups.ngroups, 1, groups.group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, groups.cluster_of_group, interrupted)
 }
 
 /// `fit_reml_free_intercepts` with a discretised A (`discrete::TermSpec`s, no intercept).
-#[allow(clippy::too_many_arguments)]
 pub fn fit_reml_free_intercepts_discrete(
     terms: &[TermSpec],
     nrow: usize,
-    group: &[usize],
-    ngroups: usize,
+    groups: FreeGroups,
     prob: &Problem,
     penalties: &PenaltySet,
     ctrl: &RemlControl,
-    cluster_of_group: Option<&[usize]>,
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
-    let ones = vec![1.0; ngroups];
-    let gd = GroupedDesign::discrete(terms, nrow, &ones, ngroups, 1, group)?;
-    free_intercepts_on(&gd, prob, penalties, ctrl, cluster_of_group, interrupted)
+    let ones = vec![1.0; groups.ngroups];
+    let gd = GroupedDesign::discrete(terms, nrow, &ones, groups.ngroups, 1, groups.group)?;
+    free_intercepts_on(&gd, prob, penalties, ctrl, groups.cluster_of_group, interrupted)
 }
 
 pub(crate) fn free_intercepts_on<D: FreeRows + ?Sized>(
@@ -1101,7 +1104,7 @@ pub(crate) fn free_intercepts_on<D: FreeRows + ?Sized>(
         (&v + v.transpose()) * 0.5
     });
     let n_certain = match prob.family {
-        crate::family::Family::Binomial => prob
+        crate::engine::family::Family::Binomial => prob
             .y
             .iter()
             .zip(&pt.mu)
@@ -1207,7 +1210,7 @@ pub(crate) fn free_toy(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     /// Non-contiguous groups of varying size, and the expanded dense matrix.
     fn toy(nrow: usize, ng: usize) -> (Vec<f64>, Vec<f64>, Vec<usize>, Vec<f64>) {
@@ -1323,9 +1326,9 @@ mod tests {
 
     #[test]
     fn free_intercepts_match_the_expanded_reml_fit() {
-        use crate::family::Family;
-        use crate::penalty::Penalty;
-        use crate::reml::fit_reml;
+        use crate::engine::family::Family;
+        use crate::engine::penalty::Penalty;
+        use crate::engine::reml::fit_reml;
         // 80 groups of 1 data row and 6 reference rows.
         let (ng, per) = (80usize, 7usize);
         let (a, n, pa, y, group, offset, s) = free_toy(ng, per, false);
@@ -1335,7 +1338,7 @@ mod tests {
         // performance iteration), and only their common end point is compared.
         let ctrl = RemlControl {
             tol: 1e-11,
-            inner: crate::pirls::Control {
+            inner: crate::engine::pirls::Control {
                 epsilon: 1e-14,
                 ..Default::default()
             },
@@ -1346,12 +1349,14 @@ mod tests {
         let fit = || {
             fit_reml_free_intercepts(
                 DenseDesign::new(&a, n, pa).unwrap(),
-                &group,
-                ng,
+                FreeGroups {
+                    group: &group,
+                    ngroups: ng,
+                    cluster_of_group: Some(&clusters),
+                },
                 &prob,
                 &pens,
                 &ctrl,
-                Some(&clusters),
                 &mut || false,
             )
             .unwrap()
@@ -1400,9 +1405,14 @@ mod tests {
             );
         }
         // The clustered sandwich: same beta block as on the expanded design.
-        let sw =
-            crate::sandwich::grouped_cluster_sandwich(&gd, &clusters, &full.fit.row_grad, &full.vp, &full.fit.aliased)
-                .unwrap();
+        let sw = crate::engine::sandwich::grouped_cluster_sandwich(
+            &gd,
+            &clusters,
+            &full.fit.row_grad,
+            &full.vp,
+            &full.fit.aliased,
+        )
+        .unwrap();
         let fs = free.sandwich.as_ref().unwrap();
         for j in 0..pa {
             for k in 0..pa {
@@ -1432,7 +1442,7 @@ mod tests {
 #[cfg(test)]
 mod timing {
     use super::*;
-    use crate::discrete::timing::Synthetic;
+    use crate::engine::discrete::timing::Synthetic;
     use std::time::Instant;
 
     #[test]

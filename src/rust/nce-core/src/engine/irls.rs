@@ -5,13 +5,13 @@
 //! defined where a row's curvature is zero (data rows of the Poisson transform).
 
 use crate::convergence::Convergence;
-use crate::design::Design;
+use crate::engine::design::Design;
+use crate::engine::family::Family;
+use crate::engine::pirls;
 use crate::error::{NceError, Result};
-use crate::family::Family;
 use crate::linalg::{aliased_columns, select, select_vec, spd_inverse, spd_solve};
-use crate::pirls;
 // Problem and Control live with the iteration they describe; kept here for callers.
-pub use crate::pirls::{Control, Problem};
+pub use crate::engine::pirls::{Control, Problem};
 use nalgebra::DMatrix;
 
 #[derive(Debug, Clone)]
@@ -168,7 +168,7 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::DenseDesign;
+    use crate::engine::design::DenseDesign;
 
     /// Logistic data with a known answer computed by an independent Newton iteration.
     fn logistic_data(n: usize) -> (Vec<f64>, Vec<f64>) {

@@ -4,9 +4,9 @@
 //! and the inner Newton loop itself (`newton`), generic over how a model holds its Hessian.
 
 use crate::convergence::Convergence;
-use crate::design::{Design, CHUNK_ROWS};
+use crate::engine::design::{Design, CHUNK_ROWS};
+use crate::engine::family::Family;
 use crate::error::{NceError, Result};
-use crate::family::Family;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 

@@ -10,14 +10,15 @@
 //! passes over the rows (see `Ctx::derivs`); everything else is p x p algebra.
 
 use crate::convergence::Convergence;
-use crate::design::{Design, CHUNK_ROWS};
+use crate::engine::design::{Design, CHUNK_ROWS};
+use crate::engine::family::Family;
+use crate::engine::irls::{Control, GlmFit, Problem};
+use crate::engine::newton::newton_step;
+use crate::engine::penalty::PenaltySet;
+use crate::engine::pirls::{self, Cand};
 use crate::error::{NceError, Result};
-use crate::family::Family;
-use crate::irls::{Control, GlmFit, Problem};
 use crate::linalg::aliased_columns;
-use crate::penalty::PenaltySet;
-use crate::pirls::{self, Cand};
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn, SymmetricEigen};
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 use rayon::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -416,26 +417,6 @@ pub(crate) fn check_sp(name: &str, sp: &[f64], m: usize) -> Result<Vec<f64>> {
         ));
     }
     Ok(sp.iter().map(|s| s.ln()).collect())
-}
-
-/// Modified Newton direction on the free coordinates: eigenvalues made positive (mgcv-style).
-pub(crate) fn newton_step(hess: &DMatrix<f64>, grad: &[f64], free: &[usize], max_step: f64) -> Vec<f64> {
-    let k = free.len();
-    let h = DMatrix::from_fn(k, k, |a, b| hess[(free[a], free[b])]);
-    let g = DVector::from_fn(k, |a, _| grad[free[a]]);
-    let e = SymmetricEigen::new(h);
-    let top = e.eigenvalues.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-    let floor = if top > 0.0 { top * 1e-7 } else { 1.0 };
-    let inv = DVector::from_fn(k, |i, _| 1.0 / e.eigenvalues[i].abs().max(floor));
-    let ut_g = e.eigenvectors.transpose() * g;
-    let step = -(&e.eigenvectors * ut_g.component_mul(&inv));
-    let big = step.amax();
-    let scale = if big > max_step { max_step / big } else { 1.0 };
-    let mut full = vec![0.0; hess.nrows()];
-    for (a, &j) in free.iter().enumerate() {
-        full[j] = step[a] * scale;
-    }
-    full
 }
 
 /// Starting coefficients of the first inner fit when the design has an intercept column: the
@@ -866,9 +847,9 @@ fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::DenseDesign;
-    use crate::grouped::GroupedDesign;
-    use crate::penalty::Penalty;
+    use crate::engine::design::DenseDesign;
+    use crate::engine::grouped::GroupedDesign;
+    use crate::engine::penalty::Penalty;
 
     /// Columns 1, x, cos(k pi x) (k = 1..8) with penalty diag(k^4) on the cosine terms.
     fn basis(x: &[f64]) -> (Vec<f64>, usize, PenaltySet) {

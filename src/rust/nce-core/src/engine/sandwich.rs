@@ -5,9 +5,9 @@
 //! outer products, sum_r s_r s_r' - sum_k n_k sbar_k sbar_k', which reproduces the asymptotic
 //! covariance of Gutmann & Hyvarinen (2012) (their rank-one correction is the centring).
 
-use crate::design::Design;
+use crate::engine::design::Design;
+use crate::engine::grouped::{GroupedDesign, RowBlock};
 use crate::error::{NceError, Result};
-use crate::grouped::{GroupedDesign, RowBlock};
 use crate::linalg::select;
 use nalgebra::{DMatrix, DVector};
 
@@ -64,7 +64,7 @@ pub(crate) fn bread_meat_bread(bread: &DMatrix<f64>, meat: &DMatrix<f64>, aliase
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::DenseDesign;
+    use crate::engine::design::DenseDesign;
 
     #[test]
     fn meat_is_centred_within_each_sample() {
@@ -142,7 +142,7 @@ pub(crate) fn add_group_sums_by_cluster(s: &mut DMatrix<f64>, cluster_of_group: 
 /// The group-level columns of the clustered score sums.
 pub(crate) fn add_group_block(
     s: &mut DMatrix<f64>,
-    b: &crate::design::DenseDesign,
+    b: &crate::engine::design::DenseDesign,
     group: &[usize],
     cluster_of_group: &[usize],
     row_grad: &[f64],

@@ -9,13 +9,15 @@
 //! loops: a sharded fit is bit-identical to the in-memory fit whatever the number of shards.
 //! The main process keeps row-length vectors, B and the group of each row, never A.
 
-use crate::design::{DenseDesign, Design, CHUNK_ROWS};
+use crate::engine::design::{DenseDesign, Design, CHUNK_ROWS};
+use crate::engine::grouped::{
+    assemble, free_intercepts_on, free_leverages_of, FreeInterceptFit, FreeRows, GroupedDesign,
+};
+use crate::engine::irls::Problem;
+use crate::engine::penalty::PenaltySet;
+use crate::engine::reml::RemlControl;
+use crate::engine::sandwich::{add_group_block, add_group_sums_by_cluster, bread_meat_bread};
 use crate::error::{NceError, Result};
-use crate::grouped::{assemble, free_intercepts_on, free_leverages_of, FreeInterceptFit, FreeRows, GroupedDesign};
-use crate::irls::Problem;
-use crate::penalty::PenaltySet;
-use crate::reml::RemlControl;
-use crate::sandwich::{add_group_block, add_group_sums_by_cluster, bread_meat_bread};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Mutex;
 
@@ -851,8 +853,8 @@ pub fn sharded_cluster_sandwich(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
-    use crate::sandwich::grouped_cluster_sandwich;
+    use crate::engine::design::with_threads;
+    use crate::engine::sandwich::grouped_cluster_sandwich;
 
     /// The sequential-NCE layout: one data row per group first, then `per` reference rows per
     /// group; an intercept column in A.
@@ -938,9 +940,9 @@ mod tests {
 
     #[test]
     fn sharded_free_intercept_fit_is_bit_identical_to_the_in_memory_fit() {
-        use crate::family::Family;
-        use crate::grouped::{fit_reml_free_intercepts, free_toy};
-        use crate::penalty::Penalty;
+        use crate::engine::family::Family;
+        use crate::engine::grouped::{fit_reml_free_intercepts, free_toy, FreeGroups};
+        use crate::engine::penalty::Penalty;
         // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks), as snce() stacks them.
         let (ng, per) = (3000usize, 5usize);
         let (a, n, pa, y, group, offset, s) = free_toy(ng, per, true);
@@ -951,12 +953,14 @@ mod tests {
         let clusters: Vec<usize> = (0..ng).map(|t| t / 30).collect();
         let mem = fit_reml_free_intercepts(
             DenseDesign::new(&a, n, pa).unwrap(),
-            &group,
-            ng,
+            FreeGroups {
+                group: &group,
+                ngroups: ng,
+                cluster_of_group: Some(&clusters),
+            },
             &prob,
             &pens,
             &ctrl,
-            Some(&clusters),
             &mut || false,
         )
         .unwrap();

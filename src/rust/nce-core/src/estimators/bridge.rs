@@ -23,9 +23,9 @@
 //! bounded parameters to the real line used by `marglik` (as in bridge sampling).
 
 use crate::convergence::Convergence;
+use crate::engine::family::sigmoid;
 use crate::error::{NceError, Result};
-use crate::family::sigmoid;
-use crate::reference::Reference;
+use crate::sampling::reference::Reference;
 use rayon::prelude::*;
 
 /// Terms per chunk of a sum; fixed so results do not depend on the thread count.
@@ -492,6 +492,58 @@ pub fn mean_cov(x: &[f64], n: usize, d: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     Ok((mean, cov))
 }
 
+/// Shrink the correlations of a sample covariance `cov` (column-major d x d, of the column-major
+/// n x d draws `x` with means `mean`) towards zero in place, by the Ledoit-Wolf (2004) intensity
+/// on the correlation scale: λ = Σ_{a≠b} Var(r̂_ab) / Σ_{a≠b} r̂_ab², clipped to [0, 1], with
+/// Var(r̂_ab) estimated from the spread of the products of standardised draws. With d² entries
+/// from n draws the noise in a full covariance is a divergence of about d²/(4n) nats, which
+/// dominates the gap between the draws and the reference in hundreds of dimensions. Returns λ.
+pub fn shrink_cov(x: &[f64], n: usize, d: usize, mean: &[f64], cov: &mut [f64]) -> f64 {
+    if d < 2 || n < 2 {
+        return 0.0;
+    }
+    let sd: Vec<f64> = (0..d).map(|a| cov[a * d + a].max(0.0).sqrt()).collect();
+    // standardised columns
+    let s: Vec<Vec<f64>> = (0..d)
+        .map(|a| {
+            let k = if sd[a] > 0.0 { 1.0 / sd[a] } else { 0.0 };
+            x[a * n..(a + 1) * n].iter().map(|v| (v - mean[a]) * k).collect()
+        })
+        .collect();
+    let nf = n as f64;
+    // per column a: Σ_{b<a} Var(r̂_ab) and Σ_{b<a} r̂_ab²
+    let parts: Vec<(f64, f64)> = (0..d)
+        .into_par_iter()
+        .map(|a| {
+            let mut num = 0.0;
+            let mut den = 0.0;
+            for b in 0..a {
+                let (mut s1, mut s2) = (0.0, 0.0);
+                for (u, v) in s[a].iter().zip(&s[b]) {
+                    let p = u * v;
+                    s1 += p;
+                    s2 += p * p;
+                }
+                let m = s1 / nf;
+                num += (s2 / nf - m * m).max(0.0) / nf;
+                let r = s1 / (nf - 1.0);
+                den += r * r;
+            }
+            (num, den)
+        })
+        .collect();
+    let (num, den) = parts.iter().fold((0.0, 0.0), |acc, p| (acc.0 + p.0, acc.1 + p.1));
+    let lambda = if den > 0.0 { (num / den).clamp(0.0, 1.0) } else { 0.0 };
+    for a in 0..d {
+        for b in 0..d {
+            if a != b {
+                cov[a * d + b] *= 1.0 - lambda;
+            }
+        }
+    }
+    lambda
+}
+
 /// What the marginal-likelihood estimator needs from a reference fitted to posterior draws:
 /// the fitted mean and covariance (unconstrained scale, column-major), at the `est` draws their
 /// log Jacobian and log reference density, and `n_ref` reference draws mapped back to the
@@ -507,30 +559,43 @@ pub struct MarglikReference {
     pub ref_logref: Vec<f64>,
 }
 
-/// Fit a normal (`family = "normal"`) or Student t (`"t"`, `df` degrees of freedom, scale
-/// matching the fitted covariance when df > 2) reference to the `fit` draws (column-major
-/// nf x d) on the unconstrained scale given by `bounds`, and evaluate it at the `est` draws
-/// (ne x d) and at `n_ref` draws of its own on stream `seed`. With `shrink` the correlations
-/// are shrunk towards zero by the Ledoit-Wolf intensity (`telescope::shrink_cov`).
-#[allow(clippy::too_many_arguments)]
+/// The reference of `marglik_reference`: a normal (`family = "normal"`) or Student t (`"t"`,
+/// `df` degrees of freedom, scale matching the fitted covariance when df > 2), with `n_ref`
+/// draws of its own on stream `seed`; with `shrink` its correlations are shrunk towards zero by
+/// the Ledoit-Wolf intensity (`shrink_cov`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReferenceOptions<'a> {
+    pub family: &'a str,
+    pub df: f64,
+    pub n_ref: usize,
+    pub seed: u64,
+    pub shrink: bool,
+}
+
+/// Fit the reference `opts` describes to the `fit` draws (column-major nf x d) on the
+/// unconstrained scale given by `bounds`, and evaluate it at the `est` draws (ne x d) and at
+/// its own draws.
 pub fn marglik_reference(
     fit: &[f64],
     nf: usize,
     est: &[f64],
     ne: usize,
     bounds: &[Bounds],
-    family: &str,
-    df: f64,
-    n_ref: usize,
-    seed: u64,
-    shrink: bool,
+    opts: &ReferenceOptions,
 ) -> Result<MarglikReference> {
+    let ReferenceOptions {
+        family,
+        df,
+        n_ref,
+        seed,
+        shrink,
+    } = *opts;
     let d = bounds.len();
     let (uf, _) = to_unconstrained(fit, nf, bounds)?;
     let (ue, est_logjac) = to_unconstrained(est, ne, bounds)?;
     let (mean, mut cov) = mean_cov(&uf, nf, d)?;
     if shrink {
-        crate::telescope::shrink_cov(&uf, nf, d, &mean, &mut cov);
+        shrink_cov(&uf, nf, d, &mean, &mut cov);
     }
     let reference = match family {
         "normal" => Reference::normal(mean.clone(), &cov),
@@ -630,12 +695,12 @@ mod tests {
     fn results_do_not_depend_on_threads() {
         let r1: Vec<f64> = (0..50_000).map(|i| ((i as f64) * 0.37).sin() + 0.3).collect();
         let r2: Vec<f64> = (0..30_000).map(|i| ((i as f64) * 0.11).cos() - 0.2).collect();
-        let a = crate::design::with_threads(1, || {
+        let a = crate::engine::design::with_threads(1, || {
             solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)
         })
         .unwrap()
         .unwrap();
-        let b = crate::design::with_threads(4, || {
+        let b = crate::engine::design::with_threads(4, || {
             solve(&r1, &r2, [None, None], &SolveControl::default(), &mut || false)
         })
         .unwrap()
@@ -760,18 +825,6 @@ mod tests {
     }
 
     #[test]
-    fn per_chain_ess_of_identical_stacked_chains_is_twice_one_chain() {
-        // Two copies of one chain: the overall mean is each chain's mean, so the per-chain long-run sum of
-        // squares is twice one chain's and the effective sample size doubles exactly.
-        let mut rng = crate::rng::stream_rng(22, 0);
-        let y = ar1(3000, 0.9, &mut rng);
-        let one = ess_ims(&y);
-        let two = crate::telescope::long_run_ss(&[y.clone(), y.clone()].concat(), &[3000, 3000]).1;
-        assert!((two / (2.0 * one) - 1.0).abs() < 1e-10, "{two} vs 2 x {one}");
-        assert!(one < 0.1 * 3000.0, "AR(1) 0.9 has ESS about n / 19, got {one}");
-    }
-
-    #[test]
     fn transforms_round_trip_with_jacobians() {
         let bs = [
             Bounds::new(f64::NEG_INFINITY, f64::INFINITY).unwrap(),
@@ -811,7 +864,21 @@ mod tests {
             })
             .collect();
         let bounds = [Bounds::new(0.0, 1.0).unwrap()];
-        let m = marglik_reference(&x, n, &x, n, &bounds, "normal", f64::NAN, n, 17, false).unwrap();
+        let m = marglik_reference(
+            &x,
+            n,
+            &x,
+            n,
+            &bounds,
+            &ReferenceOptions {
+                family: "normal",
+                df: f64::NAN,
+                n_ref: n,
+                seed: 17,
+                shrink: false,
+            },
+        )
+        .unwrap();
         let lk = |x: f64| 2.0 * x.ln() + 4.0 * (1.0 - x).ln();
         let r1: Vec<f64> = (0..n).map(|i| lk(x[i]) + m.est_logjac[i] - m.est_logref[i]).collect();
         let r2: Vec<f64> = (0..n)
@@ -838,7 +905,21 @@ mod tests {
         let x: Vec<f64> = u.iter().map(|v| v.exp()).collect();
         let bounds = [Bounds::new(0.0, f64::INFINITY).unwrap()];
         let df = 5.0;
-        let m = marglik_reference(&x, n, &x[..10], 10, &bounds, "t", df, 300, 4, false).unwrap();
+        let m = marglik_reference(
+            &x,
+            n,
+            &x[..10],
+            10,
+            &bounds,
+            &ReferenceOptions {
+                family: "t",
+                df,
+                n_ref: 300,
+                seed: 4,
+                shrink: false,
+            },
+        )
+        .unwrap();
         let (mean, cov) = mean_cov(&u, n, 1).unwrap();
         assert!((m.mean[0] - mean[0]).abs() < 1e-12 && (m.cov[0] - cov[0]).abs() < 1e-12);
         let t = Reference::student_t(mean.clone(), &[cov[0] * (df - 2.0) / df], df).unwrap();
@@ -852,6 +933,20 @@ mod tests {
         for i in 0..300 {
             assert!((m.ref_logjac[i] - m.ref_draws[i].ln()).abs() < 1e-9);
         }
-        assert!(marglik_reference(&x, n, &x, n, &bounds, "cauchy", 1.0, 1, 1, false).is_err());
+        assert!(marglik_reference(
+            &x,
+            n,
+            &x,
+            n,
+            &bounds,
+            &ReferenceOptions {
+                family: "cauchy",
+                df: 1.0,
+                n_ref: 1,
+                seed: 1,
+                shrink: false
+            }
+        )
+        .is_err());
     }
 }

@@ -9,11 +9,11 @@
 //! over the rows for all folds together. Removing a tenth of the rows moves the fit by
 //! O(1/K); one Newton step leaves an error of the square of that.
 
-use super::lasso::{
-    argmin, check_cv_inputs, coarse_path, cv_curve_of, cv_result, deviance, dot, fine_indices, merge_order, path_from,
-    soft, CvLasso, LassoControl, LassoPath,
+use super::lasso_path::{
+    active_set_step, argmin, check_cv_inputs, coarse_path, cv_curve_of, cv_result, deviance, dot, fine_indices,
+    merge_order, path_from, soft, CvLasso, LassoControl, LassoData, LassoPath,
 };
-use crate::family::sigmoid;
+use crate::engine::family::sigmoid;
 use crate::Result;
 
 /// One fold: its held-out rows' columns (intercept first), gathered once.
@@ -62,60 +62,6 @@ fn parts_at(folds: &[Fold], p1: usize, mu: &[f64], yall: &[f64]) -> Parts {
         score.push(s);
     }
     Parts { gram, score }
-}
-
-/// The step by an active-set method: on a support S with signs sigma, the stationarity
-/// conditions are linear, G_SS x_S = b_S - m lam sigma_S with b = s + G c (x the new
-/// coefficients, zero off S), solved by Cholesky. The solution is the minimiser if the signs
-/// hold and every slope off S has |b_j - (G x)_j| <= m lam. Starting from the full-data fit's
-/// support (nearly always right), slopes whose sign flips leave S and violators enter it, for a
-/// few rounds; None if that does not settle (coordinate descent then takes over).
-pub(crate) fn active_set_step(c: &[f64], gram: &[f64], score: &[f64], m: f64, lam: f64) -> Option<Vec<f64>> {
-    let p1 = c.len();
-    let b: Vec<f64> = (0..p1)
-        .map(|j| score[j] + dot(&gram[j * p1..(j + 1) * p1], c))
-        .collect();
-    let mut sign: Vec<f64> = c.iter().map(|v| v.signum() * (*v != 0.0) as u8 as f64).collect();
-    sign[0] = 0.0;
-    let ml = m * lam;
-    for _round in 0..6 {
-        let support: Vec<usize> = (0..p1).filter(|&j| j == 0 || sign[j] != 0.0).collect();
-        let q = support.len();
-        let gss = nalgebra::DMatrix::from_fn(q, q, |i, k| gram[support[i] * p1 + support[k]]);
-        let rhs = nalgebra::DVector::from_fn(q, |i, _| b[support[i]] - ml * sign[support[i]]);
-        let xs = gss.cholesky()?.solve(&rhs);
-        let mut coef = vec![0.0; p1];
-        for (i, &j) in support.iter().enumerate() {
-            coef[j] = xs[i];
-        }
-        let mut changed = false;
-        for &j in support.iter().skip(1) {
-            if coef[j] * sign[j] <= 0.0 {
-                sign[j] = 0.0;
-                changed = true;
-            }
-        }
-        if !changed {
-            for j in 1..p1 {
-                if sign[j] == 0.0 {
-                    let g = b[j]
-                        - support
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &k)| gram[j * p1 + k] * xs[i])
-                            .sum::<f64>();
-                    if g.abs() > ml * (1.0 + 1e-9) {
-                        sign[j] = g.signum();
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if !changed {
-            return Some(coef);
-        }
-    }
-    None
 }
 
 /// Minimise (1/m) [-s'd + d'G d / 2] + lam ||c_slopes + d_slopes||_1 over d by coordinate
@@ -255,10 +201,7 @@ pub fn cv_logistic_lasso_onestep(
         let fine_l: Vec<f64> = fine.iter().map(|&i| all_lambdas[i]).collect();
         let from = kc.saturating_sub(1);
         let seg = path_from(
-            x,
-            n,
-            p,
-            y,
+            &LassoData { x, n, p, y },
             &all,
             &fine_l,
             ctrl,

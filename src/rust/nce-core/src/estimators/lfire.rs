@@ -5,12 +5,13 @@
 //! summaries. The fits are independent: one per theta in a rayon pool, each with its own
 //! ChaCha stream for the CV folds, so results do not depend on the thread count.
 
-use crate::design::DenseDesign;
-use crate::family::Family;
-use crate::irls::{Control, Problem};
-use crate::lasso::{cv_logistic_lasso, fold_ids, LassoControl};
-use crate::penalty::{Penalty, PenaltySet};
-use crate::reml::{fit_reml, RemlControl};
+use crate::engine::design::DenseDesign;
+use crate::engine::family::Family;
+use crate::engine::irls::{Control, Problem};
+use crate::engine::penalty::{Penalty, PenaltySet};
+use crate::engine::reml::{fit_reml, RemlControl};
+use crate::estimators::lasso::{cv_logistic_lasso, fold_ids};
+use crate::estimators::lasso_path::LassoControl;
 use crate::rng::stream_rng;
 use crate::{NceError, Result};
 use nalgebra::DMatrix;

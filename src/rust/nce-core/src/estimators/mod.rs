@@ -6,6 +6,7 @@
 pub mod bridge;
 pub mod lasso;
 pub mod lasso_onestep;
+pub mod lasso_path;
 pub mod lfire;
 pub mod mog;
 pub mod nonlinear;

@@ -7,10 +7,10 @@
 //! Parameters are (log theta, c, w0, w1, w2); everything is in log space.
 
 use crate::convergence::Convergence;
+use crate::engine::family::sigmoid;
 use crate::error::{NceError, Result};
-use crate::family::sigmoid;
+use crate::estimators::vnce::se;
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
-use crate::vnce::se;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
@@ -440,7 +440,7 @@ impl Objective for NegNce<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
     use crate::rng::stream_rng;
     use rand::Rng;
     use rand_distr::StandardNormal;

@@ -32,10 +32,10 @@
 //! totals, a series in draw order, get the long-run variance of MCMC draws (initial monotone
 //! sequence, per chain). The reference samples of the last waymark are independent.
 
-use crate::bridge::{self, ess_ims, Bounds, SolveControl};
 use crate::convergence::Convergence;
+use crate::engine::family::sigmoid;
 use crate::error::{NceError, Result};
-use crate::family::sigmoid;
+use crate::estimators::bridge::{self, ess_ims, shrink_cov, Bounds, SolveControl};
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -195,58 +195,6 @@ impl Whitening {
         let extra = lj.iter().zip(&lg).map(|(a, b)| a + self.log_det - b).collect();
         (x, extra)
     }
-}
-
-/// Shrink the correlations of a sample covariance `cov` (column-major d x d, of the column-major
-/// n x d draws `x` with means `mean`) towards zero in place, by the Ledoit-Wolf (2004) intensity
-/// on the correlation scale: λ = Σ_{a≠b} Var(r̂_ab) / Σ_{a≠b} r̂_ab², clipped to [0, 1], with
-/// Var(r̂_ab) estimated from the spread of the products of standardised draws. With d² entries
-/// from n draws the noise in a full covariance is a divergence of about d²/(4n) nats, which
-/// dominates the gap between the draws and the reference in hundreds of dimensions. Returns λ.
-pub fn shrink_cov(x: &[f64], n: usize, d: usize, mean: &[f64], cov: &mut [f64]) -> f64 {
-    if d < 2 || n < 2 {
-        return 0.0;
-    }
-    let sd: Vec<f64> = (0..d).map(|a| cov[a * d + a].max(0.0).sqrt()).collect();
-    // standardised columns
-    let s: Vec<Vec<f64>> = (0..d)
-        .map(|a| {
-            let k = if sd[a] > 0.0 { 1.0 / sd[a] } else { 0.0 };
-            x[a * n..(a + 1) * n].iter().map(|v| (v - mean[a]) * k).collect()
-        })
-        .collect();
-    let nf = n as f64;
-    // per column a: Σ_{b<a} Var(r̂_ab) and Σ_{b<a} r̂_ab²
-    let parts: Vec<(f64, f64)> = (0..d)
-        .into_par_iter()
-        .map(|a| {
-            let mut num = 0.0;
-            let mut den = 0.0;
-            for b in 0..a {
-                let (mut s1, mut s2) = (0.0, 0.0);
-                for (u, v) in s[a].iter().zip(&s[b]) {
-                    let p = u * v;
-                    s1 += p;
-                    s2 += p * p;
-                }
-                let m = s1 / nf;
-                num += (s2 / nf - m * m).max(0.0) / nf;
-                let r = s1 / (nf - 1.0);
-                den += r * r;
-            }
-            (num, den)
-        })
-        .collect();
-    let (num, den) = parts.iter().fold((0.0, 0.0), |acc, p| (acc.0 + p.0, acc.1 + p.1));
-    let lambda = if den > 0.0 { (num / den).clamp(0.0, 1.0) } else { 0.0 };
-    for a in 0..d {
-        for b in 0..d {
-            if a != b {
-                cov[a * d + b] *= 1.0 - lambda;
-            }
-        }
-    }
-    lambda
 }
 
 /// Linear mixing proposal z' = √(1 - β²) z + β ξ, ξ ~ N(0, I) from stream `step` of `seed`
@@ -545,6 +493,28 @@ pub fn long_run_ss(x: &[f64], chains: &[usize]) -> (f64, f64) {
 mod tests {
     use super::*;
 
+    /// An AR(1) series of unit variance.
+    fn ar1(n: usize, phi: f64, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<f64> {
+        let mut x = vec![0.0; n];
+        x[0] = rng.sample::<f64, _>(StandardNormal);
+        for t in 1..n {
+            x[t] = phi * x[t - 1] + (1.0 - phi * phi).sqrt() * rng.sample::<f64, _>(StandardNormal);
+        }
+        x
+    }
+
+    #[test]
+    fn per_chain_ess_of_identical_stacked_chains_is_twice_one_chain() {
+        // Two copies of one chain: the overall mean is each chain's mean, so the per-chain long-run sum of
+        // squares is twice one chain's and the effective sample size doubles exactly.
+        let mut rng = crate::rng::stream_rng(22, 0);
+        let y = ar1(3000, 0.9, &mut rng);
+        let one = ess_ims(&y);
+        let two = long_run_ss(&[y.clone(), y.clone()].concat(), &[3000, 3000]).1;
+        assert!((two / (2.0 * one) - 1.0).abs() < 1e-10, "{two} vs 2 x {one}");
+        assert!(one < 0.1 * 3000.0, "AR(1) 0.9 has ESS about n / 19, got {one}");
+    }
+
     fn free(d: usize) -> Vec<Bounds> {
         vec![Bounds::Free; d]
     }
@@ -675,10 +645,10 @@ mod tests {
     fn proposals_do_not_depend_on_threads() {
         let (n, d) = (1000, 4);
         let z = gamma_draws(n, d, 2);
-        let a = crate::design::with_threads(1, || pcn_propose(&z, n, d, 0.3, 5, 7))
+        let a = crate::engine::design::with_threads(1, || pcn_propose(&z, n, d, 0.3, 5, 7))
             .unwrap()
             .unwrap();
-        let b = crate::design::with_threads(3, || pcn_propose(&z, n, d, 0.3, 5, 7))
+        let b = crate::engine::design::with_threads(3, || pcn_propose(&z, n, d, 0.3, 5, 7))
             .unwrap()
             .unwrap();
         assert_eq!(a, b);

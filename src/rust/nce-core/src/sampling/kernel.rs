@@ -132,7 +132,7 @@ impl NormalKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     #[test]
     fn untruncated_log_density_is_normal() {

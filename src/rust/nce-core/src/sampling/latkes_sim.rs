@@ -205,7 +205,7 @@ impl LatticeKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     fn flat(nx: usize, ny: usize) -> LatticeKernel {
         LatticeKernel::new(

@@ -174,18 +174,30 @@ struct Chain {
     off_table: usize,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Settings of the chains: Gaussian random-walk proposals of sd `scale[j]`, `burnin` steps
+/// dropped, then `steps` kept, from stream `seed` (chain c on its stream c).
+#[derive(Debug, Clone, Copy)]
+pub struct ChainControl<'a> {
+    pub scale: &'a [f64],
+    pub burnin: usize,
+    pub steps: usize,
+    pub seed: u64,
+}
+
 fn run_chain(
     tables: &SumTables,
     prior: &ChainPrior,
     start: &[f64],
-    scale: &[f64],
-    burnin: usize,
-    steps: usize,
-    seed: u64,
+    ctrl: &ChainControl,
     stream: u64,
     stop: &AtomicBool,
 ) -> Result<Chain> {
+    let ChainControl {
+        scale,
+        burnin,
+        steps,
+        seed,
+    } = *ctrl;
     let d = start.len();
     let mut rng = stream_rng(seed, stream);
     let mut draws = try_with_capacity(checked_len(&[steps, d], "the draws")?, "the draws")?;
@@ -228,18 +240,15 @@ fn run_chain(
 }
 
 /// Run `starts.len() / d` chains (starts: chains x d, column-major) in parallel in the current
-/// rayon pool, chain c on stream c, with Gaussian random-walk proposals of sd `scale[j]`.
-#[allow(clippy::too_many_arguments)]
+/// rayon pool, as `ctrl` says.
 pub fn metropolis_tables(
     tables: &SumTables,
     prior: &ChainPrior,
     starts: &[f64],
-    scale: &[f64],
-    burnin: usize,
-    steps: usize,
-    seed: u64,
+    ctrl: &ChainControl,
     stop: &AtomicBool,
 ) -> Result<ChainsResult> {
+    let ChainControl { scale, steps, .. } = *ctrl;
     let d = tables.dim();
     prior.check(d)?;
     if scale.len() != d || scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
@@ -265,7 +274,7 @@ pub fn metropolis_tables(
         .into_par_iter()
         .map(|c| {
             let start: Vec<f64> = (0..d).map(|j| starts[c + chains * j]).collect();
-            run_chain(tables, prior, &start, scale, burnin, steps, seed, c as u64, stop)
+            run_chain(tables, prior, &start, ctrl, c as u64, stop)
         })
         .collect();
     let mut accepted = Vec::with_capacity(chains);
@@ -289,7 +298,7 @@ pub fn metropolis_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect()
@@ -330,7 +339,19 @@ mod tests {
         let starts: Vec<f64> = (0..2 * chains).map(|i| (i % 7) as f64 * 0.1).collect();
         let stop = AtomicBool::new(false);
         with_threads(threads, || {
-            metropolis_tables(&t, &prior, &starts, &[1.2, 4.8], 200, 5000, seed, &stop).unwrap()
+            metropolis_tables(
+                &t,
+                &prior,
+                &starts,
+                &ChainControl {
+                    scale: &[1.2, 4.8],
+                    burnin: 200,
+                    steps: 5000,
+                    seed,
+                },
+                &stop,
+            )
+            .unwrap()
         })
         .unwrap()
     }
@@ -366,7 +387,19 @@ mod tests {
             sd: vec![1.0],
         };
         let stop = AtomicBool::new(false);
-        let r = metropolis_tables(&t, &prior, &[0.0, 0.5], &[1.0], 10, 20000, 1, &stop).unwrap();
+        let r = metropolis_tables(
+            &t,
+            &prior,
+            &[0.0, 0.5],
+            &ChainControl {
+                scale: &[1.0],
+                burnin: 10,
+                steps: 20000,
+                seed: 1,
+            },
+            &stop,
+        )
+        .unwrap();
         assert!(r.off_table > 0);
         assert!(r.draws.iter().all(|x| x.abs() <= 1.0));
         // Truncated N(0, 1) on (-1, 1): variance 1 - 2 phi(1) / (2 Phi(1) - 1) = 0.2911.
@@ -386,17 +419,28 @@ mod tests {
             lower: vec![0.0],
             upper: vec![1.0],
         };
-        assert!(metropolis_tables(&t, &box1, &[0.5], &[0.0], 0, 5, 1, &stop).is_err());
-        assert!(metropolis_tables(&t, &box1, &[f64::NAN], &[0.1], 0, 5, 1, &stop).is_err());
-        assert!(metropolis_tables(&t, &box1, &[0.5], &[0.1], 0, 0, 1, &stop).is_err());
+        // Five kept steps from stream 1 with proposal sd `scale`, after no burn-in.
+        let five = |scale| ChainControl {
+            scale,
+            burnin: 0,
+            steps: 5,
+            seed: 1,
+        };
+        assert!(metropolis_tables(&t, &box1, &[0.5], &five(&[0.0]), &stop).is_err());
+        assert!(metropolis_tables(&t, &box1, &[f64::NAN], &five(&[0.1]), &stop).is_err());
+        let none = ChainControl {
+            steps: 0,
+            ..five(&[0.1])
+        };
+        assert!(metropolis_tables(&t, &box1, &[0.5], &none, &stop).is_err());
         let bad = ChainPrior::Normal {
             mean: vec![0.0],
             sd: vec![-1.0],
         };
-        assert!(metropolis_tables(&t, &bad, &[0.5], &[0.1], 0, 5, 1, &stop).is_err());
+        assert!(metropolis_tables(&t, &bad, &[0.5], &five(&[0.1]), &stop).is_err());
         stop.store(true, Ordering::Relaxed);
         assert_eq!(
-            metropolis_tables(&t, &box1, &[0.5], &[0.1], 0, 5, 1, &stop).unwrap_err(),
+            metropolis_tables(&t, &box1, &[0.5], &five(&[0.1]), &stop).unwrap_err(),
             NceError::Interrupted
         );
     }

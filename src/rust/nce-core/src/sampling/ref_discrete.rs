@@ -187,7 +187,7 @@ impl Categorical {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     #[test]
     fn bernoulli_draws_match_p_and_are_thread_invariant() {

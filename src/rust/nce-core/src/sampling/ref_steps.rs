@@ -188,7 +188,7 @@ impl StepKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     // log(2 pi I0(2)).
     const LN_2PI_I0_2: f64 = 2.661_870_607_892_302;

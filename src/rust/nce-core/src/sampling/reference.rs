@@ -213,7 +213,7 @@ impl Reference {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
+    use crate::engine::design::with_threads;
 
     #[test]
     fn sampling_is_thread_invariant_and_reproducible() {

@@ -7,7 +7,7 @@
 use crate::alloc::{checked_len, try_filled, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
-use crate::truncnorm::sample_std;
+use crate::sampling::truncnorm::sample_std;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,21 +214,19 @@ pub fn simulate(n: usize, k: &[f64], mean: &[f64], g: &Gibbs, seed: u64, stop: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::with_threads;
-    use crate::truncnorm::moments;
+    use crate::engine::design::with_threads;
+    use crate::sampling::truncnorm::moments;
 
-    /// `simulate` with positive-definite K and no interruption.
-    #[allow(clippy::too_many_arguments)]
+    /// `simulate` with positive-definite K and no interruption; `sweeps` = (burnin, thin, chains).
     fn sim(
         n: usize,
         k: &[f64],
         m: &[f64],
-        burnin: usize,
-        thin: usize,
-        chains: usize,
+        sweeps: (usize, usize, usize),
         start: Option<&[f64]>,
         seed: u64,
     ) -> Result<Vec<f64>> {
+        let (burnin, thin, chains) = sweeps;
         let g = Gibbs {
             burnin,
             thin,
@@ -243,7 +241,7 @@ mod tests {
     fn one_dimension_matches_truncated_normal() {
         let (m, sd) = (-0.7, 1.3);
         let n = 100_000;
-        let x = sim(n, &[1.0 / (sd * sd)], &[m], 10, 1, 2, None, 3).unwrap();
+        let x = sim(n, &[1.0 / (sd * sd)], &[m], (10, 1, 2), None, 3).unwrap();
         let nf = n as f64;
         let mean = x.iter().sum::<f64>() / nf;
         let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (nf - 1.0);
@@ -311,7 +309,7 @@ mod tests {
         let m = [0.5, -0.3];
         let n = 120_000;
         // One chain so the batches are consecutive stretches of one chain.
-        let x = sim(n, &k, &m, 100, 1, 1, None, 11).unwrap();
+        let x = sim(n, &k, &m, (100, 1, 1), None, 11).unwrap();
         let (tm, tc) = quadrature(&k, &m);
         let col = |j: usize| &x[j * n..(j + 1) * n];
         for a in 0..2 {
@@ -337,14 +335,14 @@ mod tests {
     fn same_draws_for_any_thread_count() {
         let k = [2.0, -0.5, 0.1, -0.5, 1.5, 0.2, 0.1, 0.2, 1.0];
         let m = [0.1, 1.0, -2.0];
-        let run = || sim(1001, &k, &m, 5, 2, 4, Some(&[1.0, 1.0, 1.0]), 9).unwrap();
+        let run = || sim(1001, &k, &m, (5, 2, 4), Some(&[1.0, 1.0, 1.0]), 9).unwrap();
         let a = with_threads(1, run).unwrap();
         let b = with_threads(2, run).unwrap();
         assert_eq!(a, b);
         assert_eq!(a.len(), 3003);
         assert!(a.iter().all(|&v| v >= 0.0));
         // Chain 0 (251 rows) comes first and starts from its own stream.
-        let c0 = sim(251, &k, &m, 5, 2, 1, Some(&[1.0, 1.0, 1.0]), 9).unwrap();
+        let c0 = sim(251, &k, &m, (5, 2, 1), Some(&[1.0, 1.0, 1.0]), 9).unwrap();
         for j in 0..3 {
             assert_eq!(&a[j * 1001..j * 1001 + 251], &c0[j * 251..(j + 1) * 251]);
         }
@@ -352,14 +350,14 @@ mod tests {
 
     #[test]
     fn validates_arguments() {
-        let e = sim(10, &[1.0, 2.0, 2.0, 1.0], &[0.0, 0.0], 1, 1, 1, None, 1).unwrap_err();
+        let e = sim(10, &[1.0, 2.0, 2.0, 1.0], &[0.0, 0.0], (1, 1, 1), None, 1).unwrap_err();
         assert!(e.to_string().contains("not positive definite"), "{e}");
-        assert!(sim(10, &[1.0, 0.5, 0.4, 1.0], &[0.0, 0.0], 1, 1, 1, None, 1).is_err());
-        assert!(sim(10, &[1.0], &[0.0, 0.0], 1, 1, 1, None, 1).is_err());
-        assert!(sim(10, &[1.0], &[0.0], 1, 0, 1, None, 1).is_err());
-        assert!(sim(10, &[1.0], &[0.0], 1, 1, 0, None, 1).is_err());
-        assert!(sim(10, &[1.0], &[0.0], 1, 1, 1, Some(&[-1.0]), 1).is_err());
-        assert!(sim(10, &[1.0], &[f64::NAN], 1, 1, 1, None, 1).is_err());
+        assert!(sim(10, &[1.0, 0.5, 0.4, 1.0], &[0.0, 0.0], (1, 1, 1), None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0, 0.0], (1, 1, 1), None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0], (1, 0, 1), None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0], (1, 1, 0), None, 1).is_err());
+        assert!(sim(10, &[1.0], &[0.0], (1, 1, 1), Some(&[-1.0]), 1).is_err());
+        assert!(sim(10, &[1.0], &[f64::NAN], (1, 1, 1), None, 1).is_err());
         let stop = AtomicBool::new(true);
         assert_eq!(
             simulate(

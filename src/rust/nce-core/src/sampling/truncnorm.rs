@@ -511,10 +511,10 @@ mod tests {
     #[test]
     fn columns_and_row_densities() {
         let (mean, sd) = ([0.0, 3.0, -4.0], [1.0, 0.5, 2.0]);
-        let a = crate::design::with_threads(1, || sample_columns(500, &mean, &sd, 1.0, 4))
+        let a = crate::engine::design::with_threads(1, || sample_columns(500, &mean, &sd, 1.0, 4))
             .unwrap()
             .unwrap();
-        let b = crate::design::with_threads(2, || sample_columns(500, &mean, &sd, 1.0, 4))
+        let b = crate::engine::design::with_threads(2, || sample_columns(500, &mean, &sd, 1.0, 4))
             .unwrap()
             .unwrap();
         assert_eq!(a, b);

@@ -21,7 +21,7 @@ use crate::error::{NceError, Result};
 use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use crate::rng::stream_rng;
-use crate::truncnorm::{log_cdf, log_phi, quantile_log};
+use crate::sampling::truncnorm::{log_cdf, log_phi, quantile_log};
 use nalgebra::DMatrix;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
@@ -79,6 +79,16 @@ impl GhkScratch {
     }
 }
 
+/// A row as the GHK passes read it: its values `x` (NaN where missing), the indices of its
+/// observed and missing values, and its base uniforms in log space (draw-major).
+#[derive(Clone, Copy)]
+struct GhkRow<'a> {
+    x: &'a [f64],
+    obs: &'a [usize],
+    mis: &'a [usize],
+    log_u: &'a [f64],
+}
+
 /// Forward GHK pass for a row with observed values `x` (NaN where missing): fills the scratch
 /// (Sigma, L, mu, b and per draw t, e, log P_j, the hazard phi(r_j) / Phi(r_j) of r_j = t_j / L_jj,
 /// and z) and returns the part of
@@ -86,17 +96,8 @@ impl GhkScratch {
 /// -x_o'K_oo x_o / 2 + b'Sigma b / 2 + p log(2 pi) / 2 + log|L|.
 /// `log_u` holds S x p base uniforms in log space (draw-major); `k` is K row-major. None when K_mm
 /// is not positive definite.
-#[allow(clippy::too_many_arguments)]
-fn ghk_forward(
-    k: &[f64],
-    d: usize,
-    x: &[f64],
-    obs: &[usize],
-    mis: &[usize],
-    log_u: &[f64],
-    s_n: usize,
-    sc: &mut GhkScratch,
-) -> Option<f64> {
+fn ghk_forward(k: &[f64], d: usize, row: &GhkRow, s_n: usize, sc: &mut GhkScratch) -> Option<f64> {
+    let GhkRow { x, obs, mis, log_u } = *row;
     let p = mis.len();
     for i in 0..p {
         for j in 0..p {
@@ -151,17 +152,8 @@ fn ghk_forward(
 /// Backward pass for a row after `ghk_forward`: given the weights w_s = dJ/dh_s of its draws
 /// (h_s = const + sum_j log P_j), adds dJ/dK (as a full d x d matrix treating the entries as
 /// free; the caller symmetrises) into `g`.
-#[allow(clippy::too_many_arguments)]
-fn ghk_backward(
-    d: usize,
-    x: &[f64],
-    obs: &[usize],
-    mis: &[usize],
-    log_u: &[f64],
-    w: &[f64],
-    sc: &mut GhkScratch,
-    g: &mut [f64],
-) {
+fn ghk_backward(d: usize, row: &GhkRow, w: &[f64], sc: &mut GhkScratch, g: &mut [f64]) {
+    let GhkRow { x, obs, mis, log_u } = *row;
     let p = mis.len();
     let wsum: f64 = w.iter().sum();
     sc.mub[..p].iter_mut().for_each(|v| *v = 0.0);
@@ -420,7 +412,18 @@ impl TgmVnce {
             acc.gc -= h[0];
             return;
         }
-        let Some(konst) = ghk_forward(kf, d, &row.x, &row.obs, &row.mis, &row.log_u, self.s, sc) else {
+        let Some(konst) = ghk_forward(
+            kf,
+            d,
+            &GhkRow {
+                x: &row.x,
+                obs: &row.obs,
+                mis: &row.mis,
+                log_u: &row.log_u,
+            },
+            self.s,
+            sc,
+        ) else {
             acc.value = f64::NEG_INFINITY;
             return;
         };
@@ -430,7 +433,18 @@ impl TgmVnce {
         }
         acc.value += draw_weights(h, row.noise, off);
         acc.gc -= h.iter().sum::<f64>();
-        ghk_backward(d, &row.x, &row.obs, &row.mis, &row.log_u, h, sc, &mut acc.g);
+        ghk_backward(
+            d,
+            &GhkRow {
+                x: &row.x,
+                obs: &row.obs,
+                mis: &row.mis,
+                log_u: &row.log_u,
+            },
+            h,
+            sc,
+            &mut acc.g,
+        );
     }
 }
 
@@ -531,7 +545,20 @@ pub fn ghk_impute(x: &[f64], n: usize, d: usize, k: &DMatrix<f64>, n_draws: usiz
                 .map(|_| log_cdf(StandardNormal.sample(&mut rng)))
                 .collect();
             let mut sc = GhkScratch::new(d, n_draws);
-            if ghk_forward(&kf, d, &row, &obs, &mis, &log_u, n_draws, &mut sc).is_none() {
+            if ghk_forward(
+                &kf,
+                d,
+                &GhkRow {
+                    x: &row,
+                    obs: &obs,
+                    mis: &mis,
+                    log_u: &log_u,
+                },
+                n_draws,
+                &mut sc,
+            )
+            .is_none()
+            {
                 return Err(NceError::Numerical(format!(
                     "K restricted to the missing values of row {} is not positive definite",
                     i + 1
@@ -560,7 +587,8 @@ pub fn ghk_impute(x: &[f64], n: usize, d: usize, k: &DMatrix<f64>, n_draws: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::truncnorm::log_upper_tail;
+    use crate::estimators::vnce::VnceSamples;
+    use crate::sampling::truncnorm::log_upper_tail;
 
     fn kmat() -> DMatrix<f64> {
         DMatrix::from_row_slice(
@@ -589,7 +617,19 @@ mod tests {
         let k = kmat();
         let x = [0.7, f64::NAN, 1.1, 0.4];
         let mut sc = GhkScratch::new(4, 5);
-        let konst = ghk_forward(&flat(&k), 4, &x, &[0, 2, 3], &[1], &base(1, 5, 3), 5, &mut sc).unwrap();
+        let konst = ghk_forward(
+            &flat(&k),
+            4,
+            &GhkRow {
+                x: &x,
+                obs: &[0, 2, 3],
+                mis: &[1],
+                log_u: &base(1, 5, 3),
+            },
+            5,
+            &mut sc,
+        )
+        .unwrap();
         // int_0^inf exp(-x'Kx/2) dz with a = K_11 and b = sum_o K_1o x_o.
         let (a, b) = (2.0, 0.4 * 0.7 + 0.2 * 1.1 - 0.2 * 0.4);
         let xo = [0.7, 1.1, 0.4];
@@ -617,7 +657,19 @@ mod tests {
         let x = [f64::NAN, 0.9, f64::NAN, f64::NAN];
         let (mis, obs) = ([0usize, 2, 3], [1usize]);
         let mut sc = GhkScratch::new(4, 7);
-        let konst = ghk_forward(&flat(&k), 4, &x, &obs, &mis, &base(3, 7, 5), 7, &mut sc).unwrap();
+        let konst = ghk_forward(
+            &flat(&k),
+            4,
+            &GhkRow {
+                x: &x,
+                obs: &obs,
+                mis: &mis,
+                log_u: &base(3, 7, 5),
+            },
+            7,
+            &mut sc,
+        )
+        .unwrap();
         let log_det_l: f64 = (0..3).map(|j| sc.l[j * 3 + j].ln()).sum();
         for s in 0..7 {
             let mut xf = x;
@@ -658,7 +710,20 @@ mod tests {
         }
         let lpx: Vec<f64> = (0..n).map(|i| -1.0 - 0.05 * i as f64).collect();
         let lpy: Vec<f64> = (0..n).map(|i| -1.5 + 0.03 * i as f64).collect();
-        TgmVnce::new(&x, n, d, &y, n, &lpx, &lpy, s, 9).unwrap()
+        TgmVnce::new(
+            &VnceSamples {
+                x: &x,
+                n,
+                d,
+                y: &y,
+                m: n,
+                lpx: &lpx,
+                lpy: &lpy,
+            },
+            s,
+            9,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -692,8 +757,10 @@ mod tests {
             maxit: 300,
             ..Default::default()
         };
-        let f1 = crate::design::with_threads(1, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
-        let f2 = crate::design::with_threads(2, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
+        let f1 =
+            crate::engine::design::with_threads(1, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
+        let f2 =
+            crate::engine::design::with_threads(2, || fit_ghk(&pr, &k0, 0.0, &ctrl, &mut || false).unwrap()).unwrap();
         assert_eq!(f1.k, f2.k);
         assert!(f1.report.objective.is_finite() && f1.report.grad_norm < 1e-3, "{f1:?}");
         // Rows (0.5, 1.0, NA) and (NA, 0.2, NA), column-major.

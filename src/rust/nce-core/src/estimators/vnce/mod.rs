@@ -14,4 +14,4 @@ pub use fit::{fit, FitReport, VnceFit};
 pub use ghk::{fit_ghk, ghk_impute, GhkFit};
 pub use objective::Terms;
 pub use params::{n_params, param_names, TgmParams};
-pub use problem::TgmVnce;
+pub use problem::{TgmVnce, VnceSamples};

@@ -11,8 +11,8 @@
 
 use super::params::{n_params, TgmParams};
 use super::problem::{Row, TgmVnce, CHUNK};
+use crate::engine::family::{log1pexp, sigmoid};
 use crate::error::Result;
-use crate::family::{log1pexp, sigmoid};
 use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::Objective;
 use rayon::prelude::*;

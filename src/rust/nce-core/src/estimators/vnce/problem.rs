@@ -5,7 +5,7 @@
 use crate::alloc::{checked_len, try_with_capacity};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
-use crate::truncnorm::log_cdf;
+use crate::sampling::truncnorm::log_cdf;
 use rand_distr::{Distribution, StandardNormal};
 
 /// One data or noise row.
@@ -27,6 +27,21 @@ pub(crate) struct Row {
 }
 
 /// A VNCE problem: n data rows, nu * n noise rows, S latent draws per row with missing values.
+/// The samples of a VNCE problem. `x`: n x d data and `y`: m x d noise, both column-major (as R
+/// stores them), NaN for missing. Noise row k pairs with data row k mod n and must be missing
+/// exactly where that row is; m must be a positive multiple of n. `lpx`, `lpy`: log noise
+/// density of each row's observed coordinates.
+#[derive(Debug, Clone, Copy)]
+pub struct VnceSamples<'a> {
+    pub x: &'a [f64],
+    pub n: usize,
+    pub d: usize,
+    pub y: &'a [f64],
+    pub m: usize,
+    pub lpx: &'a [f64],
+    pub lpy: &'a [f64],
+}
+
 pub struct TgmVnce {
     pub(crate) d: usize,
     pub(crate) n: usize,
@@ -40,22 +55,18 @@ pub struct TgmVnce {
 pub(crate) const CHUNK: usize = 32;
 
 impl TgmVnce {
-    /// `x`: n x d data and `y`: m x d noise, both column-major (as R stores them), NaN for
-    /// missing. Noise row k pairs with data row k mod n and must be missing exactly where that
-    /// row is; m must be a positive multiple of n. `lpx`, `lpy`: log noise density of each
-    /// row's observed coordinates. `n_latent`: draws S per row with missing values.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        x: &[f64],
-        n: usize,
-        d: usize,
-        y: &[f64],
-        m: usize,
-        lpx: &[f64],
-        lpy: &[f64],
-        n_latent: usize,
-        seed: u64,
-    ) -> Result<Self> {
+    /// The problem of `samples` (see `VnceSamples`), with `n_latent` draws S per row with
+    /// missing values from stream `seed`.
+    pub fn new(samples: &VnceSamples, n_latent: usize, seed: u64) -> Result<Self> {
+        let VnceSamples {
+            x,
+            n,
+            d,
+            y,
+            m,
+            lpx,
+            lpy,
+        } = *samples;
         if d == 0 || n == 0 {
             return Err(NceError::invalid(
                 "x",
