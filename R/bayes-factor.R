@@ -178,7 +178,7 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' y <- 1.5
 #' lp1 <- function(m) dnorm(y, m[, 1], 1, log = TRUE) + dnorm(m[, 1], 0, 1, log = TRUE)
 #' ml1 <- marglik_nce(rnorm(4000, y / 2, sqrt(0.5)), lp1)
-#' ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = "nce_marglik")
+#' ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = c("nce_marglik", "nce_estimate", "nce_result"))
 #' bayes_factor_marglik(ml1, ml2)
 #' # exact: dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE)
 #' @export
@@ -233,7 +233,7 @@ bf_result <- function(log_bf, se, prior_odds, call, method) {
   structure(list(log_bf = log_bf, se = se, bf = exp(log_bf),
                  prob = c(model1 = p1, model2 = stats::plogis(-lpo)),
                  prior_odds = prior_odds, method = method, call = call),
-            class = c("nce_bf", "nce_result"))
+            class = c("nce_bf", "nce_estimate", "nce_result"))
 }
 
 # Complete separation: no estimate, a warning and the importance sampling bounds.

@@ -195,3 +195,14 @@ merge_control <- function(control, defaults_fun, arg = "control", call = caller_
                     paste(setdiff(nm, c(known, names(defaults_fun()))), collapse = ", "), fname,
                     paste(known, collapse = ", ")), "input", call = call)
 }
+
+# `sp`: NULL or one finite number > 0 per penalty (the one check of every smooth set-up).
+check_sp <- function(sp, m, names = NULL, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!is.finite(sp)) || any(!(sp > 0)))) {
+    nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty%s", m,
+                      if (length(names)) sprintf(" (%s)", paste(names, collapse = ", ")) else ""),
+              "input", call = call)
+  }
+  sp
+}

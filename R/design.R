@@ -319,7 +319,8 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
     final <- eig_at_design(simulator, summaries, prior, best, n_final, batch, formula, n_shuffle, holdout,
                            n_marginal, ucall)
   }
-  structure(list(call = call, rng_state = rng, best = best, band = band, eig = eig_best, level = level, estimator = estimator,
+  structure(list(call = call, rng_state = rng,
+                 best = best, band = band, eig = eig_best, level = level, estimator = estimator,
                  evaluations = evals, smooth = sm, grid = grid, argmax_draws = draws, final = final,
                  lower = lower, upper = upper, prior = prior, n = n, n_designs = nrow(evals),
                  smooth_weight_scale = sm$nce_weight_scale,

@@ -34,43 +34,27 @@ NULL
 
 estimate_field <- function(object) if (inherits(object, "nce_bf")) "log_bf" else "logml"
 
+# nce_bf and nce_marglik are both an estimate with a standard error (class nce_estimate).
 #' @rdname estimate_methods
 #' @export
-coef.nce_bf <- function(object, ...) c(log_bf = object$log_bf)
+coef.nce_estimate <- function(object, ...) stats::setNames(object[[estimate_field(object)]], estimate_field(object))
 
 #' @rdname estimate_methods
 #' @export
-coef.nce_marglik <- function(object, ...) c(logml = object$logml)
-
-#' @rdname estimate_methods
-#' @export
-vcov.nce_bf <- function(object, ...) estimate_vcov(object)
-
-#' @rdname estimate_methods
-#' @export
-vcov.nce_marglik <- function(object, ...) estimate_vcov(object)
-
-estimate_vcov <- function(object) {
+vcov.nce_estimate <- function(object, ...) {
   nm <- estimate_field(object)
   matrix(object$se^2, 1L, 1L, dimnames = list(nm, nm))
 }
 
 #' @rdname estimate_methods
 #' @export
-confint.nce_bf <- function(object, parm, level = 0.95, ...) estimate_confint(object, level)
-
-#' @rdname estimate_methods
-#' @export
-confint.nce_marglik <- function(object, parm, level = 0.95, ...) estimate_confint(object, level)
-
-estimate_confint <- function(object, level, call = caller_call()) {
-  check_probability(level, "level", call = call)
+confint.nce_estimate <- function(object, parm, level = 0.95, ...) {
+  check_probability(level, "level")
   est <- object[[estimate_field(object)]]
   z <- stats::qnorm((1 + level) / 2)
   a <- (1 - level) / 2
-  ci <- matrix(c(est - z * object$se, est + z * object$se), 1L,
-               dimnames = list(estimate_field(object), sprintf("%g %%", 100 * c(a, 1 - a))))
-  ci
+  matrix(c(est - z * object$se, est + z * object$se), 1L,
+         dimnames = list(estimate_field(object), sprintf("%g %%", 100 * c(a, 1 - a))))
 }
 
 #' @rdname estimate_methods
@@ -109,5 +93,3 @@ print.summary.nce_edge_roc <- function(x, digits = max(3L, getOption("digits") -
               format(x$auc, digits = digits), x$n_edges, x$n_pairs, nrow(x$roc) - 1L))
   invisible(x)
 }
-
-

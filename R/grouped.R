@@ -398,9 +398,7 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   at <- function(pen, shift) list(start = as.double(pen$start + shift), S = pen$S)
   penalties <- c(lapply(a$penalties, at, 0), lapply(b$penalties, at, pa))
   m <- length(penalties)
-  if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
-    nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input")
-  }
+  check_sp(sp, m)
   cn <- c(a$colnames, colnames(b$X))
   if (is.null(shards)) {
     collect_set_up_garbage(length(y) * pa)
@@ -463,9 +461,7 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   if (pa == 0L) nce_abort("`formula` has no kernel term beside the per-transition intercepts", "input", call = NULL)
   penalties <- lapply(a$penalties, function(pen) list(start = as.double(pen$start), S = pen$S))
   m <- length(penalties)
-  if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!(sp > 0)))) {
-    nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty", m), "input", call = NULL)
-  }
+  check_sp(sp, m, call = NULL)
   cn <- a$colnames
   if (is.null(shards)) {
     collect_set_up_garbage(length(y) * pa)

@@ -172,7 +172,8 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   log_prior <- prior$log_density(theta)
   lp <- fit$log_ratio + if (type == "grid") log_prior else 0
   w <- normalise_log_weights(lp)
-  structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
+  structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit,
+                   observed = observed, theta = theta, grid = grid_pts, type = type, prior = prior,
                    log_prior = log_prior, posterior = w, penalty = penalty, control = control,
                    n_theta = n_theta, n_marginal = n_marginal, observed_summaries = s_obs,
                    marginal = marginal, simulations = simulations,

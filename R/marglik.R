@@ -253,7 +253,7 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf, reference = c("
                      accuracy = est$accuracy),
     split = split, separated = fit$separated, converged = fit$converged,
     iterations = fit$iterations, chains = chains, telescope = tele, call = call),
-    class = c("nce_marglik", "nce_result"))
+    class = c("nce_marglik", "nce_estimate", "nce_result"))
   if (fit$separated) {
     out <- separated_result(out, fit, "log Z", "the draws and the reference draws do not overlap")
   } else if (!fit$converged) {

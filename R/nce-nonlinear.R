@@ -17,32 +17,10 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
     nce_abort(sprintf("`data` lacks the reference's column(s) %s", paste(not_data, collapse = ", ")), "input", call)
   }
   has_formula <- !missing(formula) && !is.null(formula)
-  if (!is.null(model) && has_formula) {
-    nce_abort("give either `formula` (with `start`) or `model`, not both", "input", call)
-  }
-  if (is.null(model) && !has_formula) {
-    nce_abort("nonlinear nce() needs `formula` and `start`, or `model`", "input", call)
-  }
-  is_ica <- !is.null(model) && identical(model$rust, "ica")
-  if (!is.null(model) && !inherits(model, "nce_model")) {
-    nce_abort("`model` must be built by nce_model() or ica_model()", "input", call)
-  }
-  if (is_ica) {
-    ica_vars <- if (is.null(model$vars)) vars else model$vars
-    if (!all(ica_vars %in% vars)) {
-      nce_abort("ica_model(vars =) must name columns the reference generates", "input", call)
-    }
-    model$vars <- ica_vars
-    start <- nl_ica_start(start, length(ica_vars), call)
-  } else {
-    start <- nl_check_start(start, data, vars, call)
-  }
-  if (has_formula) {
-    model <- nl_formula_model(formula, start, vars, gradient, call)
-  } else if (!is.null(gradient)) {
-    model$gradient <- gradient
-    model$gradient_source <- "user function"
-  }
+  spec <- nl_resolve_model(if (has_formula) formula, model, start, gradient, data, vars, call)
+  model <- spec$model
+  start <- spec$start
+  is_ica <- spec$is_ica
 
   d <- data[vars]
   bad <- which(!rows_finite(d))
@@ -269,4 +247,37 @@ nl_new_fit <- function(res, start, model, formula, frame, label, offset, lq, n, 
              "rank", call = NULL)
   }
   fit
+}
+
+# The model of a nonlinear fit, from `formula` and `start` or from `model` (nce_model() or
+# ica_model()), with its start checked and the gradient the user gave.
+nl_resolve_model <- function(formula, model, start, gradient, data, vars, call) {
+  has_formula <- !is.null(formula)
+  if (!is.null(model) && has_formula) {
+    nce_abort("give either `formula` (with `start`) or `model`, not both", "input", call)
+  }
+  if (is.null(model) && !has_formula) {
+    nce_abort("nonlinear nce() needs `formula` and `start`, or `model`", "input", call)
+  }
+  is_ica <- !is.null(model) && identical(model$rust, "ica")
+  if (!is.null(model) && !inherits(model, "nce_model")) {
+    nce_abort("`model` must be built by nce_model() or ica_model()", "input", call)
+  }
+  if (is_ica) {
+    ica_vars <- if (is.null(model$vars)) vars else model$vars
+    if (!all(ica_vars %in% vars)) {
+      nce_abort("ica_model(vars =) must name columns the reference generates", "input", call)
+    }
+    model$vars <- ica_vars
+    start <- nl_ica_start(start, length(ica_vars), call)
+  } else {
+    start <- nl_check_start(start, data, vars, call)
+  }
+  if (has_formula) {
+    model <- nl_formula_model(formula, start, vars, gradient, call)
+  } else if (!is.null(gradient)) {
+    model$gradient <- gradient
+    model$gradient_source <- "user function"
+  }
+  list(model = model, start = start, is_ica = is_ica)
 }

@@ -184,23 +184,12 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     return(as_result(fit, rng = rng, env = parent.frame()))
   }
   cl <- match.call()
-  if (!is.null(start) || !is.null(model)) {
-    return(nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts, control, cl,
-                         parent.frame()))
-  }
   method <- match.arg(method)
   check_nce_args(formula, data, reference, ratio)
   vars <- reference$vars
   check_reference_columns(data, reference)
   env <- parent.frame()
-  w <- eval(substitute(weights), data, env)
-  if (!is.null(w)) {
-    if (!is.numeric(w) || length(w) != nrow(data)) {
-      nce_abort(sprintf("`weights` must be %d numbers (one per row of `data`), not %s.", nrow(data),
-                        describe_value(w)), "input")
-    }
-    if (any(w < 0 | is.infinite(w), na.rm = TRUE)) nce_abort("`weights` must be finite and >= 0.", "input")
-  }
+  w <- check_weights(eval(substitute(weights), data, env), nrow(data))
   rows <- nce_subset_rows(eval(substitute(subset), data, env), nrow(data))
   d <- data[rows, vars, drop = FALSE]
   if (!is.null(w)) w <- as.double(w[rows])
@@ -239,7 +228,24 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                      rng = rng, env = parent.frame()))
   }
   if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input")
+  as_result(nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w),
+            rng = rng, env = parent.frame())
+}
 
+# `weights`: NULL or one finite number >= 0 per row of the data.
+check_weights <- function(w, n, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (is.null(w)) return(NULL)
+  if (!is.numeric(w) || length(w) != n) {
+    nce_abort(sprintf("`weights` must be %d numbers (one per row of `data`), not %s.", n, describe_value(w)),
+              "input", call = call)
+  }
+  if (any(w < 0 | is.infinite(w), na.rm = TRUE)) nce_abort("`weights` must be finite and >= 0.", "input", call = call)
+  w
+}
+
+# The engine call for a formula without smooth terms: one glm-like fit in Rust.
+nce_linear_fit <- function(formula, frame, label, offset, method, control, nce_fields, prior_w) {
   tt <- stats::terms(formula)
   mf <- stats::model.frame(tt, frame, na.action = stats::na.fail)
   x <- stats::model.matrix(tt, mf)
@@ -259,8 +265,8 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     dimnames(v) <- list(cn, cn)
     nce_clamp_cov(v)
   }
-  warn_fit(res, cn, n)
-  as_result(structure(c(list(
+  warn_fit(res, cn, nce_fields$n)
+  structure(c(list(
     coefficients = beta,
     vcov = name_cov(res$cov_sandwich),
     vcov_naive = name_cov(res$cov),
@@ -272,7 +278,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     fitted.values = res$fitted,
     terms = stats::terms(mf), xlevels = stats::.getXlevels(tt, mf),
     contrasts = attr(x, "contrasts")
-  ), nce_fields), class = c("nce_fit", "nce_result")), rng = rng, env = parent.frame())
+  ), nce_fields), class = c("nce_fit", "nce_result"))
 }
 
 # Aliases for non-syntactic names: c(`my var` = ".nce_v1"), empty when all are syntactic.

@@ -108,7 +108,8 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   })
   t_fit <- proc.time()[["elapsed"]] - t0
   class(g) <- c("gam", "glm", "lm")
-  structure(list(call = call, rng_state = rng, rng_fit = rng_fit, gam = g, formula = formula, prior = prior, parameters = prior$names,
+  structure(list(call = call, rng_state = rng, rng_fit = rng_fit,
+                 gam = g, formula = formula, prior = prior, parameters = prior$names,
                  summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
                  simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
                  time = c(simulation = t_sim, fitting = t_fit)),

@@ -162,7 +162,8 @@ update.nce_ratio <- function(object, ..., resample = FALSE) {
     args$simulations <- object$simulations
   }
   args[names(changes)] <- changes
-  fit <- rerun(object, ratio_amortised, args, resample, if (is.null(args$simulations)) object$rng_state else object$rng_fit)
+  state <- if (is.null(args$simulations)) object$rng_state else object$rng_fit
+  fit <- rerun(object, ratio_amortised, args, resample, state)
   for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
   fit
 }

@@ -69,8 +69,9 @@ refusal_reasons <- list(
   latkes_collection = list(anova = paste("compare the subjects' fits one at a time,",
                                          "anova(x$fits[[i]], y$fits[[i]]) (a Wald test each)"),
                            model.matrix = "each subject's fit has its own design; use model.matrix(x$fits[[i]])"),
-  vnce_fit = list(anova = paste("vnce specifications are not nested in one another (no constrained graph or mixture",
-                                "is fitted); compare parameters with their sandwich standard errors (vcov(), confint())"),
+  vnce_fit = list(anova = paste("vnce specifications are not nested in one another (no constrained graph or",
+                                "mixture is fitted); compare parameters with their sandwich standard errors",
+                                "(vcov(), confint())"),
                   formula = paste("vnce() takes a data matrix and a model specification (tgm_model(),",
                                   "mog_model(), custom_model()), not a formula"),
                   terms = "vnce() takes a data matrix and a model specification, not a formula",
@@ -129,7 +130,7 @@ confint.nce_result <- function(object, parm, level = 0.95, ...) {
 nobs.nce_result <- function(object, ...) refuse("nobs", object)
 
 #' @exportS3Method generics::augment
-augment.nce_result <- function(x, ...) refuse("augment", x)
+augment.nce_result <- function(x, ...) refuse("augment", x)  # nolint: object_name_linter.
 
 #' @rdname nce_result
 #' @export

@@ -39,32 +39,10 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
     gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
   m <- length(setup$S)
-  if (!is.null(setup$L)) {
-    # mgcv maps the free smoothing parameters to the penalties by L, with those fixed by s(sp =)
-    # in lsp0: L selecting columns is fixing, more than one penalty per column is `id=` linkage.
-    l_mat <- setup$L
-    if (any(colSums(l_mat != 0) != 1L) || any(l_mat != 0 & l_mat != 1)) {
-      nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input")
-    }
-    if (ncol(l_mat) > 0L && is.null(sp)) {
-      nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input")
-    }
-    if (is.null(sp)) sp <- exp(setup$lsp0)
-    setup$sp <- stats::setNames(rep(-1, m), names(setup$lsp0))
-    setup$L <- NULL
-  }
-  if (any(setup$sp >= 0) && is.null(sp)) {
-    if (!all(setup$sp >= 0)) {
-      nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input")
-    }
-    sp <- setup$sp
-  }
-  if (!is.null(sp)) {
-    if (!is.numeric(sp) || length(sp) != m || any(!is.finite(sp)) || any(sp <= 0)) {
-      nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty (%s)", m,
-                        paste(names(setup$sp), collapse = ", ")), "input")
-    }
-  }
+  fixed <- resolve_sp(setup, sp)
+  sp <- fixed$sp
+  setup$sp <- fixed$names
+  setup$L <- NULL
   penalties <- lapply(seq_len(m), function(j) list(start = setup$off[j] - 1, S = setup$S[[j]]))
   y <- as.double(setup$y)
   if (discrete) {
@@ -130,4 +108,32 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     offset = setup$offset, Xcentre = setup$Xcentre, min.edf = setup$min.edf,
     control = mgcv::gam.control(), paraPen = setup$pP
   )
+}
+
+# The smoothing parameters to fit with: `sp` as given, mgcv's fixed ones (s(sp =)), or NULL
+# (all estimated by REML); with the penalties' names in `names` (setup$sp's shape).
+resolve_sp <- function(setup, sp, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  m <- length(setup$S)
+  sp_names <- setup$sp
+  if (!is.null(setup$L)) {
+    # mgcv maps the free smoothing parameters to the penalties by L, with those fixed by s(sp =)
+    # in lsp0: L selecting columns is fixing, more than one penalty per column is `id=` linkage.
+    l_mat <- setup$L
+    if (any(colSums(l_mat != 0) != 1L) || any(l_mat != 0 & l_mat != 1)) {
+      nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input", call = call)
+    }
+    if (ncol(l_mat) > 0L && is.null(sp)) {
+      nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input", call = call)
+    }
+    if (is.null(sp)) sp <- exp(setup$lsp0)
+    sp_names <- stats::setNames(rep(-1, m), names(setup$lsp0))
+  }
+  if (any(sp_names >= 0) && is.null(sp)) {
+    if (!all(sp_names >= 0)) {
+      nce_abort("fix either all smoothing parameters (s(..., sp =) or `sp`) or none", "input", call = call)
+    }
+    sp <- sp_names
+  }
+  list(sp = check_sp(sp, m, names(sp_names), call = call), names = sp_names)
 }

@@ -195,4 +195,3 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
   anova_table(list(small, big), tests, sprintf("Wald test of nested snce fits (%s covariance, clustered by %s)",
                                                se_type, big$cluster))
 }
-
