@@ -178,7 +178,8 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
 #' y <- 1.5
 #' lp1 <- function(m) dnorm(y, m[, 1], 1, log = TRUE) + dnorm(m[, 1], 0, 1, log = TRUE)
 #' ml1 <- marglik_nce(rnorm(4000, y / 2, sqrt(0.5)), lp1)
-#' ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0), class = c("nce_marglik", "nce_estimate", "nce_result"))
+#' ml2 <- structure(list(logml = dnorm(y, 0, 1, log = TRUE), se = 0),
+#'                  class = c("nce_marglik", "nce_estimate", "nce_result"))
 #' bayes_factor_marglik(ml1, ml2)
 #' # exact: dnorm(y, 0, sqrt(2), log = TRUE) - dnorm(y, 0, 1, log = TRUE)
 #' @export

@@ -156,3 +156,43 @@ predict.nce_gam <- function(object, newdata, type = c("link", "log_density", "re
   se <- sqrt(pmax(rowSums((x %*% g$Vp) * x), 0))
   nce_finish_prediction(object, newdata, fit, se, type, se.fit)
 }
+
+#' @rdname nce_broom
+#' @exportS3Method generics::tidy
+tidy.nce_gam <- function(x, parametric = TRUE,  # nolint: object_name_linter.
+                         conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  tidy_gam_tables(x, summary(x), parametric, conf.int, conf.level)
+}
+
+# tidy() of a GAM-like fit from its mgcv summary `s`: the parametric coefficients (with Wald
+# intervals from confint(x)) or the smooth terms' tests.
+tidy_gam_tables <- function(x, s, parametric, conf_int, conf_level, call = caller_call()) {
+  call <- call  # force the caller's call now
+  check_bool(parametric, "parametric", call = call)
+  check_bool(conf_int, "conf.int", call = call)
+  if (parametric) {
+    tab <- s$p.table
+    out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L],
+                      statistic = tab[, 3L], p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
+    if (conf_int) {
+      ci <- stats::confint(x, parm = rownames(tab), level = conf_level)
+      out$conf.low <- unname(ci[, 1L])
+      out$conf.high <- unname(ci[, 2L])
+    }
+  } else {
+    tab <- s$s.table
+    out <- data.frame(term = rownames(tab), edf = tab[, 1L], ref.df = tab[, 2L], statistic = tab[, 3L],
+                      p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
+  }
+  nce_as_tibble(out)
+}
+
+#' @rdname anova.nce_fit
+#' @export
+anova.nce_gam <- function(object, ..., test = "Wald") {
+  if (length(list(...)) == 0L) {
+    if (!identical(test, "Wald")) nce_abort("`test` must be \"Wald\"")
+    return(mgcv::anova.gam(as_gam(object)))
+  }
+  anova.nce_fit(object, ..., test = test)
+}

@@ -179,7 +179,7 @@ vcov.latkes_collection <- function(object, type = c("sandwich", "naive"), ...) {
 confint.latkes_collection <- function(object, parm, level = 0.95, ...) {
   check_probability(level, "level")
   out <- do.call(rbind, lapply(names(object$fits), function(nm) {
-    ci <- confint.snce_fit(object$fits[[nm]], level = level, ...)
+    ci <- stats::confint(object$fits[[nm]], level = level, ...)
     rownames(ci) <- paste0(nm, ":", rownames(ci))
     ci
   }))
@@ -311,4 +311,35 @@ print.summary.latkes_collection <- function(x, digits = max(3L, getOption("digit
               x$n, format(as.numeric(x$logLik), digits = digits + 2L), format(attr(x$logLik, "df"), digits = digits),
               format(x$aic, digits = digits + 2L)))
   invisible(x)
+}
+
+#' @rdname tidy_seq
+#' @exportS3Method generics::tidy
+tidy.latkes_collection <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  out <- do.call(rbind, lapply(names(x$fits), function(nm) {
+    t <- tidy.snce_fit(x$fits[[nm]], conf.int = conf.int, conf.level = conf.level)
+    cbind(stats::setNames(data.frame(nm, stringsAsFactors = FALSE), x$by), t)
+  }))
+  rownames(out) <- NULL
+  out
+}
+
+#' @rdname tidy_seq
+#' @exportS3Method generics::glance
+glance.latkes_collection <- function(x, ...) {  # nolint: object_name_linter.
+  ll <- stats::logLik(x)
+  data.frame(n_fits = length(x$fits), logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll),
+             df = attr(ll, "df"), nobs = attr(ll, "nobs"),
+             converged = all(vapply(x$fits, function(f) isTRUE(f$converged), TRUE)))
+}
+
+#' @rdname tidy_seq
+#' @exportS3Method generics::augment
+augment.latkes_collection <- function(x, ...) {  # nolint: object_name_linter.
+  out <- do.call(rbind, lapply(names(x$fits), function(nm) {
+    a <- augment.snce_fit(x$fits[[nm]], ...)
+    cbind(stats::setNames(data.frame(rep(nm, nrow(a)), stringsAsFactors = FALSE), x$by), a)
+  }))
+  rownames(out) <- NULL
+  out
 }

@@ -2,12 +2,17 @@
 
 #' Covariance of an nce fit
 #'
-#' @param object An `nce_fit`.
+#' @param object An `nce_fit` (also `snce_fit` and `latkes_fit`).
 #' @param type `"sandwich"` (default: data and reference points as two
-#'   independent samples, right for NCE) or `"naive"` (inverse Hessian of the
-#'   logistic regression, which treats the reference points as fixed).
+#'   independent samples, right for NCE; for [snce()] fits clustered by
+#'   transition, or by sequence with `cluster = "sequence"`, plus mgcv's
+#'   smoothing-bias term for smooths) or `"naive"` (inverse Hessian of the
+#'   (penalised) logistic regression, which treats the reference points as fixed).
 #' @param ... Unused.
-#' @return Covariance matrix with the coefficients' names.
+#' @return Covariance matrix with the coefficients' names. With
+#'   `snce(intercept = "transition")` the per-transition intercepts are not
+#'   among the coefficients (they are eliminated in the fit); their standard
+#'   errors are in `object$transition_intercept_se`.
 #' @examples
 #' set.seed(1)
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
@@ -337,4 +342,531 @@ set_sim_seed <- function(seed) {
 
 restore_seed <- function(old) {
   if (!is.null(old)) assign(".Random.seed", old, envir = .GlobalEnv)
+}
+
+#' Tidy, glance at and augment nce fits (broom)
+#'
+#' `tidy()` gives the coefficient table (sandwich standard errors, z
+#' statistics; with `conf.int = TRUE` Wald intervals); for fits with smooth
+#' terms the parametric coefficients by default, or with
+#' `parametric = FALSE` the smooth terms (`edf`, `ref.df`, `statistic`,
+#' `p.value`, from [summary.nce_gam()]). `glance()` gives one row: the log
+#' normaliser and its standard error, the log-likelihood of the normalised
+#' model with its `df`, AIC, BIC, the numbers of data and reference points and
+#' whether the fit converged. `augment()` adds to the data (or `newdata`)
+#' `.fitted` (the log density, or the density with `type.predict =
+#' "response"`) and, with `se_fit = TRUE`, `.se.fit`.
+#'
+#' @param x An `nce_fit` (or `nce_gam`).
+#' @param conf.int Add `conf.low` and `conf.high`.
+#' @param conf.level Their level.
+#' @param parametric For `nce_gam`: the parametric coefficients (`TRUE`) or
+#'   the smooth terms (`FALSE`).
+#' @param newdata Data frame to augment instead of the fit's data.
+#' @param type.predict `"link"` (log density) or `"response"` (density).
+#' @param se_fit Add `.se.fit`.
+#' @param ... Unused.
+#' @return A data frame.
+#' @name nce_broom
+#' @examples
+#' if (requireNamespace("broom", quietly = TRUE)) {
+#'   set.seed(1)
+#'   df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#'   fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
+#'   broom::tidy(fit, conf.int = TRUE)
+#'   broom::glance(fit)
+#'   head(broom::augment(fit))
+#' }
+NULL
+
+#' @rdname nce_broom
+#' @exportS3Method generics::tidy
+tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  check_bool(conf.int, "conf.int")
+  tab <- summary(x)$coefficients
+  out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L],
+                    statistic = tab[, 3L], p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
+  if (conf.int) {
+    ci <- stats::confint(x, level = conf.level)
+    out$conf.low <- unname(ci[, 1L])
+    out$conf.high <- unname(ci[, 2L])
+  }
+  nce_as_tibble(out)
+}
+
+#' @rdname nce_broom
+#' @exportS3Method generics::glance
+glance.nce_fit <- function(x, ...) {  # nolint: object_name_linter.
+  ll <- stats::logLik(x)
+  v <- stats::vcov(x)
+  out <- data.frame(log_normaliser = x$log_normaliser, log_normaliser_se = sqrt(max(v[1L, 1L], 0)),
+                    logLik = as.numeric(ll), df = attr(ll, "df"), AIC = stats::AIC(x), BIC = stats::BIC(x),
+                    nobs = x$n, n_reference = x$m, ratio = x$ratio, method = x$method,
+                    reference = x$reference$kind, converged = isTRUE(x$converged),
+                    stringsAsFactors = FALSE)
+  nce_as_tibble(out)
+}
+
+#' @rdname nce_broom
+#' @exportS3Method generics::augment
+augment.nce_fit <- function(x, newdata = NULL,  # nolint: object_name_linter.
+                            type.predict = c("link", "response"), se_fit = FALSE, ...) {  # nolint: object_name_linter.
+  type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
+  check_bool(se_fit, "se_fit")
+  data <- if (is.null(newdata)) data_rows(x) else newdata
+  p <- stats::predict(x, data, type = type.predict, se.fit = TRUE)
+  out <- data
+  out$.fitted <- unname(p$fit)
+  if (se_fit) out$.se.fit <- unname(p$se.fit)
+  rownames(out) <- NULL
+  nce_as_tibble(out)
+}
+
+# broom returns tibbles; give one when tibble is installed, else a data frame.
+nce_as_tibble <- function(df) {
+  if (requireNamespace("tibble", quietly = TRUE)) tibble::as_tibble(df) else df
+}
+
+#' Log-likelihood, AIC and BIC of an nce fit
+#'
+#' The log-likelihood of an NCE fit is the log density of the data under the
+#' fitted *normalised* model, \eqn{\sum_i w_i \{f_{\hat\theta}(y_i) + \hat\nu\}},
+#' where minus the intercept \eqn{\hat\nu} is the estimated log normalising
+#' constant; it equals `sum(predict(object, type = "link"))` (weighted by the
+#' fit's weights). NCE does not maximise it, but with a large `ratio` it
+#' approaches the maximised log-likelihood of the model. Its `df` is the number
+#' of estimated coefficients including the intercept (the normaliser), or for
+#' fits with smooth terms the total effective degrees of freedom (again
+#' including the intercept); `nobs` is the number of data points. `AIC()` and
+#' `BIC()` use these: \eqn{-2 \log L + k\,df}. Compare fits of the same data
+#' (the reference draws add noise of order `n / sqrt(ratio * n)` to the
+#' normaliser's contribution: use a large `ratio` when AIC differences are
+#' small). For tests between nested fits, use [anova.nce_fit()], not a
+#' likelihood-ratio test.
+#'
+#' @param object An `nce_fit` (or `nce_gam`).
+#' @param newdata Optional data frame: the log-likelihood of these points
+#'   (held-out data) instead of the fit's data, with `nobs` their number.
+#' @param ... Unused.
+#' @return An object of class `logLik` with attributes `df` and `nobs`.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)), ratio = 50)
+#' logLik(fit)
+#' AIC(fit, update(fit, . ~ . + I(y^2)))
+#' # exact maximum likelihood for p(y) = exp(a y) / Z(a) on [0, 1]
+#' nll <- function(a) -(a * sum(df$y) - nrow(df) * log(expm1(a) / a))
+#' -optimize(nll, c(0.1, 5))$objective
+#' @export
+logLik.nce_fit <- function(object, newdata = NULL, ...) {
+  if (is.null(newdata)) {
+    ld <- stats::predict(object, type = "link")
+    w <- object$data_weights
+    if (!is.null(w)) ld <- w * ld
+    nobs <- object$n
+  } else {
+    ld <- stats::predict(object, newdata, type = "link")
+    nobs <- nrow(newdata)
+  }
+  if (anyNA(ld)) nce_abort("the log density is NA at some points (NA in `newdata`?): remove them first", "input")
+  structure(sum(ld), df = nce_df(object), nobs = nobs, class = "logLik")
+}
+
+# Parameters counted by logLik: coefficients estimated (with the intercept), or the total edf.
+nce_df <- function(object) {
+  if (inherits(object, "nce_gam")) return(sum(object$edf))
+  sum(!is.na(stats::coef(object)))
+}
+
+#' @rdname logLik.nce_fit
+#' @param scale,k As for [stats::extractAIC()]: `k` is the penalty per degree
+#'   of freedom (2 for AIC); `scale` is unused.
+#' @param fit An `nce_fit`.
+#' @export
+extractAIC.nce_fit <- function(fit, scale = 0, k = 2, ...) {
+  ll <- stats::logLik(fit)
+  c(attr(ll, "df"), -2 * as.numeric(ll) + k * attr(ll, "df"))
+}
+
+#' Fitted densities, residuals and deviance of an nce fit
+#'
+#' `fitted()` gives the fitted (normalised) density at each data point, the
+#' same as `predict(object, type = "response")`: `nobs(object)` values.
+#'
+#' `residuals()` gives the residuals of the classification that NCE fits: the
+#' data points have label 1 and the reference points 0, and each point's
+#' fitted probability of being data is
+#' \eqn{p(u) / \{p(u) + (m/n) q(u)\}}. A density model has no residual at a
+#' data point on its own; the classification residuals at the data *and*
+#' reference points (`n + m` values, data first) show where the model puts too
+#' much or too little mass: plotted against a covariate, a trend in them is a
+#' trend the log density misses. This is what `mgcv::gam.check()` uses (its
+#' check of the basis dimension `k` then asks whether the classification
+#' residuals still vary smoothly with each covariate). Types are those of
+#' [stats::residuals.glm()].
+#'
+#' `deviance()` is \eqn{-2 \log L} (with the log-likelihood of
+#' [logLik.nce_fit()]): there is no saturated model for a density, so it is
+#' not a deviance against one; `df.residual()` is `nobs - df`.
+#'
+#' @param object An `nce_fit` (or `nce_gam`).
+#' @param type Residual type: `"deviance"`, `"pearson"`, `"response"` or
+#'   `"working"`.
+#' @param ... Unused.
+#' @return `fitted()`: a numeric vector of `nobs(object)` densities (padded with
+#'   NA at dropped rows when `na.action = na.exclude`); `residuals()`: a
+#'   numeric vector of `n + m` classification residuals; `deviance()` and
+#'   `df.residual()`: one number.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
+#' head(fitted(fit))
+#' r <- residuals(fit, type = "response")
+#' round(tapply(r, cut(model.frame(fit)$y, 5), mean), 4)   # about 0: no misfit along y
+#' @export
+fitted.nce_fit <- function(object, ...) {
+  stats::napredict(object$na.action, stats::predict(object, type = "response"))
+}
+
+#' @rdname fitted.nce_fit
+#' @export
+residuals.nce_fit <- function(object, type = c("deviance", "pearson", "response", "working"), ...) {
+  type <- match.arg(type)
+  label <- object$nce_frame$.label
+  # mgcv's qq.gam() simulates labels into `y`; otherwise the fit has no response (see ?nce).
+  y <- if (length(object$y) == length(label)) object$y else label
+  mu <- object$fitted.values
+  pw <- if (is.null(object$prior.weights)) rep(1, length(label)) else object$prior.weights
+  fam <- if (identical(object$method, "poisson")) stats::poisson() else stats::binomial()
+  r <- switch(type,
+    deviance = sign(y - mu) * sqrt(pmax(fam$dev.resids(y, mu, pw), 0)),
+    pearson = (y - mu) * sqrt(pw) / sqrt(fam$variance(mu)),
+    response = y - mu,
+    working = (y - mu) / fam$mu.eta(fam$linkfun(mu)))
+  names(r) <- NULL
+  r
+}
+
+#' @rdname fitted.nce_fit
+#' @export
+deviance.nce_fit <- function(object, ...) -2 * as.numeric(stats::logLik(object))
+
+#' @rdname fitted.nce_fit
+#' @export
+df.residual.nce_fit <- function(object, ...) object$n - nce_df(object)
+
+#' Model matrix of an nce fit
+#'
+#' The design of the fit: the columns of the model's terms at the data and
+#' the reference points, the rows of [model.frame.nce_fit()] (data first), as
+#' for glm and gam. `predict(object, type = "lpmatrix")` gives the rows of
+#' the data points alone (and at `newdata`); `lpmatrix %*% coef(object)` is
+#' the log density (plus offsets written in the formula).
+#'
+#' @param object An `nce_fit` (or `nce_gam`).
+#' @param ... Passed to [predict.nce_fit()] (e.g. `newdata`).
+#' @return A matrix with one row per data and reference point and one column
+#'   per coefficient.
+#' @export
+model.matrix.nce_fit <- function(object, ...) {
+  stats::predict(object, object$nce_frame[object$reference$vars], type = "lpmatrix", ...)
+}
+
+update_nce_formula <- function(old, new, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (is.character(new)) new <- stats::as.formula(new, env = environment(old))
+  if (!inherits(new, "formula")) {
+    nce_abort(sprintf("`formula.` must be a formula such as ~ . + x, not %s.", describe_value(new)), "input",
+              call = call)
+  }
+  if (length(new) == 3L) {
+    if (!identical(new[[2L]], quote(.))) {
+      nce_abort("`formula.` must be one-sided (~ . + x) or have `.` on the left: nce() models have no response",
+                "input", call = call)
+    }
+    new <- stats::as.formula(call("~", new[[3L]]), env = environment(new))
+  }
+  out <- stats::update.formula(old, new)
+  environment(out) <- environment(old)
+  out
+}
+
+#' Compare nested nce fits
+#'
+#' With two or more fits of the same data, each larger fit is tested against
+#' the next smaller one by a **Wald test with the NCE sandwich covariance** of
+#' the larger fit: the null hypothesis is that the larger model's log density
+#' lies in the smaller model's span, i.e. \eqn{C\beta = 0} for the contrasts
+#' \eqn{C} that span the larger model's columns outside the smaller model's
+#' (the extra coefficients when the smaller model's terms are a subset; for a
+#' smooth against a linear term, the smooth's non-linear part), and the
+#' statistic \eqn{(C\hat\beta)'(C V C')^{-1}(C\hat\beta)} is referred to a
+#' chi-squared distribution with `rank(C)` degrees of freedom. A
+#' likelihood-ratio test is not used: NCE does not maximise the likelihood, and
+#' twice its log-likelihood difference has no chi-squared law. The size of the
+#' test was checked by simulation under the null (`bench/anova-size.R`, 300 fits
+#' of 100 points at ratio 5): a linear against a quadratic log density rejected
+#' at 5% in 4.7% of the fits. For fits with smooth terms `V` is the
+#' NCE-corrected Bayesian covariance `Vp` and the test uses all of the extra
+#' terms' columns: it is conservative (valid, with less power) when the smooth
+#' is shrunk towards the smaller model: a linear fit against `s(y, k = 6)`
+#' rejected in 0.7% of the same fits.
+#'
+#' With one fit, each term is tested (Wald, sandwich covariance) with the
+#' other terms in the model; for fits with smooth terms this is mgcv's
+#' [mgcv::anova.gam()] on the fit, which uses its NCE-corrected `Vp`.
+#'
+#' @param object An `nce_fit` (or `nce_gam`).
+#' @param ... More fits of the same data, nested in one another (any order).
+#' @param test Only `"Wald"`.
+#' @return An object of class `anova` (a data frame) with the columns of
+#'   [stats::anova.glm()] (`test = "Rao"`): for each fit `Resid. Df` (data
+#'   points minus the fit's df), `Resid. Dev` (-2 log-likelihood, see
+#'   [logLik.nce_fit()]), and from the second row on `Df` (of the test),
+#'   `Deviance` (the drop in `Resid. Dev`), `Wald` (the statistic) and
+#'   `Pr(>Chi)` against the previous row. Every anova() between fits of the
+#'   package has this layout. With one fit, one row per term.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(400) * (exp(2) - 1)) / 2)
+#' f1 <- nce(~ y, df, ref_uniform(y = c(0, 1)))
+#' f2 <- update(f1, . ~ . + I(y^2) + I(y^3))
+#' anova(f1, f2)
+#' anova(f2)
+#' @export
+anova.nce_fit <- function(object, ..., test = "Wald") {
+  if (!identical(test, "Wald")) nce_abort("`test` must be \"Wald\": a likelihood-ratio test is not valid for NCE")
+  fits <- c(list(object), list(...))
+  is_fit <- vapply(fits, inherits, TRUE, "nce_fit")
+  if (!all(is_fit)) nce_abort("all arguments of anova() must be nce fits", "input")
+  if (length(fits) == 1L) return(nce_anova_terms(object))
+  nce_anova_nested(fits, vapply(as.list(substitute(list(object, ...)))[-1L], function(e) deparse(e)[1L], ""))
+}
+
+nce_anova_nested <- function(fits, labels, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  n <- vapply(fits, function(f) f$n, 1)
+  if (length(unique(n)) > 1L) {
+    nce_abort(sprintf("the fits have different numbers of data points (%s): compare fits of the same data",
+                      paste(n, collapse = ", ")), "input", call = call)
+  }
+  df <- vapply(fits, nce_df, 1)
+  ord <- order(df)
+  fits <- fits[ord]
+  labels <- labels[ord]
+  k <- length(fits)
+  wald <- matrix(NA_real_, k, 3L)
+  for (i in seq_len(k)[-1L]) wald[i, ] <- nce_wald(fits[[i - 1L]], fits[[i]], call = call)
+  anova_table(fits, wald, "Wald tests of nested NCE fits (sandwich covariance of the larger fit)")
+}
+
+# The one layout of every anova() between fits: anova.glm's columns (test = "Rao"), with the
+# Wald statistic of the larger fit against the smaller in place of the score statistic. `fits`
+# run from small to large; `tests` has a row (Df, statistic, p-value) per fit, NA in the first.
+anova_table <- function(fits, tests, heading, formulas = NULL) {
+  ll <- lapply(fits, stats::logLik)
+  dev <- -2 * vapply(ll, as.numeric, 0)
+  tab <- data.frame(`Resid. Df` = vapply(ll, function(l) attr(l, "nobs") - attr(l, "df"), 0), `Resid. Dev` = dev,
+                    Df = tests[, 1L], Deviance = c(NA, -diff(dev)), Wald = tests[, 2L], `Pr(>Chi)` = tests[, 3L],
+                    check.names = FALSE, row.names = paste("Model", seq_along(fits)))
+  if (is.null(formulas)) formulas <- vapply(fits, function(f) deparse1(stats::formula(f), width.cutoff = 200L), "")
+  structure(tab, heading = c(paste0(heading, "\n"), paste0(rownames(tab), ": ", formulas, collapse = "\n")),
+            class = c("anova", "data.frame"))
+}
+
+# Wald test that `big`'s log density lies in the span of `small`'s: returns (df, chisq, p).
+# When the smaller fit's terms are terms of the larger one, the test is of the extra terms'
+# coefficients (smooths are rebuilt on each fit's own reference draws, so their bases differ
+# slightly between fits); otherwise of the contrasts outside the smaller model's span.
+nce_wald <- function(small, big, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  cs <- nce_term_columns(small)
+  cb <- nce_term_columns(big)
+  beta <- stats::coef(big)
+  keep <- !is.na(beta)
+  if (all(names(cs) %in% names(cb))) {
+    extra <- setdiff(unlist(cb[setdiff(names(cb), names(cs))]), which(!keep))
+    if (!length(extra)) nce_abort("the two fits have the same terms: there is nothing to test", "input", call = call)
+    cmat <- matrix(0, length(extra), sum(keep))
+    cmat[cbind(seq_along(extra), match(extra, which(keep)))] <- 1
+    return(nce_wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE]))
+  }
+  rows <- nce_wald_rows(big)
+  xb <- stats::predict(big, rows, type = "lpmatrix")
+  xs <- stats::predict(small, rows, type = "lpmatrix")
+  xb <- xb[, keep, drop = FALSE]
+  scale <- max(1, abs(xb), abs(xs))
+  # Nested: the smaller model's columns lie in the larger's span.
+  if (max(abs(qr.resid(qr(xb), xs))) > 1e-6 * scale) {
+    nce_abort(paste("the fits are not nested: the smaller model has terms outside the larger one's span;",
+                    "anova() compares nested fits"), "input", call = call)
+  }
+  r <- qr.resid(qr(xs), xb)
+  sv <- svd(r)
+  rank <- sum(sv$d > max(sv$d) * 1e-7 & sv$d > 1e-9 * scale)
+  if (rank == 0L) {
+    nce_abort("the two fits span the same model: there is nothing to test", "input", call = call)
+  }
+  cmat <- t(sv$v[, seq_len(rank), drop = FALSE])
+  nce_wald_stat(cmat, beta[keep], stats::vcov(big)[keep, keep, drop = FALSE])
+}
+
+# (C b)' (C V C')^+ (C b) on chi-squared with rank(C V C') df: returns (df, chisq, p).
+nce_wald_stat <- function(cmat, beta, v) {
+  cb <- cmat %*% beta
+  cv <- cmat %*% v %*% t(cmat)
+  e <- eigen((cv + t(cv)) / 2, symmetric = TRUE)
+  ok <- e$values > max(e$values) * 1e-10
+  stat <- sum((crossprod(e$vectors[, ok, drop = FALSE], cb))^2 / e$values[ok])
+  c(sum(ok), stat, stats::pchisq(stat, sum(ok), lower.tail = FALSE))
+}
+
+# Coefficient positions of each term, named by label (mgcv's labels for smooths), intercept
+# included as "(Intercept)".
+nce_term_columns <- function(fit) {
+  if (inherits(fit, "nce_gam")) {
+    labels <- c("(Intercept)", attr(fit$pterms, "term.labels"))
+    out <- split(seq_along(fit$assign), factor(labels[fit$assign + 1L], levels = labels))
+    for (sm in fit$smooth) out[[sm$label]] <- sm$first.para:sm$last.para
+    return(out)
+  }
+  x <- nce_model_matrix(fit, data_rows(fit)[1L, , drop = FALSE])$x
+  labels <- c("(Intercept)", attr(fit$terms, "term.labels"))
+  split(seq_len(ncol(x)), factor(labels[attr(x, "assign") + 1L], levels = labels))
+}
+
+# Points at which to compare two models' spans: the data and up to 5000 reference points.
+nce_wald_rows <- function(fit) {
+  fr <- fit$nce_frame
+  ref <- which(fr$.label == 0)
+  if (length(ref) > 5000L) ref <- ref[round(seq(1, length(ref), length.out = 5000L))]
+  fr[c(which(fr$.label == 1), ref), fit$reference$vars, drop = FALSE]
+}
+
+# One fit: each term against the others, Wald with the sandwich covariance.
+nce_anova_terms <- function(object) {
+  tt <- object$terms
+  labels <- attr(tt, "term.labels")
+  x <- stats::predict(object, type = "lpmatrix")
+  assign <- attr(x, "assign")
+  beta <- stats::coef(object)
+  v <- stats::vcov(object)
+  tab <- t(vapply(seq_along(labels), function(j) {
+    cols <- which(assign == j & !is.na(beta))
+    if (!length(cols)) return(c(0, NA, NA))
+    vj <- v[cols, cols, drop = FALSE]
+    stat <- drop(crossprod(beta[cols], solve(vj, beta[cols])))
+    c(length(cols), stat, stats::pchisq(stat, length(cols), lower.tail = FALSE))
+  }, numeric(3L)))
+  tab <- as.data.frame(tab)
+  names(tab) <- c("Df", "Wald", "Pr(>Chi)")
+  rownames(tab) <- labels
+  structure(tab, heading = c("Wald tests of each term (NCE sandwich covariance)\n",
+                             paste("Model:", paste(deparse(object$nce_formula), collapse = " "))),
+            class = c("anova", "data.frame"))
+}
+
+#' Drop each term of an nce fit in turn
+#'
+#' Refits the model without each term (new reference draws, via [update()])
+#' and reports each smaller fit's `df` and AIC with the Wald test of the term
+#' from [anova.nce_fit()].
+#'
+#' @param object An `nce_fit` (or `nce_gam`).
+#' @param scope Term labels to drop (all by default).
+#' @param ... Unused.
+#' @return An `anova` data frame, one row for the full fit and one per term.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
+#' drop1(nce(~ y + I(y^2), df, ref_uniform(y = c(0, 1))))
+#' @export
+drop1.nce_fit <- function(object, scope, ...) {
+  labels <- attr(stats::terms(object$nce_formula), "term.labels")
+  if (missing(scope)) scope <- labels
+  if (!is.character(scope) || !all(scope %in% labels)) {
+    nce_abort(sprintf("`scope` must be term labels of the model (%s)", paste(labels, collapse = ", ")), "input")
+  }
+  env <- parent.frame()
+  full_df <- nce_df(object)
+  rows <- lapply(scope, function(term) {
+    f <- stats::update.formula(object$nce_formula, stats::as.formula(paste("~ . -", term)))
+    small <- stats::update(object, formula. = f)
+    w <- nce_wald(small, object)
+    c(nce_df(small), stats::AIC(small), w)
+  })
+  tab <- rbind(c(full_df, stats::AIC(object), NA, NA, NA), do.call(rbind, rows))
+  tab <- as.data.frame(tab)
+  names(tab) <- c("Df", "AIC", "Wald Df", "Wald", "Pr(>Chi)")
+  rownames(tab) <- c("<none>", scope)
+  structure(tab, heading = c("Single term deletions (refits; Wald tests with the NCE sandwich covariance)\n",
+                             paste("Model:", paste(deparse(object$nce_formula), collapse = " "))),
+            class = c("anova", "data.frame"))
+}
+
+#' Plot an nce fit
+#'
+#' For a model in one numeric variable: the fitted (normalised) density with a
+#' pointwise confidence band over a histogram of the data. With several
+#' variables: the fitted log density along each numeric variable, the others
+#' held at the data's medians.
+#'
+#' @param x An `nce_fit`.
+#' @param n_grid Grid points per curve.
+#' @param level Confidence level of the band.
+#' @param ... Passed to [graphics::plot()].
+#' @return `x`, invisibly.
+#' @examples
+#' set.seed(1)
+#' df <- data.frame(y = log1p(runif(500) * (exp(2) - 1)) / 2)
+#' plot(nce(~ y, df, ref_uniform(y = c(0, 1))))
+#' @export
+plot.nce_fit <- function(x, n_grid = 200, level = 0.95, ...) {
+  check_count(n_grid, "n_grid", min = 2, max = 1e6)
+  check_probability(level, "level")
+  data <- data_rows(x)
+  vars <- names(data)[vapply(data, is.numeric, TRUE)]
+  if (!length(vars)) nce_abort("plot() needs at least one numeric variable in the model", "input")
+  z <- stats::qnorm(1 - (1 - level) / 2)
+  one_d <- length(x$reference$vars) == 1L
+  if (!one_d) {
+    old <- graphics::par(mfrow = grDevices::n2mfrow(length(vars)))
+    on.exit(graphics::par(old))
+  }
+  for (v in vars) {
+    grid_v <- plot_range(x$reference, data[[v]], v, n_grid)
+    newdata <- as.data.frame(lapply(data, function(col) {
+      rep(if (is.numeric(col)) stats::median(col) else col[1L], n_grid)
+    }))
+    newdata[[v]] <- grid_v
+    p <- predict(x, newdata, type = if (one_d) "density" else "log_density", se.fit = TRUE)
+    lo <- if (one_d) exp(log(p$fit) - z * p$se.fit / p$fit) else p$fit - z * p$se.fit
+    hi <- if (one_d) exp(log(p$fit) + z * p$se.fit / p$fit) else p$fit + z * p$se.fit
+    if (one_d) {
+      h <- graphics::hist(data[[v]], plot = FALSE, breaks = "FD")
+      graphics::plot(h, freq = FALSE, col = "grey90", border = "white", main = "", xlab = v,
+                     ylim = c(0, max(hi, h$density)), xlim = range(grid_v), ...)
+    } else {
+      graphics::plot(grid_v, p$fit, type = "n", ylim = range(lo, hi), xlab = v,
+                     ylab = "log density (others at medians)", ...)
+    }
+    graphics::polygon(c(grid_v, rev(grid_v)), c(lo, rev(hi)),
+                      col = grDevices::adjustcolor("steelblue", 0.3), border = NA)
+    graphics::lines(grid_v, p$fit, col = "steelblue", lwd = 2)
+    graphics::rug(data[[v]], col = "grey50")
+  }
+  invisible(x)
+}
+
+# Grid over a uniform reference's box, else the data's range padded by 10%.
+plot_range <- function(ref, values, v, n) {
+  if (identical(ref$kind, "uniform")) {
+    j <- match(v, ref$vars)
+    return(seq(ref$lower[j], ref$upper[j], length.out = n))
+  }
+  r <- range(values)
+  pad <- 0.1 * diff(r)
+  seq(r[1] - pad, r[2] + pad, length.out = n)
 }

@@ -410,3 +410,10 @@ print.nce_simulations <- function(x, ...) {
               length(x$ok), length(unique(x$index)), ncol(x$summaries), sum(!x$ok), x$time))
   invisible(x)
 }
+
+# The simulator, summaries and prior every simulator front end takes.
+check_simulator <- function(simulator, summaries, prior, call) {
+  check_function(simulator, "simulator", call = call)
+  check_function(summaries, "summaries", call = call)
+  if (!inherits(prior, "nce_prior")) check_fail("an nce_prior (see prior_uniform())", prior, "prior", call)
+}

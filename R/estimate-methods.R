@@ -93,3 +93,54 @@ print.summary.nce_edge_roc <- function(x, digits = max(3L, getOption("digits") -
               format(x$auc, digits = digits), x$n_edges, x$n_pairs, nrow(x$roc) - 1L))
   invisible(x)
 }
+
+#' @rdname vnce_broom
+#' @exportS3Method generics::tidy
+tidy.nce_bf <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  estimate_tidy(x, conf.int, conf.level)
+}
+
+#' @rdname vnce_broom
+#' @exportS3Method generics::tidy
+tidy.nce_marglik <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  estimate_tidy(x, conf.int, conf.level)
+}
+
+estimate_tidy <- function(x, conf_int, conf_level) {
+  est <- stats::coef(x)
+  out <- data.frame(term = names(est), estimate = unname(est), std.error = x$se, stringsAsFactors = FALSE)
+  if (conf_int) {
+    ci <- stats::confint(x, level = conf_level)
+    out$conf.low <- ci[1L, 1L]
+    out$conf.high <- ci[1L, 2L]
+  }
+  out
+}
+
+#' @rdname vnce_broom
+#' @exportS3Method generics::glance
+glance.nce_bf <- function(x, ...) {  # nolint: object_name_linter.
+  data.frame(log_bf = x$log_bf, std.error = x$se, bf = x$bf, prob_model1 = x$prob[["model1"]],
+             nobs = if (is.null(x$n) || anyNA(x$n)) NA_integer_ else as.integer(sum(x$n)),
+             separated = isTRUE(x$separated), method = x$method, stringsAsFactors = FALSE)
+}
+
+#' @rdname vnce_broom
+#' @exportS3Method generics::glance
+glance.nce_marglik <- function(x, ...) {  # nolint: object_name_linter.
+  data.frame(logml = x$logml, std.error = x$se, std.error.iid = x$se_iid %||% NA_real_,
+             nobs = x$n %||% NA_integer_, ess = x$ess %||% NA_real_, n_ref = x$n_ref %||% NA_integer_,
+             separated = isTRUE(x$separated), stringsAsFactors = FALSE)
+}
+
+#' @rdname vnce_broom
+#' @exportS3Method generics::tidy
+tidy.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
+  data.frame(term = "auc", estimate = x$auc, stringsAsFactors = FALSE)
+}
+
+#' @rdname vnce_broom
+#' @exportS3Method generics::glance
+glance.nce_edge_roc <- function(x, ...) {  # nolint: object_name_linter.
+  data.frame(auc = x$auc, n_edges = x$n_edges, n_pairs = x$n_pairs, n_thresholds = nrow(x$roc) - 1L)
+}
