@@ -9,7 +9,7 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
                     "or ref_custom()"), "input", call)
   }
   check_number(ratio, min = 0, exclusive_min = TRUE, call = call)
-  check_count(n_starts, call = call)
+  check_nsim(n_starts, arg = "n_starts", what = "random starts (each a full fit)", max = 1000, call = call)
   check_function(gradient, allow_null = TRUE, call = call)
   vars <- reference$vars
   not_data <- setdiff(vars, names(data))

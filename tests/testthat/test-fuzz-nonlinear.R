@@ -64,3 +64,15 @@ test_that("hostile inputs give classed errors", {
     expect_error(case[[2]](), class = case[[3]], info = case[[1]])
   }
 })
+
+test_that("nonlinear fits refuse huge simulate() and n_starts at once, and character newdata", {
+  set.seed(1)
+  d <- data.frame(y = rnorm(30))
+  ref <- ref_normal(y = 0, cov = 2)
+  fit <- nce(~ -(y - mu)^2 / 2, d, ref, start = c(mu = 0), ratio = 3)
+  expect_error(simulate(fit, nsim = 1e8), "nsim", class = "nce_error_size")
+  expect_error(nce(~ -(y - mu)^2 / 2, d, ref, start = c(mu = 0), n_starts = 1e6), "n_starts",
+               class = "nce_error_size")
+  expect_error(predict(fit, data.frame(y = c("0.1", "0.2"))), "newdata", class = "nce_error_input")
+  expect_error(predict(fit, data.frame(y = 0, y = 1, check.names = FALSE)), "duplicated", class = "nce_error_input")
+})

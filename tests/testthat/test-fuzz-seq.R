@@ -141,3 +141,11 @@ for (cs in fuzz_cases) {
     })
   })
 }
+
+test_that("simulate() of sequence fits and rlatkes() refuse huge sizes at once", {
+  old <- options(nce.max_memory = 8 * 2^30)
+  on.exit(options(old))
+  expect_error(rlatkes(1e8, kern), "`n`", class = "nce_error_size")
+  expect_error(simulate(fuzz_snce, nsim = 1e8), "nsim", class = "nce_error_size")
+  expect_error(simulate(fuzz_latkes, nsim = 1e8), "nsim", class = "nce_error_size")
+})
