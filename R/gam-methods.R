@@ -135,7 +135,7 @@ predict.nce_gam <- function(object, newdata, type = c("log_density", "link", "re
   type <- match.arg(type)
   se_type <- match.arg(se_type)
   check_bool(se.fit, "se.fit")
-  newdata <- nce_predict_newdata(object, newdata)
+  newdata <- nce_predict_newdata(object, newdata, type)
   g <- as_gam(object, se_type)
   nd <- newdata
   if (length(object$nce_var_map)) names(nd) <- nce_rename_columns(names(nd), object$nce_var_map)
