@@ -124,6 +124,8 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     d1 <- as_draws(draws1, "draws1")
     d2 <- as_draws(draws2, "draws2")
     check_same_dim(d1, d2)
+    check_draws_spread(d1, "draws1", call = ucall)
+    check_draws_spread(d2, "draws2", call = ucall)
     l11 <- eval_logdens(loglik1, d1, "loglik1", "draws1")
     l12 <- eval_logdens(loglik1, d2, "loglik1", "draws2")
     l21 <- eval_logdens(loglik2, d1, "loglik2", "draws1")
@@ -143,6 +145,11 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
   chains <- list(chains_arg(chains[[1L]], length(l11), "chains", ucall),
                  chains_arg(chains[[2L]], length(l12), "chains", ucall))
   fit <- bridge_solve(l11 - l21, l12 - l22, ess, chains)
+  if (!fit$separated && !(fit$se > 0)) {
+    nce_abort(paste("the standard error of log K is 0: the log-likelihood ratios are (nearly) the same at every",
+                    "draw of `draws1` and `draws2`, so the samples carry no information to tell the models apart;",
+                    "check the draws (identical samples?) and the log-likelihoods"), "data", call = ucall)
+  }
   out <- bf_result(fit$log_ratio, fit$se, prior_odds, call, "logistic regression between posterior samples")
   out$se_iid <- fit$se_iid
   out$ess <- stats::setNames(fit$ess, c("model1", "model2"))
@@ -190,9 +197,13 @@ bayes_factor_marglik <- function(x1, x2, prior_odds = 1) {
                       describe_value(x2)), "input", call = call)
   }
   check_prior_odds(prior_odds)
-  if (is.na(x1$logml) || is.na(x2$logml)) {
-    nce_abort("a marginal likelihood is not identified (separated samples): no Bayes factor; draw more or bridge.",
-              "input", call = call)
+  for (k in 1:2) {
+    x <- list(x1, x2)[[k]]
+    if (!is.numeric(x$logml) || length(x$logml) != 1L || is.na(x$logml)) {
+      why <- if (isTRUE(x$separated)) ": its samples were separated (draw more or bridge)" else ""
+      nce_abort(sprintf("`x%d`'s log marginal likelihood estimate is %s%s: no Bayes factor.", k,
+                        describe_value(x$logml), why), "input", call = call)
+    }
   }
   out <- bf_result(x1$logml - x2$logml, sqrt(x1$se^2 + x2$se^2), prior_odds, match.call(),
                    "difference of two marginal likelihoods (marglik_nce)")

@@ -161,13 +161,34 @@
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
+# Draws of a continuous posterior: each column needs several distinct values (a reference fitted
+# to two values has no spread to speak of, and the estimate would be confident nonsense), and
+# magnitudes whose squares are finite (the reference's moments).
+check_draws_spread <- function(x, arg = "draws", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  need <- min(5L, nrow(x))
+  k <- vapply(seq_len(ncol(x)), function(j) length(unique(x[, j])), 1L)
+  bad <- which(k < need)
+  if (length(bad)) {
+    nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): marglik_nce() needs draws of a",
+                            "continuous posterior (at least %d distinct values per column); check the sampler"),
+                      arg, format_positions(bad), paste(unique(k[bad]), collapse = "/"), need), "input", call = call)
+  }
+  big <- which(apply(abs(x), 2L, max) > 1e150)
+  if (length(big)) {
+    nce_abort(sprintf(paste("`%s` column(s) %s reach magnitudes above 1e150, where their squares overflow:",
+                            "rescale the parameters"), arg, format_positions(big)), "data", call = call)
+  }
+  invisible(x)
+}
+
 marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
                         df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
   call <- match.call()
   ucall <- sys.call()
   reference <- match.arg(reference)
-  waymarks <- match.arg(waymarks)
+  waymarks <- check_choice(waymarks, c("auto", "none", "always"), "waymarks", call = ucall)
   control <- telescope_control(control, ucall)
   x <- as_draws(draws, "draws")
   if (!is.function(log_posterior)) nce_abort("`log_posterior` must be a vectorised function of a draws matrix", "input")
@@ -185,6 +206,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   }
   check_number(df, "df", min = 0, exclusive_min = TRUE, call = ucall)
   check_bool(split, "split", call = ucall)
+  check_draws_spread(x, call = ucall)
   n <- nrow(x)
   chains <- chains_arg(chains, n, "chains", ucall)
   if (split) {

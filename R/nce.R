@@ -226,6 +226,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     nce_abort("the reference's log density is -Inf at some of its own draws", "reference")
   }
   rownames(d) <- NULL
+  warn_unseen_levels(d, u, reference, all.vars(formula))
   frame <- rbind(d, u)
   label <- rep(c(1, 0), c(n, m))
   offset <- log(w_total / m) - c(lq_data, lq_ref)
@@ -492,6 +493,23 @@ check_nce_args <- function(formula, data, reference, ratio, call = caller_call()
               "input", call = call)
   }
   invisible(TRUE)
+}
+
+# A discrete reference (ref_bernoulli(), ref_categorical()) whose draws take values the data never
+# take: the data and reference are separated there, and the coefficients of the variable run off
+# to infinity (with a meaningless standard error). Warn before fitting.
+warn_unseen_levels <- function(data, ref_draws, reference, used) {
+  if (!isTRUE(reference$kind %in% c("bernoulli", "categorical"))) return(invisible())
+  for (v in intersect(reference$vars, used)) {
+    unseen <- setdiff(unique(as.character(ref_draws[[v]])), unique(as.character(data[[v]])))
+    if (length(unseen)) {
+      nce_warn(sprintf(paste("`data` column %s never takes the value(s) %s that the reference generates: data and",
+                             "reference are separated there, so the coefficients of %s run off to infinity",
+                             "(separation); drop %s from `formula` or give it data at every value"),
+                       v, paste(unseen, collapse = ", "), v, v), "separation", call = NULL)
+    }
+  }
+  invisible()
 }
 
 # Classed warnings about the fit; never silent.
