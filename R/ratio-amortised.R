@@ -91,8 +91,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   unknown <- setdiff(all.vars(formula), c(prior$names, snames))
   if (length(unknown)) {
     nce_abort(sprintf("`formula` uses %s, neither a parameter (%s) nor a summary (%s).",
-                      paste(unknown, collapse = ", "), paste(prior$names, collapse = ", "), paste(snames, collapse = ", ")),
-              "input", call = ucall)
+                      toString(unknown), toString(prior$names), toString(snames)), "input", call = ucall)
   }
   big <- snames[apply(abs(s), 2L, max) > 1e150]
   if (length(big)) {
