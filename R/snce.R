@@ -201,11 +201,27 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
     trans <- features(trans)
     refs <- features(refs)
   }
+  check_formula_vars(formula, names(trans), call)
   rows <- stack_rows(trans, refs)
   rows$.label <- rep(c(1, 0), c(nt, nt * ratio))
   rows$.transition <- c(seq_len(nt), of)
   rows$.offset <- log(1 / ratio) - c(lq_data, lq_ref)
   list(rows = rows, trans = trans, ratio = ratio, order = order)
+}
+
+# Variables of `formula` that are neither columns of the transitions (states, their `_prev`
+# columns, covariates, features) nor objects of the formula's environment: refused as nce()
+# refuses them, before model.frame()'s bare "object not found".
+check_formula_vars <- function(formula, cols, call) {
+  env <- environment(formula)
+  if (is.null(env)) env <- globalenv()
+  unknown <- setdiff(all.vars(formula), cols)
+  unknown <- unknown[!vapply(unknown, exists, TRUE, envir = env)]
+  if (length(unknown)) {
+    nce_abort(sprintf(paste("`formula` uses %s, which is neither a column of `data` (or a state's `_prev` column)",
+                            "nor a variable of the formula's environment"), paste(unknown, collapse = ", ")),
+              "input", call)
+  }
 }
 
 # rbind() of two data frames with the same columns, column by column: rbind.data.frame's

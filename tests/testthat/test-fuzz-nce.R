@@ -221,3 +221,9 @@ test_that("the address-space limit (ulimit -v) bounds the size checks", {
   skip_if(!length(out), "Rscript did not start under the limit")
   expect_lte(as.double(out[length(out)]), 3000000 * 1024)
 })
+
+test_that("an unwritable shard directory is a classed error naming `dir`", {
+  ro <- "/proc"
+  skip_if_not(dir.exists(ro) && !nce:::dir_writable(ro))
+  expect_error(nce_shards(2, dir = ro), "`dir` of `shards`", class = "nce_error_input")
+})
