@@ -140,6 +140,11 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
   check_finite_values(l21, "loglik2", "draws1")
   check_finite_values(l22, "loglik2", "draws2")
   check_resolvable(l11 - l21, l12 - l22, "loglik1 - loglik2", ucall)
+  if (identical(l11, l12) && identical(l21, l22)) {
+    nce_warn(paste("`draws1` and `draws2` are the same sample (the same log-likelihoods at both): the estimate",
+                   "needs independent draws of each model's posterior, and its standard error assumes them"),
+             "identical_samples", call = ucall)
+  }
   if (!is.list(chains)) chains <- list(chains, chains)
   if (length(chains) != 2L) nce_abort("`chains` must be NULL, one chain specification, or a list of two", "input")
   chains <- list(chains_arg(chains[[1L]], length(l11), "chains", ucall),

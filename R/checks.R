@@ -210,9 +210,11 @@ check_nsim <- function(nsim, bytes_each = 0, arg = "nsim", what = "the simulatio
 }
 
 # predict() far from the data: warn (nce_warning_extrapolation) when numeric columns of `newdata`
-# lie outside the range the fit saw. `seen` is a data frame (or named list) of the fitted values
-# of those columns; columns missing from either side are skipped. Returns `newdata` invisibly.
-check_extrapolation <- function(newdata, seen, arg = "newdata", call = caller_call()) {
+# lie outside the range the fit saw, widened by `slack` times its width on each side (a new sample
+# of the same covariates falls a little outside now and then). `seen` is a data frame (or named
+# list) of the fitted values of those columns; columns missing from either side are skipped.
+# Returns `newdata` invisibly.
+check_extrapolation <- function(newdata, seen, arg = "newdata", call = caller_call(), slack = 0.05) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   cols <- intersect(names(seen), names(newdata))
   out <- character()
@@ -222,7 +224,7 @@ check_extrapolation <- function(newdata, seen, arg = "newdata", call = caller_ca
     if (!is.numeric(s) || !is.numeric(x) || is.factor(s) || is.factor(x)) next
     r <- range(s[is.finite(s)])
     if (!all(is.finite(r))) next
-    pad <- 1e-8 * max(1, abs(r))
+    pad <- slack * diff(r) + 1e-8 * max(1, abs(r))
     bad <- which(is.finite(x) & (x < r[1L] - pad | x > r[2L] + pad))
     if (length(bad)) {
       out <- c(out, sprintf("%s outside [%s, %s] (rows %s)", v, format(r[1L], digits = 4),

@@ -164,11 +164,12 @@
 # Draws of a continuous posterior: each column needs several distinct values (a reference fitted
 # to two values has no spread to speak of, and the estimate would be confident nonsense), and
 # magnitudes whose squares are finite (the reference's moments).
-check_draws_spread <- function(x, arg = "draws", call = caller_call()) {
+check_draws_spread <- function(x, arg = "draws", constant_ok = FALSE, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   need <- min(5L, nrow(x))
   k <- vapply(seq_len(ncol(x)), function(j) length(unique(x[, j])), 1L)
-  bad <- which(k < need)
+  # (marglik_nce() refuses a constant column where it fits the reference: constant_ok)
+  bad <- which(k < need & (k > 1L | !constant_ok))
   if (length(bad)) {
     nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): marglik_nce() needs draws of a",
                             "continuous posterior (at least %d distinct values per column); check the sampler"),
@@ -206,7 +207,7 @@ marglik_nce <- function(draws, log_posterior, lb = -Inf, ub = Inf, reference = c
   }
   check_number(df, "df", min = 0, exclusive_min = TRUE, call = ucall)
   check_bool(split, "split", call = ucall)
-  check_draws_spread(x, call = ucall)
+  check_draws_spread(x, constant_ok = TRUE, call = ucall)
   n <- nrow(x)
   chains <- chains_arg(chains, n, "chains", ucall)
   if (split) {

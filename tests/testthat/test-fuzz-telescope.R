@@ -70,8 +70,8 @@ test_that("degenerate or overflowing draws and bogus choices are refused with cl
   same <- matrix(0.5, 400, 1)
   expect_error(bayes_factor_nce(same, same, l1, l2), "draws1", class = "nce_error_input")
   # precomputed log-likelihoods of identical draws: the standard error would be 0
-  expect_error(bayes_factor_nce(NULL, NULL, list(rep(-1, 50), rep(-1, 50)), list(rep(-2, 50), rep(-2, 50)),
-                                ess = c(50, 50)),
+  expect_error(suppressWarnings(bayes_factor_nce(NULL, NULL, list(rep(-1, 50), rep(-1, 50)),
+                                                 list(rep(-2, 50), rep(-2, 50)), ess = c(50, 50))),
                class = "nce_error")
 })
 
@@ -82,4 +82,12 @@ test_that("an NA estimate in bayes_factor_marglik() is reported as NA, not as se
   expect_match(conditionMessage(e), "`x1`'s log marginal likelihood estimate is NA")
   expect_no_match(conditionMessage(e), "separated")
   expect_error(bayes_factor_marglik(ok_ml, na_ml), "`x2`", class = "nce_error_input")
+})
+
+test_that("the same sample passed as both posteriors warns", {
+  set.seed(64)
+  x <- matrix(stats::rnorm(400), ncol = 1)
+  l1 <- function(th) stats::dnorm(0.3, th[, 1], 1, log = TRUE)
+  l2 <- function(th) stats::dnorm(0.3, 0, 1, log = TRUE) + 0 * th[, 1]
+  expect_warning(bayes_factor_nce(x, x, l1, l2), "same sample", class = "nce_warning_identical_samples")
 })
