@@ -125,6 +125,8 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     d1 <- as_draws(draws1, "draws1")
     d2 <- as_draws(draws2, "draws2")
     check_same_dim(d1, d2)
+    check_draws_spread(d1, "draws1", call = ucall)
+    check_draws_spread(d2, "draws2", call = ucall)
     l11 <- eval_logdens(loglik1, d1, "loglik1", "draws1")
     l12 <- eval_logdens(loglik1, d2, "loglik1", "draws2")
     l21 <- eval_logdens(loglik2, d1, "loglik2", "draws1")
@@ -139,11 +141,21 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
   check_finite_values(l21, "loglik2", "draws1")
   check_finite_values(l22, "loglik2", "draws2")
   check_resolvable(l11 - l21, l12 - l22, "loglik1 - loglik2", ucall)
+  if (identical(l11, l12) && identical(l21, l22)) {
+    nce_warn(paste("`draws1` and `draws2` are the same sample (the same log-likelihoods at both): the estimate",
+                   "needs independent draws of each model's posterior, and its standard error assumes them"),
+             "identical_samples", call = ucall)
+  }
   if (!is.list(chains)) chains <- list(chains, chains)
   if (length(chains) != 2L) nce_abort("`chains` must be NULL, one chain specification, or a list of two", "input")
   chains <- list(chains_arg(chains[[1L]], length(l11), "chains", ucall),
                  chains_arg(chains[[2L]], length(l12), "chains", ucall))
   fit <- bridge_solve(l11 - l21, l12 - l22, ess, chains)
+  if (!fit$separated && !(fit$se > 0)) {
+    nce_abort(paste("the standard error of log K is 0: the log-likelihood ratios are (nearly) the same at every",
+                    "draw of `draws1` and `draws2`, so the samples carry no information to tell the models apart;",
+                    "check the draws (identical samples?) and the log-likelihoods"), "data", call = ucall)
+  }
   out <- bf_result(fit$log_ratio, fit$se, prior_odds, call, "logistic regression between posterior samples")
   out$se_iid <- fit$se_iid
   out$ess <- stats::setNames(fit$ess, c("model1", "model2"))
@@ -190,9 +202,13 @@ bayes_factor_marglik <- function(object1, object2, prior_odds = 1) {
                       describe_value(object1), describe_value(object2)), "input", call = call)
   }
   check_prior_odds(prior_odds)
-  if (is.na(object1$logml) || is.na(object2$logml)) {
-    nce_abort("a marginal likelihood is not identified (separated samples): no Bayes factor; draw more or bridge.",
-              "input", call = call)
+  for (k in 1:2) {
+    x <- list(object1, object2)[[k]]
+    if (!is.numeric(x$logml) || length(x$logml) != 1L || is.na(x$logml)) {
+      why <- if (isTRUE(x$separated)) ": its samples were separated (draw more or bridge)" else ""
+      nce_abort(sprintf("`object%d`'s log marginal likelihood estimate is %s%s: no Bayes factor.", k,
+                        describe_value(x$logml), why), "input", call = call)
+    }
   }
   out <- bf_result(object1$logml - object2$logml, sqrt(object1$se^2 + object2$se^2), prior_odds, match.call(),
                    "difference of two marginal likelihoods (marglik_nce)")

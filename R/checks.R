@@ -93,6 +93,7 @@ check_data_frame <- function(x, arg = deparse(substitute(x)), min_rows = 1L, cal
   if (nrow(x) < min_rows) {
     nce_abort(sprintf("`%s` must have at least %d row(s), not %d.", arg, min_rows, nrow(x)), "input", call = call)
   }
+  check_unique_names(x, arg, call = call)
   invisible(x)
 }
 
@@ -117,16 +118,43 @@ check_numeric_columns <- function(data, cols, arg = deparse(substitute(data)), c
   invisible(data)
 }
 
-# Memory the machine can give: MemAvailable from /proc/meminfo where there is one, else
-# 8 GiB; `options(nce.max_memory = bytes)` overrides it.
+# Memory this process may use: the smallest of its soft address-space and data-segment limits
+# (RLIMIT_AS and RLIMIT_DATA, as `ulimit -v` and `ulimit -d` set them), its cgroup's memory limit
+# (memory.max, or memory.limit_in_bytes under cgroup v1) and the machine's total RAM as the
+# ceiling. These are fixed for the process, so the same call on the same machine is refused or
+# not whatever else runs at that moment (free memory is not). 8 GiB where none can be read;
+# `options(nce.max_memory = bytes)` overrides it.
 available_memory <- function() {
   opt <- getOption("nce.max_memory")
   if (!is.null(opt)) return(as.double(opt))
-  avail <- tryCatch({
-    l <- grep("^MemAvailable:", readLines("/proc/meminfo", warn = FALSE), value = TRUE)
-    as.double(sub("^MemAvailable:\\s+([0-9]+) kB.*$", "\\1", l)) * 1024
-  }, error = function(e) NA_real_, warning = function(e) NA_real_)
-  if (length(avail) != 1L || is.na(avail)) 8 * 2^30 else avail
+  lim <- c(process_limits(), cgroup_memory_limit(), total_ram())
+  lim <- lim[is.finite(lim) & lim > 0]
+  if (length(lim)) min(lim) else 8 * 2^30
+}
+
+read_lines_quietly <- function(path) {
+  if (!file.exists(path)) return(character())
+  tryCatch(readLines(path, warn = FALSE), error = function(e) character(), warning = function(w) character())
+}
+
+# Soft RLIMIT_AS and RLIMIT_DATA in bytes ("unlimited" gives NA).
+process_limits <- function() {
+  l <- grep("^Max (address space|data size) ", read_lines_quietly("/proc/self/limits"), value = TRUE)
+  suppressWarnings(as.double(sub("^Max (address space|data size)\\s+(\\S+).*$", "\\2", l)))
+}
+
+# The memory limit of this process's cgroup (v2 memory.max, v1 memory.limit_in_bytes; "max" gives NA).
+cgroup_memory_limit <- function() {
+  paths <- sub("^[0-9]+:[^:]*:", "", read_lines_quietly("/proc/self/cgroup"))
+  files <- c(file.path("/sys/fs/cgroup", paths, "memory.max"), "/sys/fs/cgroup/memory.max",
+             file.path("/sys/fs/cgroup/memory", paths, "memory.limit_in_bytes"),
+             "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+  suppressWarnings(as.double(unlist(lapply(unique(files), function(f) read_lines_quietly(f)[1L]))))
+}
+
+total_ram <- function() {
+  l <- grep("^MemTotal:", read_lines_quietly("/proc/meminfo"), value = TRUE)
+  suppressWarnings(as.double(sub("^MemTotal:\\s+([0-9]+) kB.*$", "\\1", l)) * 1024)
 }
 
 # Refuse, before allocating, a request whose size comes from user input: `bytes` is the
@@ -205,4 +233,84 @@ check_sp <- function(sp, m, names = NULL, call = caller_call()) {
               "input", call = call)
   }
   sp
+}
+
+# The size check of every simulate() method (and of other counts of repeated work): `nsim` a
+# count, at most `max`, and `nsim` times `bytes_each` bytes within the memory limit. Refused
+# at once, with `nce_error_size`, before anything is drawn.
+check_nsim <- function(nsim, bytes_each = 0, arg = "nsim", what = "the simulations", max = Inf,
+                       call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  if (is.numeric(nsim) && length(nsim) == 1L && is.finite(nsim) && nsim > max) {
+    nce_abort(sprintf("`%s` = %s asks for more than the %s %s allowed; lower `%s`", arg, format(nsim),
+                      format(max), what, arg), "size", call = call)
+  }
+  check_count(nsim, arg, call = call)
+  check_size(as.double(nsim) * bytes_each, arg, what, call = call)
+}
+
+# predict() far from the data: warn (nce_warning_extrapolation) when numeric columns of `newdata`
+# lie outside the range the fit saw, widened by `slack` times its width on each side (a new sample
+# of the same covariates falls a little outside now and then). `seen` is a data frame (or named
+# list) of the fitted values of those columns; columns missing from either side are skipped.
+# Returns `newdata` invisibly.
+check_extrapolation <- function(newdata, seen, arg = "newdata", call = caller_call(), slack = 0.05) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  cols <- intersect(names(seen), names(newdata))
+  out <- character()
+  for (v in cols) {
+    s <- seen[[v]]
+    x <- newdata[[v]]
+    if (!is.numeric(s) || !is.numeric(x) || is.factor(s) || is.factor(x)) next
+    r <- range(s[is.finite(s)])
+    if (!all(is.finite(r))) next
+    pad <- slack * diff(r) + 1e-8 * max(1, abs(r))
+    bad <- which(is.finite(x) & (x < r[1L] - pad | x > r[2L] + pad))
+    if (length(bad)) {
+      out <- c(out, sprintf("%s outside [%s, %s] (rows %s)", v, format(r[1L], digits = 4),
+                            format(r[2L], digits = 4), format_positions(bad)))
+    }
+  }
+  if (length(out)) {
+    nce_warn(sprintf("`%s` has %s: the fit extrapolates beyond the range of its data there.", arg,
+                     paste(out, collapse = "; ")), "extrapolation", call = call)
+  }
+  invisible(newdata)
+}
+
+# Columns of a data frame must have distinct names (`[[` and model.frame() use the first of a
+# repeated name silently).
+check_unique_names <- function(x, arg = deparse(substitute(x)), call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  nm <- names(x)
+  dup <- unique(nm[duplicated(nm) & !is.na(nm) & nm != ""])
+  if (length(dup)) {
+    nce_abort(sprintf("`%s` has duplicated column name(s) %s: give each column its own name.", arg,
+                      paste(dup, collapse = ", ")), "input", call = call)
+  }
+  invisible(x)
+}
+
+# Observed summaries against the simulations' (`sim_names`, in the simulations' order): the same
+# number, and when the simulations' summaries are named, the same names, matched by name (the
+# observed summaries come back in the simulations' order). "s1", "s2", ... are the names given
+# to unnamed summaries. A mismatch is a classed error naming `arg`.
+match_summaries <- function(s_obs, sim_names, arg = "observed", call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  k <- length(sim_names)
+  if (length(s_obs) != k) {
+    nce_abort(sprintf("`%s` gives %d summaries but the simulations have %d: `summaries` must give the same ones.",
+                      arg, length(s_obs), k), "input", call = call)
+  }
+  if (identical(names(s_obs), sim_names)) return(s_obs)
+  auto <- paste0("s", seq_len(k))
+  if (identical(sim_names, auto) || is.null(sim_names)) {
+    return(stats::setNames(s_obs, sim_names))
+  }
+  if (anyDuplicated(sim_names) || !setequal(names(s_obs), sim_names) || anyDuplicated(names(s_obs))) {
+    nce_abort(sprintf("`%s`'s summaries are named %s but the simulations' are named %s: give the same names.",
+                      arg, paste(names(s_obs), collapse = ", "), paste(sim_names, collapse = ", ")),
+              "input", call = call)
+  }
+  s_obs[sim_names]
 }

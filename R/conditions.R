@@ -21,9 +21,19 @@ nce_warn <- function(message, kind, call = sys.call(-1L)) {
 # (the Rust side never raises R errors itself); turn the latter into a condition.
 rs <- function(res, call = sys.call(-1L)) {
   if (inherits(res, "nce_rust_error")) {
+    if (identical(res$code, "interrupt")) nce_interrupt()
     nce_abort(res$message, res$code, call = call)
   }
   res
+}
+
+# A user interrupt caught on the way (by an R callback's handler, or by the Rust side's poll, which
+# returns the code "interrupt") goes on as an interrupt, not as an error: signal the `interrupt`
+# condition as R does (tryCatch(interrupt =) and withCallingHandlers() see it), then return to the
+# top level as R's own interrupt does.
+nce_interrupt <- function() {
+  signalCondition(structure(class = c("interrupt", "condition"), list()))
+  invokeRestart("abort")
 }
 
 # Positions as "1, 5, 9 and 3 more" for messages.

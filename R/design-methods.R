@@ -271,7 +271,17 @@ predict.nce_design <- function(object, newdata,
   if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame of designs.", "input")
   miss <- setdiff(names(object$best), names(newdata))
   if (length(miss)) nce_abort(sprintf("`newdata` lacks design column(s) %s.", paste(miss, collapse = ", ")), "input")
-  p <- stats::predict(object$smooth, newdata = newdata[names(object$best)], se.fit = TRUE)
+  v <- names(object$best)
+  check_numeric_columns(newdata, v, "newdata", call = sys.call())
+  # Outside [lower, upper] the smooth extrapolates (and can go below 0).
+  check_extrapolation(newdata[v], as.data.frame(rbind(object$lower[v], object$upper[v])), call = sys.call())
+  p <- stats::predict(object$smooth, newdata = newdata[v], se.fit = TRUE)
+  neg <- which(p$fit < 0)
+  if (length(neg)) {
+    nce_warn(sprintf(paste("the smoothed EIG is negative at %d design(s) of `newdata` (rows %s), though an EIG is",
+                           "never below 0: the smooth is unreliable there (more evaluations, or a narrower range)"),
+                     length(neg), format_positions(neg)), "negative_eig", call = sys.call())
+  }
   if (se.fit) list(fit = as.double(p$fit), se.fit = as.double(p$se.fit)) else as.double(p$fit)
 }
 

@@ -133,7 +133,7 @@ predict.nce_gam <- function(object, newdata, type = c("link", "log_density", "re
   type <- predict_type(type)
   se_type <- match.arg(se_type)
   check_bool(se.fit, "se.fit")
-  newdata <- nce_predict_newdata(object, newdata)
+  newdata <- nce_predict_newdata(object, newdata, type)
   g <- as_gam(object, se_type)
   # mgcv refuses to predict at no rows: predict at one data row and keep none of it.
   empty <- nrow(newdata) == 0L

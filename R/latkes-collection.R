@@ -278,7 +278,7 @@ model.frame.latkes_collection <- function(formula, ...) {
 #' @param nsim,seed As for [simulate.latkes_fit()].
 #' @export
 simulate.latkes_collection <- function(object, nsim = 1, seed = NULL, ...) {
-  check_count(nsim, "nsim")
+  check_nsim(nsim, 8 * sum(vapply(object$fits, function(f) as.double(nrow(f$transitions)), 0)) * 12)
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))
   do.call(rbind, lapply(names(object$fits), function(nm) {

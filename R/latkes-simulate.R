@@ -74,7 +74,8 @@ rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_tr
   check_grid(grid)
   # Tables of the kernel: grid cells and twice as many offsets per axis, per image.
   check_size(8 * 4 * prod(2 * as.double(grid)) * 6, "grid", "the kernel tables")
-  check_size(8 * as.double(n) * n_subjects * 12, "n", "the simulated fixations")
+  # At the peak: the lattice run's coordinates, split(), two rbind() copies and the data frames.
+  check_size(8 * as.double(n) * n_subjects * 32, "n", "the simulated fixations")
   mp <- latkes_maps(maps, if (any(vapply(maps, function(m) is.list(m) && !is.data.frame(m), TRUE))) "image")
   kernels <- if (is_kernel_list(kernel, names(mp))) rep(list(kernel), n_subjects) else kernel
   if (!is.list(kernels) || length(kernels) != n_subjects || !all(vapply(kernels, is_kernel_list, TRUE, names(mp)))) {

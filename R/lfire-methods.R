@@ -117,7 +117,7 @@ simulate.nce_lfire <- function(object, nsim = 1, seed = NULL, ...) {
 # of the parameters and their summaries.
 posterior_predictive <- function(theta, weights, nsim, seed, simulator, summaries, batch, call) {
   # Before drawing nsim indices (run_simulations() checks again, naming its own argument).
-  check_size(8 * as.double(nsim) * (ncol(theta) + 2), "nsim", "the simulations", call = call)
+  check_nsim(nsim, 8 * (ncol(theta) + 2), call = call)
   if (!is.null(seed)) set.seed(seed)
   i <- sample.int(nrow(theta), nsim, replace = TRUE, prob = weights)
   th <- theta[i, , drop = FALSE]

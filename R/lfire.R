@@ -165,6 +165,10 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                 "input", call = ucall)
     }
   }
+  s_obs <- match_summaries(s_obs, colnames(marginal$summaries), call = ucall)
+  # Observed summaries outside every simulation: the fits extrapolate and the posterior collapses.
+  check_extrapolation(as.data.frame(as.list(s_obs)),
+                      as.data.frame(rbind(marginal$summaries, simulations$summaries)), "observed", ucall)
   rng_fit <- list(fit = rng_now())
   fit <- lfire_engine(s_obs, marginal, simulations, nrow(theta), penalty, control, ucall)
   log_prior <- prior$log_density(theta)

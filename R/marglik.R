@@ -170,7 +170,7 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf, reference = c("
   call <- match.call()
   ucall <- sys.call()
   reference <- match.arg(reference)
-  waymarks <- match.arg(waymarks)
+  waymarks <- check_choice(waymarks, c("auto", "none", "always"), "waymarks", call = ucall)
   control <- merge_control(control, telescope_control, call = ucall)
   x <- as_draws(draws, "draws")
   if (!is.function(log_density)) nce_abort("`log_density` must be a vectorised function of a draws matrix", "input")
@@ -188,6 +188,7 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf, reference = c("
   }
   check_number(df, "df", min = 0, exclusive_min = TRUE, call = ucall)
   check_bool(split, "split", call = ucall)
+  check_draws_spread(x, constant_ok = TRUE, call = ucall)
   n <- nrow(x)
   chains <- chains_arg(chains, n, "chains", ucall)
   if (split) {
@@ -444,4 +445,26 @@ print_bridge_diagnostics <- function(x, what, digits) {
               format(x$bounds[["upper"]], digits = digits)))
   if (isTRUE(x$separated)) cat(sprintf("The samples are completely separated: %s is not identified.\n", what))
   cat(sprintf("Newton/bisection iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
+}
+
+# Draws of a continuous posterior: each column needs several distinct values (a reference fitted
+# to two values has no spread to speak of, and the estimate would be confident nonsense), and
+# magnitudes whose squares are finite (the reference's moments).
+check_draws_spread <- function(x, arg = "draws", constant_ok = FALSE, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  need <- min(5L, nrow(x))
+  k <- vapply(seq_len(ncol(x)), function(j) length(unique(x[, j])), 1L)
+  # (marglik_nce() refuses a constant column where it fits the reference: constant_ok)
+  bad <- which(k < need & (k > 1L | !constant_ok))
+  if (length(bad)) {
+    nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): marglik_nce() needs draws of a",
+                            "continuous posterior (at least %d distinct values per column); check the sampler"),
+                      arg, format_positions(bad), paste(unique(k[bad]), collapse = "/"), need), "input", call = call)
+  }
+  big <- which(apply(abs(x), 2L, max) > 1e150)
+  if (length(big)) {
+    nce_abort(sprintf(paste("`%s` column(s) %s reach magnitudes above 1e150, where their squares overflow:",
+                            "rescale the parameters"), arg, format_positions(big)), "data", call = call)
+  }
+  invisible(x)
 }

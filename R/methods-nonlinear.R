@@ -84,6 +84,7 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
   vars <- object$reference$vars
   miss <- setdiff(vars, names(newdata))
   if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(miss, collapse = ", ")), "input")
+  check_reference_columns(newdata, object$reference, arg = "newdata")
   nd <- newdata[vars]
   cf <- stats::coef(object)
   theta <- cf[-1L]
@@ -165,7 +166,7 @@ model.frame.nce_nls <- function(formula, ...) formula$nce_frame
 #' @rdname nce_nls-methods
 #' @export
 simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
-  check_count(nsim)
+  check_nsim(nsim, 8 * 2 * object$n * (length(object$reference$vars) + 2))
   check_count(candidates)
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))

@@ -178,7 +178,7 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- predict_type(type)
   check_bool(se.fit, "se.fit")
-  newdata <- nce_predict_newdata(object, newdata)
+  newdata <- nce_predict_newdata(object, newdata, type)
   mm <- nce_model_matrix(object, newdata)
   x <- mm$x
   if (type == "lpmatrix") {
@@ -198,8 +198,10 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
 }
 
 # The data rows by default; otherwise a data frame with the model's columns, numeric where
-# the reference generates numbers.
-nce_predict_newdata <- function(object, newdata, call = caller_call()) {
+# the reference generates numbers. An infinite coordinate has density 0: for the density
+# types its row is set to 0 (log -Inf) by nce_finish_prediction() (attribute "nce_infinite");
+# the other types refuse it.
+nce_predict_newdata <- function(object, newdata, type = "link", call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (missing(newdata) || is.null(newdata)) return(data_rows(object))
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
@@ -208,12 +210,24 @@ nce_predict_newdata <- function(object, newdata, call = caller_call()) {
     nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
   }
   check_reference_columns(newdata, object$reference, arg = "newdata", call = call)
+  vars <- intersect(object$reference$vars, names(newdata))
+  inf <- which(Reduce(`|`, lapply(newdata[vars], function(v) is.numeric(v) & is.infinite(v)), FALSE))
+  if (length(inf)) {
+    if (!type %in% c("log_density", "link", "response", "density")) {
+      nce_abort(sprintf("`newdata` has infinite values (rows %s): type = \"%s\" needs finite coordinates.",
+                        format_positions(inf), type), "data", call = call)
+    }
+    # A finite stand-in (the first data point's value), overwritten by nce_finish_prediction().
+    for (v in vars) if (is.numeric(newdata[[v]])) newdata[[v]][is.infinite(newdata[[v]])] <- object$nce_frame[[v]][1L]
+    attr(newdata, "nce_infinite") <- inf
+  }
   newdata
 }
 
 # Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
 nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
   out <- nce_outside_support(object$reference, newdata)
+  out[attr(newdata, "nce_infinite")] <- TRUE
   fit[out] <- -Inf
   se[out] <- NA_real_
   if (type %in% c("density", "response")) {
@@ -290,7 +304,7 @@ nce_model_matrix <- function(object, newdata) {
 #' tapply(s$y, s$.sim, mean)
 #' @export
 simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
-  check_count(nsim, "nsim")
+  check_nsim(nsim, 8 * 2 * object$n * (length(object$reference$vars) + 2))
   check_number(candidates, "candidates", min = 1)
   n <- object$n
   k <- candidates * n

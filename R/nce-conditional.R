@@ -169,7 +169,7 @@ check_given_terms <- function(formula, vars, gv, call) {
 
 # New rows with the fit's columns: given columns converted as in the fit.
 cond_newdata <- function(object, newdata, need_state = TRUE, call = caller_call()) {
-  if (!is.data.frame(newdata)) check_fail("a data frame", newdata, "newdata", call)
+  check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
   need <- c(if (need_state) object$reference$vars, object$given)
   missing <- setdiff(need, names(newdata))
   if (length(missing)) {
@@ -182,8 +182,15 @@ cond_newdata <- function(object, newdata, need_state = TRUE, call = caller_call(
       nce_abort(sprintf("`newdata` column %s has value(s) the fit did not see (rows %s): a new level has no normaliser",
                         v, format_positions(unknown)), "input", call = call)
     }
+    bad <- which(is.na(newdata[[v]]) | (is.numeric(newdata[[v]]) & is.infinite(newdata[[v]])))
+    if (length(bad)) {
+      nce_abort(sprintf("`newdata` column %s has NA or infinite value(s) (rows %s): the normaliser needs finite %s.",
+                        v, format_positions(bad), v), "data", call = call)
+    }
     newdata[[v]] <- z
   }
+  check_extrapolation(newdata, object$groups[object$given[object$intercept$kinds[object$given] != "levels"]],
+                      call = call)
   newdata
 }
 
@@ -377,7 +384,7 @@ anova.nce_conditional <- function(object, ...) {
 #' @return Data frame with the reference's and the given columns and `.sim`.
 #' @export
 simulate.nce_conditional <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
-  check_count(nsim, "nsim")
+  check_nsim(nsim, 8 * 2 * nrow(object$groups) * (length(object$reference$vars) + length(object$given) + 2))
   check_count(candidates, "candidates", max = 1e6)
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))

@@ -9,7 +9,7 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
                     "or ref_custom()"), "input", call)
   }
   check_number(ratio, min = 0, exclusive_min = TRUE, call = call)
-  check_count(n_starts, call = call)
+  check_nsim(n_starts, arg = "n_starts", what = "random starts (each a full fit)", max = 1000, call = call)
   check_function(gradient, allow_null = TRUE, call = call)
   vars <- reference$vars
   not_data <- setdiff(vars, names(data))
@@ -71,6 +71,7 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
     state <- new.env()
     callback <- nl_callback(model, names(start), frame, state)
     res <- nce_nonlinear_fit_r(callback, p, label, offset, method, starts_full, ctrl)
+    if (inherits(res, "nce_rust_error") && isTRUE(state$interrupted)) nce_interrupt()
     if (inherits(res, "nce_rust_error") && !is.null(state$error)) {
       nce_abort(sprintf("the model failed during the fit: %s", conditionMessage(state$error)), "model", call)
     }
@@ -196,6 +197,10 @@ nl_callback <- function(model, pnames, frame, state) {
       list(f = f, g = g)
     }, error = function(e) {
       state$error <- e
+      NULL
+    }, interrupt = function(i) {
+      # Ctrl-C in the user's function: the fit stops and the interrupt goes on (nce_interrupt()).
+      state$interrupted <- TRUE
       NULL
     })
   }

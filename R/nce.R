@@ -207,6 +207,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   frame <- con$rows
   label <- con$y
   offset <- con$offset
+  warn_unseen_levels(d, con$rows[con$y == 0, , drop = FALSE], reference, all.vars(formula))
   prior_w <- c(if (is.null(w)) rep(1, n) else w, rep(1, m))
 
   frame$.label <- label
@@ -473,6 +474,23 @@ check_nce_args <- function(formula, data, reference, ratio, call = caller_call()
               "input", call = call)
   }
   invisible(TRUE)
+}
+
+# A discrete reference (ref_bernoulli(), ref_categorical()) whose draws take values the data never
+# take: the data and reference are separated there, and the coefficients of the variable run off
+# to infinity (with a meaningless standard error). Warn before fitting.
+warn_unseen_levels <- function(data, ref_draws, reference, used) {
+  if (!isTRUE(reference$kind %in% c("bernoulli", "categorical"))) return(invisible())
+  for (v in intersect(reference$vars, used)) {
+    unseen <- setdiff(unique(as.character(ref_draws[[v]])), unique(as.character(data[[v]])))
+    if (length(unseen)) {
+      nce_warn(sprintf(paste("`data` column %s never takes the value(s) %s that the reference generates: data and",
+                             "reference are separated there, so the coefficients of %s run off to infinity",
+                             "(separation); drop %s from `formula` or give it data at every value"),
+                       v, paste(unseen, collapse = ", "), v, v), "separation", call = NULL)
+    }
+  }
+  invisible()
 }
 
 # Classed warnings about the fit; never silent.

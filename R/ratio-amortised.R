@@ -88,6 +88,17 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
+  unknown <- setdiff(all.vars(formula), c(prior$names, snames))
+  if (length(unknown)) {
+    nce_abort(sprintf("`formula` uses %s, neither a parameter (%s) nor a summary (%s).",
+                      toString(unknown), toString(prior$names), toString(snames)), "input", call = ucall)
+  }
+  big <- snames[apply(abs(s), 2L, max) > 1e150]
+  if (length(big)) {
+    nce_abort(sprintf(paste("the summaries %s reach magnitudes above 1e150, where the classifier's squares",
+                            "overflow: rescale them in `summaries`"), paste(big, collapse = ", ")),
+              "data", call = ucall)
+  }
   joint <- data.frame(th, s, y = 1, check.names = FALSE)
   shuffled <- do.call(rbind, lapply(seq_len(n_shuffle), function(k) {
     data.frame(th[sample.int(m), , drop = FALSE], s, y = 0, check.names = FALSE)
@@ -263,10 +274,7 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
     check_fail(sprintf("NULL or %d finite number(s) > 0, one per parameter", d), scale, "scale", ucall)
   }
   s_obs <- observed_summaries(object$summaries, observed, object$batch, ucall)
-  if (length(s_obs) != length(object$summary_names)) {
-    nce_abort("`observed` gives a different number of summaries than the simulations.", "input", call = ucall)
-  }
-  names(s_obs) <- object$summary_names
+  s_obs <- match_summaries(s_obs, object$summary_names, call = ucall)
   pr <- object$prior
   log_target <- function(th) {
     lp <- pr$log_density(th)
@@ -288,6 +296,8 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
     engine <- ratio_engine(engine, object, ucall)
     res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs, engine, n_grid, ucall)
   }
+  # Observed summaries outside every simulation: the classifier extrapolates and the weights collapse.
+  check_extrapolation(as.data.frame(as.list(s_obs)), as.data.frame(object$simulations$summaries), "observed", ucall)
   args <- list(n_draws = n_draws, method = method, n_chains = n_chains, burnin = burnin, scale = scale,
                engine = engine, n_grid = n_grid)
   structure(c(res, list(method = method, observed_summaries = s_obs, prior = pr,

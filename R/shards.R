@@ -56,6 +56,10 @@ nce_shards <- function(n = 2L, dir = NULL) {
   if (!is.null(dir) && !(is.character(dir) && length(dir) == 1L && !is.na(dir) && dir.exists(dir))) {
     nce_abort("`dir` of `shards` must be NULL or the path of an existing directory", "input", call = call)
   }
+  if (!is.null(dir) && !dir_writable(dir)) {
+    nce_abort(sprintf("`dir` of `shards` (%s) is not writable: the shard files go there; give a writable directory",
+                      dir), "input", call = call)
+  }
   structure(list(n = as.integer(n), dir = dir), class = "nce_shards")
 }
 
@@ -101,6 +105,15 @@ row_recipe <- function(setup, formula, data, intercept) {
   list(setup = setup, intercept = intercept, data = data[, vars, drop = FALSE])
 }
 
+# Whether a file can be created in `dir` (file.access() says yes to root even where the
+# file system refuses, as in /proc).
+dir_writable <- function(dir) {
+  f <- tempfile("nce-probe-", tmpdir = dir)
+  ok <- isTRUE(suppressWarnings(tryCatch(file.create(f), error = function(e) FALSE)))
+  if (ok) unlink(f)
+  ok
+}
+
 # The rows of A (`recipe`: row_recipe()), B and the group of each row split into shards, one
 # RDS file each in the shards' directory, written one at a time: list(paths, token, n, pa). The
 # caller removes the files. Each shard holds its rows of the data, not of A: its worker computes
@@ -118,7 +131,11 @@ write_shards <- function(shards, recipe, b, group) {
                         group_rows = at(part$group_rows))
     part$rows <- part$group_rows <- NULL
     paths[s] <- file.path(dir, sprintf("%s-%d.rds", token, s))
-    saveRDS(part, paths[s], compress = FALSE)
+    unwritable <- function(e) {
+      nce_abort(sprintf("the shard file %s could not be written (%s): give `nce_shards(dir =)` a writable directory",
+                        paths[s], conditionMessage(e)), "input", call = NULL)
+    }
+    tryCatch(saveRDS(part, paths[s], compress = FALSE), error = unwritable, warning = unwritable)
     if (s >= part$n_shards) break
     s <- s + 1L
   }

@@ -363,20 +363,32 @@ assemble_simulations <- function(res, theta, index, elapsed, call) {
   }
   k <- length(first)
   nms <- names(first)
+  # Named summaries are matched by name (a simulator may return them in another order).
+  named <- !is.null(nms) && !any(nms == "") && !anyDuplicated(nms)
   if (is.null(nms) || any(nms == "")) nms <- paste0("s", seq_len(k))
   s <- matrix(NA_real_, total, k, dimnames = list(NULL, nms))
   pos <- 0L
   for (r in res) {
     m <- length(r$why)
     if (!is.null(r$s)) {
-      if (ncol(r$s) == k) s[pos + seq_len(m), ] <- r$s
-      else r$why[] <- sprintf("summaries of length %d, not %d", ncol(r$s), k)
+      cn <- colnames(r$s)
+      if (ncol(r$s) != k) {
+        why[pos + seq_len(m)] <- sprintf("summaries of length %d, not %d", ncol(r$s), k)
+      } else if (named && !is.null(cn) && !identical(cn, nms)) {
+        if (setequal(cn, nms) && !anyDuplicated(cn)) s[pos + seq_len(m), ] <- r$s[, nms, drop = FALSE]
+        else why[pos + seq_len(m)] <- sprintf("summaries named %s, not %s", toString(cn), toString(nms))
+      } else {
+        s[pos + seq_len(m), ] <- r$s
+      }
     } else if (!is.null(r$vals)) {
       for (i in seq_len(m)) {
         v <- r$vals[[i]]
         if (is.null(v)) next
         if (length(v) != k) {
           why[pos + i] <- sprintf("summaries of length %d, not %d", length(v), k)
+        } else if (named && !is.null(names(v)) && !identical(names(v), nms)) {
+          if (setequal(names(v), nms) && !anyDuplicated(names(v))) s[pos + i, ] <- as.double(v[nms])
+          else why[pos + i] <- sprintf("summaries named %s, not %s", toString(names(v)), toString(nms))
         } else {
           s[pos + i, ] <- as.double(v)
         }

@@ -81,6 +81,6 @@ simulate.snce_fit <- function(object, nsim = 1, seed = NULL, candidates = 200, .
 # nsim copies of the observed sequences: their states and covariates, one row per transition.
 check_sim_size <- function(object, nsim, call = caller_call()) {
   call <- call  # the simulate() call, forced here
-  check_size(8 * as.double(nsim) * nrow(object$transitions) * (ncol(object$transitions) + 2), "nsim",
-             "the simulated sequences", call = call)
+  check_nsim(nsim, 8 * nrow(object$transitions) * (ncol(object$transitions) + 2), what = "the simulated sequences",
+             call = call)
 }

@@ -188,11 +188,27 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   copies <- if (isTRUE(discrete)) 2 else 4
   con <- contrast(trans, reference, ratio, paired = TRUE, prev = prev_state, transform = features,
                   data_rows = st$cur, copies = copies, width = copies * (4 * order + 24), call = call)
+  check_formula_vars(formula, names(con$data), call)
   rows <- con$rows
   rows$.label <- con$y
   rows$.transition <- c(seq_len(nt), con$of)
   rows$.offset <- con$offset
   list(rows = rows, trans = con$data, ratio = ratio, order = order)
+}
+
+# Variables of `formula` that are neither columns of the transitions (states, their `_prev`
+# columns, covariates, features) nor objects of the formula's environment: refused as nce()
+# refuses them, before model.frame()'s bare "object not found".
+check_formula_vars <- function(formula, cols, call) {
+  env <- environment(formula)
+  if (is.null(env)) env <- globalenv()
+  unknown <- setdiff(all.vars(formula), cols)
+  unknown <- unknown[!vapply(unknown, exists, TRUE, envir = env)]
+  if (length(unknown)) {
+    nce_abort(sprintf(paste("`formula` uses %s, which is neither a column of `data` (or a state's `_prev` column)",
+                            "nor a variable of the formula's environment"), paste(unknown, collapse = ", ")),
+              "input", call)
+  }
 }
 
 # The observed transitions of each sequence: rows at time t with the `_prev` columns of the

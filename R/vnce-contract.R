@@ -154,7 +154,7 @@ logLik.vnce_fit <- function(object, ...) {
 #' @param seed `NULL` or an integer for [set.seed()].
 #' @export
 simulate.vnce_fit <- function(object, nsim = 1, seed = NULL, ...) {
-  check_count(nsim, "nsim", max = 1e6)
+  check_nsim(nsim, 8 * 2 * nrow(as.matrix(object$x)) * max(1, object$d), max = 1e6)
   if (inherits(object, "vnce_custom")) {
     nce_unsupported("simulate", object, "there is no sampler for a user-supplied unnormalised model")
   }

@@ -122,3 +122,19 @@ for (case in fuzz_cases) {
 test_that("the fuzz table is large enough", {
   expect_gte(length(fuzz_cases), 25L)
 })
+
+test_that("predict() of a conditional fit warns outside the fitted z and refuses NA z", {
+  set.seed(1)
+  z <- stats::runif(200, -1, 1)
+  d <- data.frame(y = stats::rnorm(200, 1 + 2 * z, 0.5), z = z)
+  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 3, given = ~ z)
+  expect_warning(predict(fit, data.frame(y = c(5, 21), z = c(2, 10)), type = "response"),
+                 "z outside", class = "nce_warning_extrapolation")
+  expect_warning(predict(fit, data.frame(z = 3), type = "log_normaliser"), class = "nce_warning_extrapolation")
+  expect_no_warning(predict(fit, data.frame(y = 1, z = 0)))
+  expect_error(predict(fit, data.frame(y = c(1, 2), z = c(NA, 0))), "newdata", class = "nce_error_data")
+  expect_error(predict(fit, data.frame(y = 1, z = Inf)), "newdata", class = "nce_error_data")
+  expect_error(predict(fit, data.frame(y = 1, z = 0, z = 1, check.names = FALSE)), "duplicated",
+               class = "nce_error_input")
+  expect_error(simulate(fit, nsim = 1e8), "nsim", class = "nce_error_size")
+})

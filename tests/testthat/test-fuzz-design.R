@@ -100,3 +100,18 @@ test_that("methods refuse what makes no sense and bad newdata", {
   expect_error(logLik(e), class = "nce_error_unsupported")
   expect_error(ratio_posterior(list(), 1), class = "nce_error_input")
 })
+
+test_that("predict() of a design warns outside the design range and at a negative EIG", {
+  set.seed(1)
+  o <- do.call(design_optimise, modifyList(opt_args, list(n_initial = 6)))
+  expect_no_warning(predict(o, data.frame(t = c(0.5, 1.3))))
+  cls <- character()
+  p <- withCallingHandlers(predict(o, data.frame(t = c(-10, 0.5, 50))), warning = function(w) {
+    cls <<- c(cls, class(w)[1L])
+    invokeRestart("muffleWarning")
+  })
+  expect_true("nce_warning_extrapolation" %in% cls)
+  if (any(p < 0)) expect_true("nce_warning_negative_eig" %in% cls)
+  expect_warning(predict(o, data.frame(t = 8)), "`newdata` has t outside", class = "nce_warning_extrapolation")
+  expect_error(predict(o, data.frame(t = "1")), "newdata", class = "nce_error_input")
+})

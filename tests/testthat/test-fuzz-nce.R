@@ -153,3 +153,77 @@ test_that("no silent coercion: character data is not fitted as a factor", {
   expect_match(conditionMessage(e), "`newdata` column\\(s\\) y must be numeric")
   expect_identical(conditionCall(e)[[1L]], quote(predict.nce_fit))
 })
+
+test_that("density predictions at infinite y are 0; other types refuse infinite y", {
+  d <- fuzz_data()
+  u <- ref_uniform(y = c(0, 1))
+  set.seed(42)
+  fit <- nce(~ y, d, u, ratio = 3)
+  gfit <- nce(~ s(y, k = 4), d, u, ratio = 3)
+  nd <- data.frame(y = c(Inf, 0.5, -Inf))
+  for (f in list(fit, gfit)) {
+    p <- predict(f, nd, type = "density")
+    expect_identical(unname(p[c(1, 3)]), c(0, 0))
+    expect_true(is.finite(p[[2]]) && p[[2]] > 0)
+    expect_identical(unname(predict(f, nd, type = "log_density")[c(1, 3)]), c(-Inf, -Inf))
+    expect_error(predict(f, nd, type = "lpmatrix"), "newdata", class = "nce_error_data")
+  }
+  set.seed(43)
+  nfit <- nce(~ s(y, k = 4), data.frame(y = rnorm(60)), ref_normal(y = 0, cov = 1), ratio = 3)
+  expect_identical(unname(predict(nfit, data.frame(y = c(Inf, -Inf)), type = "density")), c(0, 0))
+  expect_error(predict(nfit, data.frame(y = Inf), type = "terms"), "newdata", class = "nce_error_data")
+})
+
+test_that("duplicated column names in data and newdata are refused", {
+  d <- fuzz_data()
+  u <- ref_uniform(y = c(0, 1))
+  dd <- data.frame(y = d$y, y = rev(d$y), check.names = FALSE)
+  expect_error(nce(~ y, dd, u, ratio = 3), "duplicated", class = "nce_error_input")
+  expect_error(nce(~ s(y, k = 4), dd, u, ratio = 3), "`data`", class = "nce_error_input")
+  set.seed(42)
+  fit <- nce(~ y, d, u, ratio = 3)
+  expect_error(predict(fit, data.frame(y = 0.2, y = 0.9, check.names = FALSE)), "`newdata`",
+               class = "nce_error_input")
+})
+
+test_that("a discrete reference value the data never take warns of separation", {
+  set.seed(44)
+  d <- data.frame(b = rep(1, 60))
+  expect_warning(nce(~ b, d, ref_bernoulli(c(b = 0.5)), ratio = 3), "never takes", class = "nce_warning_separation")
+  d2 <- data.frame(b = rep(c(0, 1), 30))
+  expect_no_warning(nce(~ b, d2, ref_bernoulli(c(b = 0.5)), ratio = 3))
+})
+
+test_that("simulate() and size checks refuse at once, against the process's limits", {
+  d <- fuzz_data()
+  set.seed(42)
+  fit <- nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3)
+  expect_error(simulate(fit, nsim = 1e8), "nsim", class = "nce_error_size")
+  expect_error(nce:::check_nsim(1e8, 1e3), "nsim", class = "nce_error_size")
+  expect_error(nce:::check_nsim(20, arg = "n_starts", max = 10), "n_starts", class = "nce_error_size")
+  expect_error(nce:::check_nsim(0), class = "nce_error_input")
+  # The limit is fixed for the process: the same on every call, at most the machine's RAM.
+  expect_identical(nce:::available_memory(), nce:::available_memory())
+  ram <- nce:::total_ram()
+  if (length(ram) == 1L && is.finite(ram)) expect_lte(nce:::available_memory(), ram)
+  old <- options(nce.max_memory = 1e6)
+  on.exit(options(old))
+  expect_identical(nce:::available_memory(), 1e6)
+})
+
+test_that("the address-space limit (ulimit -v) bounds the size checks", {
+  skip_on_cran()
+  skip_if_not(file.exists("/proc/self/limits") && nzchar(Sys.which("bash")))
+  rscript <- file.path(R.home("bin"), "Rscript")
+  cmd <- sprintf("ulimit -v 3000000 && '%s' -e 'cat(nce:::available_memory())'", rscript)
+  out <- suppressWarnings(system2("bash", c("-c", shQuote(cmd)), stdout = TRUE, stderr = FALSE,
+                                  env = paste0("R_LIBS=", shQuote(paste(.libPaths(), collapse = ":")))))
+  skip_if(!length(out), "Rscript did not start under the limit")
+  expect_lte(as.double(out[length(out)]), 3000000 * 1024)
+})
+
+test_that("an unwritable shard directory is a classed error naming `dir`", {
+  ro <- "/proc"
+  skip_if_not(dir.exists(ro) && !nce:::dir_writable(ro))
+  expect_error(nce_shards(2, dir = ro), "`dir` of `shards`", class = "nce_error_input")
+})

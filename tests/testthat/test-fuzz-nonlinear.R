@@ -64,3 +64,34 @@ test_that("hostile inputs give classed errors", {
     expect_error(case[[2]](), class = case[[3]], info = case[[1]])
   }
 })
+
+test_that("nonlinear fits refuse huge simulate() and n_starts at once, and character newdata", {
+  set.seed(1)
+  d <- data.frame(y = rnorm(30))
+  ref <- ref_normal(y = 0, cov = 2)
+  fit <- nce(~ -(y - mu)^2 / 2, d, ref, start = c(mu = 0), ratio = 3)
+  expect_error(simulate(fit, nsim = 1e8), "nsim", class = "nce_error_size")
+  expect_error(nce(~ -(y - mu)^2 / 2, d, ref, start = c(mu = 0), n_starts = 1e6), "n_starts",
+               class = "nce_error_size")
+  expect_error(predict(fit, data.frame(y = c("0.1", "0.2"))), "newdata", class = "nce_error_input")
+  expect_error(predict(fit, data.frame(y = 0, y = 1, check.names = FALSE)), "duplicated", class = "nce_error_input")
+})
+
+test_that("an interrupt in the model's R function goes on as an interrupt, not as a model error", {
+  set.seed(1)
+  d <- data.frame(y = rnorm(30))
+  k <- 0
+  log_f <- function(theta, data) {
+    k <<- k + 1
+    if (k > 3) signalCondition(structure(class = c("interrupt", "condition"), list()))
+    -(data$y - theta[["mu"]])^2 / 2
+  }
+  grad <- function(theta, data) matrix(data$y - theta[["mu"]], nrow(data), 1)
+  got <- tryCatch(nce(model = nce_model(log_f, grad), data = d, reference = ref_normal(y = 0, cov = 2),
+                      start = c(mu = 0.5), ratio = 3),
+                  interrupt = function(i) "interrupt", error = function(e) conditionMessage(e))
+  expect_identical(got, "interrupt")
+  # The Rust side's "interrupt" code (its poll saw Ctrl-C) is an interrupt too.
+  rust_interrupt <- structure(list(message = "interrupted by the user", code = "interrupt"), class = "nce_rust_error")
+  expect_identical(tryCatch(nce:::rs(rust_interrupt), interrupt = function(i) "interrupt"), "interrupt")
+})

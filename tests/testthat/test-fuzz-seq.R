@@ -142,3 +142,18 @@ for (cs in fuzz_cases) {
     })
   })
 }
+
+test_that("simulate() of sequence fits and rlatkes() refuse huge sizes at once", {
+  old <- options(nce.max_memory = 8 * 2^30)
+  on.exit(options(old))
+  expect_error(rlatkes(1e8, kern), "`n`", class = "nce_error_size")
+  expect_error(simulate(fuzz_snce, nsim = 1e8), "nsim", class = "nce_error_size")
+  expect_error(simulate(fuzz_latkes, nsim = 1e8), "nsim", class = "nce_error_size")
+})
+
+test_that("snce() refuses unknown formula variables as nce() does", {
+  set.seed(1)
+  chain <- data.frame(y = stats::runif(40))
+  expect_error(snce(~ I(y * w_prev), chain, ref_uniform(y = c(0, 1)), ratio = 2), "w_prev", class = "nce_error_input")
+  expect_error(nce(~ I(y * w), chain, ref_uniform(y = c(0, 1)), ratio = 2), "w", class = "nce_error_input")
+})

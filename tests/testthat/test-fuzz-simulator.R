@@ -241,3 +241,56 @@ test_that("ratio_posterior refuses bad Metropolis arguments, and the Rust sample
   expect_error(nce:::rs(nce:::nce_sum_tables_eval(v, -1, 1, matrix(0, 2, 3))), class = "nce_error_input")
   expect_true(is.na(nce:::rs(nce:::nce_sum_tables_eval(v, -1, 1, matrix(2, 1, 1)))))
 })
+
+test_that("summaries are matched by name; wrong, missing or fewer observed summaries are refused", {
+  sim1 <- function(theta) rnorm(30, theta[["mu"]])
+  k <- 0
+  swap <- function(x) {
+    k <<- k + 1
+    if (k %% 2) c(mean = mean(x), sd = stats::sd(x)) else c(sd = stats::sd(x), mean = mean(x))
+  }
+  set.seed(5)
+  s <- simulate_summaries(sim1, swap, cbind(mu = c(0, 0.1)), n = 10)
+  expect_identical(colnames(s$summaries), c("mean", "sd"))
+  expect_true(all(s$summaries[, "sd"] > 0.5) && all(abs(s$summaries[, "mean"]) < 0.8))
+  renamed <- function(x) {
+    k <<- k + 1
+    if (k %% 2) c(mean = mean(x), sd = stats::sd(x)) else c(a = mean(x), b = stats::sd(x))
+  }
+  k <- 0
+  expect_warning(s2 <- simulate_summaries(sim1, renamed, cbind(mu = 0), n = 10), "named",
+                 class = "nce_warning_simulation")
+  expect_identical(sum(s2$ok), 5L)
+  summ1 <- function(x) c(mean = mean(x), sd = stats::sd(x))
+  obs_only <- function(f) function(x) if (length(x) == 29L) f(x) else summ1(x)
+  x_obs <- rnorm(29)
+  fit_with <- function(summ) {
+    set.seed(6)
+    lfire(x_obs, sim1, summ, fz_prior, theta = theta_grid(fz_prior, 5), n_theta = 30, n_marginal = 30,
+          control = lfire_control(nfolds = 3))
+  }
+  expect_error(fit_with(obs_only(function(x) c(mean = mean(x)))), "observed", class = "nce_error_input")
+  expect_error(fit_with(obs_only(function(x) c(a = mean(x), b = stats::sd(x)))), "named", class = "nce_error_input")
+  expect_error(fit_with(obs_only(function(x) c(mean(x), stats::sd(x)))), "named", class = "nce_error_input")
+  swapped <- fit_with(obs_only(function(x) c(sd = stats::sd(x), mean = mean(x))))
+  expect_identical(swapped$observed_summaries, summ1(x_obs))
+  expect_equal(swapped$log_ratio, fit_with(summ1)$log_ratio)
+})
+
+test_that("observed data outside every simulation warn; odd formulas and huge summaries are classed", {
+  set.seed(3)
+  r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 100, batch = TRUE, formula = ~ s(mu, k = 4) + s(m, k = 4))
+  expect_warning(ratio_posterior(r, matrix(rnorm(5, 50), 1), n_draws = 200), "observed",
+                 class = "nce_warning_extrapolation")
+  expect_no_warning(ratio_posterior(r, matrix(rnorm(5, 0), 1), n_draws = 200))
+  sim1 <- function(theta) rnorm(30, theta[["mu"]])
+  summ1 <- function(x) c(mean = mean(x), sd = stats::sd(x))
+  set.seed(7)
+  expect_warning(lfire(rnorm(30, 40), sim1, summ1, fz_prior, theta = theta_grid(fz_prior, 5), n_theta = 30,
+                       n_marginal = 30, control = lfire_control(nfolds = 3)),
+                 "observed", class = "nce_warning_extrapolation")
+  expect_error(ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, formula = ~ s(unknown)), "unknown",
+               class = "nce_error_input")
+  s300 <- function(x) cbind(m = rowMeans(x) * 1e300, v = apply(x, 1, var))
+  expect_error(ratio_amortised(fz_sim, s300, fz_prior, n = 50, batch = TRUE), "1e150", class = "nce_error_data")
+})

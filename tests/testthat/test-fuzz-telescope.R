@@ -57,3 +57,37 @@ test_that("hostile telescoping and chains inputs give classed conditions", {
     expect_error(eval(case[[2L]], tele_env), class = case[[3L]], label = case[[1L]])
   }
 })
+
+test_that("degenerate or overflowing draws and bogus choices are refused with classed errors", {
+  set.seed(63)
+  lk <- function(s) -0.5 * rowSums(s^2)
+  two <- sample(c(0.1, 0.2), 400, TRUE)
+  expect_error(marglik_nce(two, lk), "distinct", class = "nce_error_input")
+  expect_error(marglik_nce(stats::rnorm(400) * 1e300, lk, reference = "warped"), "draws", class = "nce_error_data")
+  expect_error(marglik_nce(stats::rnorm(400), lk, waymarks = "bogus"), "waymarks", class = "nce_error_input")
+  l1 <- function(th) stats::dnorm(0.3, th[, 1], 1, log = TRUE)
+  l2 <- function(th) stats::dnorm(0.3, 0, 1, log = TRUE) + 0 * th[, 1]
+  same <- matrix(0.5, 400, 1)
+  expect_error(bayes_factor_nce(same, same, l1, l2), "draws1", class = "nce_error_input")
+  # precomputed log-likelihoods of identical draws: the standard error would be 0
+  expect_error(suppressWarnings(bayes_factor_nce(NULL, NULL, list(rep(-1, 50), rep(-1, 50)),
+                                                 list(rep(-2, 50), rep(-2, 50)), ess = c(50, 50))),
+               class = "nce_error")
+})
+
+test_that("an NA estimate in bayes_factor_marglik() is reported as NA, not as separation", {
+  na_ml <- structure(list(logml = NA_real_, se = NA_real_), class = "nce_marglik")
+  ok_ml <- structure(list(logml = 1, se = 0.1), class = "nce_marglik")
+  e <- expect_error(bayes_factor_marglik(na_ml, ok_ml), class = "nce_error_input")
+  expect_match(conditionMessage(e), "`x1`'s log marginal likelihood estimate is NA")
+  expect_no_match(conditionMessage(e), "separated")
+  expect_error(bayes_factor_marglik(ok_ml, na_ml), "`x2`", class = "nce_error_input")
+})
+
+test_that("the same sample passed as both posteriors warns", {
+  set.seed(64)
+  x <- matrix(stats::rnorm(400), ncol = 1)
+  l1 <- function(th) stats::dnorm(0.3, th[, 1], 1, log = TRUE)
+  l2 <- function(th) stats::dnorm(0.3, 0, 1, log = TRUE) + 0 * th[, 1]
+  expect_warning(bayes_factor_nce(x, x, l1, l2), "same sample", class = "nce_warning_identical_samples")
+})
