@@ -622,3 +622,78 @@ draw_image <- function(fit, sm, n) {
   src <- if (sm$first.para > fit$row_setup$ncol) fit$transitions else fit$nce_frame[fit$nce_frame$.label == 1, ]
   graphics::points(src[[sm$term[1]]], src[[sm$term[2]]], pch = ".", col = "grey20")
 }
+
+#' Simulate scanpaths from a LATKES fit
+#'
+#' New fixation sequences from the fitted kernel, one per observed sequence
+#' (same start, same number of transitions), `nsim` times.
+#'
+#' `method = "grid"` runs the chains in Rust on the fitted kernel tabulated on
+#' `grid` cells over the window, exactly as [rlatkes()] does (exact up to that
+#' resolution); it needs a first-order kernel whose terms each depend either
+#' on the fixation (`x`, `y`, `radius`, maps) or on the saccade (`dist`,
+#' `angle`). With maps per image, each sequence uses the map of its image.
+#' `method = "sir"` uses [simulate.snce_fit()] (sampling-importance-resampling
+#' from uniform candidates, approximate, any kernel). `"auto"` takes `"grid"`
+#' when it applies.
+#'
+#' @param object A `latkes_fit`.
+#' @param nsim Number of simulated copies of the observed sequences.
+#' @param seed `NULL` or an integer for `set.seed()`.
+#' @param method `"auto"`, `"grid"` or `"sir"`.
+#' @param grid Cells along x and y for `method = "grid"`.
+#' @param ... Passed to [simulate.snce_fit()] for `method = "sir"` (`candidates`).
+#' @return Data frame with `x`, `y`, `.sequence`, `.step` (0 for the start) and `.sim`.
+#' @examples
+#' set.seed(1)
+#' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))
+#' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist) + s(angle, bs = "cc"))
+#' head(simulate(fit, seed = 1))
+#' @export
+simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto", "grid", "sir"),
+                                grid = c(256, 192), ...) {
+  method <- match.arg(method)
+  check_count(nsim, "nsim")
+  check_sim_size(object, nsim)
+  parts <- kernel_parts(object)
+  if (method == "auto") method <- if (is.null(parts)) "sir" else "grid"
+  if (method == "sir") return(NextMethod())
+  if (is.null(parts)) {
+    nce_abort(paste("method = \"grid\" needs a first-order kernel whose terms depend on the fixation (x, y, radius)",
+                    "or on the saccade (dist, angle) only: use method = \"sir\""), "input")
+  }
+  check_grid(grid)
+  check_size(8 * 4 * prod(2 * as.double(grid)) * 6, "grid", "the kernel tables")
+  old <- set_sim_seed(seed)
+  on.exit(restore_seed(old))
+  w <- object$window
+  centre <- c(mean(w[1:2]), mean(w[3:4]))
+  trans <- object$transitions
+  seqs <- split(seq_len(nrow(trans)), factor(trans$.sequence, levels = unique(trans$.sequence)))
+  first <- vapply(seqs, `[`, 1L, 1L)
+  chains <- rep(seq_along(seqs), times = nsim)
+  # With maps per image, one state table per image (the image of each sequence's first row).
+  map_by <- object[["map_by"]]
+  image <- if (is.null(map_by)) rep("", length(seqs)) else as.character(trans[[map_by]][first])
+  steps <- lengths(seqs)[chains]
+  xy <- vector("list", length(chains))
+  for (id in unique(image)) {
+    rows <- function(x, y, x_prev, y_prev) {
+      nd <- data.frame(x = x, y = y, x_prev = x_prev, y_prev = y_prev)
+      if (!is.null(map_by)) nd[[map_by]] <- rep(id, length(x))
+      object$features(nd)
+    }
+    state <- function(x, y) kernel_eta(object, rows(x, y, x, y), parts$state)
+    offset <- function(dx, dy) {
+      kernel_eta(object, rows(centre[1] + dx, centre[2] + dy, centre[1], centre[2]), parts$offset)
+    }
+    ch <- which(image[chains] == id)
+    run <- run_lattice(lattice_tables(w, grid, state, offset), w, grid, trans$x_prev[first][chains[ch]],
+                       trans$y_prev[first][chains[ch]], steps[ch])
+    xy[ch] <- split(data.frame(x = run$x, y = run$y), rep(seq_along(ch), steps[ch] + 1L))
+  }
+  xy <- do.call(rbind, xy)
+  len <- steps + 1L
+  data.frame(x = xy$x, y = xy$y, .sequence = rep(names(seqs)[chains], len), .step = sequence(len) - 1L,
+             .sim = rep((seq_along(chains) - 1L) %/% length(seqs) + 1L, len), stringsAsFactors = FALSE)
+}

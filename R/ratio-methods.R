@@ -318,3 +318,97 @@ glance.nce_ratio_posterior <- function(x, ...) {  # nolint: object_name_linter.
              n_draws = nrow(x$draws), ess = min(x$ess), acceptance = x$acceptance, time = x$time,
              stringsAsFactors = FALSE)
 }
+
+#' @export
+print.nce_ratio <- function(x, ...) {
+  cat("Amortised ratio estimator (classifier between joint and shuffled (theta, s) pairs)\n")
+  cat(sprintf("%d joint pairs, %d shuffled per pair; parameters %s; summaries %s\n", x$n, x$n_shuffle,
+              paste(x$parameters, collapse = ", "), paste(x$summary_names, collapse = ", ")))
+  cat("Classifier: ", paste(deparse(x$formula, width.cutoff = 100L), collapse = " "),
+      if (isTRUE(x$discrete)) " (discretised covariates)", "\n", sep = "")
+  cat(sprintf("Total edf %.1f; simulation %.2f s, fitting %.2f s\n", sum(x$gam$edf), x$time[["simulation"]],
+              x$time[["fitting"]]))
+  invisible(x)
+}
+
+#' @export
+summary.nce_ratio <- function(object, ...) {
+  g <- object$gam
+  structure(c(list(print = utils::capture.output(print(object)),
+                   deviance_explained = 1 - g$deviance / g$null.deviance,
+                   smooths = vapply(g$smooth, function(sm) sum(g$edf[sm$first.para:sm$last.para]), 1) |>
+                     stats::setNames(vapply(g$smooth, `[[`, "", "label"))), summary_loglik(object)),
+            class = "summary.nce_ratio")
+}
+
+#' @export
+print.summary.nce_ratio <- function(x, ...) {
+  writeLines(x$print)
+  cat(sprintf("Classifier deviance explained: %.3f\nEffective degrees of freedom per smooth:\n", x$deviance_explained))
+  print(round(x$smooths, 2L))
+  invisible(x)
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+coef.nce_ratio_posterior <- function(object, ...) colSums(object$draws * object$weights)
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+vcov.nce_ratio_posterior <- function(object, ...) {
+  cen <- sweep(object$draws, 2L, coef(object))
+  crossprod(cen * sqrt(object$weights))
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+confint.nce_ratio_posterior <- function(object, parm, level = 0.95, ...) {
+  check_probability(level, "level")
+  nms <- colnames(object$draws)
+  if (missing(parm)) parm <- nms
+  a <- (1 - level) / 2
+  ci <- t(vapply(parm, function(p) weighted_quantile(object$draws[, p], object$weights, c(a, 1 - a)), numeric(2)))
+  dimnames(ci) <- list(parm, sprintf("%s %%", format(100 * c(a, 1 - a), trim = TRUE)))
+  ci
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+summary.nce_ratio_posterior <- function(object, level = 0.95, ...) {
+  ci <- confint(object, level = level)
+  tab <- data.frame(mean = coef(object), sd = sqrt(diag(vcov(object))), lower = ci[, 1], upper = ci[, 2])
+  structure(list(table = tab, method = object$method, engine = object$engine, ess = object$ess,
+                 acceptance = object$acceptance, n = nrow(object$draws), level = level),
+            class = "summary.nce_ratio_posterior")
+}
+
+#' @export
+print.summary.nce_ratio_posterior <- function(x, digits = 4L, ...) {
+  how <- if (is.null(x$engine)) x$method else sprintf("%s in %s", x$method, if (x$engine == "r") "R" else "Rust")
+  cat(sprintf("Posterior from an amortised ratio estimator (%s, %d draws); %g%% credible intervals\n",
+              how, x$n, 100 * x$level))
+  print(format(x$table, digits = digits))
+  cat("Effective sample size:", paste(format(round(x$ess, 1)), collapse = ", "), "\n")
+  if (!is.na(x$acceptance)) cat(sprintf("Acceptance rate: %.3f\n", x$acceptance))
+  invisible(x)
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+print.nce_ratio_posterior <- function(x, ...) {
+  print(summary(x))
+  invisible(x)
+}
+
+#' @rdname nce_ratio_posterior_methods
+#' @export
+plot.nce_ratio_posterior <- function(x, ...) {
+  d <- ncol(x$draws)
+  op <- graphics::par(mfrow = c(1L, d))
+  on.exit(graphics::par(op))
+  for (p in colnames(x$draws)) {
+    de <- stats::density(x$draws[, p], weights = x$weights)
+    plot(de$x, de$y, type = "l", xlab = p, ylab = "posterior density", main = paste("Marginal of", p), ...)
+  }
+  invisible(x)
+}

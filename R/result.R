@@ -1,6 +1,14 @@
 # The base class of every result, `nce_result`: the methods that mean the same for every class
 # (fitted() as predict(type = "response"), update() that reproduces the fit, the log-likelihood
 # fields of summaries) and every refusal, once. Each class adds only what differs.
+#
+# Layout: front ends (nce.R, snce.R, latkes.R, vnce.R, lfire.R, ratio-amortised.R, design.R,
+# marglik.R, bayes-factor.R) check arguments and call the workers (contrast.R: data against
+# reference; grouped.R and smooth.R: the term set-up; the Rust engine through the bindings); the
+# S3 methods of a class live together in its methods file (nce-methods.R, gam-methods.R,
+# snce-methods.R, latkes-methods.R, latkes-collection.R, conditional-methods.R,
+# nonlinear-methods.R, vnce-methods.R, estimate-methods.R, lfire-methods.R, ratio-methods.R,
+# design-methods.R), broom's included; what is the same for all is here.
 
 #' The base class of nce results
 #'

@@ -259,18 +259,3 @@ edge_roc <- function(object, truth, abs = FALSE) {
   as_result(structure(list(auc = auc, roc = roc, n_edges = n1, n_pairs = length(score)),
                       class = c("nce_edge_roc", "nce_result")), call = match.call(), rng = NULL, env = parent.frame())
 }
-
-#' @export
-print.nce_edge_roc <- function(x, ...) {
-  cat(sprintf("Edge recovery: AUC %.3f over %d thresholds\n", x$auc, nrow(x$roc) - 1L))
-  invisible(x)
-}
-
-#' @export
-plot.nce_edge_roc <- function(x, ...) {
-  graphics::plot(x$roc$fpr, x$roc$tpr, type = "s", xlim = c(0, 1), ylim = c(0, 1),
-                 xlab = "false-positive rate", ylab = "true-positive rate",
-                 main = sprintf("AUC %.3f", x$auc), ...)
-  graphics::abline(0, 1, lty = 3, col = "grey50")
-  invisible(x)
-}

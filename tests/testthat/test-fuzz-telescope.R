@@ -79,9 +79,9 @@ test_that("an NA estimate in bayes_factor_marglik() is reported as NA, not as se
   na_ml <- structure(list(logml = NA_real_, se = NA_real_), class = "nce_marglik")
   ok_ml <- structure(list(logml = 1, se = 0.1), class = "nce_marglik")
   e <- expect_error(bayes_factor_marglik(na_ml, ok_ml), class = "nce_error_input")
-  expect_match(conditionMessage(e), "`x1`'s log marginal likelihood estimate is NA")
+  expect_match(conditionMessage(e), "`object1`'s log marginal likelihood estimate is NA")
   expect_no_match(conditionMessage(e), "separated")
-  expect_error(bayes_factor_marglik(ok_ml, na_ml), "`x2`", class = "nce_error_input")
+  expect_error(bayes_factor_marglik(ok_ml, na_ml), "`object2`", class = "nce_error_input")
 })
 
 test_that("the same sample passed as both posteriors warns", {
