@@ -202,7 +202,9 @@ summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
                  normaliser = normaliser,
                  n = object$n, n_sequences = object$n_sequences, ratio = object$ratio,
                  intercept = object$intercept$type, cluster = object$cluster, reml = object$reml,
-                 converged = object$converged, reference = object$reference), summary_loglik(object)),
+                 converged = object$converged, reference = object$reference,
+                 loglik_label = if (inherits(object, "latkes_fit")) "grid-normalised, kernel df" else
+                   "normaliser from the intercept, effective df"), summary_loglik(object)),
             class = "summary.snce_fit")
 }
 
@@ -227,7 +229,7 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
                 format(x$normaliser[["estimate"]], digits = digits),
                 format(x$normaliser[["se"]], digits = digits)))
   }
-  format_loglik(x, digits + 2L, "normaliser from the intercept, effective df")
+  format_loglik(x, digits + 2L, x$loglik_label)
   invisible(x)
 }
 

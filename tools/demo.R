@@ -21,7 +21,7 @@ t <- system.time(fit <- withCallingHandlers(
   latkes(fix, group = "trial", window = screen, ratio = 20),
   nce_warning = function(w) { message("note: ", conditionMessage(w)); invokeRestart("muffleWarning") }))
 print(summary(fit))
-cat(sprintf("\nfitted in %.2f s; held-in log-likelihood (normaliser from the intercept): %.1f\n", t[["elapsed"]], logLik(fit)))
+cat(sprintf("\nfitted in %.2f s; held-in log-likelihood (grid-normalised): %.1f\n", t[["elapsed"]], logLik(fit)))
 
 file <- file.path(outdir, "latkes-effects.png")
 grDevices::png(file, width = 1200, height = 900, res = 110, type = "cairo")

@@ -47,7 +47,7 @@ contract_cases_seq <- function() {
          }),
          newdata_index = 1:4,
          data = fix(),
-         unsupported = character()),
+         unsupported = "predict_lpmatrix"),
     list(name = "latkes_collection",
          fit = function() {
            d <- fix(2)
