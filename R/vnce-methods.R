@@ -23,12 +23,13 @@ vnce_description <- function(x) {
       latent = sprintf("missing values as latent variables, %d draws per point", x$n_latent),
       mean = "NCE after mean imputation", complete = sprintf("NCE on %d complete rows of %d", x$n, x$n_total))
     if (x$impute != "latent") est <- "NCE"
-    sprintf("%s, truncated Gaussian graphical model: n = %d, d = %d, %.1f%% missing (%s), nu = %g",
-            est, x$n_total, x$d, 100 * x$missing, how, x$nu)
+    sprintf("%s, truncated Gaussian graphical model: n = %d, d = %d, %.1f%% missing (%s), ratio = %g",
+            est, x$n_total, x$d, 100 * x$missing, how, x$ratio)
   } else if (inherits(x, "vnce_mog")) {
-    sprintf("%s, unnormalised mixture of Gaussians (sigma1 = %g): n = %d, nu = %g", est, x$model$sigma1, x$n, x$nu)
+    sprintf("%s, unnormalised mixture of Gaussians (sigma1 = %g): n = %d, ratio = %g", est, x$model$sigma1, x$n,
+            x$ratio)
   } else {
-    sprintf("%s, custom model with a discrete latent variable: n = %d, nu = %g", est, x$n, x$nu)
+    sprintf("%s, custom model with a discrete latent variable: n = %d, ratio = %g", est, x$n, x$ratio)
   }
 }
 
@@ -343,7 +344,7 @@ glance.vnce_fit <- function(x, ...) {  # nolint: object_name_linter.
   data.frame(nobs = stats::nobs(x), df = length(x$coefficients),
              logLik = if (is.null(ll)) NA_real_ else as.numeric(ll),
              AIC = if (is.null(ll)) NA_real_ else stats::AIC(ll), BIC = if (is.null(ll)) NA_real_ else stats::BIC(ll),
-             objective = x$objective, converged = isTRUE(x$converged), iterations = x$iterations, nu = x$nu)
+             objective = x$objective, converged = isTRUE(x$converged), iterations = x$iterations, ratio = x$ratio)
 }
 
 #' @rdname vnce_broom

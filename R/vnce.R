@@ -98,7 +98,7 @@ vnce <- function(data, model = tgm_model(), ratio = 1, n_latent = 10, method = c
     custom = fit_vnce_custom(data, model, ratio, method, control, call = call)
   )
   fit$call <- cl
-  fit$nu <- ratio
+  fit$ratio <- ratio
   fit$method <- method
   fit$args <- list(data = data, model = model, ratio = ratio, n_latent = n_latent, method = method, impute = impute,
                    control = control)

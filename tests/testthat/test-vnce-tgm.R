@@ -91,8 +91,8 @@ test_that("GHK family: with one missing value per row J is the exact NCE objecti
       stats::pnorm(-b / sqrt(a), log.p = TRUE) - c
   }
   exact_J <- function(K, c) {
-    gx <- apply(fit$data, 1, log_marg, K = K, c = c) - log(fit$nu) - fit$noise$lpx
-    gy <- apply(fit$noise$y, 1, log_marg, K = K, c = c) - log(fit$nu) - fit$noise$lpy
+    gx <- apply(fit$data, 1, log_marg, K = K, c = c) - log(fit$ratio) - fit$noise$lpx
+    gy <- apply(fit$noise$y, 1, log_marg, K = K, c = c) - log(fit$ratio) - fit$noise$lpy
     (sum(stats::plogis(gx, log.p = TRUE)) + sum(stats::plogis(-gy, log.p = TRUE))) / nrow(fit$data)
   }
   for (s in list(list(K = K, c = 0.5), list(K = unname(fit$precision), c = fit$c))) {
