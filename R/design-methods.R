@@ -21,7 +21,8 @@ eig_label <- function(design) paste(sprintf("%s = %s", names(design), format(sig
 #'   Bayesian covariance).
 #' @param parm,level Estimators and level of `confint()`.
 #' @param formula An `nce_eig` (the argument name of the `model.frame()` generic).
-#' @param nsim,seed Unused: `simulate()` is refused (simulate from the simulator itself).
+#' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
+#'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param ... Arguments changed by `update()`; unused elsewhere.
 #' @return See the description.
 #' @section What it refuses:
@@ -172,7 +173,8 @@ update.nce_eig <- function(object, ..., resample = FALSE) {
 #' @param type `"link"` or `"response"` (both: the EIG).
 #' @param parm,level Design variables and level of `confint()`.
 #' @param formula An `nce_design` (the argument name of the `model.frame()` generic).
-#' @param nsim,seed Unused: `simulate()` is refused (simulate from the simulator itself).
+#' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
+#'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param truth Optional `function(design)` giving a reference EIG for a matrix of designs.
 #' @param ... Arguments changed by `update()`; graphical arguments for `plot()`.
 #' @return See the description.

@@ -21,7 +21,7 @@
 #' scored pairs, `plot()` the ROC curve; `vcov()` and the model methods are refused (the AUC
 #' compares one estimate with a known graph: it has no sampling model here).
 #'
-#' @param object,x,formula A result of those functions.
+#' @param object A result of those functions.
 #' @param parm,level As for [stats::confint()].
 #' @param ... Unused.
 #' @return As described; errors of class `nce_error_unsupported` for the refused methods.

@@ -45,6 +45,8 @@ lfire_mode <- function(object) which.max(object$posterior)
 #' @param se.fit Not available (the ratio's sampling error is not estimated).
 #' @param nsim Number of posterior-predictive simulations.
 #' @param seed Optional seed (as in [stats::simulate()]).
+#' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
+#'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param which For `plot()`: parameters to show.
 #' @param ... Unused, or (update) arguments of [lfire()] to change.
 #' @name lfire-methods

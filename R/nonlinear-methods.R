@@ -21,7 +21,6 @@
 #' @param parm,level For `confint()`.
 #' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
 #' @param n_grid Grid points per axis for `plot()`.
-#' @param evaluate For `update()`: `FALSE` returns the call instead of refitting.
 #' @param digits Significant digits for `print()`.
 #' @param ... Further fits (`anova()`), arguments to update (`update()`), unused otherwise.
 #' @name nce_nls-methods

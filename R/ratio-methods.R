@@ -30,7 +30,8 @@
 #' @param type `"link"` (log ratio), `"response"` (ratio) or `"lpmatrix"`.
 #' @param se.fit Whether to return standard errors too (a list `fit`, `se.fit`).
 #' @param parm,level As for [stats::confint()].
-#' @param nsim,seed Unused: `simulate()` is refused.
+#' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
+#'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param ... Other `nce_ratio` fits (`anova()`), arguments of [ratio_amortised()] to change
 #'   (`update()`), residual type (`residuals()`), or arguments of [mgcv::plot.gam()] (`plot()`).
 #' @return As the generics; `predict()` a numeric vector, a list with `se.fit`, or a matrix.
@@ -205,7 +206,9 @@ plot.nce_ratio <- function(x, ...) {
 #' `logLik()`, `anova()`, `model.frame()`, `model.matrix()`, `formula()`, `terms()`) are
 #' refused with `nce_error_unsupported`: use them on the ratio estimator.
 #'
-#' @param object,x,formula An `nce_ratio_posterior` from [ratio_posterior()].
+#' @param object,x An `nce_ratio_posterior` from [ratio_posterior()].
+#' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
+#'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param parm Parameters (names) for `confint()`.
 #' @param level Credible level.
 #' @param nsim Number of posterior predictive simulations.

@@ -383,7 +383,9 @@ augment.vnce_fit <- function(x, data = NULL, ...) {  # nolint: object_name_linte
 #' specification, not a formula), `residuals()` (a density has no response), `anova()` (there is
 #' no nesting between vnce specifications to test).
 #'
-#' @param object,formula,x A [vnce()] fit.
+#' @param object,formula A [vnce()] fit.
+#' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
+#'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param evaluate For `update()`: `FALSE` returns the call instead of refitting.
 #' @param ... Unused (or, for `update()`, arguments of [vnce()] to change).
 #' @return `vcov()`: the covariance matrix of `coef()`. `nobs()`: the number of data rows used.
