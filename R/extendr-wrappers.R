@@ -109,6 +109,15 @@ nce_kernel_normal_log_density <- function(sd, lower, upper, x, prev, threads) .C
 #' @noRd
 nce_latkes_simulate <- function(state, offset, chains, settings) .Call(wrap__nce_latkes_simulate, state, offset, chains, settings)
 
+#' Log normalisers of LATKES transitions on a window grid (nce_core::quadrature): `terms` a
+#' list of term tables (see `term_tables`), `maps` a list (one per map feature) of lists of
+#' double matrices, `transitions` = list(px, py, angle_prev (NA: no turn), map, table) with
+#' `map` and `table` integer matrices (one row per transition, 1-based). Returns list(log_z,
+#' mean_x) (mean_x NULL without `gradient`).
+#' @keywords internal
+#' @noRd
+nce_latkes_normaliser <- function(terms, maps, transitions, settings) .Call(wrap__nce_latkes_normaliser, terms, maps, transitions, settings)
+
 #' Effective sample size of a series of stacked chains (`chains`: their lengths): each chain's
 #' long-run variance by the initial monotone sequence, deviations from the overall mean.
 #' @keywords internal

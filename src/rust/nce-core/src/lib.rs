@@ -5,7 +5,7 @@
 //!
 //! Layout: `engine` (the penalised engine), `sampling` (samplers and references),
 //! `estimators` (estimators built on them), and shared pieces at the top (errors, random
-//! streams, small dense linear algebra, L-BFGS, map interpolation).
+//! streams, small dense linear algebra, L-BFGS, map interpolation, window quadrature).
 
 // Project choices for `cargo clippy -- -D warnings` (make lint): `!(x >= 0.0)` rejects NaN
 // together with out-of-range values, on purpose; numeric kernels index several arrays with one
@@ -19,6 +19,7 @@ pub mod error;
 pub mod estimators;
 pub mod linalg;
 pub mod optim;
+pub mod quadrature;
 pub mod rng;
 pub mod sampling;
 pub mod spatial;

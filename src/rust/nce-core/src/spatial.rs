@@ -46,6 +46,16 @@ impl<'a> Map<'a> {
     fn at(&self, i: usize, j: usize) -> f64 {
         self.values[j * self.nrow + i]
     }
+
+    /// Bilinear value at (x, y) on `window` = [xmin, xmax, ymin, ymax] (assumed valid).
+    #[inline]
+    pub fn at_point(&self, x: f64, y: f64, window: [f64; 4]) -> f64 {
+        let [x0, x1, y0, y1] = window;
+        let (j0, j1, tx) = axis((x - x0) / (x1 - x0), self.ncol);
+        let (i0, i1, ty) = axis((y - y0) / (y1 - y0), self.nrow);
+        (1.0 - ty) * ((1.0 - tx) * self.at(i0, j0) + tx * self.at(i0, j1))
+            + ty * ((1.0 - tx) * self.at(i1, j0) + tx * self.at(i1, j1))
+    }
 }
 
 /// Lower cell index and weight of the upper one along an axis of `n` cells, for a point at
@@ -93,15 +103,8 @@ pub fn bilinear(maps: &[Map], which: &[usize], x: &[f64], y: &[f64], window: [f6
             format!("point {} has a missing or non-finite coordinate", k + 1),
         ));
     }
-    let (w, h) = (x1 - x0, y1 - y0);
     Ok((0..x.len())
-        .map(|k| {
-            let m = &maps[which[k]];
-            let (j0, j1, tx) = axis((x[k] - x0) / w, m.ncol);
-            let (i0, i1, ty) = axis((y[k] - y0) / h, m.nrow);
-            (1.0 - ty) * ((1.0 - tx) * m.at(i0, j0) + tx * m.at(i0, j1))
-                + ty * ((1.0 - tx) * m.at(i1, j0) + tx * m.at(i1, j1))
-        })
+        .map(|k| maps[which[k]].at_point(x[k], y[k], window))
         .collect())
 }
 
