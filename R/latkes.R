@@ -264,7 +264,7 @@ default_intercept <- function(order, by = NULL) {
 # held-out data in predict() and logLik() keep the warning).
 latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL, drop_points = NULL,
                            max_lost = 1, call = caller_call()) {
-  force(call) # the caller of latkes_prepare(), before the helpers below add frames
+  if (missing(call)) call <- sys.call(-1L) # the caller, taken here: the helpers below add frames
   d <- latkes_coordinates(data, x, y, group, map_names, call)
   pts <- check_drop_points(drop_points, call = call)
   at_pt <- at_points(d$x, d$y, pts)
