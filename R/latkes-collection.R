@@ -11,7 +11,7 @@ latkes_by <- function(cl, data, by, env) {
   if (anyNA(data[[by]])) nce_abort(sprintf("`by` column %s has NA", by), "data")
   args <- lapply(as.list(cl)[-1L], eval, envir = env)
   args$by <- NULL
-  if (is.null(args$window)) {
+  if (is.null(args$window) && nrow(data) > 0L) {
     # One window for all levels, so that `radius` is measured from one centre in every fit.
     xy <- latkes_coordinates(data, args$x %||% "x", args$y %||% "y", NULL, NULL, call = cl)
     at_pt <- at_points(xy$x, xy$y, check_drop_points(args$drop_points, call = cl))
