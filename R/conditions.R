@@ -42,3 +42,12 @@ format_positions <- function(i, max = 5L) {
   if (length(i) > max) s <- paste0(s, " and ", length(i) - max, " more")
   s
 }
+
+# Messages of class `nce_message_<kind>` / `nce_message`, muffled by suppressMessages().
+nce_inform <- function(message, kind) {
+  cond <- structure(
+    class = c(paste0("nce_message_", kind), "nce_message", "message", "condition"),
+    list(message = paste0(message, "\n"), call = NULL)
+  )
+  message(cond)
+}

@@ -11,6 +11,12 @@ latkes_by <- function(cl, data, by, env) {
   if (anyNA(data[[by]])) nce_abort(sprintf("`by` column %s has NA", by), "data")
   args <- lapply(as.list(cl)[-1L], eval, envir = env)
   args$by <- NULL
+  if (is.null(args$window) && nrow(data) > 0L) {
+    # One window for all levels, so that `radius` is measured from one centre in every fit.
+    xy <- latkes_coordinates(data, args$x %||% "x", args$y %||% "y", NULL, NULL, call = cl)
+    at_pt <- at_points(xy$x, xy$y, check_drop_points(args$drop_points, call = cl))
+    args$window <- range_window(xy$x[!at_pt], xy$y[!at_pt], call = cl)
+  }
   levs <- unique(data[[by]])
   one <- function(lev) {
     a <- args
@@ -18,6 +24,7 @@ latkes_by <- function(cl, data, by, env) {
     fit <- do.call(latkes, a)
     call <- cl
     call$by <- NULL
+    call$window <- args$window # the common window, also for update() of one fit
     call$data <- substitute(d[d[[b]] == l, ], list(d = cl$data, b = by, l = lev))
     fit$call <- call
     fit$call_env <- env

@@ -177,7 +177,7 @@ predict_raw_fixations <- function(object, newdata, type, se_fit, normalise, grid
   d <- newdata
   d$.row <- seq_len(nrow(d))
   prep <- suppressWarnings(latkes_prepare(d, xc, yc, g, object$window, "drop", object$order,
-                                          names(object[["maps"]])))
+                                          names(object[["maps"]]), drop_points = object[["drop_points"]]))
   st <- tryCatch(suppressWarnings(sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)),
                  nce_error_data = function(e) NULL)
   fit <- rep(NA_real_, nrow(newdata))
@@ -275,7 +275,7 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
     object$transitions
   } else {
     prep <- latkes_prepare(newdata, object$coords[["x"]], object$coords[["y"]], object[["group_column"]], object$window,
-                           object$outside, object$order, names(object[["maps"]]))
+                           object$outside, object$order, names(object[["maps"]]), drop_points = object[["drop_points"]])
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans
   }
   ld <- predict.latkes_fit(object, if (!is.null(newdata)) trans, type = "link", normalise = normalise, grid = grid,

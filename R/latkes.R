@@ -51,11 +51,30 @@
 #'   with map terms.
 #'
 #' @section Input care:
+#'   - `drop_points` removes the fixations at exactly the given points before
+#'     anything else (a tracker's code, such as (0, 0) for a lost eye), with a
+#'     message of class `nce_message_drop_points` that counts them and the
+#'     transitions lost; their sequence is split there, as for fixations outside
+#'     the window. The fit keeps the points (`fit$drop_points`) and applies them
+#'     to new fixations in `predict()` and `logLik(newdata =)`; the rows dropped
+#'     are in `fit$dropped$points`.
+#'   - More than 1% (and at least 3) of the fixations at one identical point
+#'     inside the window give a warning of class `nce_warning_pile` naming the
+#'     point and the count: a continuous kernel cannot explain a pile, which is
+#'     often a tracker's code; drop it with `drop_points` if it is one.
+#'   - `window = NULL` takes the range of the fixations (after `drop_points`),
+#'     which moves the centre `radius` is measured from: a message of class
+#'     `nce_message_window` gives the window taken. With `by`, one window is
+#'     taken from all the data, shared by every fit. Give the screen instead.
 #'   - Fixations outside `window` lie outside the model's support.
 #'     With `outside = "drop"` (default) they are removed with a warning of
-#'     class `nce_warning_outside` that counts them, and their sequence is split
-#'     there (no transition is invented across a gap); `outside = "error"`
-#'     makes them an error of class `nce_error_support`.
+#'     class `nce_warning_outside` that counts them and the transitions lost,
+#'     and their sequence is split there (no transition is invented across a
+#'     gap); `outside = "error"` makes them an error of class
+#'     `nce_error_support`. When the window loses more than half of the
+#'     transitions, it is an error of class `nce_error_support` (rather a window
+#'     in the wrong units or orientation than a choice): check the window.
+#'     `fit$dropped$outside` holds the rows dropped.
 #'   - Zero-length saccades (a fixation at exactly the previous location) have
 #'     probability zero under a continuous kernel and no direction: the
 #'     repeated fixation is removed with a warning of class
@@ -105,6 +124,9 @@
 #'   image; see Spatial covariates.
 #' @param map_by Name of the column of `data` whose values choose the map of
 #'   each fixation when `maps` holds lists of maps per image.
+#' @param drop_points `NULL`, or the points at which fixations are dropped
+#'   (tracker codes), before the window is applied: one point `c(x, y)`, a
+#'   2-column matrix or a list of points, matched exactly; see Input care.
 #' @param ... Further arguments of [snce()]: `cluster`, `knots` (merged with
 #'   the cyclic knots of the angles), `sp`, `time`, `control`, `discrete`,
 #'   `shards`.
@@ -137,7 +159,7 @@
 latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 20,
                    kernel = ~ s(radius, bs = "cr") + s(dist, bs = "cr") + s(angle, bs = "cc", k = 16),
                    intercept = NULL, order = 1,
-                   outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, ...) {
+                   outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, drop_points = NULL, ...) {
   rng <- rng_state()
   cl <- match.call()
   outside <- match.arg(outside)
@@ -146,7 +168,9 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   check_count(ratio, "ratio")
   check_data_frame(data, "data")
   mp <- latkes_maps(maps, map_by, data)
-  prep <- latkes_prepare(data, x, y, group, window, outside, order, names(mp))
+  prep <- latkes_prepare(data, x, y, group, window, outside, order, names(mp), drop_points = drop_points,
+                         max_lost = 0.5)
+  if (!is.null(drop_points)) inform_dropped_points(prep, drop_points)
   if (is.null(intercept)) {
     # With maps per image the normaliser depends on the image: one surface per image.
     per_image <- any(vapply(mp, `[[`, TRUE, "per_image")) && length(unique(prep$data[[map_by]])) > 1L
@@ -172,6 +196,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   fit["group_column"] <- list(group) # may be NULL; `$group` would also match group_setup
   fit$outside <- outside
   fit$dropped <- prep$dropped
+  fit["drop_points"] <- list(if (!is.null(drop_points)) check_drop_points(drop_points)) # for held-out data
   fit["maps"] <- list(mp)
   fit["map_by"] <- list(map_by)
   class(fit) <- c("latkes_fit", class(fit))
@@ -234,8 +259,83 @@ default_intercept <- function(order, by = NULL) {
 }
 
 # Checks the fixations and returns them with columns x, y and .sequence_id (the sequence,
-# split where fixations outside the window were dropped), and what was dropped.
-latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL, call = caller_call()) {
+# split where fixations at `drop_points` or outside the window were dropped), and what was dropped.
+# Losing more than `max_lost` of the transitions to the window is an error (latkes() asks 0.5;
+# held-out data in predict() and logLik() keep the warning).
+latkes_prepare <- function(data, x, y, group, window, outside, order, map_names = NULL, drop_points = NULL,
+                           max_lost = 1, call = caller_call()) {
+  if (missing(call)) call <- sys.call(-1L) # the caller, taken here: the helpers below add frames
+  d <- latkes_coordinates(data, x, y, group, map_names, call)
+  pts <- check_drop_points(drop_points, call = call)
+  at_pt <- at_points(d$x, d$y, pts)
+  if (is.null(window)) window <- range_window(d$x[!at_pt], d$y[!at_pt], call = call)
+  check_window(window, call = call)
+  window <- as.double(window)
+  seq0 <- if (is.null(group)) rep(1L, nrow(d)) else d[[group]]
+  if (anyNA(seq0)) nce_abort(sprintf("`group` column %s has NA", group), "data")
+  out <- !at_pt & (d$x < window[1] | d$x > window[2] | d$y < window[3] | d$y > window[4])
+  if (any(out) && outside == "error") {
+    nce_abort(sprintf("%d fixation(s) lie outside the window [%g, %g] x [%g, %g] (rows %s); use outside = \"drop\"",
+                      sum(out), window[1], window[2], window[3], window[4], format_positions(which(out))),
+              "support")
+  }
+  warn_piles(d$x[!at_pt & !out], d$y[!at_pt & !out], sum(!at_pt))
+  gap <- out | at_pt
+  keep <- !gap
+  # Sequence pieces: a new piece starts after each dropped fixation (no transition across the gap).
+  seq_f <- factor(seq0, levels = unique(seq0))
+  split_seq <- tapply(gap, seq_f, any)[as.character(seq_f)]
+  piece_id <- function(g) {
+    if (!any(g)) return(as.character(seq0))
+    piece <- stats::ave(as.integer(g), seq_f, FUN = cumsum)
+    ifelse(tapply(g, seq_f, any)[as.character(seq_f)], paste0(seq0, ".", piece + 1L), as.character(seq0))
+  }
+  id <- piece_id(gap)
+  # Zero-length saccades: the repeat of the previous kept fixation of the same piece.
+  kd <- which(keep)
+  rep_fix <- kd[c(FALSE, id[kd][-1] == id[kd][-length(kd)] & diff(d$x[kd]) == 0 & diff(d$y[kd]) == 0)]
+  if (length(rep_fix)) {
+    nce_warn(sprintf(paste("%d zero-length saccade(s) (a fixation at exactly the previous location, rows %s):",
+                           "the repeated fixation is dropped"),
+                     length(rep_fix), format_positions(rep_fix)), "zero_length", call = NULL)
+    keep[rep_fix] <- FALSE
+  }
+  # Pieces made short by the split are dropped here and counted; sequences short from the
+  # start are left to snce()'s warning.
+  n_trans <- function(ids) sum(pmax(table(ids) - order, 0))
+  not_rep <- !seq_along(keep) %in% rep_fix
+  before <- n_trans(droplevels(seq_f[not_rep]))
+  if (any(gap)) {
+    n_piece <- table(id[keep])
+    short_piece <- keep & split_seq & (n_piece[id] < order + 1L)
+    short_piece[is.na(short_piece)] <- FALSE
+    keep <- keep & !short_piece
+  }
+  after_pts <- n_trans(piece_id(at_pt)[not_rep & !at_pt])
+  after <- n_trans(id[keep])
+  if (any(out)) {
+    lost <- after_pts - after
+    msg <- sprintf("%d fixation(s) outside the window [%g, %g] x [%g, %g] dropped (rows %s);",
+                   sum(out), window[1], window[2], window[3], window[4], format_positions(which(out)))
+    if (lost > max_lost * after_pts) {
+      nce_abort(sprintf(paste("the window [%g, %g] x [%g, %g] leaves out %d of %d fixations (rows %s), splitting",
+                              "their sequences there: %d of %d transitions lost, more than half. Check that",
+                              "`window` is the screen, c(xmin, xmax, ymin, ymax) in the units and orientation",
+                              "of `%s` and `%s`, or pass a wider window"),
+                        window[1], window[2], window[3], window[4], sum(out), sum(!at_pt),
+                        format_positions(which(out)), lost, after_pts, x, y), "support", call = call)
+    }
+    nce_warn(sprintf(paste(msg, "their sequences are split there, losing %d of %d transitions"), lost, after_pts),
+             "outside", call = NULL)
+  }
+  d$.sequence_id <- id
+  list(data = d[keep, , drop = FALSE], window = window,
+       dropped = list(outside = which(out), zero_length = rep_fix, points = which(at_pt)),
+       transitions = c(before = before, after_points = after_pts, after = after))
+}
+
+# The checked coordinate columns of the fixations, copied to x and y.
+latkes_coordinates <- function(data, x, y, group, map_names, call) {
   check_data_frame(data, "data", call = call)
   check_string(x, "x", call = call)
   check_string(y, "y", call = call)
@@ -249,10 +349,10 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
              setdiff(intersect(names(data), c("x", "y")), c(x, y)))
   if (length(clash)) {
     nce_abort(sprintf("`data` has column(s) %s, names latkes() gives to features or coordinates: rename them",
-                      paste(clash, collapse = ", ")), "input")
+                      paste(clash, collapse = ", ")), "input", call = call)
   }
   if (!is.null(group) && (!is.character(group) || length(group) != 1L || !group %in% names(data))) {
-    nce_abort("`group` must name a column of `data`", "input")
+    nce_abort("`group` must name a column of `data`", "input", call = call)
   }
   d <- data
   d$x <- as.double(data[[x]])
@@ -260,58 +360,78 @@ latkes_prepare <- function(data, x, y, group, window, outside, order, map_names 
   bad <- which(!is.finite(d$x) | !is.finite(d$y))
   if (length(bad)) {
     nce_abort(sprintf("missing or non-finite coordinates in %d row(s) (%s): split the sequence with `group` or impute",
-                      length(bad), format_positions(bad)), "data")
+                      length(bad), format_positions(bad)), "data", call = call)
   }
-  if (is.null(window)) window <- c(range(d$x), range(d$y))
-  check_window(window, call = call)
-  window <- as.double(window)
-  seq0 <- if (is.null(group)) rep(1L, nrow(d)) else d[[group]]
-  if (anyNA(seq0)) nce_abort(sprintf("`group` column %s has NA", group), "data")
-  out <- d$x < window[1] | d$x > window[2] | d$y < window[3] | d$y > window[4]
-  keep <- rep(TRUE, nrow(d))
-  lost <- 0L
-  if (any(out)) {
-    if (outside == "error") {
-      nce_abort(sprintf("%d fixation(s) lie outside the window [%g, %g] x [%g, %g] (rows %s); use outside = \"drop\"",
-                        sum(out), window[1], window[2], window[3], window[4], format_positions(which(out))),
-                "support")
-    }
-    keep <- !out
+  d
+}
+
+# `drop_points` as a 2-column matrix (one point per row), or NULL.
+check_drop_points <- function(p, call = caller_call()) {
+  if (is.null(p)) return(NULL)
+  if (is.list(p) && !is.data.frame(p)) {
+    ok <- vapply(p, function(q) is.numeric(q) && length(q) == 2L, logical(1))
+    if (length(p) && all(ok)) p <- do.call(rbind, p)
+  } else if (is.numeric(p) && is.null(dim(p)) && length(p) == 2L) {
+    p <- matrix(p, 1L)
   }
-  # Sequence pieces: a new piece starts after each dropped fixation.
-  seq_f <- factor(seq0, levels = unique(seq0))
-  if (any(out)) {
-    piece <- stats::ave(as.integer(out), seq_f, FUN = cumsum)
-    split_seq <- tapply(out, seq_f, any)
-    id <- ifelse(split_seq[as.character(seq_f)], paste0(seq0, ".", piece + 1L), as.character(seq0))
+  if (!is.matrix(p) || !is.numeric(p) || ncol(p) != 2L || !nrow(p) || any(!is.finite(p))) {
+    nce_abort(paste("`drop_points` must be NULL, a point c(x, y), a 2-column matrix of points or a list of",
+                    "points, finite"), "input", call = call)
+  }
+  unname(p + 0)
+}
+
+# Rows at exactly one of the points.
+at_points <- function(x, y, pts) {
+  hit <- rep(FALSE, length(x))
+  for (i in seq_len(NROW(pts))) hit <- hit | (x == pts[i, 1] & y == pts[i, 2])
+  hit
+}
+
+format_point <- function(p) sprintf("(%s)", paste(as.character(p), collapse = ", "))
+
+# window = NULL: the range of the fixations, said in a message since it moves the centre
+# that `radius` is measured from.
+range_window <- function(x, y, call = caller_call()) {
+  if (!length(x)) nce_abort("`drop_points` leaves no fixation to take the window from", "data", call = call)
+  w <- c(range(x), range(y))
+  nce_inform(sprintf(paste("window = NULL: using the range of the fixations, c(%s); give `window` (the screen)",
+                           "to measure `radius` from the screen's centre"),
+                     paste(signif(w, 5), collapse = ", ")), "window")
+  w
+}
+
+# What `drop_points` removed, said once per fit.
+inform_dropped_points <- function(prep, drop_points) {
+  pts <- check_drop_points(drop_points)
+  where <- paste(apply(pts, 1, format_point), collapse = ", ")
+  n <- length(prep$dropped$points)
+  tr <- prep$transitions
+  msg <- if (n) {
+    sprintf("drop_points: %d fixation(s) at %s dropped; their sequences are split there, losing %d of %d transitions",
+            n, where, tr[["before"]] - tr[["after_points"]], tr[["before"]])
   } else {
-    id <- as.character(seq0)
+    sprintf("drop_points: no fixation sits at %s", where)
   }
-  # Zero-length saccades: the repeat of the previous kept fixation of the same piece.
-  kd <- which(keep)
-  rep_fix <- kd[c(FALSE, id[kd][-1] == id[kd][-length(kd)] & diff(d$x[kd]) == 0 & diff(d$y[kd]) == 0)]
-  if (length(rep_fix)) {
-    nce_warn(sprintf(paste("%d zero-length saccade(s) (a fixation at exactly the previous location, rows %s):",
-                           "the repeated fixation is dropped"),
-                     length(rep_fix), format_positions(rep_fix)), "zero_length", call = NULL)
-    keep[rep_fix] <- FALSE
-  }
-  # Pieces made short by the split are dropped here and counted; sequences short from the
-  # start are left to snce()'s warning.
-  if (any(out)) {
-    n_piece <- table(id[keep])
-    short_piece <- keep & split_seq[as.character(seq_f)] & (n_piece[id] < order + 1L)
-    short_piece[is.na(short_piece)] <- FALSE
-    n_trans <- function(ids) sum(pmax(table(ids) - order, 0))
-    before <- n_trans(droplevels(seq_f[setdiff(seq_len(nrow(d)), rep_fix)]))
-    keep <- keep & !short_piece
-    after <- n_trans(id[keep])
-    nce_warn(sprintf(paste("%d fixation(s) outside the window [%g, %g] x [%g, %g] dropped (rows %s);",
-                           "their sequences are split there, losing %d of %d transitions"),
-                     sum(out), window[1], window[2], window[3], window[4], format_positions(which(out)),
-                     before - after, before), "outside", call = NULL)
-  }
-  d$.sequence_id <- id
-  list(data = d[keep, , drop = FALSE], window = window,
-       dropped = list(outside = which(out), zero_length = rep_fix))
+  nce_inform(msg, "drop_points")
+}
+
+# More than 1% (and at least 3) of the fixations at one identical point is rarely a look: often an
+# eye tracker's code (e.g. (0, 0) for a lost eye), which a continuous kernel cannot explain.
+warn_piles <- function(x, y, n) {
+  if (length(x) < 3L) return(invisible())
+  key <- paste(x, y, sep = "\r")
+  tab <- table(key)
+  big <- tab[tab >= 3L & tab > 0.01 * n]
+  if (!length(big)) return(invisible())
+  big <- big[order(-big)]
+  first <- match(names(big), key)
+  pts <- cbind(x[first], y[first])
+  as_arg <- function(p) sprintf("c(%s)", paste(as.character(p), collapse = ", "))
+  where <- sprintf("%d of %s fixations (%.1f%%) sit at exactly %s", as.integer(big), format(n, big.mark = ","),
+                   100 * as.integer(big) / n, apply(pts, 1, format_point))
+  args <- apply(pts, 1, as_arg)
+  arg <- if (length(big) == 1L) args else sprintf("list(%s)", paste(args, collapse = ", "))
+  nce_warn(sprintf("%s: a tracker code for a lost eye? drop them with `drop_points = %s`",
+                   paste(where, collapse = "; "), arg), "pile", call = NULL)
 }

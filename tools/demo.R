@@ -1,5 +1,6 @@
 # Main example of `make demo`: LATKES on eye-movement fixations. Fits the real fixations
-# in ../shared/data/fixations.csv when present (else scanpaths simulated with rlatkes()),
+# in ../shared/data/fixations.csv when present, without the lost-eye code (0, 0) (else scanpaths
+# simulated with rlatkes()),
 # prints the fit, and writes <outdir>/latkes-effects.png (the kernel's three effects and the
 # spline intercept) and <outdir>/latkes-scanpath.png (an observed and a simulated scanpath).
 library(nce)
@@ -17,8 +18,10 @@ if (file.exists(csv)) {
                             angle = function(a) 0.4 * cos(4 * a)), window = screen, n_trials = 10)
   cat("data: simulated with rlatkes() (", csv, "not found)\n")
 }
+# The 1024 x 768 screen (../shared/data/README.md); (0, 0) is the tracker's code for a lost eye:
+# those fixations are dropped and their trials split there (a message says how many).
 t <- system.time(fit <- withCallingHandlers(
-  latkes(fix, group = "trial", window = screen, ratio = 20),
+  latkes(fix, group = "trial", window = screen, ratio = 20, drop_points = c(0, 0)),
   nce_warning = function(w) { message("note: ", conditionMessage(w)); invokeRestart("muffleWarning") }))
 print(summary(fit))
 cat(sprintf("\nfitted in %.2f s; held-in log-likelihood (grid-normalised): %.1f\n", t[["elapsed"]], logLik(fit)))
@@ -31,7 +34,7 @@ cat("effects plot written to", file, "\n")
 
 sim <- simulate(fit, seed = 2)
 obs <- fit$transitions
-first <- obs$.sequence[1]
+first <- names(which.max(table(obs$.sequence))) # the longest piece of a trial
 path_obs <- rbind(data.frame(x = obs$x_prev[obs$.sequence == first][1], y = obs$y_prev[obs$.sequence == first][1]),
                   obs[obs$.sequence == first, c("x", "y")])
 path_sim <- sim[sim$.sequence == first, ]
