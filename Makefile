@@ -13,7 +13,7 @@ CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOT
 	_R_CHECK_SYSTEM_CLOCK_=false _R_CHECK_FORCE_SUGGESTS_=false \
 	NCE_SHARED_DATA=$(SHARED_DATA) NOT_CRAN=true
 
-.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes bench-scale clean
+.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes bench-latkes-methods bench-scale clean
 
 all: install
 
@@ -91,6 +91,10 @@ bench: install
 
 bench-latkes: install
 	R_LIBS=$(R_LIB) Rscript bench/latkes.R
+
+# Post-fit methods of LATKES on the real fixations against the fit's own time (issue 31).
+bench-latkes-methods: install
+	R_LIBS=$(R_LIB) NCE_SHARED_DATA=$(SHARED_DATA) Rscript bench/latkes-methods.R
 
 # Pooled LATKES fits at scale (issue 18): exact, discrete = TRUE and bam(discrete = TRUE), each in its
 # own R process (NCE_SCALE_S, NCE_SCALE_ENGINES choose sizes and engines; see bench/scale.R).
