@@ -13,7 +13,7 @@ CHECK_ENV := _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false _R_CHECK_CRAN_INCOMING_REMOT
 	_R_CHECK_SYSTEM_CLOCK_=false _R_CHECK_FORCE_SUGGESTS_=false \
 	NCE_SHARED_DATA=$(SHARED_DATA) NOT_CRAN=true
 
-.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes bench-latkes-methods bench-scale clean
+.PHONY: all setup install wrappers document demo test cargo-test check tarball vendor site coverage coverage-rust bench bench-latkes bench-latkes-methods bench-scale clean readme-test
 
 all: install
 
@@ -50,17 +50,35 @@ tarball: setup vendor
 	R CMD build .
 	@ls -l $(TARBALL)
 
-check: tarball
+# R CMD check --as-cran, as CRAN checks a submission (checkbashisms and qpdf come from setup), offline:
+# the remote incoming checks are off, and --as-cran's check for orphaned dependencies, which reads
+# CRAN's package database, reads an empty stand-in (R_CRAN_WEB), so it finds none. --no-manual:
+# no LaTeX here. Fails on any ERROR or WARNING; NOTEs are listed.
+CRAN_WEB := $(CURDIR)/target/cran-web
+CHECK_ENV += R_CRAN_WEB=file://$(CRAN_WEB)
+
+$(CRAN_WEB)/web/packages/packages.rds:
+	@mkdir -p $(@D)
+	Rscript -e 'saveRDS(data.frame(Package = character(), Maintainer = character()), "$@")'
+
+check: tarball $(CRAN_WEB)/web/packages/packages.rds
 	rm -rf $(PKG).Rcheck
-	$(CHECK_ENV) R CMD check --no-manual $(TARBALL) || true
+	$(CHECK_ENV) R CMD check --as-cran --no-manual $(TARBALL) || true
 	@echo "----- testthat summary -----"
 	@grep -E '\[ FAIL|FAIL [0-9]|Failure|Error' $(PKG).Rcheck/tests/testthat.Rout* | tail -20 || true
 	@echo "----- check status -----"
+	@grep -E '\.\.\. (\[.*\] )?NOTE' $(PKG).Rcheck/00check.log || true
 	@tail -n 3 $(PKG).Rcheck/00check.log
 	@if grep -qE '^Status:.*(ERROR|WARNING)' $(PKG).Rcheck/00check.log || ! grep -q '^Status:' $(PKG).Rcheck/00check.log; then \
 	  grep -B2 -A20 -E '\.\.\. (ERROR|WARNING)' $(PKG).Rcheck/00check.log | head -80; exit 1; fi
 
-test: setup lint cargo-test check site
+# Every R block of README.md, run against the installed package (tests/testthat/test-readme.R;
+# README.md is not in the installed package, so R CMD check skips that test).
+readme-test: install
+	R_LIBS=$(R_LIB) NOT_CRAN=true NCE_README=$(CURDIR)/README.md NCE_SHARED_DATA=$(SHARED_DATA) \
+	  Rscript -e 'testthat::test_dir("tests/testthat", package = "nce", load_package = "installed", filter = "readme", reporter = "summary", stop_on_failure = TRUE)'
+
+test: setup lint cargo-test readme-test check site
 
 # Gates (run by `make test`): Rust formatting and clippy over the workspace, lintr over R/
 # (.lintr states the project's choices). `make lint-r` alone prints the lints and their counts.

@@ -233,7 +233,8 @@ subset_simulations <- function(sims, rows) {
 #' dm <- death_model()
 #' set.seed(1)
 #' opt <- design_optimise(dm$simulator, dm$summaries, dm$prior, lower = c(t = 0.01), upper = c(t = 4),
-#'                        n = 600, n_initial = 6, n_refine = 3, rounds = 1, batch = TRUE, n_final = 600)
+#'                        n = 600, n_initial = 6, n_refine = 3, rounds = 1, batch = TRUE,
+#'                        n_final = 600)
 #' opt
 #' @export
 design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L, batch = FALSE,

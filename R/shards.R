@@ -38,14 +38,17 @@
 #'   every worker can read (shared storage) under the same path.
 #' @return An object of class `nce_shards`, to give as `shards`. A plain
 #'   number `n` as `shards` means `nce_shards(n)`.
-#' @seealso The README section "Pooled fits at scale".
+#' @seealso [latkes()] and [snce()], which take `shards =`; the timings of sharded fits are in
+#'   `bench/README.md` of the source repository.
 #' @examples
 #' set.seed(1)
-#' d <- rlatkes(300, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768), n_trials = 2)
-#' # In this process (future's default plan); plan(multisession, workers = 2) for two background workers.
-#' fit <- latkes(d, group = "trial", window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist, bs = "cr"),
+#' win <- c(0, 1024, 0, 768)
+#' d <- rlatkes(300, kernel = list(dist = function(d) -d / 150), window = win, n_trials = 2)
+#' # In this process (future's default plan);
+#' # plan(multisession, workers = 2) for two background workers.
+#' fit <- latkes(d, group = "trial", window = win, ratio = 10, kernel = ~ s(dist, bs = "cr"),
 #'               shards = nce_shards(1))
-#' summary(fit)
+#' fit$sp  # the smoothing parameters, as in the fit without shards
 #' @export
 nce_shards <- function(n = 2L, dir = NULL) {
   call <- caller_call()

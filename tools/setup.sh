@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Install R and the R packages nce needs from Debian's archive (CRAN is not
-# reachable on the build machines). Does nothing when everything is present.
+# reachable on the build machines), and what R CMD check --as-cran uses as on CRAN's machines:
+# checkbashisms (devscripts) on the configure scripts, qpdf on the vignettes' PDFs. Does nothing
+# when everything is present.
 set -euo pipefail
 
 pkgs=(r-base-dev r-cran-mgcv r-cran-testthat r-cran-knitr r-cran-rmarkdown
       r-cran-roxygen2 pandoc r-cran-future r-cran-future.apply r-cran-survival
       r-cran-bridgesampling r-cran-nlme r-cran-matrix r-cran-tmvtnorm r-cran-png
       r-cran-broom r-cran-progressr r-cran-lintr r-cran-glmnet r-cran-pkgdown r-cran-covr
-      libjs-mathjax)
+      libjs-mathjax devscripts qpdf)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -19,6 +19,12 @@ if (length(other)) {
 pkgdown::build_site(".", override = list(reference = reference), devel = FALSE, preview = FALSE,
                     new_process = FALSE, install = FALSE)
 
+# The home page is README.md, whose links to vignettes/<name>.Rmd are right on GitHub: on the site
+# they point at the articles.
+index <- file.path("docs", "index.html")
+html <- readLines(index, warn = FALSE)
+writeLines(gsub("href=\"vignettes/([A-Za-z0-9_-]+)[.]Rmd\"", "href=\"articles/\\1.html\"", html), index)
+
 # MathJax from Debian's libjs-mathjax: only what the TeX-AMS_CHTML configuration loads.
 mj_src <- "/usr/share/javascript/mathjax"
 if (!file.exists(file.path(mj_src, "MathJax.js"))) {
