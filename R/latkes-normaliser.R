@@ -48,11 +48,10 @@ grid_normaliser <- function(object, newdata, grid, gradient = FALSE, refine = 7,
   key <- if (length(cond)) do.call(paste, c(unname(as.list(newdata[cond])), sep = "\r")) else rep("", nrow(newdata))
   first <- which(!duplicated(key))
   nd <- newdata[first, , drop = FALSE]
+  # Per thread, about 20 numbers per point of the finer grid (the R rule's chunks hold as many).
+  check_size(8 * 40 * (4 * prod(as.double(grid)) + 2 * 128 * (2 * refine + 1)^2), "grid",
+             "the normalising grid", call = call)
   plan <- if (tables) normaliser_plan(object, nd, gradient)
-  if (is.null(plan)) {
-    check_size(8 * 40 * (4 * prod(as.double(grid)) + 2 * 128 * (2 * refine + 1)^2), "grid",
-               "the normalising grid", call = call)
-  }
   once <- function(rows, g, r) {
     if (is.null(plan)) grid_normaliser_once(object, nd[rows, , drop = FALSE], g, gradient, r)
     else plan_normaliser(plan, object, rows, g, r, gradient)

@@ -177,6 +177,14 @@ fn check(rule: &Rule, maps: &[MapFeature], terms: &[TermTables], trans: &[Transi
     if rule.grid.0 == 0 || rule.grid.1 == 0 {
         return Err(NceError::invalid("grid", "must be two positive whole numbers"));
     }
+    // The caller checks memory against the machine; this bounds what any caller can ask.
+    let cells = (rule.grid.0 as f64) * (rule.grid.1 as f64) + ((rule.refine * SUB) as f64).powi(2);
+    if cells > 1e9 {
+        return Err(NceError::invalid(
+            "grid",
+            format!("asks for {cells:.3e} points per transition (at most 1e9)"),
+        ));
+    }
     for (k, t) in terms.iter().enumerate() {
         let arg = format!("terms[[{}]]", k + 1);
         if t.n < 2 || t.values.is_empty() || t.values.len() % t.n != 0 || !(t.step > 0.0) || !t.lo.is_finite() {
@@ -667,6 +675,10 @@ mod tests {
             &stop
         )
         .is_err());
+        let bad = |r: Rule, t: &TermTables| {
+            log_normalisers(&r, &[], std::slice::from_ref(t), &[tr(1.0, 1.0, 1)], 0, false, &stop)
+        };
+        assert!(bad(rule((100_000, 100_000), 1), &t).is_err()); // 1e10 points: refused before allocating
         assert!(log_normalisers(&rule((4, 3), 1), &[], &[t], &[tr(f64::NAN, 1.0, 1)], 0, false, &stop).is_err());
     }
 }
