@@ -30,7 +30,8 @@ pub enum Feature {
     Radius,
     /// Saccade length from the previous fixation.
     Dist,
-    /// Saccade direction on (-pi, pi].
+    /// Saccade direction, tabulated in its pseudo-angle p on [-2, 2] (see [`pseudo_angle`]):
+    /// a table for angle a holds f(a(p)) at equally spaced p.
     Angle,
     /// Turn from the previous saccade's direction, wrapped to (-pi, pi].
     RelAngle,
@@ -155,6 +156,24 @@ fn fast_atan2(y: f64, x: f64) -> f64 {
     a.copysign(y)
 }
 
+/// The pseudo-angle of direction (dx, dy): 1 - dx / (|dx| + |dy|) with the sign of dy, on
+/// [-2, 2], increasing with the angle atan2(dy, dx) (0 along +x, 1 along +y, 2 along -x), so a
+/// table in it stands for a table in the angle without an arctangent per point; -2 (the angle
+/// -pi) is taken as 2 (pi), and no direction (0, 0) as 0, as R's latkes_features() does.
+#[inline]
+pub fn pseudo_angle(dx: f64, dy: f64) -> f64 {
+    let s = dx.abs() + dy.abs();
+    if s == 0.0 {
+        return 0.0;
+    }
+    let p = (1.0 - dx / s).copysign(dy);
+    if p == -2.0 {
+        2.0
+    } else {
+        p
+    }
+}
+
 /// Angles wrapped to (-pi, pi], as R's `wrap_angle()`.
 #[inline]
 fn wrap_angle(a: f64) -> f64 {
@@ -267,7 +286,7 @@ fn points(rule: &Rule, prev: (f64, f64), out: &mut Vec<(f64, f64, f64)>) {
 #[derive(Default)]
 struct Scratch {
     pts: Vec<(f64, f64, f64)>,
-    feat: [Vec<f64>; 6],
+    feat: [Vec<f64>; 7],
     mapv: Vec<f64>,
     eta: Vec<f64>,
     /// Per term and point: table index and weight (only with the gradient).
@@ -283,7 +302,7 @@ fn slot(f: Feature) -> Option<usize> {
         Feature::Y => Some(1),
         Feature::Radius => Some(2),
         Feature::Dist => Some(3),
-        Feature::Angle => Some(4),
+        Feature::Angle => Some(6),
         Feature::RelAngle => Some(5),
         Feature::Map(_) => None,
     }
@@ -297,7 +316,7 @@ fn compute_features(
     tr: &Transition,
     rule: &Rule,
     pts: &[(f64, f64, f64)],
-    feat: &mut [Vec<f64>; 6],
+    feat: &mut [Vec<f64>; 7],
 ) {
     let need = |f: &dyn Fn(Feature) -> bool| terms.iter().any(|t| f(t.feature));
     let np = pts.len();
@@ -324,7 +343,10 @@ fn compute_features(
                 .map(|p| ((p.0 - px) * (p.0 - px) + (p.1 - py) * (p.1 - py)).sqrt()),
         );
     }
-    if need(&|f| matches!(f, Feature::Angle | Feature::RelAngle)) {
+    if need(&|f| f == Feature::Angle) {
+        feat[6].extend(pts.iter().map(|p| pseudo_angle(p.0 - px, p.1 - py)));
+    }
+    if need(&|f| f == Feature::RelAngle) {
         feat[4].extend(pts.iter().map(|p| {
             let (dx, dy) = (p.0 - px, p.1 - py);
             let a = fast_atan2(dy, dx);
@@ -569,6 +591,22 @@ mod tests {
     }
 
     #[test]
+    fn pseudo_angle_increases_with_the_angle() {
+        let mut last = -2.0;
+        for i in 1..=4000 {
+            let a = -PI + 2.0 * PI * i as f64 / 4000.0;
+            let p = pseudo_angle(3.0 * a.cos(), 3.0 * a.sin());
+            assert!(p > last, "{a}");
+            last = p;
+        }
+        assert_eq!(pseudo_angle(-1.0, -0.0), 2.0);
+        assert_eq!(pseudo_angle(-1.0, 0.0), 2.0);
+        assert_eq!(pseudo_angle(0.0, 0.0), 0.0);
+        assert_eq!(pseudo_angle(0.0, 5.0), 1.0);
+        assert_eq!(pseudo_angle(0.0, -5.0), -1.0);
+    }
+
+    #[test]
     fn flat_kernel_gives_the_window_area() {
         let stop = AtomicBool::new(false);
         for refine in [0, 1, 3, 7] {
@@ -648,7 +686,7 @@ mod tests {
 
     #[test]
     fn results_do_not_depend_on_threads() {
-        let t = table(Feature::Angle, -PI, PI, 257, |a| 0.5 * (4.0 * a).cos());
+        let t = table(Feature::Angle, -2.0, 2.0, 257, |p| 0.5 * (4.0 * p).cos());
         let trans: Vec<Transition> = (0..50).map(|i| tr(i as f64 * 0.8, 30.0 - i as f64 * 0.6, 1)).collect();
         let run = |threads| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -727,7 +765,7 @@ mod speed {
         let all = [
             mk(Feature::Radius, 0.0, 700.0),
             mk(Feature::Dist, 0.0, 1400.0),
-            mk(Feature::Angle, -PI, PI),
+            mk(Feature::Angle, -2.0, 2.0),
         ];
         let rule = Rule {
             window: [0.0, 1024.0, 0.0, 768.0],
