@@ -196,7 +196,7 @@ normaliser_plan <- function(object, nd, gradient) {
       td <- lapply(nd, function(col) rep(col[i], table_size))
       td[[v]] <- if (v == "angle") pseudo_angle_to_angle(g) else g
       x <- term_design(object, term, as.data.frame(td, stringsAsFactors = FALSE, optional = TRUE))
-      list(values = drop(x %*% beta[term$pos]), basis = if (gradient) c(t(x)))
+      list(values = drop(x %*% beta[term$pos]), basis = if (gradient) c(x))  # column by column
     })
     terms[[length(terms) + 1L]] <- list(
       feature = if (v %in% names(maps)) 7L else window_feature_codes[[v]], map = max(1L, match(v, names(maps), 0L)),

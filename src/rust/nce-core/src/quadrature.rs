@@ -41,7 +41,8 @@ pub enum Feature {
 
 /// Equally spaced tables of one term: `values[t * n + i]` is table t at `lo + i * step`;
 /// `basis`, when the gradient is wanted, holds the term's design columns at the same values
-/// (`basis[(t * n + i) * ncol + c]`) and `cols` their positions in the kernel's coefficients.
+/// (column by column per table: `basis[(t * ncol + c) * n + i]`) and `cols` their positions in
+/// the kernel's coefficients.
 #[derive(Clone, Debug)]
 pub struct TermTables {
     pub feature: Feature,
@@ -382,7 +383,6 @@ fn one(
     s: &mut Scratch,
 ) -> (f64, Vec<f64>) {
     points(rule, tr.prev, &mut s.pts);
-    let np = s.pts.len();
     s.eta.clear();
     s.eta.extend(s.pts.iter().map(|p| p.2));
     if gradient {
@@ -444,32 +444,41 @@ fn one(
     // The design row is linear in the table rows: accumulate each point's weight on the two
     // rows it interpolates, then one pass over the basis table per term.
     let mut mean = vec![0.0; ncoef];
+    let inv_total = 1.0 / total;
     for (k, t) in terms.iter().enumerate() {
         let Some(basis) = &t.basis else { continue };
         s.bins.clear();
         s.bins.resize(t.n, 0.0);
-        for q in 0..np {
-            let (i, w) = s.loc[k][q];
-            let p = s.eta[q] / total;
-            s.bins[i] += p * (1.0 - w);
+        for (&(i, w), &e) in s.loc[k].iter().zip(&s.eta) {
+            let p = e * inv_total;
+            s.bins[i] += p - p * w;
             s.bins[i + 1] += p * w;
         }
         let nc = t.cols.len();
-        let base = tr.table[k] * t.n;
-        let mut acc = vec![0.0; nc];
-        for (i, &b) in s.bins.iter().enumerate() {
-            if b != 0.0 {
-                let row = &basis[(base + i) * nc..(base + i + 1) * nc];
-                for c in 0..nc {
-                    acc[c] += b * row[c];
-                }
-            }
-        }
         for c in 0..nc {
-            mean[t.cols[c]] += acc[c];
+            let at = (tr.table[k] * nc + c) * t.n;
+            mean[t.cols[c]] += dot(&s.bins, &basis[at..at + t.n]);
         }
     }
     (log_z, mean)
+}
+
+/// Dot product in four lanes (a fixed order: the same result on any thread).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for j in 0..4 {
+            acc[j] += x[j] * y[j];
+        }
+    }
+    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        sum += x * y;
+    }
+    sum
 }
 
 /// Log normaliser and mean design row of one transition.
