@@ -1,7 +1,8 @@
 //! Binding of the LATKES chain simulator on a grid. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, guard, int_slice, list_count, list_get, list_number, real_matrix, real_slice, seed_of, Res,
+    col_major_matrix, guard, int_slice, list_count, list_get, list_number, real_matrix, real_slice, seed_of,
+    zero_based, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
@@ -116,19 +117,6 @@ fn normaliser_settings(settings: &List) -> Res<NormaliserSettings> {
     })
 }
 
-/// 1-based indices to 0-based, each below `max` (checked again by the core).
-fn indices(x: &[i32], arg: &str) -> Res<Vec<usize>> {
-    x.iter()
-        .map(|&v| {
-            if v >= 1 {
-                Ok((v - 1) as usize)
-            } else {
-                Err(NceError::invalid(arg, "must hold indices from 1"))
-            }
-        })
-        .collect()
-}
-
 /// One term's tables from list(feature, map, lo, step, n, values, basis, cols): `feature` 1-7
 /// for x, y, radius, dist, angle, rel_angle, map (then `map` says which map feature, from 1).
 fn term_tables(t: &Robj, k: usize) -> Res<TermTables> {
@@ -159,7 +147,7 @@ fn term_tables(t: &Robj, k: usize) -> Res<TermTables> {
         } else {
             Some(real_slice(&basis, &arg)?.to_vec())
         },
-        indices(int_slice(&cols, &arg)?, &arg)?,
+        zero_based(&cols, &arg, i32::MAX as usize)?,
     ))
 }
 
@@ -168,7 +156,8 @@ fn index_rows(m: &Robj, nrow: usize, arg: &str) -> Res<Vec<Vec<usize>>> {
     if m.is_null() {
         return Ok(vec![Vec::new(); nrow]);
     }
-    let v = indices(int_slice(m, arg)?, arg)?;
+    // the core checks each index against its tables and maps
+    let v = zero_based(m, arg, i32::MAX as usize)?;
     if nrow == 0 || v.len() % nrow != 0 {
         return Err(NceError::invalid(arg, format!("must have {nrow} rows")));
     }
