@@ -118,6 +118,31 @@ nce_latkes_simulate <- function(state, offset, chains, settings) .Call(wrap__nce
 #' @noRd
 nce_latkes_normaliser <- function(terms, maps, transitions, settings) .Call(wrap__nce_latkes_normaliser, terms, maps, transitions, settings)
 
+#' Train a network energy by NCE. `x`: the network's (standardised) inputs, rows x inputs; `z`:
+#' the other columns (the intercept among them), rows x p; `response` = list(y, weights, offset,
+#' held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs, step,
+#' weight_decay, step_patience, patience, n_starts, seed, threads, beta_start, warm_start,
+#' progress), `progress` NULL or an R function(start, epoch, train_loss, held_out_loss) called
+#' on the R main thread after every epoch. Returns params, beta, held_out_loss, best_start,
+#' best_epoch (1-based), history (epochs x 5: start, epoch, train_loss, held_out_loss, step) and
+#' starts (starts x 3: held-out loss, best epoch, stopped early).
+#' @keywords internal
+#' @noRd
+nce_mlp_train <- function(x, z, response, settings) .Call(wrap__nce_mlp_train, x, z, response, settings)
+
+#' The network's output at the rows of `x` (rows x inputs). `settings` = list(inputs, hidden,
+#' activation, threads).
+#' @keywords internal
+#' @noRd
+nce_mlp_forward <- function(x, params, settings) .Call(wrap__nce_mlp_forward, x, params, settings)
+
+#' Random-walk Metropolis on exp(f) inside the box [lower, upper] (the network's input scale).
+#' `starts` chains x inputs; `chains` = list(scale, burnin, steps, seed, threads). Returns draws
+#' (steps x chains x inputs, R's array order) and accepted (per chain).
+#' @keywords internal
+#' @noRd
+nce_mlp_metropolis <- function(params, settings, lower, upper, starts, chains) .Call(wrap__nce_mlp_metropolis, params, settings, lower, upper, starts, chains)
+
 #' Effective sample size of a series of stacked chains (`chains`: their lengths): each chain's
 #' long-run variance by the initial monotone sequence, deviations from the overall mean.
 #' @keywords internal

@@ -490,6 +490,7 @@ logLik.nce_fit <- function(object, newdata = NULL, ...) {
 # Parameters counted by logLik: coefficients estimated (with the intercept), or the total edf.
 nce_df <- function(object) {
   if (inherits(object, "nce_gam")) return(sum(object$edf))
+  if (inherits(object, "nce_mlp")) return(sum(!is.na(stats::coef(object))) + object$network$n_params)
   sum(!is.na(stats::coef(object)))
 }
 

@@ -13,6 +13,7 @@ mod convert;
 mod debug;
 mod fit;
 mod latkes;
+mod mlp;
 mod nonlinear;
 mod ref_discrete_steps;
 mod reference;
@@ -29,6 +30,7 @@ extendr_api::extendr_module! {
     use basis;
     use reference;
     use latkes;
+    use mlp;
     use bridge;
     use vnce_tools;
     use vnce;

@@ -8,6 +8,7 @@ pub mod lasso;
 pub mod lasso_onestep;
 pub mod lasso_path;
 pub mod lfire;
+pub mod mlp;
 pub mod mog;
 pub mod nonlinear;
 pub mod telescope;

@@ -185,8 +185,7 @@ pub struct ChainControl<'a> {
 }
 
 fn run_chain(
-    tables: &SumTables,
-    prior: &ChainPrior,
+    target: &(dyn Fn(&[f64]) -> (f64, bool) + Sync),
     start: &[f64],
     ctrl: &ChainControl,
     stream: u64,
@@ -204,7 +203,7 @@ fn run_chain(
     draws.resize(steps * d, 0.0);
     let mut cur = start.to_vec();
     let mut prop = vec![0.0; d];
-    let (mut lcur, _) = log_target(tables, prior, &cur);
+    let (mut lcur, _) = target(&cur);
     let (mut accepted, mut off_table) = (0usize, 0usize);
     for it in 0..burnin + steps {
         if it % 4096 == 0 && stop.load(Ordering::Relaxed) {
@@ -214,7 +213,7 @@ fn run_chain(
             let z: f64 = rng.sample(StandardNormal);
             prop[j] = cur[j] + scale[j] * z;
         }
-        let (lprop, off) = log_target(tables, prior, &prop);
+        let (lprop, off) = target(&prop);
         off_table += off as usize;
         let u: f64 = rng.gen();
         // NaN (both -inf) compares false: the chain stays.
@@ -248,16 +247,29 @@ pub fn metropolis_tables(
     ctrl: &ChainControl,
     stop: &AtomicBool,
 ) -> Result<ChainsResult> {
-    let ChainControl { scale, steps, .. } = *ctrl;
     let d = tables.dim();
     prior.check(d)?;
+    metropolis(&|x: &[f64]| log_target(tables, prior, x), d, starts, ctrl, stop)
+}
+
+/// Random-walk Metropolis on any log target of `d` variables: `target(x)` gives the log density
+/// up to a constant (-inf outside the support) and a flag counted in `off_table`. Chains as in
+/// `metropolis_tables`, one ChaCha stream each.
+pub fn metropolis(
+    target: &(dyn Fn(&[f64]) -> (f64, bool) + Sync),
+    d: usize,
+    starts: &[f64],
+    ctrl: &ChainControl,
+    stop: &AtomicBool,
+) -> Result<ChainsResult> {
+    let ChainControl { scale, steps, .. } = *ctrl;
     if scale.len() != d || scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
         return Err(NceError::invalid(
             "scale",
             "must be one finite number > 0 per parameter",
         ));
     }
-    if starts.is_empty() || starts.len() % d != 0 || starts.iter().any(|v| !v.is_finite()) {
+    if d == 0 || starts.is_empty() || starts.len() % d != 0 || starts.iter().any(|v| !v.is_finite()) {
         return Err(NceError::invalid(
             "starts",
             "must be a finite matrix with one column per parameter",
@@ -274,7 +286,7 @@ pub fn metropolis_tables(
         .into_par_iter()
         .map(|c| {
             let start: Vec<f64> = (0..d).map(|j| starts[c + chains * j]).collect();
-            run_chain(tables, prior, &start, ctrl, c as u64, stop)
+            run_chain(target, &start, ctrl, c as u64, stop)
         })
         .collect();
     let mut accepted = Vec::with_capacity(chains);

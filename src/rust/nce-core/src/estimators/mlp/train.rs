@@ -1,0 +1,585 @@
+//! Training a network energy by NCE: the logistic loss of the labels (1 data, 0 reference) on
+//! eta = f(x) + z'beta + offset, with f the network and z the model's other (parametric) columns,
+//! the intercept among them. Minibatch Adam with decoupled weight decay (AdamW) on the weights,
+//! the step halved when the held-out loss stops falling, early stopping on the held-out loss, and
+//! several random starts keeping the best.
+//!
+//! Reproducible: the starts' weights and the minibatch order come from ChaCha streams of one seed;
+//! each minibatch is cut into blocks of a fixed number of rows whose gradients are summed in
+//! order, so the result is the same bit for bit for any number of threads.
+
+use super::network::{sigmoid, softplus, Network, Workspace};
+use crate::alloc::checked_len;
+use crate::error::{NceError, Result};
+use crate::rng::stream_rng;
+use rand::Rng;
+use rayon::prelude::*;
+
+/// Rows per block of a minibatch: fixed, so the sums do not depend on the thread count.
+pub const BLOCK_ROWS: usize = 128;
+
+/// The rows to fit: `x` row-major `n x inputs` (the network's inputs), `z` row-major `n x p`
+/// (the other columns), labels `y`, prior weights, offsets, and which rows are held out.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainData<'a> {
+    pub x: &'a [f64],
+    pub z: &'a [f64],
+    pub p: usize,
+    pub y: &'a [f64],
+    pub weights: &'a [f64],
+    pub offset: &'a [f64],
+    pub held_out: &'a [bool],
+}
+
+impl TrainData<'_> {
+    pub fn rows(&self) -> usize {
+        self.y.len()
+    }
+
+    fn check(&self, net: &Network) -> Result<()> {
+        let n = self.rows();
+        if n == 0 {
+            return Err(NceError::invalid("y", "no rows to fit"));
+        }
+        if self.x.len() != checked_len(&[n, net.inputs()], "x")? {
+            return Err(NceError::invalid(
+                "x",
+                "must have one row per label and one column per input",
+            ));
+        }
+        if self.z.len() != checked_len(&[n, self.p], "z")? {
+            return Err(NceError::invalid("z", "must have one row per label"));
+        }
+        if self.weights.len() != n || self.offset.len() != n || self.held_out.len() != n {
+            return Err(NceError::invalid(
+                "weights",
+                "weights, offsets and held-out flags need one value per row",
+            ));
+        }
+        if self.y.iter().any(|&v| v != 0.0 && v != 1.0) {
+            return Err(NceError::invalid("y", "labels must be 0 or 1"));
+        }
+        if !self.x.iter().chain(self.z).chain(self.offset).all(|v| v.is_finite())
+            || !self.weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+        {
+            return Err(NceError::invalid(
+                "x",
+                "inputs, offsets and weights must be finite (weights >= 0)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Training settings (see `nce_mlp_control()` in R for their meaning and defaults).
+#[derive(Debug, Clone)]
+pub struct TrainSettings {
+    pub batch: usize,
+    pub max_epochs: usize,
+    pub step: f64,
+    pub weight_decay: f64,
+    /// Epochs without a better held-out loss before the step is halved.
+    pub step_patience: usize,
+    /// Epochs without a better held-out loss before training stops.
+    pub patience: usize,
+    pub n_starts: usize,
+    pub seed: u64,
+    /// Starting values of the other columns' coefficients (length p).
+    pub beta_start: Vec<f64>,
+    /// Network parameters to start from instead of random ones (first start only).
+    pub warm_start: Option<Vec<f64>>,
+}
+
+/// One epoch of one start, as the progress report sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpochReport {
+    pub start: usize,
+    pub epoch: usize,
+    pub train_loss: f64,
+    pub held_out_loss: f64,
+    pub step: f64,
+}
+
+/// The best start's parameters and the record of all.
+#[derive(Debug, Clone)]
+pub struct TrainResult {
+    pub params: Vec<f64>,
+    pub beta: Vec<f64>,
+    pub held_out_loss: f64,
+    pub best_start: usize,
+    pub best_epoch: usize,
+    /// Every epoch of every start.
+    pub history: Vec<EpochReport>,
+    /// Per start: best held-out loss, its epoch, and whether it stopped early (true) rather than
+    /// at `max_epochs`.
+    pub starts: Vec<(f64, usize, bool)>,
+}
+
+/// Weighted logistic loss and gradient of one block of rows `idx`: adds the network gradient to
+/// `grad[..P]` and the other columns' to `grad[P..]`; returns the loss sum.
+fn block_loss(net: &Network, theta: &[f64], data: &TrainData, idx: &[usize], grad: Option<&mut [f64]>) -> f64 {
+    let np = net.n_params();
+    let d = net.inputs();
+    let p = data.p;
+    let rows = idx.len();
+    let mut xb = vec![0.0; rows * d];
+    for (r, &i) in idx.iter().enumerate() {
+        xb[r * d..(r + 1) * d].copy_from_slice(&data.x[i * d..(i + 1) * d]);
+    }
+    let mut ws = Workspace::default();
+    let mut f = vec![0.0; rows];
+    net.forward(&theta[..np], &xb, rows, &mut ws, &mut f);
+    let beta = &theta[np..];
+    let mut loss = 0.0;
+    let mut g = vec![0.0; rows];
+    for (r, &i) in idx.iter().enumerate() {
+        let zi = &data.z[i * p..(i + 1) * p];
+        let eta = f[r] + zi.iter().zip(beta).map(|(a, b)| a * b).sum::<f64>() + data.offset[i];
+        let (y, w) = (data.y[i], data.weights[i]);
+        loss += w * (softplus(eta) - y * eta);
+        g[r] = w * (sigmoid(eta) - y);
+    }
+    if let Some(grad) = grad {
+        let (gn, gb) = grad.split_at_mut(np);
+        net.backward(&theta[..np], &xb, rows, &mut ws, &g, gn);
+        for (r, &i) in idx.iter().enumerate() {
+            let zi = &data.z[i * p..(i + 1) * p];
+            for (b, zv) in gb.iter_mut().zip(zi) {
+                *b += g[r] * zv;
+            }
+        }
+    }
+    loss
+}
+
+/// Mean loss and gradient over rows `idx`, in blocks summed in order (thread-count free).
+fn batch_gradient(net: &Network, theta: &[f64], data: &TrainData, idx: &[usize], grad: &mut [f64]) -> f64 {
+    let parts: Vec<(f64, Vec<f64>)> = idx
+        .par_chunks(BLOCK_ROWS)
+        .map(|b| {
+            let mut g = vec![0.0; theta.len()];
+            let l = block_loss(net, theta, data, b, Some(&mut g));
+            (l, g)
+        })
+        .collect();
+    grad.iter_mut().for_each(|g| *g = 0.0);
+    let mut loss = 0.0;
+    for (l, g) in parts {
+        loss += l;
+        for (a, b) in grad.iter_mut().zip(&g) {
+            *a += b;
+        }
+    }
+    let scale = 1.0 / idx.len() as f64;
+    grad.iter_mut().for_each(|g| *g *= scale);
+    loss * scale
+}
+
+/// Mean weighted loss over rows `idx` (no gradient), in blocks summed in order.
+pub fn mean_loss(net: &Network, theta: &[f64], data: &TrainData, idx: &[usize]) -> f64 {
+    if idx.is_empty() {
+        return f64::NAN;
+    }
+    let parts: Vec<f64> = idx
+        .par_chunks(4 * BLOCK_ROWS)
+        .map(|b| block_loss(net, theta, data, b, None))
+        .collect();
+    parts.iter().sum::<f64>() / idx.len() as f64
+}
+
+struct Adam {
+    m: Vec<f64>,
+    v: Vec<f64>,
+    t: i32,
+}
+
+impl Adam {
+    const B1: f64 = 0.9;
+    const B2: f64 = 0.999;
+    const EPS: f64 = 1e-8;
+
+    fn new(k: usize) -> Self {
+        Adam {
+            m: vec![0.0; k],
+            v: vec![0.0; k],
+            t: 0,
+        }
+    }
+
+    /// One AdamW step: the Adam update, and the weights (`decay[k]`) shrunk by step * wd.
+    fn step(&mut self, theta: &mut [f64], grad: &[f64], step: f64, wd: f64, decay: &[bool]) {
+        self.t += 1;
+        let c1 = 1.0 - Self::B1.powi(self.t);
+        let c2 = 1.0 - Self::B2.powi(self.t);
+        for k in 0..theta.len() {
+            let g = grad[k];
+            self.m[k] = Self::B1 * self.m[k] + (1.0 - Self::B1) * g;
+            self.v[k] = Self::B2 * self.v[k] + (1.0 - Self::B2) * g * g;
+            let upd = (self.m[k] / c1) / ((self.v[k] / c2).sqrt() + Self::EPS);
+            if decay[k] {
+                theta[k] -= step * wd * theta[k];
+            }
+            theta[k] -= step * upd;
+        }
+    }
+}
+
+/// Train one start from `theta`; returns its best parameters, best held-out loss, best epoch and
+/// whether it stopped early.
+#[allow(clippy::too_many_arguments)]
+fn train_start(
+    net: &Network,
+    data: &TrainData,
+    s: &TrainSettings,
+    start: usize,
+    mut theta: Vec<f64>,
+    train_rows: &[usize],
+    held_rows: &[usize],
+    report: &mut dyn FnMut(&EpochReport),
+    stop: &dyn Fn() -> bool,
+    history: &mut Vec<EpochReport>,
+) -> Result<(Vec<f64>, f64, usize, bool)> {
+    let mut decay = net.weight_mask();
+    decay.resize(theta.len(), false);
+    let mut adam = Adam::new(theta.len());
+    let mut grad = vec![0.0; theta.len()];
+    let mut order = train_rows.to_vec();
+    let mut rng = stream_rng(s.seed, 2 * start as u64 + 1);
+    let mut step = s.step;
+    let mut best = (theta.clone(), f64::INFINITY, 0usize);
+    let (mut since_best, mut since_step) = (0usize, 0usize);
+    let mut early = false;
+    for epoch in 1..=s.max_epochs {
+        // Fisher-Yates from this start's stream.
+        for i in (1..order.len()).rev() {
+            let j = rng.gen_range(0..=i);
+            order.swap(i, j);
+        }
+        let mut train_loss = 0.0;
+        for batch in order.chunks(s.batch) {
+            if stop() {
+                return Err(NceError::Interrupted);
+            }
+            let l = batch_gradient(net, &theta, data, batch, &mut grad);
+            if !l.is_finite() || grad.iter().any(|g| !g.is_finite()) {
+                return Err(NceError::Numerical(format!(
+                    "the loss became {l} in epoch {epoch} of start {}; lower the step (`step`) or standardise the inputs",
+                    start + 1
+                )));
+            }
+            train_loss += l * batch.len() as f64;
+            adam.step(&mut theta, &grad, step, s.weight_decay, &decay);
+        }
+        train_loss /= order.len() as f64;
+        let held = if held_rows.is_empty() {
+            train_loss
+        } else {
+            mean_loss(net, &theta, data, held_rows)
+        };
+        let rep = EpochReport {
+            start,
+            epoch,
+            train_loss,
+            held_out_loss: held,
+            step,
+        };
+        history.push(rep);
+        report(&rep);
+        if held < best.1 {
+            best = (theta.clone(), held, epoch);
+            since_best = 0;
+            since_step = 0;
+        } else {
+            since_best += 1;
+            since_step += 1;
+            if since_step >= s.step_patience {
+                step *= 0.5;
+                since_step = 0;
+            }
+            if since_best >= s.patience {
+                early = true;
+                break;
+            }
+        }
+    }
+    Ok((best.0, best.1, best.2, early))
+}
+
+/// Fit the network (and the other columns' coefficients) to `data`, as `s` says. `report` sees
+/// every epoch; `stop` is polled before every minibatch.
+pub fn train(
+    net: &Network,
+    data: &TrainData,
+    s: &TrainSettings,
+    report: &mut dyn FnMut(&EpochReport),
+    stop: &dyn Fn() -> bool,
+) -> Result<TrainResult> {
+    data.check(net)?;
+    if s.batch == 0 || s.max_epochs == 0 || s.n_starts == 0 || s.patience == 0 || s.step_patience == 0 {
+        return Err(NceError::invalid(
+            "control",
+            "batch, epochs, starts and patience must be at least 1",
+        ));
+    }
+    if !(s.step > 0.0 && s.step.is_finite() && s.weight_decay >= 0.0 && s.weight_decay.is_finite()) {
+        return Err(NceError::invalid(
+            "control",
+            "the step must be > 0 and the weight decay >= 0",
+        ));
+    }
+    if s.beta_start.len() != data.p || s.beta_start.iter().any(|b| !b.is_finite()) {
+        return Err(NceError::invalid(
+            "beta_start",
+            "needs one finite value per column of z",
+        ));
+    }
+    if let Some(w) = &s.warm_start {
+        if w.len() != net.n_params() || w.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid(
+                "warm_start",
+                format!("needs {} finite network parameters", net.n_params()),
+            ));
+        }
+    }
+    let train_rows: Vec<usize> = (0..data.rows()).filter(|&i| !data.held_out[i]).collect();
+    let held_rows: Vec<usize> = (0..data.rows()).filter(|&i| data.held_out[i]).collect();
+    if train_rows.is_empty() {
+        return Err(NceError::invalid("held_out", "leaves no rows to train on"));
+    }
+    let mut history = Vec::new();
+    let mut starts = Vec::with_capacity(s.n_starts);
+    let mut best: Option<(Vec<f64>, f64, usize, usize)> = None;
+    for start in 0..s.n_starts {
+        let mut theta = match (&s.warm_start, start) {
+            (Some(w), 0) => w.clone(),
+            _ => net.init(&mut stream_rng(s.seed, 2 * start as u64)),
+        };
+        theta.extend_from_slice(&s.beta_start);
+        let (th, loss, epoch, early) = train_start(
+            net,
+            data,
+            s,
+            start,
+            theta,
+            &train_rows,
+            &held_rows,
+            report,
+            stop,
+            &mut history,
+        )?;
+        starts.push((loss, epoch, early));
+        if best.as_ref().map_or(true, |b| loss < b.1) {
+            best = Some((th, loss, epoch, start));
+        }
+    }
+    let (theta, loss, epoch, start) = best.expect("at least one start");
+    let np = net.n_params();
+    Ok(TrainResult {
+        params: theta[..np].to_vec(),
+        beta: theta[np..].to_vec(),
+        held_out_loss: loss,
+        best_start: start,
+        best_epoch: epoch,
+        history,
+        starts,
+    })
+}
+
+/// f at the `n` rows of `x` (row-major `n x inputs`), in blocks, in parallel.
+pub fn evaluate(net: &Network, params: &[f64], x: &[f64]) -> Result<Vec<f64>> {
+    let d = net.inputs();
+    if params.len() != net.n_params() {
+        return Err(NceError::invalid(
+            "params",
+            format!("needs {} values for this network", net.n_params()),
+        ));
+    }
+    if x.len() % d != 0 {
+        return Err(NceError::invalid("x", "must have one column per input"));
+    }
+    let n = x.len() / d;
+    let mut out = vec![0.0; n];
+    out.par_chunks_mut(4 * BLOCK_ROWS)
+        .zip(x.par_chunks(4 * BLOCK_ROWS * d))
+        .for_each(|(o, xb)| {
+            let mut ws = Workspace::default();
+            net.forward(params, xb, o.len(), &mut ws, o);
+        });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::network::Activation;
+    use super::*;
+    use crate::engine::design::with_threads;
+    use rand_distr::{Distribution, Normal};
+
+    /// NCE of N(0, 1) data against a N(0, 2^2) reference with ratio 1: the exact log ratio is
+    /// log p - log q = log 2 - 3 x^2 / 8, so the fitted f + intercept should approach it.
+    fn gaussian_problem(n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<bool>) {
+        let mut rng = stream_rng(3, 0);
+        let (p, q) = (Normal::new(0.0, 1.0).unwrap(), Normal::new(0.0, 2.0).unwrap());
+        let mut x = Vec::with_capacity(2 * n);
+        let mut y = Vec::with_capacity(2 * n);
+        for i in 0..2 * n {
+            let data = i < n;
+            let v: f64 = if data { p.sample(&mut rng) } else { q.sample(&mut rng) };
+            x.push(v);
+            y.push(if data { 1.0 } else { 0.0 });
+        }
+        // offset: log(n/m) - log q(x) = -log q(x)
+        let offset: Vec<f64> = x
+            .iter()
+            .map(|v| 0.5 * (2.0 * std::f64::consts::PI * 4.0).ln() + v * v / 8.0)
+            .collect();
+        let held: Vec<bool> = (0..2 * n).map(|i| i % 10 == 0).collect();
+        (x, y, offset, held)
+    }
+
+    fn settings(seed: u64) -> TrainSettings {
+        TrainSettings {
+            batch: 256,
+            max_epochs: 60,
+            step: 0.01,
+            weight_decay: 0.0,
+            step_patience: 4,
+            patience: 10,
+            n_starts: 1,
+            seed,
+            beta_start: vec![0.0],
+            warm_start: None,
+        }
+    }
+
+    #[test]
+    fn recovers_a_gaussian_log_density() {
+        let n = 4000;
+        let (x, y, offset, held) = gaussian_problem(n);
+        let z = vec![1.0; 2 * n];
+        let w = vec![1.0; 2 * n];
+        let data = TrainData {
+            x: &x,
+            z: &z,
+            p: 1,
+            y: &y,
+            weights: &w,
+            offset: &offset,
+            held_out: &held,
+        };
+        let net = Network::new(1, vec![16, 16], Activation::Tanh).unwrap();
+        let r = with_threads(2, || train(&net, &data, &settings(1), &mut |_| {}, &|| false))
+            .unwrap()
+            .unwrap();
+        // log p(x) = f(x) + intercept against -x^2/2 - log sqrt(2 pi), on [-2, 2].
+        let grid: Vec<f64> = (0..41).map(|i| -2.0 + 0.1 * i as f64).collect();
+        let f = evaluate(&net, &r.params, &grid).unwrap();
+        let err = grid
+            .iter()
+            .zip(&f)
+            .map(|(g, fv)| (fv + r.beta[0] - (-g * g / 2.0 - 0.5 * (2.0 * std::f64::consts::PI).ln())).abs())
+            .fold(0.0, f64::max);
+        assert!(err < 0.15, "max error of the log density {err}");
+        assert!(r.held_out_loss < 2.0f64.ln());
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let n = 600;
+        let (x, y, offset, held) = gaussian_problem(n);
+        let z = vec![1.0; 2 * n];
+        let w = vec![1.0; 2 * n];
+        let data = TrainData {
+            x: &x,
+            z: &z,
+            p: 1,
+            y: &y,
+            weights: &w,
+            offset: &offset,
+            held_out: &held,
+        };
+        let net = Network::new(1, vec![8, 8], Activation::Relu).unwrap();
+        let mut s = settings(5);
+        s.max_epochs = 5;
+        s.n_starts = 2;
+        s.batch = 500;
+        let a = with_threads(1, || train(&net, &data, &s, &mut |_| {}, &|| false))
+            .unwrap()
+            .unwrap();
+        let b = with_threads(3, || train(&net, &data, &s, &mut |_| {}, &|| false))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.params, b.params);
+        assert_eq!(a.beta, b.beta);
+        assert_eq!(a.history, b.history);
+        let mut epochs = 0;
+        let e = train(&net, &data, &s, &mut |_| epochs += 1, &|| true);
+        assert_eq!(e.unwrap_err(), NceError::Interrupted);
+        assert_eq!(epochs, 0);
+    }
+
+    #[test]
+    fn bad_inputs_are_refused() {
+        let net = Network::new(1, vec![4], Activation::Relu).unwrap();
+        let x = [0.0, 1.0];
+        let z = [1.0, 1.0];
+        let data = TrainData {
+            x: &x,
+            z: &z,
+            p: 1,
+            y: &[1.0, 2.0],
+            weights: &[1.0, 1.0],
+            offset: &[0.0, 0.0],
+            held_out: &[false, false],
+        };
+        assert!(train(&net, &data, &settings(1), &mut |_| {}, &|| false).is_err());
+        let data = TrainData {
+            y: &[1.0, 0.0],
+            held_out: &[true, true],
+            ..data
+        };
+        assert!(train(&net, &data, &settings(1), &mut |_| {}, &|| false).is_err());
+    }
+
+    /// Ignored speed check: one epoch of 100,000 rows through a 10-64-64-1 network (batch 256).
+    /// cargo test --release -p nce-core --lib mlp::train::tests::speed -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn speed() {
+        let n = 100_000;
+        let d = 10;
+        let mut rng = stream_rng(1, 0);
+        let x: Vec<f64> = (0..n * d).map(|_| rng.gen::<f64>()).collect();
+        let y: Vec<f64> = (0..n).map(|i| (i % 2) as f64).collect();
+        let z = vec![1.0; n];
+        let w = vec![1.0; n];
+        let offset = vec![0.0; n];
+        let held = vec![false; n];
+        let data = TrainData {
+            x: &x,
+            z: &z,
+            p: 1,
+            y: &y,
+            weights: &w,
+            offset: &offset,
+            held_out: &held,
+        };
+        let net = Network::new(d, vec![64, 64], Activation::Relu).unwrap();
+        let mut s = settings(1);
+        s.max_epochs = 3;
+        s.patience = 100;
+        for threads in [1, 2] {
+            let t = std::time::Instant::now();
+            with_threads(threads, || train(&net, &data, &s, &mut |_| {}, &|| false))
+                .unwrap()
+                .unwrap();
+            let per = t.elapsed().as_secs_f64() / 3.0;
+            // forward + backward ~ 3 x 2 x rows x (10*64 + 64*64 + 64) flops
+            let flops = 6.0 * n as f64 * (10.0 * 64.0 + 64.0 * 64.0 + 64.0);
+            println!(
+                "{threads} thread(s): {per:.3} s per epoch, {:.2} GFLOP/s",
+                flops / per / 1e9
+            );
+        }
+    }
+}
