@@ -205,7 +205,7 @@ nce_predict_newdata <- function(object, newdata, type = "link", call = caller_ca
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (missing(newdata) || is.null(newdata)) return(data_rows(object))
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
-  missing <- setdiff(all.vars(object$nce_formula), names(newdata))
+  missing <- setdiff(model_vars(object$nce_formula), names(newdata))
   if (length(missing)) {
     nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
   }
@@ -652,6 +652,7 @@ update_nce_formula <- function(old, new, call = caller_call()) {
 #' anova(f2)
 #' @export
 anova.nce_fit <- function(object, ..., test = "Wald") {
+  for (f in list(...)) if (inherits(f, "nce_mlp")) refuse("anova", f)
   if (!identical(test, "Wald")) nce_abort("`test` must be \"Wald\": a likelihood-ratio test is not valid for NCE")
   fits <- c(list(object), list(...))
   is_fit <- vapply(fits, inherits, TRUE, "nce_fit")

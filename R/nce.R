@@ -166,7 +166,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE) {
   rng <- rng_state(lazy = c("weights", "subset"))
   check_bool(discrete)
-  neural <- inherits(formula, "formula") && has_mlp(formula)
+  neural <- !missing(formula) && inherits(formula, "formula") && has_mlp(formula)
   control <- if (!neural) {
     merge_control(control, nce_control)
   } else if (missing(control)) {
@@ -223,7 +223,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   frame <- con$rows
   label <- con$y
   offset <- con$offset
-  warn_unseen_levels(d, con$rows[con$y == 0, , drop = FALSE], reference, all.vars(formula))
+  warn_unseen_levels(d, con$rows[con$y == 0, , drop = FALSE], reference, model_vars(formula))
   prior_w <- c(if (is.null(w)) rep(1, n) else w, rep(1, m))
 
   frame$.label <- label
@@ -485,7 +485,7 @@ check_nce_args <- function(formula, data, reference, ratio, call = caller_call()
                     "or ref_custom()"), "input", call = call)
   }
   check_number(ratio, "ratio", min = 0, exclusive_min = TRUE, call = call)
-  not_ref <- setdiff(all.vars(formula), reference$vars)
+  not_ref <- setdiff(model_vars(formula), reference$vars)
   if (length(not_ref)) {
     nce_abort(sprintf("`formula` uses %s, which the reference does not generate (it has %s)",
                       paste(not_ref, collapse = ", "), paste(reference$vars, collapse = ", ")), "input", call = call)

@@ -30,6 +30,14 @@
 #'   distinct rows as pairs, and the fit is then slower than the exact one (1.5x on the
 #'   5-parameter Gaussian of the simulator vignette with three-way `ti()` terms). So are
 #'   many terms on few pairs (1.7x with the default formula at 4,000 pairs of that model).
+#' @param classifier `"gam"` (default: the GAM of `formula`) or `"mlp"`: a neural network of all
+#'   parameters and summaries ([mlp()] layers of `hidden` units, ReLU), trained in Rust by
+#'   minibatch Adam with early stopping on held-out pairs ([nce_mlp_control()]) — neural ratio
+#'   estimation. Its cost grows with the pairs, not with the number of parameter-summary pairs,
+#'   so it serves many summaries where the default GAM formula (a `ti()` per pair) is slow.
+#' @param hidden With `classifier = "mlp"`: units of each hidden layer.
+#' @param control With `classifier = "mlp"`: [nce_mlp_control()] or a list of some of its
+#'   arguments.
 #' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
 #'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `discrete`, `time`.
 #' @section What it refuses:
@@ -55,7 +63,8 @@
 #' summary(post)
 #' @export
 ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = 1L,
-                            simulations = NULL, discrete = FALSE) {
+                            simulations = NULL, discrete = FALSE, classifier = c("gam", "mlp"), hidden = c(64, 64),
+                            control = NULL) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
@@ -64,6 +73,18 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   check_count(n_shuffle, max = 100)
   check_bool(batch)
   check_bool(discrete)
+  classifier <- check_choice(classifier, c("gam", "mlp"), "classifier", ucall)
+  if (classifier == "mlp") {
+    if (!is.null(formula) || discrete) {
+      nce_abort("`formula` and `discrete` set up the GAM classifier; with classifier = \"mlp\" leave them out",
+                "input", call = ucall)
+    }
+    spec <- mlp(x, hidden = hidden)
+    control <- merge_control(control, nce_mlp_control, call = ucall)
+  } else if (!is.null(control) || !missing(hidden)) {
+    nce_abort("`hidden` and `control` set up the network; they apply only with classifier = \"mlp\"", "input",
+              call = ucall)
+  }
   t_sim <- 0
   if (is.null(simulations)) {
     th <- as_theta_matrix(prior$sample(n), prior$names, call = ucall)
@@ -84,6 +105,15 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   check_ratio_names(prior$names, snames, ucall)
   m <- nrow(th)
   if (m < 10L) nce_abort("fewer than 10 simulations succeeded.", "simulation", call = ucall)
+  if (classifier == "mlp") {
+    out <- ratio_mlp_fit(th, s, n_shuffle, spec, control, ucall)
+    return(structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, formula = NULL, prior = prior,
+                            parameters = prior$names, summary_names = snames, n = m, n_shuffle = n_shuffle,
+                            simulations = simulations, simulator = simulator, summaries = summaries, batch = batch,
+                            discrete = FALSE, classifier = "mlp", hidden = spec$hidden, control = control),
+                       out, list(time = c(simulation = t_sim, fitting = out$time_fit))),
+                     class = c("nce_ratio_mlp", "nce_ratio", "nce_result")))
+  }
   if (is.null(formula)) formula <- default_ratio_formula(prior$names, snames, cbind(th, s))
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
@@ -167,7 +197,7 @@ default_ratio_formula <- function(pars, snames, data = NULL) {
 # Log ratio of the classifier at rows of parameters and summaries (predict.nce_ratio(): mgcv's
 # prediction basis, the prior odds of shuffled to joint pairs taken out).
 ratio_log_ratio <- function(object, theta, s) {
-  predict.nce_ratio(object, data.frame(theta, s, check.names = FALSE))
+  stats::predict(object, data.frame(theta, s, check.names = FALSE))
 }
 
 #' Posterior draws from an amortised ratio estimator
@@ -358,7 +388,9 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
 # prior has a Rust form, else "r"; "rust" refused when it cannot serve.
 ratio_engine <- function(engine, object, call) {
   if (engine == "r") return("r")
-  why <- if (!ratio_separable(object$gam, object$parameters)) {
+  why <- if (inherits(object, "nce_ratio_mlp")) {
+    "the classifier is a neural network of all parameters together, not a sum of one-parameter functions"
+  } else if (!ratio_separable(object$gam, object$parameters)) {
     "a term of the classifier involves two or more parameters, so its log ratio cannot be tabulated per parameter"
   } else if (is.null(ratio_rust_prior(object$prior))) {
     "the prior exists only as R functions (prior_custom()); Rust knows prior_uniform() and prior_normal()"

@@ -415,3 +415,119 @@ plot.nce_ratio_posterior <- function(x, ...) {
   }
   invisible(x)
 }
+
+# The neural classifier (ratio_amortised(classifier = "mlp"), class nce_ratio_mlp): the log ratio
+# is the network's output plus the intercept plus log(n_shuffle). What needs the GAM is refused.
+
+#' @export
+predict.nce_ratio_mlp <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix"),
+                                  se.fit = FALSE, ...) {  # nolint: object_name_linter.
+  type <- check_choice(type, c("link", "response", "lpmatrix"), "type")
+  check_bool(se.fit, "se.fit")
+  if (type == "lpmatrix") refuse("predict(type = \"lpmatrix\")", object)
+  if (se.fit) refuse("predict(se.fit = TRUE)", object)
+  nd <- if (is.null(newdata)) object$pairs else ratio_newdata(object, newdata)
+  net <- object$network
+  out <- rep(NA_real_, nrow(nd))
+  ok <- which(rows_finite(nd[net$inputs]))
+  if (length(ok)) {
+    x <- mlp_inputs(nd[ok, , drop = FALSE], net$inputs, net$center, net$scale)
+    out[ok] <- mlp_forward(net, x) + object$intercept + log(object$n_shuffle)
+  }
+  if (type == "link") out else exp(out)
+}
+
+#' @export
+nobs.nce_ratio_mlp <- function(object, ...) nrow(object$pairs)
+
+#' @export
+model.frame.nce_ratio_mlp <- function(formula, ...) formula$pairs
+
+#' @export
+logLik.nce_ratio_mlp <- function(object, ...) {
+  # The classification's Bernoulli log-likelihood; df counts every network parameter and the
+  # intercept (an upper bound on the effective number).
+  p <- object$fitted.values
+  y <- object$pairs$y
+  structure(sum(stats::dbinom(y, 1, p, log = TRUE)), df = object$network$n_params + 1,
+            nobs = nrow(object$pairs), class = "logLik")
+}
+
+#' @export
+coef.nce_ratio_mlp <- function(object, ...) refuse("coef", object)
+#' @export
+vcov.nce_ratio_mlp <- function(object, ...) refuse("vcov", object)
+#' @export
+confint.nce_ratio_mlp <- function(object, parm, level = 0.95, ...) refuse("confint", object)
+#' @export
+residuals.nce_ratio_mlp <- function(object, ...) refuse("residuals", object)
+#' @export
+anova.nce_ratio_mlp <- function(object, ...) refuse("anova", object)
+#' @export
+model.matrix.nce_ratio_mlp <- function(object, ...) refuse("model.matrix", object)
+#' @export
+formula.nce_ratio_mlp <- function(x, ...) refuse("formula", x)
+#' @export
+terms.nce_ratio_mlp <- function(x, ...) refuse("terms", x)
+#' @export
+plot.nce_ratio_mlp <- function(x, ...) refuse("plot", x)
+#' @exportS3Method generics::tidy
+tidy.nce_ratio_mlp <- function(x, ...) refuse("tidy", x)  # nolint: object_name_linter.
+
+#' @exportS3Method generics::glance
+glance.nce_ratio_mlp <- function(x, ...) {  # nolint: object_name_linter.
+  ll <- stats::logLik(x)
+  data.frame(n_pairs = x$n, n_shuffle = x$n_shuffle, nobs = stats::nobs(x), df = attr(ll, "df"),
+             logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll),
+             held_out_loss = x$training$held_out_loss, simulation_time = unname(x$time[["simulation"]]),
+             fitting_time = unname(x$time[["fitting"]]), stringsAsFactors = FALSE)
+}
+
+#' @exportS3Method generics::augment
+augment.nce_ratio_mlp <- function(x, newdata = NULL, ...) {  # nolint: object_name_linter.
+  rows <- if (is.null(newdata)) x$pairs else ratio_newdata(x, newdata)
+  out <- as.data.frame(rows)
+  out$.fitted <- predict.nce_ratio_mlp(x, newdata)
+  out
+}
+
+#' @export
+update.nce_ratio_mlp <- function(object, ..., resample = FALSE) {
+  changes <- list(...)
+  args <- list(simulator = object$simulator, summaries = object$summaries, prior = object$prior, n = object$n,
+               batch = object$batch, n_shuffle = object$n_shuffle, classifier = "mlp", hidden = object$hidden,
+               control = object$control)
+  if (!any(names(changes) %in% c("simulator", "summaries", "prior", "n", "batch"))) {
+    args$simulations <- object$simulations
+  }
+  args[names(changes)] <- changes
+  state <- if (is.null(args$simulations)) object$rng_state else object$rng_fit
+  fit <- rerun(object, ratio_amortised, args, resample, state)
+  for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
+  fit
+}
+
+#' @export
+print.nce_ratio_mlp <- function(x, ...) {
+  cat("Amortised ratio estimator (neural classifier between joint and shuffled (theta, s) pairs)\n")
+  cat(sprintf("%d joint pairs, %d shuffled per pair; parameters %s; summaries %s\n", x$n, x$n_shuffle,
+              paste(x$parameters, collapse = ", "), paste(x$summary_names, collapse = ", ")))
+  cat(sprintf("Network: ReLU, hidden layers %s, %d parameters; best epoch %d, held-out loss %.5f\n",
+              paste(x$network$hidden, collapse = "-"), x$network$n_params, x$training$best_epoch,
+              x$training$held_out_loss))
+  cat(sprintf("Simulation %.2f s, fitting %.2f s\n", x$time[["simulation"]], x$time[["fitting"]]))
+  invisible(x)
+}
+
+#' @export
+summary.nce_ratio_mlp <- function(object, ...) {
+  structure(c(list(print = utils::capture.output(print(object)), training = object$training),
+              summary_loglik(object)), class = "summary.nce_ratio_mlp")
+}
+
+#' @export
+print.summary.nce_ratio_mlp <- function(x, ...) {
+  writeLines(x$print)
+  format_loglik(x, 6L, "classification; df, all network parameters")
+  invisible(x)
+}

@@ -1,0 +1,123 @@
+# nce() with a neural-network energy (mlp()): against known densities, the parametric terms
+# beside it against their true values, reproducibility and thread independence.
+
+mlp_gauss <- function(n = 2000, seed = 1) {
+  set.seed(seed)
+  data.frame(x = rnorm(n))
+}
+fit_gauss <- function(...) {
+  set.seed(2)
+  nce(~ mlp(x, hidden = c(16, 16)), mlp_gauss(), ref_normal(x = 0, cov = 4), ratio = 5, ...)
+}
+
+test_that("a 1-D Gaussian's log density is recovered (max error 0.05 on [-2, 2])", {
+  fit <- fit_gauss()
+  g <- seq(-2, 2, by = 0.1)
+  ld <- predict(fit, data.frame(x = g))
+  # 2000 points: the sampling error of a log density near the mode is ~ 0.02-0.03.
+  expect_lt(max(abs(ld - dnorm(g, log = TRUE))), 0.05)
+  # The intercept (minus log Z of the centred network) against importance sampling.
+  expect_equal(fit$log_normaliser, fit$log_normaliser_is, tolerance = 0.01)
+  # The density integrates to 1 (quadrature over +-8 sd).
+  gg <- seq(-6, 6, length.out = 2001)
+  expect_equal(sum(predict(fit, data.frame(x = gg), type = "density")) * diff(gg[1:2]), 1, tolerance = 0.01)
+  expect_equal(fitted(fit), predict(fit, type = "response"))
+  ll <- logLik(fit)
+  expect_equal(attr(ll, "df"), 1 + fit$network$n_params)
+  expect_equal(as.numeric(ll), sum(predict(fit)))
+  expect_equal(AIC(fit), -2 * as.numeric(ll) + 2 * attr(ll, "df"))
+  expect_equal(broom::glance(fit)$logLik, as.numeric(ll))
+})
+
+test_that("a parametric term beside the network estimates its true coefficient", {
+  # p(x1, x2) = N(x1; 0, 1) x exp(2 x2) / Z on [0, 1]: the coefficient of x2 is 2.
+  set.seed(3)
+  n <- 3000
+  d <- data.frame(x1 = rnorm(n), x2 = log1p(runif(n) * (exp(2) - 1)) / 2)
+  set.seed(4)
+  fit <- nce(~ mlp(x1, hidden = 16) + x2, d, ref_uniform(x1 = c(-5, 5), x2 = c(0, 1)), ratio = 10)
+  b <- coef(fit)[["x2"]]
+  se <- sqrt(vcov(fit)["x2", "x2"])
+  expect_lt(abs(b - 2), max(4 * se, 0.2))
+  # The x1 margin: N(0, 1) up to a constant, checked by differences of the log density.
+  nd <- data.frame(x1 = c(-1.5, 0, 1.5), x2 = 0.5)
+  ld <- predict(fit, nd)
+  expect_equal(ld[c(1, 3)] - ld[2], dnorm(nd$x1[c(1, 3)], log = TRUE) - dnorm(0, log = TRUE), tolerance = 0.1,
+               ignore_attr = TRUE)
+})
+
+test_that("fits are reproducible under set.seed(), by update(), and for any thread count", {
+  a <- fit_gauss(control = list(max_epochs = 5))
+  b <- fit_gauss(control = list(max_epochs = 5))
+  expect_identical(a$network$params, b$network$params)
+  expect_identical(update(a)$network$params, a$network$params)
+  old <- options(nce.threads = 1L)
+  on.exit(options(old))
+  c1 <- fit_gauss(control = list(max_epochs = 5))
+  expect_identical(c1$network$params, a$network$params)
+  expect_identical(c1$training$history, a$training$history)
+})
+
+test_that("several starts keep the best held-out loss", {
+  fit <- fit_gauss(control = list(max_epochs = 8, n_starts = 3))
+  st <- fit$training$starts
+  expect_equal(nrow(st), 3L)
+  expect_equal(fit$training$held_out_loss, min(st$held_out_loss))
+  expect_equal(fit$training$best_start, which.min(st$held_out_loss))
+})
+
+test_that("simulate() draws from the fitted density (Metropolis and SIR)", {
+  fit <- fit_gauss()
+  s <- simulate(fit, nsim = 2, seed = 5)
+  expect_equal(nrow(s), 2 * nobs(fit))
+  expect_true(all(attr(s, "acceptance") > 0.15))
+  # 4000 correlated draws: mean within 0.1, sd within 0.08 of N(0, 1).
+  expect_lt(abs(mean(s$x)), 0.1)
+  expect_lt(abs(sd(s$x) - 1), 0.08)
+  expect_identical(simulate(fit, seed = 5), simulate(fit, seed = 5))
+  s2 <- simulate(fit, seed = 6, method = "sir")
+  expect_lt(abs(sd(s2$x) - 1), 0.1)
+})
+
+test_that("2-D: the density of a mixture of two Gaussians is recovered", {
+  set.seed(7)
+  n <- 3000
+  k <- rbinom(n, 1, 0.5)
+  d <- data.frame(x1 = rnorm(n, ifelse(k == 1, 1.5, -1.5), 0.6), x2 = rnorm(n, 0, 0.8))
+  set.seed(8)
+  fit <- nce(~ mlp(x1, x2, hidden = c(32, 32)), d, ref_uniform(x1 = c(-4, 4), x2 = c(-4, 4)), ratio = 10)
+  truth <- function(g) log(0.5 * dnorm(g$x1, 1.5, 0.6) + 0.5 * dnorm(g$x1, -1.5, 0.6)) + dnorm(g$x2, 0, 0.8, log = TRUE)
+  g <- expand.grid(x1 = seq(-2.5, 2.5, by = 0.25), x2 = seq(-1.2, 1.2, by = 0.3))
+  # Where the density is above a tenth of its maximum: mean absolute error below 0.12.
+  keep <- truth(g) > max(truth(g)) + log(0.1)
+  expect_lt(mean(abs(predict(fit, g)[keep] - truth(g)[keep])), 0.12)
+  expect_silent(plot(fit))
+})
+
+test_that("mlp() terms are checked and refused where they cannot be fitted", {
+  d <- mlp_gauss(200)
+  r <- ref_normal(x = 0, cov = 4)
+  expect_error(nce(~ mlp(x) + mlp(x, hidden = 4), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x) + s(x), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x):x, d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x, hidden = 0), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x, hidden = c(2.5)), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x, activation = "sigmoid"), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x^2), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(), d, r), class = "nce_error_input")
+  expect_error(nce(~ mlp(x), d, r, method = "poisson"), class = "nce_error_input")
+  expect_error(nce(~ mlp(x), d, r, discrete = TRUE), class = "nce_error_input")
+  expect_error(nce(~ mlp(x), d, r, control = list(epochs = 3)), class = "nce_error_input")
+  expect_error(nce(~ mlp(x), d, r, control = list(step = -1)), class = "nce_error_input")
+  expect_error(nce(~ mlp(x), d, r, control = list(held_out = 0.9)), class = "nce_error_input")
+  expect_error(nce(~ mlp(x), d[1:5, , drop = FALSE], r, ratio = 1), class = "nce_error_input")
+  fit <- fit_gauss(control = list(max_epochs = 3))
+  expect_error(predict(fit, se.fit = TRUE), class = "nce_error_unsupported")
+  expect_error(predict(fit, type = "lpmatrix"), class = "nce_error_unsupported")
+  expect_error(model.matrix(fit), class = "nce_error_unsupported")
+  expect_error(anova(fit, fit), class = "nce_error_unsupported")
+  expect_error(simulate(fit, method = "gibbs"), class = "nce_error_input")
+  expect_error(simulate(fit, n_chains = 0), class = "nce_error_input")
+  expect_equal(length(predict(fit, mlp_gauss(5)[0, , drop = FALSE])), 0L)
+  expect_true(is.na(predict(fit, data.frame(x = NA_real_))))
+})
