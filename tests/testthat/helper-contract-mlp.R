@@ -18,3 +18,20 @@ contract_cases_mlp <- function() {
          unsupported = c("predict_se", "predict_lpmatrix", "model.matrix", "anova"))
   )
 }
+
+# The neural ratio classifier of ratio_amortised(classifier = "mlp") (class nce_ratio_mlp).
+contract_cases_ratio_mlp <- function() {
+  sim <- function(theta, n) matrix(rnorm(n * 10, theta[, "mu"]), n, 10)
+  summ <- function(x) cbind(m = rowMeans(x))
+  list(
+    list(name = "nce_ratio_mlp (neural classifier)",
+         fit = function() {
+           set.seed(3)
+           ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 200, batch = TRUE, classifier = "mlp",
+                           hidden = 8, control = list(max_epochs = 10))
+         },
+         newdata = data.frame(mu = c(0, 0.5), m = c(0.1, 0.2)),
+         unsupported = c("coef", "vcov", "confint", "predict_se", "predict_lpmatrix", "residuals", "anova",
+                         "model.matrix", "formula", "terms", "plot", "simulate", "tidy"))
+  )
+}
