@@ -133,7 +133,8 @@ model.matrix.nce_mlp <- function(object, ...) refuse("model.matrix", object)
 anova.nce_mlp <- function(object, ..., test = "Wald") refuse("anova", object)
 
 #' @exportS3Method generics::augment
-augment.nce_mlp <- function(x, newdata = NULL, type.predict = c("link", "response"), ...) {  # nolint: object_name_linter.
+augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
+                            type.predict = c("link", "response"), ...) {  # nolint: object_name_linter.
   type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
   data <- if (is.null(newdata)) data_rows(x) else newdata
   out <- data
