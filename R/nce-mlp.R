@@ -150,11 +150,38 @@ split_mlp_formula <- function(formula, call = caller_call()) {
   list(spec = spec, rest = rest_formula)
 }
 
-# The network's inputs, standardised: columns `vars` of `frame` minus `center`, over `scale`.
-mlp_inputs <- function(frame, vars, center, scale) {
+# The network's inputs, standardised: columns `vars` of `frame` minus `center`, over `scale`;
+# or, with `quantiles` (a list of each input's sorted knots), mapped to normal scores.
+mlp_inputs <- function(frame, vars, center, scale, quantiles = NULL) {
   x <- as.matrix(frame[vars])
   storage.mode(x) <- "double"
+  if (!is.null(quantiles)) {
+    for (j in seq_along(vars)) x[, j] <- normal_scores(x[, j], quantiles[[j]])
+    return(x)
+  }
   sweep(sweep(x, 2L, center, "-"), 2L, scale, "/")
+}
+
+# Knots of the normal-score map of `v`: its quantiles at `k` probabilities (ties removed).
+normal_score_knots <- function(v, k = 257L) {
+  p <- (seq_len(k) - 0.5) / k
+  q <- stats::quantile(v, p, names = FALSE, type = 8)
+  keep <- !duplicated(q)
+  list(x = q[keep], z = stats::qnorm(p[keep]))
+}
+
+# The piecewise-linear normal-score map through the knots, continued linearly beyond them with
+# the end segments' slopes (a monotone map: the classifier's log ratio does not depend on how
+# its inputs are monotonely transformed, but heavy tails no longer dominate the standardisation).
+normal_scores <- function(v, kn) {
+  n <- length(kn$x)
+  if (n < 2L) return(v - kn$x[1L])
+  out <- stats::approx(kn$x, kn$z, v, rule = 2, ties = "ordered")$y
+  lo <- which(v < kn$x[1L])
+  hi <- which(v > kn$x[n])
+  out[lo] <- kn$z[1L] + (v[lo] - kn$x[1L]) * (kn$z[2L] - kn$z[1L]) / (kn$x[2L] - kn$x[1L])
+  out[hi] <- kn$z[n] + (v[hi] - kn$x[n]) * (kn$z[n] - kn$z[n - 1L]) / (kn$x[n] - kn$x[n - 1L])
+  out
 }
 
 # The worker: train a network g on standardised inputs `x` (rows x inputs) with the other columns
@@ -301,8 +328,8 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
 }
 
 # The neural ratio classifier of ratio_amortised(classifier = "mlp"): joint pairs (label 1)
-# against shuffled ones (0), the network of all parameters and summaries, standardised by the
-# joint pairs' means and sds; the intercept refitted with the network fixed.
+# against shuffled ones (0), the network of all parameters and summaries, each mapped to normal
+# scores by the joint pairs' quantiles; the intercept refitted with the network fixed.
 ratio_mlp_fit <- function(th, s, n_shuffle, spec, control, call) {
   m <- nrow(th)
   perm <- unlist(lapply(seq_len(n_shuffle), function(k) sample.int(m)))
@@ -311,17 +338,14 @@ ratio_mlp_fit <- function(th, s, n_shuffle, spec, control, call) {
                             check.names = FALSE))
   y <- rep(c(1, 0), c(m, m * n_shuffle))
   vars <- c(colnames(th), colnames(s))
-  center <- colMeans(pairs[y == 1, vars, drop = FALSE])
-  scale <- apply(pairs[y == 1, vars, drop = FALSE], 2L, stats::sd)
-  scale[!is.finite(scale) | scale <= 0] <- 1
-  x <- mlp_inputs(pairs, vars, center, scale)
+  quantiles <- lapply(vars, function(v) normal_score_knots(pairs[[v]][y == 1]))
+  x <- mlp_inputs(pairs, vars, quantiles = quantiles)
   z <- matrix(1, nrow(x), 1L, dimnames = list(NULL, "(Intercept)"))
   w <- rep(1, nrow(x))
   t0 <- proc.time()[["elapsed"]]
   spec$vars <- vars
   tr <- train_mlp(x, z, y, w, rep(0, nrow(x)), spec, control, -log(n_shuffle), call = call)
-  tr$network$center <- center
-  tr$network$scale <- scale
+  tr$network$quantiles <- quantiles
   tr$network$shift <- 0
   g <- mlp_forward(tr$network, x)
   res <- rs(nce_fit_glm(z, list(y = y, weights = w, offset = g), as.integer(y),

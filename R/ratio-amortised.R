@@ -17,7 +17,9 @@
 #' @param formula The classifier's right-hand side in the parameter and summary names
 #'   (e.g. `~ s(mu) + s(m) + ti(mu, m)`); by default, a smooth of each parameter and each
 #'   summary plus a tensor-product interaction `ti(theta_j, s_k, k = 4)` of every pair.
-#' @param n_shuffle Shuffled pairs per joint pair.
+#' @param n_shuffle Shuffled pairs per joint pair: by default 1 for the GAM and 5 for the network
+#'   (shuffled pairs cost no simulations; on ARCH(1) with 1,000 pairs, 5 took the network's
+#'   posterior sds from 1.4-1.6 to 1.1-1.3 times the exact ones).
 #' @param simulations Cached joint simulations ([simulate_summaries()] output at prior
 #'   draws, one simulation per draw) to reuse.
 #' @param discrete `TRUE` to fit the classifier on discretised covariates, as
@@ -35,6 +37,12 @@
 #'   minibatch Adam with early stopping on held-out pairs ([nce_mlp_control()]) — neural ratio
 #'   estimation. Its cost grows with the pairs, not with the number of parameter-summary pairs,
 #'   so it serves many summaries where the default GAM formula (a `ti()` per pair) is slow.
+#'   Each input is first mapped to normal scores by the joint pairs' quantiles (a monotone map,
+#'   continued linearly beyond them), so heavy-tailed summaries do not dominate. Measured on the
+#'   ARCH(1) model of the simulator vignette (17 summaries, uniform prior, `bench/ratio-mlp.R`,
+#'   4 seeds): with 1,000 pairs the fit takes about 1 s (the default GAM: about 270 s), the
+#'   posterior means are 0.05-0.09 (t1) and 0.02-0.10 (t2) from the exact ones and the sds
+#'   1.1-1.3 times the exact ones; with 2,000 pairs 0.03-0.05 and 0.03-0.11, sds 1.0-1.25 times.
 #' @param hidden With `classifier = "mlp"`: units of each hidden layer.
 #' @param control With `classifier = "mlp"`: [nce_mlp_control()] or a list of some of its
 #'   arguments.
@@ -62,7 +70,7 @@
 #' post <- ratio_posterior(r, matrix(rnorm(20, 0.5), 1), n_draws = 2000)
 #' summary(post)
 #' @export
-ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = 1L,
+ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = NULL,
                             simulations = NULL, discrete = FALSE, classifier = c("gam", "mlp"), hidden = c(64, 64),
                             control = NULL) {
   rng <- rng_state()
@@ -70,10 +78,11 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   ucall <- sys.call()
   check_simulator(simulator, summaries, prior, ucall)
   check_count(n, min = 10)
-  check_count(n_shuffle, max = 100)
   check_bool(batch)
   check_bool(discrete)
   classifier <- check_choice(classifier, c("gam", "mlp"), "classifier", ucall)
+  if (is.null(n_shuffle)) n_shuffle <- if (classifier == "mlp") 5L else 1L
+  check_count(n_shuffle, max = 100)
   if (classifier == "mlp") {
     if (!is.null(formula) || discrete) {
       nce_abort("`formula` and `discrete` set up the GAM classifier; with classifier = \"mlp\" leave them out",

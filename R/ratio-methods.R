@@ -431,7 +431,7 @@ predict.nce_ratio_mlp <- function(object, newdata = NULL, type = c("link", "resp
   out <- rep(NA_real_, nrow(nd))
   ok <- which(rows_finite(nd[net$inputs]))
   if (length(ok)) {
-    x <- mlp_inputs(nd[ok, , drop = FALSE], net$inputs, net$center, net$scale)
+    x <- mlp_inputs(nd[ok, , drop = FALSE], net$inputs, quantiles = net$quantiles)
     out[ok] <- mlp_forward(net, x) + object$intercept + log(object$n_shuffle)
   }
   if (type == "link") out else exp(out)

@@ -227,3 +227,57 @@ test_that("an unwritable shard directory is a classed error naming `dir`", {
   skip_if_not(dir.exists(ro) && !nce:::dir_writable(ro))
   expect_error(nce_shards(2, dir = ro), "`dir` of `shards`", class = "nce_error_input")
 })
+
+test_that("hostile inputs to network energies and neural classifiers give classed errors", {
+  d <- fuzz_data()
+  u <- ref_uniform(y = c(0, 1))
+  set.seed(43)
+  fit <- nce(~ mlp(y, hidden = 4), d, u, ratio = 3, control = list(max_epochs = 3))
+  sim <- function(theta, n) matrix(rnorm(n * 5, theta[, "mu"]), n, 5)
+  summ <- function(x) cbind(m = rowMeans(x))
+  pr <- prior_uniform(mu = c(-1, 1))
+  cases <- list(
+    list("hidden negative", function() nce(~ mlp(y, hidden = -1), d, u), "nce_error_input"),
+    list("hidden NA", function() nce(~ mlp(y, hidden = NA), d, u), "nce_error_input"),
+    list("hidden string", function() nce(~ mlp(y, hidden = "64"), d, u), "nce_error_input"),
+    list("hidden huge", function() nce(~ mlp(y, hidden = 1e9), d, u), "nce_error_input"),
+    list("activation NA", function() nce(~ mlp(y, activation = NA), d, u), "nce_error_input"),
+    list("mlp of a constant", function() nce(~ mlp(1), d, u), "nce_error_input"),
+    list("mlp of an unknown column", function() nce(~ mlp(z), d, u), "nce_error_input"),
+    list("mlp with given", function() nce(~ mlp(y), d, u, given = ~ y), "nce_error_input"),
+    list("mlp with sp", function() nce(~ mlp(y), d, u, sp = 1), "nce_error_input"),
+    list("control not a list", function() nce(~ mlp(y), d, u, control = "fast"), "nce_error_input"),
+    list("control unnamed", function() nce(~ mlp(y), d, u, control = list(3)), "nce_error_input"),
+    list("batch 0", function() nce(~ mlp(y), d, u, control = list(batch = 0)), "nce_error_input"),
+    list("max_epochs Inf", function() nce(~ mlp(y), d, u, control = list(max_epochs = Inf)), "nce_error_input"),
+    list("step NaN", function() nce(~ mlp(y), d, u, control = list(step = NaN)), "nce_error_input"),
+    list("weight_decay negative", function() nce(~ mlp(y), d, u, control = list(weight_decay = -1)),
+         "nce_error_input"),
+    list("n_starts 0", function() nce(~ mlp(y), d, u, control = list(n_starts = 0)), "nce_error_input"),
+    list("predict type", function() predict(fit, type = "probability"), "nce_error_input"),
+    list("predict newdata matrix", function() predict(fit, as.matrix(d)), "nce_error_input"),
+    list("predict newdata character", function() predict(fit, data.frame(y = "a")), "nce_error_input"),
+    list("predict se.fit NA", function() predict(fit, se.fit = NA), "nce_error_input"),
+    list("simulate nsim 0", function() simulate(fit, nsim = 0), "nce_error_input"),
+    list("simulate burnin -1", function() simulate(fit, burnin = -1), "nce_error_input"),
+    list("simulate thin 0", function() simulate(fit, thin = 0), "nce_error_input"),
+    list("simulate huge", function() simulate(fit, nsim = 1e12), "nce_error_input"),
+    list("plot n_grid 1", function() plot(fit, n_grid = 1), "nce_error_input"),
+    list("classifier unknown", function() ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "rf"),
+         "nce_error_input"),
+    list("classifier NA", function() ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = NA),
+         "nce_error_input"),
+    list("mlp classifier with discrete", function() {
+      ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "mlp", discrete = TRUE)
+    }, "nce_error_input"),
+    list("mlp classifier bad hidden", function() {
+      ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "mlp", hidden = 0)
+    }, "nce_error_input"),
+    list("mlp classifier bad control", function() {
+      ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "mlp", control = list(foo = 1))
+    }, "nce_error_input")
+  )
+  for (case in cases) {
+    expect_error(suppressWarnings(case[[2]]()), class = case[[3]], info = case[[1]])
+  }
+})
