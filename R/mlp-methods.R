@@ -187,44 +187,51 @@ simulate.nce_mlp <- function(object, nsim = 1, seed = NULL, method = c("metropol
   }
   n <- object$n
   check_nsim(nsim, 8 * n * (length(net$inputs) + 1))
-  steps <- ceiling(nsim * n / n_chains) * thin
-  check_size(8 * as.double(steps) * n_chains * length(net$inputs), "nsim", "simulate()")
   old <- set_sim_seed(seed)
   on.exit(restore_seed(old))
+  x <- mlp_draws(object, nsim * n, n_chains, burnin, thin)
+  out <- as.data.frame(x)[object$reference$vars]
+  out$.sim <- rep(seq_len(nsim), each = n)
+  attr(out, "acceptance") <- attr(x, "acceptance")
+  out
+}
+
+# `k` Metropolis draws from the network energy of an nce_mlp fit (columns: its inputs, on the data's
+# scale), from `n_chains` chains interleaved, with attribute "acceptance".
+mlp_draws <- function(object, k, n_chains = 20L, burnin = 1000L, thin = 10L) {
+  net <- object$network
+  d <- length(net$inputs)
+  steps <- ceiling(k / n_chains) * thin
+  check_size(8 * as.double(steps) * n_chains * d, "nsim", "simulate()")
   all_x <- mlp_inputs(object$nce_frame, net$inputs, net$center, net$scale)
   lower <- apply(all_x, 2L, min)
   upper <- apply(all_x, 2L, max)
   data_x <- all_x[object$nce_frame$.label == 1, , drop = FALSE]
   starts <- data_x[sample.int(nrow(data_x), n_chains, replace = TRUE), , drop = FALSE]
-  settings <- list(inputs = length(net$inputs), hidden = net$hidden, activation = net$activation)
+  settings <- list(inputs = d, hidden = net$hidden, activation = net$activation)
   run <- function(scale, steps, burnin, starts) {
     rs(nce_mlp_metropolis(net$params, settings, lower, upper, starts,
                           list(scale = scale, burnin = burnin, steps = steps, seed = draw_seed(),
                                threads = nce_threads())))
   }
   # Pilot runs: scale the proposal until the acceptance rate is in [0.2, 0.5].
-  scale <- rep(2.38 / sqrt(length(net$inputs)), length(net$inputs))
+  scale <- rep(2.38 / sqrt(d), d)
   for (i in seq_len(12L)) {
     rate <- mean(run(scale, 200, 0, starts)$accepted) / 200
     if (rate >= 0.2 && rate <= 0.5) break
     scale <- scale * (if (rate < 0.2) 0.5 else 1.6)
   }
   res <- run(scale, steps, burnin, starts)
-  d <- length(net$inputs)
   draws <- array(res$draws, c(steps, n_chains, d))
   keep <- seq(thin, steps, by = thin)
   x <- matrix(draws[keep, , , drop = FALSE], ncol = d)
-  # Interleave the chains so each data set mixes all of them.
-  per <- length(keep)
-  ord <- order(rep(seq_len(per), n_chains))
-  x <- x[ord, , drop = FALSE][seq_len(nsim * n), , drop = FALSE]
+  # Interleave the chains so any leading block mixes all of them.
+  ord <- order(rep(seq_along(keep), n_chains))
+  x <- x[ord, , drop = FALSE][seq_len(k), , drop = FALSE]
   x <- sweep(sweep(x, 2L, net$scale, "*"), 2L, net$center, "+")
-  out <- as.data.frame(x)
-  names(out) <- net$inputs
-  out <- out[object$reference$vars]
-  out$.sim <- rep(seq_len(nsim), each = n)
-  attr(out, "acceptance") <- res$accepted / (steps)
-  out
+  colnames(x) <- net$inputs
+  attr(x, "acceptance") <- res$accepted / steps
+  x
 }
 
 #' Plot an nce fit with a neural-network energy

@@ -40,9 +40,11 @@
 #'   Each input is first mapped to normal scores by the joint pairs' quantiles (a monotone map,
 #'   continued linearly beyond them), so heavy-tailed summaries do not dominate. Measured on the
 #'   ARCH(1) model of the simulator vignette (17 summaries, uniform prior, `bench/ratio-mlp.R`,
-#'   4 seeds): with 1,000 pairs the fit takes about 1 s (the default GAM: about 270 s), the
-#'   posterior means are 0.05-0.09 (t1) and 0.02-0.10 (t2) from the exact ones and the sds
-#'   1.1-1.3 times the exact ones; with 2,000 pairs 0.03-0.05 and 0.03-0.11, sds 1.0-1.25 times.
+#'   4 seeds, 2 threads): with 1,000 pairs the fit takes 0.4-0.6 s, the posterior means are
+#'   0.02-0.09 (t1) and 0.04-0.11 (t2) from the exact ones and the sds 0.87-1.15 and 1.14-1.25
+#'   times the exact ones; with 2,000 pairs 0.04-0.07 and 0.01-0.13, sds 1.03-1.22 and
+#'   1.08-1.28 times. The default GAM on the same 1,000 pairs (one seed): 339 s, means 0.066 and
+#'   0.026 off, sds 1.13 and 1.13 times.
 #' @param hidden With `classifier = "mlp"`: units of each hidden layer.
 #' @param control With `classifier = "mlp"`: [nce_mlp_control()] or a list of some of its
 #'   arguments.
