@@ -41,6 +41,9 @@
 #' @param formula The classifier's right-hand side (see [ratio_amortised()]); by default a
 #'   smooth of each parameter and summary and their tensor-product interactions, with basis
 #'   sizes capped by the number of distinct values (counts at an uninformative design take few).
+#' @param classifier,hidden,control The classifier: `"gam"` (default, the GAM of `formula`) or
+#'   `"mlp"`, a neural network of the parameters and summaries with hidden layers of `hidden`
+#'   units trained as [nce_mlp_control()] `control` says (see [ratio_amortised()]).
 #' @param n_shuffle Shuffled pairs per joint pair in the classifier's training set. The
 #'   default, 5, fills the corners of the product of marginals that joint pairs rarely reach;
 #'   with 1, the classifier separates joint from shuffled pairs there almost perfectly and its
@@ -77,7 +80,8 @@
 #' death_model_eig(1)  # the exact value
 #' @export
 design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = FALSE, formula = NULL,
-                       n_shuffle = 5L, holdout = 0.5, n_marginal = 10L) {
+                       n_shuffle = 5L, holdout = 0.5, n_marginal = 10L, classifier = c("gam", "mlp"),
+                       hidden = c(64, 64), control = NULL) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
@@ -96,16 +100,35 @@ design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = F
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
+  clf <- eig_classifier(classifier, formula, hidden, control, missing(hidden), ucall)
   check_size(8 * n * (length(prior$names) + 22) * (1 + n_shuffle + n_marginal), "n", "the simulations",
              call = ucall)
   out <- eig_at_design(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout, n_marginal,
-                       ucall)
+                       ucall, clf)
   out$call <- call
   out$rng_state <- rng
   out$args <- list(simulator = simulator, summaries = summaries, prior = prior, design = design, n = n,
                    batch = batch, formula = formula, n_shuffle = n_shuffle, holdout = holdout,
-                   n_marginal = n_marginal)
+                   n_marginal = n_marginal, classifier = clf$classifier, hidden = clf$hidden, control = clf$control)
   out
+}
+
+# The classifier's settings: the GAM of `formula`, or the network of `hidden` and `control`.
+eig_classifier <- function(classifier, formula, hidden, control, default_hidden, call) {
+  classifier <- check_choice(classifier, c("gam", "mlp"), "classifier", call)
+  if (classifier == "mlp") {
+    if (!is.null(formula)) {
+      nce_abort("`formula` sets up the GAM classifier; with classifier = \"mlp\" leave it out", "input", call = call)
+    }
+    spec <- mlp(x, hidden = hidden)
+    return(list(classifier = "mlp", hidden = spec$hidden, control = merge_control(control, nce_mlp_control,
+                                                                                   call = call)))
+  }
+  if (!is.null(control) || !default_hidden) {
+    nce_abort("`hidden` and `control` set up the network; they apply only with classifier = \"mlp\"", "input",
+              call = call)
+  }
+  list(classifier = "gam", hidden = NULL, control = NULL)
 }
 
 check_design_vector <- function(design, arg, call) {
@@ -127,7 +150,7 @@ design_simulator <- function(simulator, design, batch) {
 
 # Simulate, fit the classifier on the training part and estimate the EIG on the held-out part.
 eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout,
-                          n_marginal, call) {
+                          n_marginal, call, clf = list(classifier = "gam")) {
   sim_d <- design_simulator(simulator, design, batch)
   th <- as_theta_matrix(prior$sample(n), prior$names, call = call)
   sims <- run_simulations(sim_d, summaries, th, 1L, batch, 100L, call = call)
@@ -142,9 +165,15 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
   th_tr <- sims$theta[train, prior$names, drop = FALSE]
   s_tr <- sims$summaries[train, , drop = FALSE]
   check_ratio_names(prior$names, colnames(s_tr), call)
-  if (is.null(formula)) formula <- default_ratio_formula(prior$names, colnames(s_tr), cbind(th_tr, s_tr))
-  ratio <- ratio_amortised(sim_d, summaries, prior, n = length(train), formula = formula, batch = batch,
-                           n_shuffle = n_shuffle, simulations = subset_simulations(sims, train))
+  ratio <- if (clf$classifier == "mlp") {
+    ratio_amortised(sim_d, summaries, prior, n = length(train), batch = batch, n_shuffle = n_shuffle,
+                    simulations = subset_simulations(sims, train), classifier = "mlp", hidden = clf$hidden,
+                    control = clf$control)
+  } else {
+    if (is.null(formula)) formula <- default_ratio_formula(prior$names, colnames(s_tr), cbind(th_tr, s_tr))
+    ratio_amortised(sim_d, summaries, prior, n = length(train), formula = formula, batch = batch,
+                    n_shuffle = n_shuffle, simulations = subset_simulations(sims, train))
+  }
   ratio$time[["simulation"]] <- sims$time
   ratio$call <- NULL
   t0 <- proc.time()[["elapsed"]]
