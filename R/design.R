@@ -124,7 +124,7 @@ eig_classifier <- function(classifier, formula, hidden, control, default_hidden,
     return(list(classifier = "mlp", hidden = spec$hidden, control = merge_control(control, nce_mlp_control,
                                                                                    call = call)))
   }
-  if (!is.null(control) || !default_hidden) {
+  if (!is.null(control) || (!default_hidden && !is.null(hidden))) {
     nce_abort("`hidden` and `control` set up the network; they apply only with classifier = \"mlp\"", "input",
               call = call)
   }

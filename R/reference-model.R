@@ -3,8 +3,9 @@
 
 #' A reference distribution from a fitted nce model
 #'
-#' Uses a fit of [nce()] as the reference of the next fit: its draws come from the fitted
-#' density and its log density is the fitted normalised log density. Gutmann and Hyvarinen
+#' Uses a fit of [nce()] for the reference of the next fit: an even mixture of the fitted density
+#' and the fit's own reference (half the draws from each), so the new reference is close to the
+#' data where the fit is good and keeps the old reference's support and tails. Gutmann and Hyvarinen
 #' (2012) recommend a reference close to the data; iterating fit -> reference -> fit is the
 #' adaptive reference of flow-contrastive and iterative NCE. Whether it helps depends on the
 #' model: on a Gaussian fitted with a quadratic energy the second fit's standard errors were no
@@ -14,9 +15,9 @@
 #' Draws from a fit with an [mlp()] energy alone come from the random-walk Metropolis sampler of
 #' [simulate.nce_mlp()] (thinned chains, so nearly but not exactly independent); from other fits by
 #' sampling-importance-resampling from the fit's own reference with `candidates` draws per point
-#' ([simulate.nce_fit()]). Its log density is the fitted one (zero outside the Metropolis box),
-#' normalised afresh by importance sampling with 200,000 draws from the fit's own reference, so
-#' the next fit's normaliser does not inherit this fit's error in its intercept.
+#' ([simulate.nce_fit()]). The fitted density (zero outside the Metropolis box) is normalised
+#' afresh by importance sampling with 200,000 draws from the fit's own reference, so the next
+#' fit's normaliser does not inherit this fit's error in its intercept.
 #'
 #' @param fit An `nce_fit` from [nce()] (not conditional).
 #' @param candidates For fits sampled by importance resampling: reference draws per point.
@@ -32,7 +33,7 @@
 #' rbind(coef(fit1), coef(fit2))   # truth: 0, -0.5 for x^2; log Z 0.919
 #' @export
 ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin = 10L) {
-  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
+  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls", "nce_mlp_conditional"))) {
     check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", caller_call())
   }
   check_number(candidates, "candidates", min = 1, max = 1e4)
@@ -42,7 +43,7 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
   vars <- fit$reference$vars
   metropolis <- inherits(fit, "nce_mlp") && setequal(fit$network$inputs, vars) &&
     ncol(stats::model.matrix(fit$rest_terms, fit$nce_frame[1L, , drop = FALSE])) == 1L
-  sample <- if (metropolis) {
+  from_fit <- if (metropolis) {
     function(n) as.data.frame(mlp_draws(fit, n, n_chains, burnin, thin))[vars]
   } else {
     function(n) {
@@ -68,10 +69,24 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
   lw <- stats::predict(fit, u, type = "log_density") - ref_logq(fit$reference, u)
   lw[!in_box(u)] <- -Inf
   log_c <- max(lw) + log(mean(exp(lw - max(lw))))
-  log_density <- function(d) {
+  log_fit <- function(d) {
     out <- stats::predict(fit, d, type = "log_density") - log_c
     out[!in_box(d)] <- -Inf
     out
+  }
+  # Half the draws from the fit, half from its own reference: the mixture keeps the old
+  # reference's support (the fit alone is zero outside the Metropolis box) and its tails.
+  q0 <- fit$reference
+  sample <- function(n) {
+    k <- stats::rbinom(1L, n, 0.5)
+    out <- rbind(if (k > 0L) from_fit(k), if (k < n) ref_draw(q0, n - k)[vars])
+    out[sample.int(n), , drop = FALSE]
+  }
+  log_density <- function(d) {
+    a <- log_fit(d)
+    b <- ref_logq(q0, d)
+    m <- pmax(a, b)
+    ifelse(is.finite(m), m + log(0.5 * exp(a - m) + 0.5 * exp(b - m)), -Inf)
   }
   ref_custom(sample, log_density, vars)
 }

@@ -4,7 +4,8 @@
 # log normaliser is its fitted intercept; its importance-sampling check is printed beside it, and
 # the KL after renormalising the fitted density by defensive importance sampling.
 # Targets: a product of 3 (6-D) or 5 (10-D) two-dimensional bananas, and an 8-component
-# Gaussian mixture. Run: Rscript bench/deep-ebm-highdim.R [seed]
+# Gaussian mixture. ks::kde() uses the normal-scale bandwidth (its plug-in selector is too slow in
+# 6-D). Run: Rscript bench/deep-ebm-highdim.R [seed]
 suppressMessages(library(nce))
 seed <- if (length(commandArgs(TRUE))) as.integer(commandArgs(TRUE)[1]) else 1L
 
@@ -83,7 +84,8 @@ for (target in list(bananas(6), mixture(6), bananas(10), mixture(10))) {
   }
   kl_kde <- NA_real_
   if (ncol(x) <= 6 && requireNamespace("ks", quietly = TRUE)) {
-    k <- ks::kde(x, binned = FALSE, eval.points = x_test)
+    # Normal-scale bandwidth: ks's plug-in selector (Hpi) takes minutes in 6-D even on 2,000 points.
+    k <- ks::kde(x, H = ks::Hns(x), binned = FALSE, eval.points = x_test)
     kl_kde <- mean(target$logd(x_test) - log(pmax(k$estimate, 1e-300)))
   }
   rows[[length(rows) + 1L]] <- data.frame(target = target$name, kl_mlp = kl_mlp, kl_gauss = kl_gauss,

@@ -4,7 +4,9 @@
 use crate::convert::{guard, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of};
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::estimators::mlp::{evaluate, train, Activation, EpochReport, Network, TrainData, TrainSettings};
+use nce_core::estimators::mlp::{
+    evaluate, train, train_pairs, Activation, EpochReport, Network, PairData, TrainData, TrainResult, TrainSettings,
+};
 use nce_core::sampling::metropolis::{metropolis, ChainControl};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -146,28 +148,72 @@ fn nce_mlp_train(x: Robj, z: Robj, response: List, settings: List) -> Robj {
                 train(&net, &data, &s, &mut report, &|| stop.load(Ordering::Relaxed))
             },
         )?;
-        let h = &res.history;
-        let mut hist = Vec::with_capacity(5 * h.len());
-        hist.extend(h.iter().map(|e| e.start as f64 + 1.0));
-        hist.extend(h.iter().map(|e| e.epoch as f64));
-        hist.extend(h.iter().map(|e| e.train_loss));
-        hist.extend(h.iter().map(|e| e.held_out_loss));
-        hist.extend(h.iter().map(|e| e.step));
-        let ns = res.starts.len();
-        let mut starts = Vec::with_capacity(3 * ns);
-        starts.extend(res.starts.iter().map(|s| s.0));
-        starts.extend(res.starts.iter().map(|s| s.1 as f64));
-        starts.extend(res.starts.iter().map(|s| if s.2 { 1.0 } else { 0.0 }));
-        Ok(list!(
-            params = res.params,
-            beta = res.beta,
-            held_out_loss = res.held_out_loss,
-            best_start = res.best_start as f64 + 1.0,
-            best_epoch = res.best_epoch as f64,
-            history = crate::convert::col_major_matrix(hist, h.len(), 5),
-            starts = crate::convert::col_major_matrix(starts, ns, 3)
-        )
-        .into_robj())
+        Ok(train_result(res))
+    })
+}
+
+/// The training result as an R list (see `nce_mlp_train`).
+fn train_result(res: TrainResult) -> Robj {
+    let h = &res.history;
+    let mut hist = Vec::with_capacity(5 * h.len());
+    hist.extend(h.iter().map(|e| e.start as f64 + 1.0));
+    hist.extend(h.iter().map(|e| e.epoch as f64));
+    hist.extend(h.iter().map(|e| e.train_loss));
+    hist.extend(h.iter().map(|e| e.held_out_loss));
+    hist.extend(h.iter().map(|e| e.step));
+    let ns = res.starts.len();
+    let mut starts = Vec::with_capacity(3 * ns);
+    starts.extend(res.starts.iter().map(|s| s.0));
+    starts.extend(res.starts.iter().map(|s| s.1 as f64));
+    starts.extend(res.starts.iter().map(|s| if s.2 { 1.0 } else { 0.0 }));
+    list!(
+        params = res.params,
+        beta = res.beta,
+        held_out_loss = res.held_out_loss,
+        best_start = res.best_start as f64 + 1.0,
+        best_epoch = res.best_epoch as f64,
+        history = crate::convert::col_major_matrix(hist, h.len(), 5),
+        starts = crate::convert::col_major_matrix(starts, ns, 3)
+    )
+    .into_robj()
+}
+
+/// Conditional NCE of a network energy: `x` the data (rows x inputs), `noise` their partners
+/// (kappa rows per data row, partner k of row i at row i kappa + k), `held_out` one logical per
+/// data row; `settings` as for `nce_mlp_train` with an empty `beta_start`. Returns as
+/// `nce_mlp_train` (an empty `beta`).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_mlp_train_conditional(x: Robj, noise: Robj, held_out: Robj, settings: List) -> Robj {
+    guard(|| {
+        let net = network_of(&settings)?;
+        let s = train_settings(&settings, 0)?;
+        let threads = list_count(&settings, "threads", "settings", 1)?;
+        let (xr, n) = row_major(&x, "x", net.inputs())?;
+        let (yr, m) = row_major(&noise, "noise", net.inputs())?;
+        if n == 0 || m % n != 0 {
+            return Err(NceError::invalid(
+                "noise",
+                "needs the same number of noise rows for each data row",
+            ));
+        }
+        let held: Vec<bool> = held_out
+            .as_logical_slice()
+            .ok_or_else(|| NceError::invalid("held_out", "must be logical"))?
+            .iter()
+            .map(|b| b.is_true())
+            .collect();
+        let data = PairData {
+            x: &xr,
+            noise: &yr,
+            kappa: m / n,
+            held_out: &held,
+        };
+        let res = run::run(threads, |stop| {
+            train_pairs(&net, &data, &s, &mut |_| {}, &|| stop.load(Ordering::Relaxed))
+        })?;
+        Ok(train_result(res))
     })
 }
 
@@ -241,6 +287,7 @@ fn nce_mlp_metropolis(params: Robj, settings: List, lower: Robj, upper: Robj, st
 extendr_module! {
     mod mlp;
     fn nce_mlp_train;
+    fn nce_mlp_train_conditional;
     fn nce_mlp_forward;
     fn nce_mlp_metropolis;
 }
