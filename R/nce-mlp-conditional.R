@@ -49,13 +49,13 @@ ref_conditional <- function(..., scale = 1) {
 }
 
 #' @export
-ref_draw.nce_ref_conditional <- function(ref, n) {
+ref_draw.nce_ref_conditional <- function(ref, n) {  # nolint: object_name_linter.
   nce_abort("ref_conditional() draws noise around data points, not from a distribution of its own", "input")
 }
 
 # Conditional noise has no support of its own: the model lives everywhere.
 #' @export
-ref_logq.nce_ref_conditional <- function(ref, data) rep(0, nrow(data))
+ref_logq.nce_ref_conditional <- function(ref, data) rep(0, nrow(data))  # nolint: object_name_linter.
 
 # nce() with a conditional-noise reference: train the network on data-noise pairs, then estimate
 # the normaliser by importance sampling.
@@ -76,13 +76,13 @@ nce_mlp_conditional_fit <- function(formula, d, reference, ratio, control, cl, c
     reference$sd <- reference$scale * sds
   }
   if (!setequal(spec$vars, reference$vars)) {
-    nce_abort(sprintf("ref_conditional() gives noise for %s, but mlp() uses %s: give one sd per variable of the network",
-                      paste(reference$vars, collapse = ", "), paste(spec$vars, collapse = ", ")), "input",
-              call = call)
+    nce_abort(sprintf("ref_conditional() gives noise for %s, but mlp() uses %s: give one sd per variable of %s",
+                      paste(reference$vars, collapse = ", "), paste(spec$vars, collapse = ", "), "the network"),
+              "input", call = call)
   }
   if (ratio != round(ratio) || ratio < 1) {
-    nce_abort(sprintf("with ref_conditional(), `ratio` is the number of noise partners per data point: a whole number >= 1, not %g",
-                      ratio), "input", call = call)
+    nce_abort(sprintf(paste("with ref_conditional(), `ratio` is the number of noise partners per data point:",
+                            "a whole number >= 1, not %g"), ratio), "input", call = call)
   }
   vars <- spec$vars
   n <- nrow(d)

@@ -9,6 +9,7 @@
 # formula: "default" (the default formula, pairwise ti() terms), "A" or "B" (the three-way terms
 # of the vignette's table); discrete: "discrete" for ratio_amortised(discrete = TRUE). Only the
 # default call (5000 pairs, default formula, exact) writes the CSV the vignette plots.
+# formula "mlp": the neural classifier, ratio_amortised(classifier = "mlp").
 suppressPackageStartupMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
 n_sim <- if (length(args)) as.integer(args[1]) else 5000L
@@ -18,11 +19,12 @@ smooths <- ~ s(t1) + s(t2) + s(t3) + s(t4) + s(t5) + s(m1) + s(m2) + s(lv1) + s(
   ti(t1, m1) + ti(t2, m2) + ti(t3, lv1) + ti(t4, lv2) + ti(t5, z)
 form <- switch(form_name,
   default = NULL,
+  mlp = NULL,
   A = stats::update(smooths, ~ . + ti(t1, m1, t3, k = 4) + ti(t2, m2, t4, k = 4)),
   B = stats::update(smooths, ~ . + ti(t1, m1, t3, k = 5) + ti(t2, m2, t4, k = 5) + ti(t1, m1, t5, k = 4) +
                       ti(t2, m2, t5, k = 4)),
   stop("formula must be default, A or B"))
-write_csv <- n_sim == 5000L && is.null(form) && !discrete
+write_csv <- n_sim == 5000L && form_name == "default" && !discrete
 options(nce.threads = 2L)
 
 g5_simulate <- function(theta, n) {
@@ -88,8 +90,11 @@ t_exact <- system.time({
 colnames(keep) <- names(theta_star)
 
 set.seed(43)
-t_amort <- system.time(r <- ratio_amortised(g5_simulate, g5_summaries, pr, n = n_sim, batch = TRUE, formula = form,
-                                             discrete = discrete))[["elapsed"]]
+t_amort <- system.time(r <- if (form_name == "mlp") {
+  ratio_amortised(g5_simulate, g5_summaries, pr, n = n_sim, batch = TRUE, classifier = "mlp")
+} else {
+  ratio_amortised(g5_simulate, g5_summaries, pr, n = n_sim, batch = TRUE, formula = form, discrete = discrete)
+})[["elapsed"]]
 t_post <- system.time(post <- ratio_posterior(r, x0, n_draws = 50000, method = "metropolis", n_chains = 100,
                                               burnin = 500))[["elapsed"]]
 
