@@ -130,14 +130,6 @@ nce_latkes_normaliser <- function(terms, maps, transitions, settings) .Call(wrap
 #' @noRd
 nce_mlp_train <- function(x, z, response, settings) .Call(wrap__nce_mlp_train, x, z, response, settings)
 
-#' Conditional NCE of a network energy: `x` the data (rows x inputs), `noise` their partners
-#' (kappa rows per data row, partner k of row i at row i kappa + k), `held_out` one logical per
-#' data row; `settings` as for `nce_mlp_train` with an empty `beta_start`. Returns as
-#' `nce_mlp_train` (an empty `beta`).
-#' @keywords internal
-#' @noRd
-nce_mlp_train_conditional <- function(x, noise, held_out, settings) .Call(wrap__nce_mlp_train_conditional, x, noise, held_out, settings)
-
 #' The network's output at the rows of `x` (rows x inputs). `settings` = list(inputs, hidden,
 #' activation, threads).
 #' @keywords internal

@@ -130,9 +130,6 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
 model.matrix.nce_mlp <- function(object, ...) refuse("model.matrix", object)
 
 #' @export
-residuals.nce_mlp_conditional <- function(object, ...) refuse("residuals", object)
-
-#' @export
 anova.nce_mlp <- function(object, ..., test = "Wald") refuse("anova", object)
 
 #' @exportS3Method generics::augment

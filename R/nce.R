@@ -174,9 +174,6 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   } else {
     merge_control(control, nce_mlp_control)
   }
-  if (neural && inherits(reference, "nce_ref_conditional") && !length(reference$vars)) {
-    reference$vars <- model_vars(formula)  # noise for every variable of the network
-  }
   nonlinear <- !is.null(start) || !is.null(model)
   if (neural && (!is.null(given) || nonlinear || discrete || !is.null(sp))) {
     nce_abort(sprintf("an mlp() term cannot be fitted with `%s`",
@@ -221,11 +218,6 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   if (n == 0L) nce_abort("no rows of `data` left to fit (after `subset` and `na.action`)", "input")
   w_total <- if (is.null(w)) n else sum(w)
   if (!(w_total > 0)) nce_abort("`weights` must not all be 0", "input")
-  if (inherits(reference, "nce_ref_conditional")) {
-    if (!is.null(w)) nce_abort("`weights` are not available with ref_conditional()", "input")
-    return(as_result(nce_mlp_conditional_fit(formula, d, reference, ratio, control, cl), rng = rng,
-                     env = parent.frame()))
-  }
   con <- contrast(d, reference, ratio, weight_total = w_total, method = method)
   m <- con$n_ref
   frame <- con$rows

@@ -33,7 +33,7 @@
 #' rbind(coef(fit1), coef(fit2))   # truth: 0, -0.5 for x^2; log Z 0.919
 #' @export
 ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin = 10L) {
-  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls", "nce_mlp_conditional"))) {
+  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
     check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", caller_call())
   }
   check_number(candidates, "candidates", min = 1, max = 1e4)

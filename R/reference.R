@@ -197,8 +197,7 @@ print.nce_reference <- function(x, ...) {
     uniform = paste(sprintf("%s in [%g, %g]", x$vars, x$lower, x$upper), collapse = ", "),
     normal = sprintf("mean (%s), %d x %d covariance", paste(format(x$mean, digits = 4), collapse = ", "),
                      length(x$vars), length(x$vars)),
-    custom = "user-supplied sampler and log density",
-    conditional = paste("Gaussian noise around each data point, sd", paste(format(x$sd, digits = 3), collapse = ", ")))
+    custom = "user-supplied sampler and log density")
   cat(sprintf("<nce reference: %s over %s>\n  %s\n", x$kind, paste(x$vars, collapse = ", "), desc))
   invisible(x)
 }

@@ -73,8 +73,6 @@ refusal_reasons <- list(
                                     "for log ratios and ratio_posterior() for posteriors")),
   nce_ratio = list(simulate = paste("a ratio estimator is not a model of the pairs' labels;",
                                     "simulate (theta, s) pairs with simulate_summaries()")),
-  nce_mlp_conditional = list(residuals = paste("conditional NCE classifies data-noise pairs, not points: there are",
-                                               "no per-point classification residuals")),
   nce_mlp = list(.why = paste("the network is not linear in its parameters, and its weights are not identifiable",
                               "(permuting hidden units gives the same function): there is no model matrix and no",
                               "covariance for them"),

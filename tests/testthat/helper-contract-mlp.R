@@ -35,20 +35,3 @@ contract_cases_ratio_mlp <- function() {
                          "model.matrix", "formula", "terms", "plot", "simulate", "tidy"))
   )
 }
-
-# Conditional NCE of a network energy (class nce_mlp_conditional).
-contract_cases_mlp_conditional <- function() {
-  d <- function() {
-    set.seed(1)
-    data.frame(y = rnorm(300))
-  }
-  list(
-    list(name = "nce_mlp_conditional (conditional NCE)",
-         fit = function() {
-           set.seed(2)
-           nce(~ mlp(y, hidden = 8), d(), ref_conditional(), ratio = 3, control = list(max_epochs = 10))
-         },
-         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
-         unsupported = c("predict_se", "predict_lpmatrix", "model.matrix", "anova", "residuals"))
-  )
-}

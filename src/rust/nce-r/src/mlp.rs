@@ -5,7 +5,7 @@ use crate::convert::{guard, list_count, list_get, list_number, list_vec, real_ma
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::estimators::mlp::{
-    evaluate, train, train_pairs, Activation, EpochReport, Network, PairData, TrainData, TrainResult, TrainSettings,
+    evaluate, train, Activation, EpochReport, Network, TrainData, TrainResult, TrainSettings,
 };
 use nce_core::sampling::metropolis::{metropolis, ChainControl};
 use nce_core::NceError;
@@ -178,45 +178,6 @@ fn train_result(res: TrainResult) -> Robj {
     .into_robj()
 }
 
-/// Conditional NCE of a network energy: `x` the data (rows x inputs), `noise` their partners
-/// (kappa rows per data row, partner k of row i at row i kappa + k), `held_out` one logical per
-/// data row; `settings` as for `nce_mlp_train` with an empty `beta_start`. Returns as
-/// `nce_mlp_train` (an empty `beta`).
-/// @keywords internal
-/// @noRd
-#[extendr]
-fn nce_mlp_train_conditional(x: Robj, noise: Robj, held_out: Robj, settings: List) -> Robj {
-    guard(|| {
-        let net = network_of(&settings)?;
-        let s = train_settings(&settings, 0)?;
-        let threads = list_count(&settings, "threads", "settings", 1)?;
-        let (xr, n) = row_major(&x, "x", net.inputs())?;
-        let (yr, m) = row_major(&noise, "noise", net.inputs())?;
-        if n == 0 || m % n != 0 {
-            return Err(NceError::invalid(
-                "noise",
-                "needs the same number of noise rows for each data row",
-            ));
-        }
-        let held: Vec<bool> = held_out
-            .as_logical_slice()
-            .ok_or_else(|| NceError::invalid("held_out", "must be logical"))?
-            .iter()
-            .map(|b| b.is_true())
-            .collect();
-        let data = PairData {
-            x: &xr,
-            noise: &yr,
-            kappa: m / n,
-            held_out: &held,
-        };
-        let res = run::run(threads, |stop| {
-            train_pairs(&net, &data, &s, &mut |_| {}, &|| stop.load(Ordering::Relaxed))
-        })?;
-        Ok(train_result(res))
-    })
-}
-
 /// The network's output at the rows of `x` (rows x inputs). `settings` = list(inputs, hidden,
 /// activation, threads).
 /// @keywords internal
@@ -287,7 +248,6 @@ fn nce_mlp_metropolis(params: Robj, settings: List, lower: Robj, upper: Robj, st
 extendr_module! {
     mod mlp;
     fn nce_mlp_train;
-    fn nce_mlp_train_conditional;
     fn nce_mlp_forward;
     fn nce_mlp_metropolis;
 }

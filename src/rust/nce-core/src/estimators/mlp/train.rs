@@ -71,8 +71,8 @@ impl TrainData<'_> {
     }
 }
 
-/// What the trainer minimises: a sum of losses over "rows" (labelled points, or data-noise
-/// pairs), with `extra()` coefficients beside the network's parameters.
+/// What the trainer minimises: a sum of losses over rows (labelled points here; other losses
+/// can implement it), with `extra()` coefficients beside the network's parameters.
 pub trait Objective: Sync {
     fn rows(&self) -> usize;
     fn held_out(&self, i: usize) -> bool;
@@ -93,78 +93,6 @@ impl Objective for TrainData<'_> {
     }
     fn block(&self, net: &Network, theta: &[f64], idx: &[usize], grad: Option<&mut [f64]>) -> f64 {
         block_loss(net, theta, self, idx, grad)
-    }
-}
-
-/// Conditional NCE (Ceylan and Gutmann, 2018): each data point `x_i` (row-major `n x inputs`)
-/// has `kappa` noise partners `y_ik` (rows `i kappa + k` of `noise`) drawn from a symmetric
-/// kernel around it; the loss of a pair is log(1 + exp(-(f(x_i) - f(y_ik)))), in which the
-/// normaliser cancels. Held-out flags are per data point (all its pairs).
-#[derive(Debug, Clone, Copy)]
-pub struct PairData<'a> {
-    pub x: &'a [f64],
-    pub noise: &'a [f64],
-    pub kappa: usize,
-    pub held_out: &'a [bool],
-}
-
-impl PairData<'_> {
-    pub fn check(&self, net: &Network) -> Result<()> {
-        let d = net.inputs();
-        let n = self.held_out.len();
-        if n == 0 || self.kappa == 0 {
-            return Err(NceError::invalid("x", "no data points or no noise partners"));
-        }
-        if self.x.len() != checked_len(&[n, d], "x")? || self.noise.len() != checked_len(&[n, self.kappa, d], "noise")?
-        {
-            return Err(NceError::invalid(
-                "noise",
-                "needs kappa rows per data row, one column per input",
-            ));
-        }
-        if !self.x.iter().chain(self.noise).all(|v| v.is_finite()) {
-            return Err(NceError::invalid("x", "data and noise points must be finite"));
-        }
-        Ok(())
-    }
-}
-
-impl Objective for PairData<'_> {
-    fn rows(&self) -> usize {
-        self.held_out.len() * self.kappa
-    }
-    fn held_out(&self, i: usize) -> bool {
-        self.held_out[i / self.kappa]
-    }
-    fn extra(&self) -> usize {
-        0
-    }
-    fn block(&self, net: &Network, theta: &[f64], idx: &[usize], grad: Option<&mut [f64]>) -> f64 {
-        let d = net.inputs();
-        let rows = idx.len();
-        let (mut xb, mut yb) = (vec![0.0; rows * d], vec![0.0; rows * d]);
-        for (r, &j) in idx.iter().enumerate() {
-            let i = j / self.kappa;
-            xb[r * d..(r + 1) * d].copy_from_slice(&self.x[i * d..(i + 1) * d]);
-            yb[r * d..(r + 1) * d].copy_from_slice(&self.noise[j * d..(j + 1) * d]);
-        }
-        let (mut wx, mut wy) = (Workspace::default(), Workspace::default());
-        let (mut fx, mut fy) = (vec![0.0; rows], vec![0.0; rows]);
-        net.forward(theta, &xb, rows, &mut wx, &mut fx);
-        net.forward(theta, &yb, rows, &mut wy, &mut fy);
-        let mut loss = 0.0;
-        let mut g = vec![0.0; rows];
-        for r in 0..rows {
-            let delta = fx[r] - fy[r];
-            loss += softplus(-delta);
-            g[r] = -sigmoid(-delta);
-        }
-        if let Some(grad) = grad {
-            net.backward(theta, &xb, rows, &mut wx, &g, grad);
-            g.iter_mut().for_each(|v| *v = -*v);
-            net.backward(theta, &yb, rows, &mut wy, &g, grad);
-        }
-        loss
     }
 }
 
@@ -415,18 +343,6 @@ pub fn train(
     train_objective(net, data, s, report, stop)
 }
 
-/// Conditional NCE of the network alone (no other coefficients: `s.beta_start` empty).
-pub fn train_pairs(
-    net: &Network,
-    data: &PairData,
-    s: &TrainSettings,
-    report: &mut dyn FnMut(&EpochReport),
-    stop: &dyn Fn() -> bool,
-) -> Result<TrainResult> {
-    data.check(net)?;
-    train_objective(net, data, s, report, stop)
-}
-
 fn train_objective(
     net: &Network,
     data: &dyn Objective,
@@ -600,51 +516,6 @@ mod tests {
             .fold(0.0, f64::max);
         assert!(err < 0.15, "max error of the log density {err}");
         assert!(r.held_out_loss < 2.0f64.ln());
-    }
-
-    #[test]
-    fn conditional_nce_recovers_a_gaussian_log_density_up_to_a_constant() {
-        let n = 4000;
-        let kappa = 4;
-        let mut rng = stream_rng(9, 0);
-        let p = Normal::new(0.0, 1.0).unwrap();
-        let e = Normal::new(0.0, 0.7).unwrap();
-        let x: Vec<f64> = (0..n).map(|_| p.sample(&mut rng)).collect();
-        let noise: Vec<f64> = (0..n * kappa).map(|j| x[j / kappa] + e.sample(&mut rng)).collect();
-        let held: Vec<bool> = (0..n).map(|i| i % 10 == 0).collect();
-        let data = PairData {
-            x: &x,
-            noise: &noise,
-            kappa,
-            held_out: &held,
-        };
-        let net = Network::new(1, vec![16, 16], Activation::Tanh).unwrap();
-        let mut s = settings(2);
-        s.beta_start = vec![];
-        s.max_epochs = 200;
-        s.patience = 20;
-        s.step = 0.002;
-        let r = with_threads(2, || train_pairs(&net, &data, &s, &mut |_| {}, &|| false))
-            .unwrap()
-            .unwrap();
-        assert!(r.beta.is_empty());
-        let grid: Vec<f64> = (0..31).map(|i| -1.5 + 0.1 * i as f64).collect();
-        let f = evaluate(&net, &r.params, &grid).unwrap();
-        let f0 = evaluate(&net, &r.params, &[0.0]).unwrap()[0];
-        // 4,000 points: measured mean error 0.06, largest 0.20 (at -1.5, where the sample is thin).
-        let errs: Vec<f64> = grid
-            .iter()
-            .zip(&f)
-            .map(|(g, fv)| (fv - f0 + g * g / 2.0).abs())
-            .collect();
-        let (mean, max) = (
-            errs.iter().sum::<f64>() / errs.len() as f64,
-            errs.iter().fold(0.0f64, |a, b| a.max(*b)),
-        );
-        assert!(
-            mean < 0.1 && max < 0.3,
-            "errors of f(x) - f(0) on [-1.5, 1.5]: mean {mean}, max {max}"
-        );
     }
 
     #[test]
