@@ -170,15 +170,19 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
                       length(ok), n), "simulation", call = call)
   }
   check_ratio_names(prior$names, colnames(sims$summaries), call)
-  if (is.null(formula)) {
-    formula <- default_eig_formula(prior$names, colnames(sims$summaries),
-                                   cbind(sims$theta[ok, prior$names, drop = FALSE], sims$summaries[ok, , drop = FALSE]))
-  }
   if (folds == 1L) {
     n_test <- max(20L, round(holdout * length(ok)))
     fold_rows <- list(ok[seq.int(length(ok) - n_test + 1L, length(ok))])
   } else {
     fold_rows <- split(ok, cut(seq_along(ok), folds, labels = FALSE))
+  }
+  if (is.null(formula)) {
+    # Basis sizes capped by the distinct values of every fold's training pairs.
+    vals <- cbind(sims$theta[, prior$names, drop = FALSE], sims$summaries)
+    n_unique <- Reduce(pmin, lapply(fold_rows, function(test) {
+      apply(vals[setdiff(ok, test), , drop = FALSE], 2L, function(v) length(unique(v)))
+    }))
+    formula <- default_eig_formula(prior$names, colnames(sims$summaries), n_unique = n_unique)
   }
   t_fit <- 0
   t0 <- proc.time()[["elapsed"]]
@@ -260,10 +264,10 @@ eig_errors <- function(fold_terms) {
 # the numbers of distinct values. Chosen on the death model (bench/design-defaults.R): the
 # smaller bases of ratio_amortised()'s default (5 and 4) are too stiff for the sharp log ratio
 # of counts at late times and bias the EIG low by up to 0.25 nats.
-default_eig_formula <- function(pars, snames, data = NULL, k_main = 8L, k_inter = 6L) {
+default_eig_formula <- function(pars, snames, n_unique = NULL, k_main = 8L, k_inter = 6L) {
   vars <- c(pars, snames)
   nu <- stats::setNames(rep(Inf, length(vars)), vars)
-  if (!is.null(data)) nu[] <- vapply(vars, function(v) length(unique(data[, v])), 1)
+  if (!is.null(n_unique)) nu[] <- n_unique[vars]
   main_term <- function(v) {
     if (nu[[v]] >= 3) return(sprintf("s(%s, k = %d)", v, as.integer(min(k_main, nu[[v]]))))
     if (nu[[v]] == 2) v else NULL
