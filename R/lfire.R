@@ -75,6 +75,15 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' parameter value per thread. Summaries are standardised by the mean and standard
 #' deviation of the prior-predictive sample.
 #'
+#' **Defaults, and how far from exact.** `n_theta = n_marginal = 500`, 10-fold one-step CV and
+#' lambda.min are ELFI's setting of ARCH(1) (Thomas et al. 2020; `vignette("simulator")`,
+#' `bench/lfire.R`), where the exact posterior is known by quadrature: on the vignette's observed
+#' series the posterior means are within 0.011 (t1) and 0.074 (t2) of the exact ones and the sds
+#' 2.46 and 1.33 times the exact ones, in about 20 s end to end on two cores. Squares of the
+#' summaries (`lfire_control(quadratic = TRUE)`) give 2.33 and 1.30 at 4.6 times the fitting
+#' time, so they are not the default. Most of the width is the summaries': rejection ABC on the
+#' same 17 summaries (10^6 simulations) has sds 2.0 and 2.1 times the exact ones.
+#'
 #' **Is the classifier too stiff?** A log ratio linear in the summaries is right when theta
 #' shifts their distribution, too flat when theta also changes their spread, and a log ratio too
 #' flat gives a posterior too wide. With the lasso, `lfire()` checks this at the (up to) 10
