@@ -223,16 +223,15 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
                  log_ratio = unlist(lapply(per_fold, `[[`, "h")),
                  log_ratio_marginal = unlist(lapply(per_fold, `[[`, "h_marg")),
                  held_out = do.call(rbind, lapply(per_fold, `[[`, "held_out")),
-                 n = n, folds = folds, n_train = if (folds == 1L) length(ok) - n_used else length(ok) - length(fold_rows[[1L]]),
+                 n = n, folds = folds, n_train = length(ok) - if (folds == 1L) n_used else length(fold_rows[[1L]]),
                  n_test = n_used, n_failed = sum(!sims$ok), n_marginal = n_marginal,
                  time = c(simulation = sims$time, fitting = t_fit,
                           estimation = proc.time()[["elapsed"]] - t0 - t_fit)),
             class = c("nce_eig", "nce_result"))
 }
 
-# Standard errors of the cross-fitted estimates. Fold k's mean term is
-#   e_k = EIG + M_k + D_k,
-# M_k the Monte Carlo error of its m pairs (variance sigma^2 / m, from the terms' spread within
+# Standard errors of the cross-fitted estimates. Fold k's mean term e_k is the EIG plus M_k plus
+# D_k, with M_k the Monte Carlo error of its m pairs (variance sigma^2 / m, from the terms' spread within
 # folds) and D_k the error of classifier k (variance tau^2, correlation rho between two folds'
 # classifiers). Two classifiers share (K - 2) / (K - 1) of their training pairs, and a fit's
 # error behaves like a mean over its training pairs, so rho = (K - 2) / (K - 1). Then
@@ -315,13 +314,14 @@ subset_simulations <- function(sims, rows) {
 #'
 #' **Defaults, and how far from exact.** Each evaluation is a cross-fitted [design_eig()]
 #' (5 folds; the evaluations skip its refit on all pairs). The defaults (`n = 1000` simulations
-#' per design, 9 initial designs, 2 rounds of 4) were chosen on the death model
-#' ([death_model()]), against the exact optimum t = 1.28 (`bench/design-defaults.R`): over 20
-#' seeds the chosen t was within 0.25 of 1.28 for 19 (the other 0.28 away; range 1.05-1.56),
-#' about 19 s each on one core. Before cross-fitting and the larger classifier of
-#' [design_eig()], the same `n` chose a t more than 0.35 away for 2 of 7 seeds. The exact EIG
-#' curve is flat near its maximum (within 0.06 nats of it on \[0.75, 2.05\]), so those misses
-#' cost little information.
+#' per design, 9 initial designs, 2 rounds of 4) were measured on the death model
+#' ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`, 20 seeds,
+#' about 18 s each on one core): the chosen t was within 0.25 of 1.28 for 18 of 20 seeds (the
+#' others 0.42 and 0.30 away; 19 of 20 when the smooth was weighted by the full standard errors).
+#' More simulations did not help (`n = 1500`: 15 of 20): 0.25 from the optimum the exact EIG is
+#' only 0.01 nats below its maximum (1.356), less than the classifier's design-to-design bias
+#' (about 0.03 nats), so the chosen t moves within the flat top: the worst choice (t = 0.86) lost 0.034 nats
+#' of information.
 #'
 #' The smooth is fitted by [mgcv::gam()] (Gaussian, REML), not the package's Rust engine:
 #' the engine fits binomial and Poisson likelihoods with a known scale, and these estimates are

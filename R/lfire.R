@@ -329,7 +329,8 @@ stiffness_message <- function(st) {
   } else {
     "no sign of a classifier too stiff"
   }
-  sprintf("Classifier check: adding %s changes the held-out (CV) deviance per pair by %+.4f (se %.4f) at the %d values of highest posterior weight: %s",
+  sprintf(paste("Classifier check: adding %s changes the held-out (CV) deviance per pair by %+.4f (se %.4f)",
+                "at the %d values of highest posterior weight: %s"),
           richer, -st$gain, st$std.error, length(st$points), verdict)
 }
 
