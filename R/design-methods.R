@@ -37,9 +37,15 @@ NULL
 #' @export
 print.nce_eig <- function(x, digits = 4L, ...) {
   cat(sprintf("Expected information gain at %s (ratio estimation)\n", eig_label(x$design)))
-  cat(sprintf("%d simulations: %d to train the classifier, %d held out%s\n", x$n, x$n_train, x$n_test,
-              if (x$n_failed > 0) sprintf(" (%d failed)", x$n_failed) else ""))
+  failed <- if (x$n_failed > 0) sprintf(" (%d failed)", x$n_failed) else ""
+  if (is.null(x$folds) || x$folds == 1L) {
+    cat(sprintf("%d simulations: %d to train the classifier, %d held out%s\n", x$n, x$n_train, x$n_test, failed))
+  } else {
+    cat(sprintf("%d simulations, cross-fitted over %d folds (classifiers on %d pairs)%s\n", x$n, x$folds, x$n_train,
+                failed))
+  }
   tab <- x$estimates
+  tab$mc.error <- NULL
   tab$meaning <- c("mean log ratio (estimate)", "NWJ lower bound on the EIG", "lower bound on the JSD proxy")
   print(format(tab, digits = digits), row.names = FALSE)
   invisible(x)

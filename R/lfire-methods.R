@@ -161,6 +161,7 @@ print.nce_lfire <- function(x, ...) {
   if (nf > 0L) cat(sprintf("%d simulations failed and were left out\n", nf))
   m <- posterior_moments(x)
   print(round(rbind(mean = m$mean, sd = m$sd), 4L))
+  if (isTRUE(x$stiffness$flagged)) cat(strwrap(stiffness_message(x$stiffness), width = 100L), sep = "\n")
   invisible(x)
 }
 
@@ -179,7 +180,7 @@ summary.nce_lfire <- function(object, level = 0.95, ...) {
                  n_summaries = length(object$observed_summaries), penalty = object$penalty,
                  ess = 1 / sum(object$posterior^2), type = object$type, n_values = nrow(object$theta),
                  failures = nrow(object$simulations$failures) + nrow(object$marginal$failures),
-                 time = object$time),
+                 stiffness = object$stiffness, time = object$time),
             class = "summary.nce_lfire")
 }
 
@@ -195,6 +196,7 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
               length(x$selected), x$n_summaries,
               if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
   if (x$failures > 0L) cat(sprintf("%d simulations failed and were left out\n", x$failures))
+  if (!is.null(x$stiffness)) cat(strwrap(stiffness_message(x$stiffness), width = 100L), sep = "\n")
   invisible(x)
 }
 

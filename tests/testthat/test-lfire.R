@@ -115,6 +115,26 @@ test_that("quadratic features give a log ratio quadratic in the summary (exact f
   expect_error(lfire_control(quadratic = NA), class = "nce_error_input")
 })
 
+test_that("the stiffness check flags a log ratio linear in a summary where it is quadratic", {
+  # As above: the exact log ratio is quadratic in the sample mean, so linear features are too
+  # stiff (held-out deviance clearly above that of the fit with squares), and squares are not.
+  sim <- function(theta, n) matrix(rnorm(n * 30, theta[, "mu"]), n, 30)
+  summ <- function(x) cbind(mean = rowMeans(x))
+  set.seed(3)
+  x_obs <- matrix(rnorm(30, 0.4), 1)
+  pr <- prior_normal(c(mu = 0), 1)
+  th <- theta_grid(pr, 15, ranges = list(mu = c(-0.6, 1.4)))
+  lin <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 200, n_marginal = 400, batch = TRUE,
+               control = lfire_control(nfolds = 5))
+  expect_true(lin$stiffness$flagged)
+  expect_gt(lin$stiffness$gain, 0.1)
+  expect_output(print(lin), "too stiff")
+  expect_output(print(summary(lin)), "Classifier check")
+  quad <- update(lin, control = lfire_control(nfolds = 5, quadratic = TRUE))
+  expect_false(quad$stiffness$flagged)
+  expect_null(update(lin, penalty = "ridge")$stiffness)
+})
+
 test_that("lfire's ARCH(1) posterior is close to the exact one on the same grid (lasso and ridge)", {
   set.seed(11)
   y_obs <- arch_simulate(cbind(t1 = 0.3, t2 = 0.7), 1)
