@@ -152,7 +152,7 @@ eig_classifier <- function(classifier, formula, hidden, control, default_hidden,
     if (!is.null(formula)) {
       nce_abort("`formula` sets up the GAM classifier; with classifier = \"mlp\" leave it out", "input", call = call)
     }
-    spec <- mlp(x, hidden = hidden)
+    spec <- mlp_spec("x", hidden = hidden)
     return(list(classifier = "mlp", hidden = spec$hidden, control = merge_control(control, nce_mlp_control,
                                                                                    call = call)))
   }

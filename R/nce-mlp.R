@@ -39,6 +39,11 @@ mlp <- function(..., hidden = c(64, 64), activation = c("relu", "softplus", "tan
   }, "")
   if (!length(vars)) nce_abort("mlp() needs at least one variable", "input")
   if (anyDuplicated(vars)) nce_abort("mlp() names a variable twice", "input")
+  mlp_spec(vars, hidden, activation)
+}
+
+# The checked specification of a network on `vars` (the classifiers name their inputs later).
+mlp_spec <- function(vars, hidden = c(64, 64), activation = c("relu", "softplus", "tanh")) {
   if (!is.numeric(hidden) || !length(hidden) || anyNA(hidden) || any(hidden < 1 | hidden != round(hidden)) ||
         any(hidden > 4096)) {
     nce_abort(sprintf("`hidden` must be whole numbers of units from 1 to 4096 per layer, not %s",

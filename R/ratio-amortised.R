@@ -90,7 +90,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
       nce_abort("`formula` and `discrete` set up the GAM classifier; with classifier = \"mlp\" leave them out",
                 "input", call = ucall)
     }
-    spec <- mlp(x, hidden = hidden)
+    spec <- mlp_spec("x", hidden = hidden)
     control <- merge_control(control, nce_mlp_control, call = ucall)
   } else if (!is.null(control) || !missing(hidden)) {
     nce_abort("`hidden` and `control` set up the network; they apply only with classifier = \"mlp\"", "input",
