@@ -293,13 +293,8 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
   res <- rs(nce_fit_glm(z, list(y = label, weights = prior_w, offset = offset + g), as.integer(label),
                         glm_settings))
   cn <- colnames(z)
-  beta <- stats::setNames(res$coefficients, cn)
-  beta[res$aliased] <- NA_real_
-  name_cov <- function(v) {
-    v[is.nan(v)] <- NA_real_
-    dimnames(v) <- list(cn, cn)
-    nce_clamp_cov(v)
-  }
+  cf <- glm_coefficients(res, cn)
+  beta <- cf$coefficients
   warn_fit(res, cn, nce_fields$n)
   # The importance-sampling check of the normaliser: log Z = log mean over the reference of
   # exp(f(u)) / q(u), with f the unnormalised log density (network and non-intercept terms).
@@ -314,8 +309,8 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
   tr$network$scale <- scale
   structure(c(list(
     coefficients = beta,
-    vcov = name_cov(res$cov_sandwich),
-    vcov_naive = name_cov(res$cov),
+    vcov = cf$vcov,
+    vcov_naive = cf$vcov_naive,
     log_normaliser = -unname(beta[1L]),
     log_normaliser_is = log_z_is,
     converged = res$converged,

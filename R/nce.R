@@ -281,18 +281,13 @@ nce_linear_fit <- function(formula, frame, label, offset, method, control, nce_f
                         list(family = family, control = control, threads = nce_threads())))
 
   cn <- colnames(x)
-  beta <- stats::setNames(res$coefficients, cn)
-  beta[res$aliased] <- NA_real_
-  name_cov <- function(v) {
-    v[is.nan(v)] <- NA_real_
-    dimnames(v) <- list(cn, cn)
-    nce_clamp_cov(v)
-  }
+  cf <- glm_coefficients(res, cn)
+  beta <- cf$coefficients
   warn_fit(res, cn, nce_fields$n)
   structure(c(list(
     coefficients = beta,
-    vcov = name_cov(res$cov_sandwich),
-    vcov_naive = name_cov(res$cov),
+    vcov = cf$vcov,
+    vcov_naive = cf$vcov_naive,
     log_normaliser = -unname(beta[1L]),
     converged = res$converged,
     iterations = res$iterations,
@@ -302,6 +297,19 @@ nce_linear_fit <- function(formula, frame, label, offset, method, control, nce_f
     terms = stats::terms(mf), xlevels = stats::.getXlevels(tt, mf),
     contrasts = attr(x, "contrasts")
   ), nce_fields), class = c("nce_fit", "nce_result"))
+}
+
+# The named coefficients (NA where aliased) and the named, clamped sandwich and naive
+# covariances of an nce_fit_glm() result with columns `cn`.
+glm_coefficients <- function(res, cn) {
+  beta <- stats::setNames(res$coefficients, cn)
+  beta[res$aliased] <- NA_real_
+  name_cov <- function(v) {
+    v[is.nan(v)] <- NA_real_
+    dimnames(v) <- list(cn, cn)
+    nce_clamp_cov(v)
+  }
+  list(coefficients = beta, vcov = name_cov(res$cov_sandwich), vcov_naive = name_cov(res$cov))
 }
 
 # Aliases for non-syntactic names: c(`my var` = ".nce_v1"), empty when all are syntactic.
