@@ -157,8 +157,12 @@ anova.nce_ratio <- function(object, ...) {
 update.nce_ratio <- function(object, ..., resample = FALSE) {
   changes <- list(...)
   args <- list(simulator = object$simulator, summaries = object$summaries, prior = object$prior, n = object$n,
-               formula = object$formula, batch = object$batch, n_shuffle = object$n_shuffle,
-               discrete = isTRUE(object$discrete))
+               batch = object$batch, n_shuffle = object$n_shuffle)
+  args <- c(args, if (inherits(object, "nce_ratio_mlp")) {
+    list(classifier = "mlp", hidden = object$hidden, control = object$control)
+  } else {
+    list(formula = object$formula, discrete = isTRUE(object$discrete))
+  })
   if (!any(names(changes) %in% c("simulator", "summaries", "prior", "n", "batch"))) {
     args$simulations <- object$simulations
   }
@@ -489,22 +493,6 @@ augment.nce_ratio_mlp <- function(x, newdata = NULL, ...) {  # nolint: object_na
   out <- as.data.frame(rows)
   out$.fitted <- predict.nce_ratio_mlp(x, newdata)
   out
-}
-
-#' @export
-update.nce_ratio_mlp <- function(object, ..., resample = FALSE) {
-  changes <- list(...)
-  args <- list(simulator = object$simulator, summaries = object$summaries, prior = object$prior, n = object$n,
-               batch = object$batch, n_shuffle = object$n_shuffle, classifier = "mlp", hidden = object$hidden,
-               control = object$control)
-  if (!any(names(changes) %in% c("simulator", "summaries", "prior", "n", "batch"))) {
-    args$simulations <- object$simulations
-  }
-  args[names(changes)] <- changes
-  state <- if (is.null(args$simulations)) object$rng_state else object$rng_fit
-  fit <- rerun(object, ratio_amortised, args, resample, state)
-  for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
-  fit
 }
 
 #' @export
