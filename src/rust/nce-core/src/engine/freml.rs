@@ -15,7 +15,7 @@ use super::penalty::PenaltySet;
 use nalgebra::{DMatrix, DVector};
 
 /// Largest coefficient count for which the working start is tried: each of its Newton steps
-/// costs about 2 m p^3 flops (m penalties), against one such product per exact step.
+/// costs an inverse (p^3 flops) and m thin products, against m p^3 per exact step.
 const MAX_P: usize = 400;
 
 /// The working model's REML minimiser in rho, from `rho0` within [lo, hi], by Newton's method
@@ -36,7 +36,6 @@ pub(crate) fn working_rho(
     let lam0: Vec<f64> = rho0.iter().map(|r| r.exp()).collect();
     let a = h0 - pens.total(&lam0);
     let b = h0 * DVector::from_column_slice(beta0);
-    let s_full: Vec<DMatrix<f64>> = (0..m).map(|j| pens.full(j)).collect();
     // Score, gradient and Hessian at rho.
     let eval = |rho: &[f64], with_derivs: bool| -> Option<(f64, Vec<f64>, DMatrix<f64>)> {
         let lam: Vec<f64> = rho.iter().map(|r| r.exp()).collect();
@@ -54,20 +53,29 @@ pub(crate) fn working_rho(
             return Some((v, Vec::new(), DMatrix::zeros(0, 0)));
         }
         let hinv = chol.inverse();
-        let sb: Vec<DVector<f64>> = (0..m).map(|j| &s_full[j] * &beta).collect();
-        let mj: Vec<DMatrix<f64>> = (0..m).map(|j| &hinv * &s_full[j]).collect();
+        // M_j = H^{-1} S_j is zero outside S_j's columns: only those (p x k_j) are formed, so a
+        // step costs one inverse and m thin products instead of m p x p products.
+        let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
+        let mj: Vec<(usize, DMatrix<f64>)> = (0..m).map(|j| pens.right_mul(j, &hinv)).collect();
+        let trace = |(start, c): &(usize, DMatrix<f64>)| (0..c.ncols()).map(|i| c[(start + i, i)]).sum::<f64>();
+        // tr(M_j M_k): columns of M_j at S_j's block, rows of M_j at S_k's block.
+        let cross = |(sj, cj): &(usize, DMatrix<f64>), (sk, ck): &(usize, DMatrix<f64>)| {
+            cj.rows(*sk, ck.ncols())
+                .component_mul(&ck.rows(*sj, cj.ncols()).transpose())
+                .sum()
+        };
         let grad: Vec<f64> = (0..m)
-            .map(|j| 0.5 * (lam[j] * beta.dot(&sb[j]) + lam[j] * mj[j].trace() - ld.grad[j]))
+            .map(|j| 0.5 * (lam[j] * beta.dot(&sb[j]) + lam[j] * trace(&mj[j]) - ld.grad[j]))
             .collect();
         let mut hess = DMatrix::zeros(m, m);
         for j in 0..m {
             let hsj = &hinv * &sb[j];
             for k in j..m {
                 let mut v = -2.0 * lam[j] * lam[k] * sb[k].dot(&hsj)
-                    - lam[j] * lam[k] * mj[j].component_mul(&mj[k].transpose()).sum()
+                    - lam[j] * lam[k] * cross(&mj[j], &mj[k])
                     - ld.hess[(j, k)];
                 if j == k {
-                    v += lam[j] * beta.dot(&sb[j]) + lam[j] * mj[j].trace();
+                    v += lam[j] * beta.dot(&sb[j]) + lam[j] * trace(&mj[j]);
                 }
                 hess[(j, k)] = 0.5 * v;
                 hess[(k, j)] = 0.5 * v;

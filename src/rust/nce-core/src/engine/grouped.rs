@@ -888,11 +888,11 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
         let vref: Vec<&[f64]> = vj.iter().map(|v| v.as_slice()).collect();
         let mut dh = self.arrows(&vref);
         for (j, a) in dh.iter_mut().enumerate() {
-            a.p += pens.full(j) * lam[j];
+            pens.add_to(j, &mut a.p, lam[j]);
         }
         let lev = self.leverages(h);
         let si = &h.sigma_inv;
-        let tr_s: Vec<f64> = (0..m).map(|j| si.component_mul(&pens.full(j)).sum()).collect();
+        let tr_s: Vec<f64> = (0..m).map(|j| pens.trace_with(j, si)).collect();
         let grad: Vec<f64> = (0..m)
             .map(|j| {
                 let tr = vj[j].iter().zip(&lev).map(|(a, b)| a * b).sum::<f64>() + lam[j] * tr_s[j];

@@ -145,13 +145,29 @@ impl PenaltySet {
         out
     }
 
-    /// S_j embedded in a p x p matrix.
-    pub fn full(&self, j: usize) -> DMatrix<f64> {
+    /// tr(M S_j) for a p x p matrix M: only M's block of S_j is read (k_j^2, not p^2).
+    pub fn trace_with(&self, j: usize, m: &DMatrix<f64>) -> f64 {
         let pen = &self.penalties[j];
         let k = pen.s.nrows();
-        let mut s = DMatrix::zeros(self.p, self.p);
-        s.view_mut((pen.start, pen.start), (k, k)).copy_from(&pen.s);
-        s
+        m.view((pen.start, pen.start), (k, k))
+            .component_mul(&pen.s.transpose())
+            .sum()
+    }
+
+    /// m += scale S_j, on S_j's block only.
+    pub fn add_to(&self, j: usize, m: &mut DMatrix<f64>, scale: f64) {
+        let pen = &self.penalties[j];
+        let k = pen.s.nrows();
+        let mut v = m.view_mut((pen.start, pen.start), (k, k));
+        v += &pen.s * scale;
+    }
+
+    /// The non-zero columns of M S_j (p x k_j, for S_j's block) and where they start: M S_j
+    /// without the p x p product.
+    pub fn right_mul(&self, j: usize, m: &DMatrix<f64>) -> (usize, DMatrix<f64>) {
+        let pen = &self.penalties[j];
+        let k = pen.s.nrows();
+        (pen.start, m.columns(pen.start, k) * &pen.s)
     }
 
     /// log|S_lambda|_+ with gradient and Hessian in rho = log lambda.
@@ -353,6 +369,38 @@ mod tests {
             _ => 0.0,
         });
         d.transpose() * d
+    }
+
+    /// The block products equal the products with S_j embedded in a p x p matrix.
+    #[test]
+    fn block_products_match_embedded_penalties() {
+        let p = 12;
+        let pens = PenaltySet::new(
+            p,
+            vec![
+                Penalty { start: 1, s: diff2(5) },
+                Penalty {
+                    start: 7,
+                    s: diff2(4) * 3.0,
+                },
+            ],
+        )
+        .unwrap();
+        let m = DMatrix::from_fn(p, p, |i, j| ((i * 7 + j * 3) % 11) as f64 - 4.5 + 0.1 * i as f64);
+        for j in 0..2 {
+            let full = pens.total(&[(j == 0) as u8 as f64, (j == 1) as u8 as f64]);
+            let tr = (&m * &full).trace();
+            assert!((pens.trace_with(j, &m) - tr).abs() < 1e-12 * (1.0 + tr.abs()));
+            let mut a = m.clone();
+            pens.add_to(j, &mut a, 2.5);
+            assert!((a - (&m + &full * 2.5)).amax() < 1e-12);
+            let (start, c) = pens.right_mul(j, &m);
+            let prod = &m * &full;
+            let k = c.ncols();
+            assert!((prod.columns(start, k) - &c).amax() < 1e-12);
+            assert_eq!(prod.columns(0, start).amax(), 0.0);
+            assert_eq!(prod.columns(start + k, p - start - k).amax(), 0.0);
+        }
     }
 
     fn kron(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {

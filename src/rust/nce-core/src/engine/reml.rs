@@ -303,9 +303,13 @@ impl<D: Design> Ctx<'_, D> {
         let hj: Vec<DMatrix<f64>> = mj
             .into_iter()
             .enumerate()
-            .map(|(j, mm)| mm + pens.full(j) * lam[j])
+            .map(|(j, mut mm)| {
+                pens.add_to(j, &mut mm, lam[j]);
+                mm
+            })
             .collect();
-        let aj: Vec<DMatrix<f64>> = hj.iter().map(|h| &hinv * h).collect();
+        // m products of p x p matrices: the largest p x p cost of a step, each on its own thread.
+        let aj: Vec<DMatrix<f64>> = hj.par_iter().map(|h| &hinv * h).collect();
         let grad: Vec<f64> = (0..m)
             .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj[j].trace() - 0.5 * ld.grad[j])
             .collect();
@@ -317,10 +321,11 @@ impl<D: Design> Ctx<'_, D> {
         let u = d.crossprod_vec(&w1lev);
         let w2lev: Vec<f64> = w2.iter().zip(&lev).map(|(a, b)| a * b).collect();
 
-        // Second order.
-        let mut hess = DMatrix::zeros(m, m);
-        for j in 0..m {
-            for k in j..m {
+        // Second order, the pairs (j, k >= j) in parallel (each entry computed on its own).
+        let pairs: Vec<(usize, usize)> = (0..m).flat_map(|j| (j..m).map(move |k| (j, k))).collect();
+        let entries: Vec<f64> = pairs
+            .par_iter()
+            .map(|&(j, k)| {
                 // d2b/drho_j drho_k = [j == k] b_j - H^{-1} (dH_k b_j + lambda_j S_j b_k).
                 let mut bjk = -(&aj[k] * &bj[j]);
                 let sj_bk = pens.apply(j, bj[k].as_slice());
@@ -329,7 +334,7 @@ impl<D: Design> Ctx<'_, D> {
                     bjk += &bj[j];
                 }
                 let mut tr = if j == k {
-                    lam[j] * hinv.component_mul(&pens.full(j)).sum()
+                    lam[j] * pens.trace_with(j, &hinv)
                 } else {
                     0.0
                 };
@@ -340,9 +345,13 @@ impl<D: Design> Ctx<'_, D> {
                 if j == k {
                     v += 0.5 * lam[j] * beta.dot(&sb[j]);
                 }
-                hess[(j, k)] = v;
-                hess[(k, j)] = v;
-            }
+                v
+            })
+            .collect();
+        let mut hess = DMatrix::zeros(m, m);
+        for (&(j, k), &v) in pairs.iter().zip(&entries) {
+            hess[(j, k)] = v;
+            hess[(k, j)] = v;
         }
         Ok(Derivs { grad, hess, dbeta: bj })
     }
