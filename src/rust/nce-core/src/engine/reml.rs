@@ -18,7 +18,7 @@ use crate::engine::penalty::PenaltySet;
 use crate::engine::pirls::{self, Cand};
 use crate::error::{NceError, Result};
 use crate::linalg::aliased_columns;
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+use nalgebra::{Cholesky, DMatrix, DMatrixView, DVector, Dyn};
 use rayon::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -308,12 +308,19 @@ impl<D: Design> Ctx<'_, D> {
                 mm
             })
             .collect();
-        // m products of p x p matrices: the largest p x p cost of a step, each on its own thread.
-        let aj: Vec<DMatrix<f64>> = hj.par_iter().map(|h| &hinv * h).collect();
+        // A_j = H^{-1} dH_j, stored as the columns vec(A_j) of one p^2 x m matrix (each product on
+        // its own thread), so that the pairs' traces below are one matrix product.
+        let p = hinv.nrows();
+        let mut avec = DMatrix::<f64>::zeros(p * p, m);
+        avec.as_mut_slice()
+            .par_chunks_mut(p * p)
+            .zip(hj.par_iter())
+            .for_each(|(col, h)| col.copy_from_slice((&hinv * h).as_slice()));
+        drop(hj);
+        let aj = |j: usize| DMatrixView::from_slice(&avec.as_slice()[j * p * p..(j + 1) * p * p], p, p);
         let grad: Vec<f64> = (0..m)
-            .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj[j].trace() - 0.5 * ld.grad[j])
+            .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj(j).trace() - 0.5 * ld.grad[j])
             .collect();
-
         // Leverages and X'(w1 lev).
         let mut lev = vec![0.0; n];
         d.row_quadratic_forms(&hinv, &mut lev);
@@ -321,15 +328,33 @@ impl<D: Design> Ctx<'_, D> {
         let u = d.crossprod_vec(&w1lev);
         let w2lev: Vec<f64> = w2.iter().zip(&lev).map(|(a, b)| a * b).collect();
 
-        // Second order, the pairs (j, k >= j) in parallel (each entry computed on its own).
+        // Second order. The pairs' products go through blocked matrix products: A_k b_j for all j
+        // at once, H^{-1} S_j b_k for all k at once, and tr(A_k A_j) = vec(A_k')' vec(A_j) as one
+        // product (pair by pair, each would re-read p x p matrices from memory).
+        // (from_columns needs at least one column: no penalties, no pairs.)
+        let bmat = if m == 0 {
+            DMatrix::zeros(p, 0)
+        } else {
+            DMatrix::from_columns(&bj)
+        };
+        let ab: Vec<DMatrix<f64>> = (0..m).into_par_iter().map(|k| aj(k) * &bmat).collect();
+        let hsb: Vec<DMatrix<f64>> = (0..m)
+            .into_par_iter()
+            .map(|j| {
+                let (start, c) = pens.right_mul(j, &hinv);
+                let kj = c.ncols();
+                c * bmat.rows(start, kj)
+            })
+            .collect();
+        let avec_t = DMatrix::from_fn(p * p, m, |i, k| avec[(i / p + (i % p) * p, k)]);
+        let cross = avec_t.tr_mul(&avec);
+        drop(avec_t);
         let pairs: Vec<(usize, usize)> = (0..m).flat_map(|j| (j..m).map(move |k| (j, k))).collect();
         let entries: Vec<f64> = pairs
             .par_iter()
             .map(|&(j, k)| {
                 // d2b/drho_j drho_k = [j == k] b_j - H^{-1} (dH_k b_j + lambda_j S_j b_k).
-                let mut bjk = -(&aj[k] * &bj[j]);
-                let sj_bk = pens.apply(j, bj[k].as_slice());
-                bjk -= &hinv * sj_bk * lam[j];
+                let mut bjk = -ab[k].column(j) - hsb[j].column(k) * lam[j];
                 if j == k {
                     bjk += &bj[j];
                 }
@@ -340,8 +365,7 @@ impl<D: Design> Ctx<'_, D> {
                 };
                 tr += u.dot(&bjk);
                 tr += ws_dot3(&w2lev, &ej[j], &ej[k]);
-                let cross = aj[k].component_mul(&aj[j].transpose()).sum();
-                let mut v = lam[j] * bj[k].dot(&sb[j]) + 0.5 * (tr - cross) - 0.5 * ld.hess[(j, k)];
+                let mut v = lam[j] * bj[k].dot(&sb[j]) + 0.5 * (tr - cross[(k, j)]) - 0.5 * ld.hess[(j, k)];
                 if j == k {
                     v += 0.5 * lam[j] * beta.dot(&sb[j]);
                 }
