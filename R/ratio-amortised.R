@@ -43,8 +43,9 @@
 #'   4 seeds, 2 threads): with 1,000 pairs the fit takes 0.4-0.6 s, the posterior means are
 #'   0.02-0.09 (t1) and 0.04-0.11 (t2) from the exact ones and the sds 0.87-1.15 and 1.14-1.25
 #'   times the exact ones; with 2,000 pairs 0.04-0.07 and 0.01-0.13, sds 1.03-1.22 and
-#'   1.08-1.28 times. The default GAM on the same 1,000 pairs (one seed): 339 s, means 0.066 and
-#'   0.026 off, sds 1.13 and 1.13 times.
+#'   1.08-1.28 times. The default GAM on the same 1,000 pairs (one seed, 2026-11-27): 163 s on a
+#'   loaded machine (339 s before the REML engine's penalty algebra worked on each penalty's
+#'   block), means 0.067 and 0.025 off, sds 1.11 and 1.10 times.
 #' @param hidden With `classifier = "mlp"`: units of each hidden layer.
 #' @param control With `classifier = "mlp"`: [nce_mlp_control()] or a list of some of its
 #'   arguments.

@@ -2,7 +2,7 @@
 # prior on (t1, t2) in [-1, 1] x [0, 1], observed series at t1 = 0.3, t2 = 0.7): the posterior of
 # ratio_amortised(classifier = "mlp") against the exact posterior on a 41 x 41 grid.
 # Run: Rscript bench/ratio-mlp.R [gam]   ("gam" also fits the default GAM classifier at 1,000
-# pairs, about 270 s, for the time ratio).
+# pairs, 120-160 s, for the time ratio).
 suppressMessages(library(nce))
 arch_simulate <- function(theta, n, n_obs = 100L) {
   t1 <- theta[, "t1"]
