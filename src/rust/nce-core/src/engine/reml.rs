@@ -948,6 +948,27 @@ mod tests {
         }
     }
 
+    /// No penalties: the fit is the unpenalised GLM, and the derivatives have no pairs.
+    #[test]
+    fn no_penalties_is_the_plain_glm() {
+        let n = 300;
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 + 0.5) / n as f64).collect();
+        let st = Setup::new(&x, |t| 2.0 * t - 1.0);
+        let d = DenseDesign::new(&st.xm[..2 * n], n, 2).unwrap();
+        let pens = PenaltySet::new(2, vec![]).unwrap();
+        let f = fit_reml(&d, &st.prob(), &pens, &RemlControl::default(), &mut || false).unwrap();
+        assert!(f.convergence.converged, "{}", f.convergence.message);
+        assert!(f.gradient.is_empty() && f.sp.is_empty());
+        assert!((f.edf.iter().sum::<f64>() - 2.0).abs() < 1e-10, "edf {:?}", f.edf);
+        // The score equations X'(y - mu) = 0 of the unpenalised fit.
+        for j in 0..2 {
+            let g: f64 = (0..n)
+                .map(|i| st.xm[j * n + i] * (st.y[i] - 1.0 / (1.0 + (-f.fit.eta[i]).exp())))
+                .sum();
+            assert!(g.abs() < 1e-6, "score {j}: {g}");
+        }
+    }
+
     #[test]
     fn linear_truth_sends_the_smoothing_parameter_up() {
         let n = 400;
