@@ -2,14 +2,15 @@
 //!
 //!     Rscript bench/make_problem.R subject
 //!     cargo run --release -p nce-core --example bench_reml -- [DIR] [--designs grouped,dense]
-//!         [--threads 1,2] [--reps N]
+//!         [--threads 1,2] [--reps N] [--micro] [--count]
 //!
 //! DIR defaults to /tmp/nce-bench/subject. For each design and thread count it prints the wall
 //! time of the whole fit (best of N repetitions), outer/inner iterations, total edf, and the
 //! differences from mgcv's gam(method = "REML") (and bam(discrete = TRUE)) fits written by the
-//! R script: max |eta - eta_mgcv| over rows and max |log sp - log sp_mgcv|.
+//! R script: max |eta - eta_mgcv| over rows and max |log sp - log sp_mgcv|. `--micro` times one
+//! pass of each kind; `--count` counts and times the passes over the rows of one grouped fit.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use nce_core::engine::design::{DenseDesign, Design};
 #[path = "../tests/support/threads.rs"]
 mod threads;
@@ -18,7 +19,9 @@ use nce_core::engine::grouped::GroupedDesign;
 use nce_core::engine::irls::Problem;
 use nce_core::engine::penalty::{Penalty, PenaltySet};
 use nce_core::engine::reml::{fit_reml, RemlControl, RemlFit};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 use threads::with_threads;
 
@@ -98,6 +101,58 @@ fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
     );
 }
 
+/// A design that counts and times the passes over the rows that a fit makes through it.
+struct Counting<'a, D: Design> {
+    d: &'a D,
+    tally: Mutex<BTreeMap<&'static str, (usize, f64)>>,
+}
+
+impl<'a, D: Design> Counting<'a, D> {
+    fn new(d: &'a D) -> Self {
+        Counting {
+            d,
+            tally: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn timed<T>(&self, what: &'static str, f: impl FnOnce() -> T) -> T {
+        let t0 = Instant::now();
+        let out = f();
+        let mut t = self.tally.lock().unwrap();
+        let e = t.entry(what).or_insert((0, 0.0));
+        e.0 += 1;
+        e.1 += t0.elapsed().as_secs_f64();
+        out
+    }
+}
+
+impl<D: Design> Design for Counting<'_, D> {
+    fn nrow(&self) -> usize {
+        self.d.nrow()
+    }
+    fn ncol(&self) -> usize {
+        self.d.ncol()
+    }
+    fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
+        self.timed("linear predictor", || self.d.linear_predictor(beta, out))
+    }
+    fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
+        self.timed("cross-product X'WX, X'Wz", || self.d.weighted_crossprod(w, v))
+    }
+    fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
+        self.timed("m cross-products X'diag(w_j)X", || self.d.weighted_crossprods(weights))
+    }
+    fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
+        self.timed("X'v", || self.d.crossprod_vec(v))
+    }
+    fn intercept_column(&self) -> Option<usize> {
+        self.d.intercept_column()
+    }
+    fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
+        self.timed("leverages x'Mx", || self.d.row_quadratic_forms(m, out))
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut dir = PathBuf::from("/tmp/nce-bench/subject");
@@ -105,6 +160,7 @@ fn main() {
     let mut threads = vec![1usize, 2];
     let mut reps = 3usize;
     let mut micro = false;
+    let mut count = false;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -121,6 +177,7 @@ fn main() {
                 i += 1;
             }
             "--micro" => micro = true,
+            "--count" => count = true,
             other => dir = PathBuf::from(other),
         }
         i += 1;
@@ -213,6 +270,35 @@ fn main() {
     }
     let prob = Problem::new(&y, &w, &offset, Family::Binomial);
     let ctrl = RemlControl::default();
+    if count {
+        let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
+        for &th in &threads {
+            let cd = Counting::new(&gd);
+            let t0 = Instant::now();
+            let f = with_threads(th, || fit_reml(&cd, &prob, &pens, &ctrl, &mut || false).unwrap()).unwrap();
+            let total = t0.elapsed().as_secs_f64();
+            println!(
+                "{th} threads: fit {:.1} ms, {} outer and {} inner iterations",
+                total * 1e3,
+                f.convergence.iterations,
+                f.inner_iterations
+            );
+            let tally = cd.tally.into_inner().unwrap();
+            let in_passes: f64 = tally.values().map(|v| v.1).sum();
+            for (what, (calls, secs)) in &tally {
+                println!(
+                    "  {what:<30} {calls:4} calls  {:8.1} ms  ({:.2} ms each)",
+                    secs * 1e3,
+                    secs * 1e3 / *calls as f64
+                );
+            }
+            println!(
+                "  outside the passes (p x p algebra, set-up)  {:.1} ms",
+                (total - in_passes) * 1e3
+            );
+        }
+        return;
+    }
     let run = |d: &dyn Fn() -> (f64, RemlFit), label: &str| {
         let mut best: Option<(f64, RemlFit)> = None;
         for _ in 0..reps {
