@@ -331,12 +331,7 @@ impl<D: Design> Ctx<'_, D> {
         // Second order. The pairs' products go through blocked matrix products: A_k b_j for all j
         // at once, H^{-1} S_j b_k for all k at once, and tr(A_k A_j) = vec(A_k')' vec(A_j) as one
         // product (pair by pair, each would re-read p x p matrices from memory).
-        // (from_columns needs at least one column: no penalties, no pairs.)
-        let bmat = if m == 0 {
-            DMatrix::zeros(p, 0)
-        } else {
-            DMatrix::from_columns(&bj)
-        };
+        let bmat = DMatrix::from_fn(p, m, |i, j| bj[j][i]);
         let ab: Vec<DMatrix<f64>> = (0..m).into_par_iter().map(|k| aj(k) * &bmat).collect();
         let hsb: Vec<DMatrix<f64>> = (0..m)
             .into_par_iter()
