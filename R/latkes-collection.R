@@ -4,7 +4,7 @@
 # future::plan() decides where they run) and lapply otherwise. Seeds: future's
 # parallel-safe streams drawn from R's RNG, so set.seed() makes the collection reproducible.
 latkes_by <- function(cl, data, by, env) {
-  check_data_frame(data, "data", min_rows = 0L)
+  check_data_frame(data, "data", min_rows = 1L) # as latkes() without `by`: no levels, no fits
   if (!is.character(by) || length(by) != 1L || !by %in% names(data)) {
     nce_abort("`by` must name a column of `data`", "input")
   }
@@ -72,6 +72,7 @@ NULL
 #' @export
 print.latkes_collection <- function(x, ...) {
   cat(sprintf("\n%d LATKES fits by %s\n\n", length(x$fits), x$by))
+  if (!length(x$fits)) return(invisible(x))
   tab <- do.call(rbind, lapply(names(x$fits), function(nm) {
     f <- x$fits[[nm]]
     st <- smooth_table(f)

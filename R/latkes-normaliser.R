@@ -25,9 +25,11 @@ cached_normaliser <- function(object, newdata, grid, gradient, refine, extrapola
     grid_normaliser(object, newdata, grid, gradient = gradient, refine = refine, extrapolate = extrapolate, call = NULL)
   }
   if (!own) return(norm())
-  key <- paste(c(grid, refine, gradient, extrapolate), collapse = "/")
-  if (is.null(cache[[key]])) cache[[key]] <- norm()
-  cache[[key]]
+  key <- function(g) paste(c(grid, refine, g, extrapolate), collapse = "/")
+  # The normaliser with its gradient holds the one without.
+  if (!gradient && !is.null(cache[[key(TRUE)]])) return(cache[[key(TRUE)]])
+  if (is.null(cache[[key(gradient)]])) cache[[key(gradient)]] <- norm()
+  cache[[key(gradient)]]
 }
 
 # Quadrature points of the window for a previous fixation at (px, py): the midpoints of a
@@ -35,9 +37,9 @@ cached_normaliser <- function(object, newdata, grid, gradient, refine, extrapola
 # Log normaliser of the kernel for each row of `newdata` (its previous fixation(s) and
 # covariates, with the features); with `gradient`, also the kernel's design row averaged under
 # the normalised density (d log Z / d beta), one column per kernel coefficient. `tables = FALSE`
-# forces the R rule (tests compare the two).
+# forces the R rule (tests compare the two); `chunk` sets the transitions per progress step.
 grid_normaliser <- function(object, newdata, grid, gradient = FALSE, refine = 7, extrapolate = TRUE,
-                            call = caller_call(), tables = TRUE) {
+                            call = caller_call(), tables = TRUE, chunk = NULL) {
   check_grid(grid, call = call)
   check_whole(refine, "refine", min = 0, max = 99, call = call)
   if (refine > 0 && refine %% 2 == 0) nce_abort("`refine` must be odd (cells centred on the previous fixation)",
@@ -62,7 +64,7 @@ grid_normaliser <- function(object, newdata, grid, gradient = FALSE, refine = 7,
   }
   # Chunks of transitions, with a progress bar when there are several (held-out data of many
   # subjects; about 1 ms per transition in Rust, 100 times that on the R rule).
-  per <- if (is.null(plan)) 64L else 2048L
+  per <- chunk %||% if (is.null(plan)) 64L else 2048L
   chunks <- split(seq_along(first), ceiling(seq_along(first) / per))
   parts <- if (length(chunks) > 1L) {
     with_simulation_progress(length(chunks), function(p) {

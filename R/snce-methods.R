@@ -361,10 +361,12 @@ augment.snce_fit <- function(x, newdata = NULL,  # nolint: object_name_linter.
   type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
   check_bool(se_fit, "se_fit")
   d <- if (is.null(newdata)) x$transitions else newdata
-  p <- if (is.null(newdata)) predict(x, type = type.predict, se.fit = TRUE) else
-    predict(x, newdata, type = type.predict, se.fit = TRUE)
-  if (length(p$fit) != nrow(d)) d <- x$transitions # raw LATKES fixations: predictions per transition row
-  d$.fitted <- unname(p$fit)
+  # Standard errors only when asked: LATKES's need the normaliser's gradient, twice its cost.
+  p <- if (is.null(newdata)) predict(x, type = type.predict, se.fit = se_fit) else
+    predict(x, newdata, type = type.predict, se.fit = se_fit)
+  fit <- if (se_fit) p$fit else p
+  if (length(fit) != nrow(d)) d <- x$transitions # raw LATKES fixations: predictions per transition row
+  d$.fitted <- unname(fit)
   if (se_fit) d$.se.fit <- unname(p$se.fit)
   d
 }

@@ -93,6 +93,25 @@ test_that("the normaliser does not depend on the number of threads", {
   expect_identical(one, three)
 })
 
+test_that("the normaliser reports progress chunk by chunk, with the same values", {
+  skip_if_not_installed("progressr")
+  set.seed(312)
+  d <- rlatkes(300, kernel = latkes_truth, window = screen, n_trials = 2)
+  set.seed(313)
+  fit <- latkes(d, group = "trial", window = screen, ratio = 5)
+  nd <- fit$features(fit$transitions)
+  whole <- nce:::grid_normaliser(fit, nd, c(32, 24), gradient = TRUE)
+  steps <- 0L
+  old <- options(progressr.enable = TRUE) # progressr is silent in non-interactive sessions
+  on.exit(options(old))
+  chunked <- withCallingHandlers(
+    nce:::grid_normaliser(fit, nd, c(32, 24), gradient = TRUE, chunk = 50L),
+    progression = function(c) if (identical(c$type, "update")) steps <<- steps + 1L
+  )
+  expect_identical(chunked, whole)
+  expect_identical(steps, as.integer(ceiling(nrow(unique(nd[c("x_prev", "y_prev")])) / 50)))
+})
+
 test_that("on the real fixations, logLik() and predict(se.fit = TRUE) keep their values", {
   csv <- file.path(shared_data_dir(), "fixations.csv")
   fix <- utils::read.csv(csv)

@@ -108,6 +108,10 @@ test_that("by = \"subject\" fits a collection with individual curves and their a
   on.exit({ grDevices::dev.off(); unlink(f) })
   expect_invisible(plot(col))
   expect_invisible(plot(col, angle = "polar"))
+  # No rows: the error latkes() gives without `by`; a collection emptied by hand still prints.
+  expect_error(latkes(d[0, ], window = screen, by = "subject"), class = "nce_error_input")
+  col$fits <- list()
+  expect_output(print(col), "0 LATKES fits by subject")
 })
 
 test_that("one pooled fit with s(dist, by = subject) recovers each subject's slope", {

@@ -12,6 +12,7 @@
 use crate::spatial::Map;
 use crate::{NceError, Result};
 use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
 use std::f64::consts::PI;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -87,9 +88,10 @@ impl TermTables {
     #[inline]
     fn locate(&self, v: f64) -> (usize, f64) {
         let pos = (v - self.lo) * self.inv_step;
-        // `as` truncates towards 0: the floor for pos >= 0, and 0 below (clamped there anyway).
-        let i = (pos.max(0.0) as usize).min(self.n - 2);
-        (i, pos - i as f64)
+        // Truncation is the floor for pos >= 0 (and 0 below, clamped there anyway); as float
+        // operations, so that read_table_avx2() does the same in vector lanes.
+        let i = pos.max(0.0).trunc().min((self.n - 2) as f64);
+        (i as usize, pos - i)
     }
 }
 
@@ -163,13 +165,12 @@ fn fast_atan2(y: f64, x: f64) -> f64 {
 /// -pi) is taken as 2 (pi), and no direction (0, 0) as 0, as R's latkes_features() does.
 #[inline]
 pub fn pseudo_angle(dx: f64, dy: f64) -> f64 {
+    // Selects, not branches, so that loops over points run in vector lanes.
     let s = dx.abs() + dy.abs();
-    if s == 0.0 {
-        return 0.0;
-    }
     let p = (1.0 - dx / s).copysign(dy);
-    if p == -2.0 {
-        2.0
+    let p = if p == -2.0 { 2.0 } else { p };
+    if s == 0.0 {
+        0.0
     } else {
         p
     }
@@ -203,7 +204,13 @@ fn check(rule: &Rule, maps: &[MapFeature], terms: &[TermTables], trans: &[Transi
     }
     for (k, t) in terms.iter().enumerate() {
         let arg = format!("terms[[{}]]", k + 1);
-        if t.n < 2 || t.values.is_empty() || t.values.len() % t.n != 0 || !(t.step > 0.0) || !t.lo.is_finite() {
+        if t.n < 2
+            || t.n > i32::MAX as usize
+            || t.values.is_empty()
+            || t.values.len() % t.n != 0
+            || !(t.step > 0.0)
+            || !t.lo.is_finite()
+        {
             return Err(NceError::invalid(
                 &arg,
                 "needs at least two equally spaced table values",
@@ -245,54 +252,131 @@ fn check(rule: &Rule, maps: &[MapFeature], terms: &[TermTables], trans: &[Transi
     Ok(())
 }
 
-/// The points of the rule for one previous fixation: (x, y, log area).
-fn points(rule: &Rule, prev: (f64, f64), out: &mut Vec<(f64, f64, f64)>) {
-    out.clear();
-    let [x0, x1, y0, y1] = rule.window;
-    let (nx, ny) = rule.grid;
-    let hx = (x1 - x0) / nx as f64;
-    let hy = (y1 - y0) / ny as f64;
-    // The cell holding the previous fixation (clamped into the window), as R's window_points().
-    let cell = |p: f64, lo: f64, h: f64, n: usize| -> usize { ((p - lo) / h).ceil().clamp(1.0, n as f64) as usize - 1 };
-    let (cx, cy) = (cell(prev.0, x0, hx, nx), cell(prev.1, y0, hy, ny));
-    let half = rule.refine / 2;
-    let near = |i: usize, j: usize| rule.refine > 0 && i.abs_diff(cx) <= half && j.abs_diff(cy) <= half;
-    let la = (hx * hy).ln();
-    for j in 0..ny {
-        for i in 0..nx {
-            if !near(i, j) {
-                out.push((x0 + (i as f64 + 0.5) * hx, y0 + (j as f64 + 0.5) * hy, la));
-            }
+/// The rule's points for one previous fixation, as rows: the whole cells of an `nx` x `ny`
+/// lattice less the block of `refine` x `refine` cells around the previous fixation, then that
+/// block's sub-cells (`SUB` per cell and side), which lie on the window's fine lattice.
+struct Lattice {
+    xs: Vec<f64>,
+    ys: Vec<f64>,
+    /// Centres of the fine lattice's cells.
+    fine_xs: Vec<f64>,
+    fine_ys: Vec<f64>,
+    /// Log area of a whole cell.
+    log_cell: f64,
+    /// The refined block's cells (columns, rows; half-open), empty without refinement.
+    block: ([usize; 2], [usize; 2]),
+}
+
+/// One row of points: height, abscissae, whether they are whole cells (or sub-cells), and the
+/// index of the first in its lattice (row-major).
+struct Row<'a> {
+    y: f64,
+    xs: &'a [f64],
+    whole: bool,
+    at: usize,
+}
+
+impl Lattice {
+    fn new(rule: &Rule) -> Self {
+        let [x0, x1, y0, y1] = rule.window;
+        let (nx, ny) = rule.grid;
+        let hx = (x1 - x0) / nx as f64;
+        let hy = (y1 - y0) / ny as f64;
+        let fine = |lo: f64, h: f64, n: usize| -> Vec<f64> {
+            (0..n)
+                .flat_map(|i| (0..SUB).map(move |a| lo + (i as f64 + (a as f64 + 0.5) / SUB as f64) * h))
+                .collect()
+        };
+        Lattice {
+            xs: (0..nx).map(|i| x0 + (i as f64 + 0.5) * hx).collect(),
+            ys: (0..ny).map(|j| y0 + (j as f64 + 0.5) * hy).collect(),
+            fine_xs: if rule.refine > 0 { fine(x0, hx, nx) } else { Vec::new() },
+            fine_ys: if rule.refine > 0 { fine(y0, hy, ny) } else { Vec::new() },
+            log_cell: (hx * hy).ln(),
+            block: ([0, 0], [0, 0]),
         }
     }
-    if rule.refine == 0 {
-        return;
+
+    /// Places the refined block around `prev` (the cell holding it, clamped into the window, as
+    /// R's window_points()).
+    fn centre_on(&mut self, rule: &Rule, prev: (f64, f64)) {
+        let [x0, x1, y0, y1] = rule.window;
+        let (nx, ny) = rule.grid;
+        let hx = (x1 - x0) / nx as f64;
+        let hy = (y1 - y0) / ny as f64;
+        let cell =
+            |p: f64, lo: f64, h: f64, n: usize| -> usize { ((p - lo) / h).ceil().clamp(1.0, n as f64) as usize - 1 };
+        let (cx, cy) = (cell(prev.0, x0, hx, nx), cell(prev.1, y0, hy, ny));
+        let half = rule.refine / 2;
+        self.block = if rule.refine == 0 {
+            ([0, 0], [0, 0])
+        } else {
+            (
+                [cx.saturating_sub(half), (cx + half + 1).min(nx)],
+                [cy.saturating_sub(half), (cy + half + 1).min(ny)],
+            )
+        };
     }
-    let la_sub = (hx * hy / (SUB * SUB) as f64).ln();
-    for j in cy.saturating_sub(half)..(cy + half + 1).min(ny) {
-        for i in cx.saturating_sub(half)..(cx + half + 1).min(nx) {
-            for b in 0..SUB {
-                for a in 0..SUB {
-                    let ox = (a as f64 + 0.5) / SUB as f64;
-                    let oy = (b as f64 + 0.5) / SUB as f64;
-                    out.push((x0 + (i as f64 + ox) * hx, y0 + (j as f64 + oy) * hy, la_sub));
-                }
+
+    /// Calls `f` on each row of at most BLOCK points: the whole cells row by row, then the
+    /// sub-cells of the refined block.
+    fn rows(&self, mut f: impl FnMut(Row)) {
+        let nx = self.xs.len();
+        let ([bx0, bx1], [by0, by1]) = self.block;
+        for (j, &y) in self.ys.iter().enumerate() {
+            if (by0..by1).contains(&j) {
+                emit(&mut f, y, &self.xs[..bx0], true, j * nx);
+                emit(&mut f, y, &self.xs[bx1..], true, j * nx + bx1);
+            } else {
+                emit(&mut f, y, &self.xs, true, j * nx);
             }
+        }
+        let fx = &self.fine_xs[(bx0 * SUB).min(self.fine_xs.len())..(bx1 * SUB).min(self.fine_xs.len())];
+        for jy in by0 * SUB..by1 * SUB {
+            emit(&mut f, self.fine_ys[jy], fx, false, jy * SUB * nx + bx0 * SUB);
+        }
+    }
+
+    /// Calls `f` on each row of the whole cells (`fine` false) or of the fine lattice.
+    fn all_rows(&self, fine: bool, mut f: impl FnMut(Row)) {
+        let (xs, ys) = if fine {
+            (&self.fine_xs, &self.fine_ys)
+        } else {
+            (&self.xs, &self.ys)
+        };
+        for (j, &y) in ys.iter().enumerate() {
+            emit(&mut f, y, xs, !fine, j * xs.len());
         }
     }
 }
 
-/// Scratch space of one worker: the points (x, y, log area), the features the terms read at
-/// them (one array each, so that each loop is tight), and eta.
+/// Passes a row to `f` in parts of at most BLOCK points.
+#[inline]
+fn emit(f: &mut impl FnMut(Row), y: f64, xs: &[f64], whole: bool, at: usize) {
+    for (c, part) in xs.chunks(BLOCK).enumerate() {
+        f(Row {
+            y,
+            xs: part,
+            whole,
+            at: at + c * BLOCK,
+        });
+    }
+}
+
+/// Scratch space of one worker: the features the terms read at a row's points (one array
+/// each, so that each loop is tight), and the per-point accumulators of the two rules.
 #[derive(Default)]
 struct Scratch {
-    pts: Vec<(f64, f64, f64)>,
     feat: [Vec<f64>; 7],
     mapv: Vec<f64>,
+    /// Log rule: eta at every point of the transition; product rule: a row's products.
     eta: Vec<f64>,
+    /// Product rule: a row's sums of interpolation increments.
+    inc: Vec<f64>,
     /// Per term and point: table index and weight (only with the gradient).
     loc: Vec<Vec<(usize, f64)>>,
-    bins: Vec<f64>,
+    /// The same for the product rule, per term of a row.
+    ploc: Vec<Loc>,
 }
 
 /// Index into `Scratch::feat` of a window feature (maps are computed per term).
@@ -309,117 +393,123 @@ fn slot(f: Feature) -> Option<usize> {
     }
 }
 
-/// The window features the terms read, at every point of `s.pts`, as R's latkes_features():
-/// angles on (-pi, pi], 0 where the saccade has no direction; the turn is 0 where either
-/// saccade has length 0.
+/// Whether a feature is a function of the position alone (not of the saccade).
+#[inline]
+fn is_position(f: Feature) -> bool {
+    matches!(f, Feature::X | Feature::Y | Feature::Radius | Feature::Map(_))
+}
+
+/// The window features that terms `idx` read, at the points of `row`, as R's
+/// latkes_features(): angles on (-pi, pi], 0 where the saccade has no direction; the turn is 0
+/// where either saccade has length 0.
 fn compute_features(
     terms: &[TermTables],
+    idx: &[usize],
     tr: &Transition,
     rule: &Rule,
-    pts: &[(f64, f64, f64)],
+    row: &Row,
     feat: &mut [Vec<f64>; 7],
 ) {
-    let need = |f: &dyn Fn(Feature) -> bool| terms.iter().any(|t| f(t.feature));
-    let np = pts.len();
+    let need = |f: &dyn Fn(Feature) -> bool| idx.iter().any(|&k| f(terms[k].feature));
+    let (xs, y) = (row.xs, row.y);
     for v in feat.iter_mut() {
         v.clear();
     }
     if need(&|f| f == Feature::X) {
-        feat[0].extend(pts.iter().map(|p| p.0));
+        feat[0].extend_from_slice(xs);
     }
     if need(&|f| f == Feature::Y) {
-        feat[1].extend(pts.iter().map(|p| p.1));
+        feat[1].resize(xs.len(), y);
     }
     if need(&|f| f == Feature::Radius) {
         let (cx, cy) = rule.centre;
-        feat[2].extend(
-            pts.iter()
-                .map(|p| ((p.0 - cx) * (p.0 - cx) + (p.1 - cy) * (p.1 - cy)).sqrt()),
-        );
+        let dy2 = (y - cy) * (y - cy);
+        feat[2].extend(xs.iter().map(|&x| ((x - cx) * (x - cx) + dy2).sqrt()));
     }
     let (px, py) = tr.prev;
+    let dy = y - py;
     if need(&|f| matches!(f, Feature::Dist | Feature::RelAngle)) {
-        feat[3].extend(
-            pts.iter()
-                .map(|p| ((p.0 - px) * (p.0 - px) + (p.1 - py) * (p.1 - py)).sqrt()),
-        );
+        feat[3].extend(xs.iter().map(|&x| ((x - px) * (x - px) + dy * dy).sqrt()));
     }
     if need(&|f| f == Feature::Angle) {
-        feat[6].extend(pts.iter().map(|p| pseudo_angle(p.0 - px, p.1 - py)));
+        feat[6].extend(xs.iter().map(|&x| pseudo_angle(x - px, dy)));
     }
     if need(&|f| f == Feature::RelAngle) {
-        feat[4].extend(pts.iter().map(|p| {
-            let (dx, dy) = (p.0 - px, p.1 - py);
+        let ap = tr.angle_prev;
+        let (dist, rest) = feat.split_at_mut(4);
+        rest[1].extend(xs.iter().zip(&dist[3]).map(|(&x, &d)| {
+            let dx = x - px;
             let a = fast_atan2(dy, dx);
-            if a == -PI {
+            let a = if a == -PI {
                 PI
             } else if dx == 0.0 && dy == 0.0 {
                 0.0
             } else {
                 a
+            };
+            match ap {
+                Some(ap) if d != 0.0 => wrap_angle(a - ap),
+                _ => 0.0,
             }
         }));
     }
-    if need(&|f| f == Feature::RelAngle) {
-        let (dist, angle) = (&feat[3], &feat[4]);
-        let rel: Vec<f64> = (0..np)
-            .map(|q| match tr.angle_prev {
-                Some(ap) if dist[q] != 0.0 => wrap_angle(angle[q] - ap),
-                _ => 0.0,
-            })
-            .collect();
-        feat[5] = rel;
+}
+
+/// The values of the feature term `t` reads at the row's points.
+fn term_values<'a>(
+    t: &TermTables,
+    feat: &'a [Vec<f64>; 7],
+    mapv: &'a mut Vec<f64>,
+    maps: &[MapFeature],
+    tr: &Transition,
+    rule: &Rule,
+    row: &Row,
+) -> &'a [f64] {
+    match (slot(t.feature), t.feature) {
+        (Some(j), _) => &feat[j],
+        (None, Feature::Map(m)) => {
+            let map = &maps[m].maps[tr.map[m]];
+            mapv.clear();
+            mapv.extend(row.xs.iter().map(|&x| map.at_point(x, row.y, rule.window)));
+            mapv
+        }
+        _ => unreachable!("every feature has a slot or is a map"),
     }
 }
 
-/// Log normaliser (and mean design row) of one transition.
+/// Log normaliser of one transition by log-sum-exp over the points, the rule for any kernel
+/// ([`one_product`] is faster where it applies), and the sum of the point weights; with the
+/// gradient, each term's table-row weights are left in `bins` (they sum to that total).
+#[allow(clippy::too_many_arguments)]
 fn one(
     rule: &Rule,
+    lat: &Lattice,
     maps: &[MapFeature],
     terms: &[TermTables],
     tr: &Transition,
     gradient: bool,
-    ncoef: usize,
     s: &mut Scratch,
-) -> (f64, Vec<f64>) {
-    points(rule, tr.prev, &mut s.pts);
+    bins: &mut [&mut [f64]],
+) -> (f64, f64) {
+    let all: Vec<usize> = (0..terms.len()).collect();
+    let la_sub = lat.log_cell - ((SUB * SUB) as f64).ln();
     s.eta.clear();
-    s.eta.extend(s.pts.iter().map(|p| p.2));
-    if gradient {
-        s.loc.resize_with(terms.len(), Vec::new);
-        for l in s.loc.iter_mut() {
-            l.clear();
-        }
+    s.loc.resize_with(terms.len(), Vec::new);
+    for l in s.loc.iter_mut() {
+        l.clear();
     }
     let Scratch {
-        pts,
-        feat,
-        mapv,
-        eta,
-        loc,
-        ..
+        feat, mapv, eta, loc, ..
     } = s;
-    let tabs: Vec<&[f64]> = terms
-        .iter()
-        .enumerate()
-        .map(|(k, t)| &t.values[tr.table[k] * t.n..(tr.table[k] + 1) * t.n])
-        .collect();
-    // Blocks of points small enough for the feature arrays to stay in the first-level cache.
-    for (b, block) in pts.chunks(BLOCK).enumerate() {
-        compute_features(terms, tr, rule, block, feat);
-        let eta = &mut eta[b * BLOCK..b * BLOCK + block.len()];
+    lat.rows(|row| {
+        compute_features(terms, &all, tr, rule, &row, feat);
+        let start = eta.len();
+        let la = if row.whole { lat.log_cell } else { la_sub };
+        eta.resize(start + row.xs.len(), la);
+        let eta = &mut eta[start..];
         for (k, t) in terms.iter().enumerate() {
-            let values: &[f64] = match (slot(t.feature), t.feature) {
-                (Some(j), _) => &feat[j],
-                (None, Feature::Map(m)) => {
-                    let map = &maps[m].maps[tr.map[m]];
-                    mapv.clear();
-                    mapv.extend(block.iter().map(|p| map.at_point(p.0, p.1, rule.window)));
-                    mapv
-                }
-                _ => unreachable!("every feature has a slot or is a map"),
-            };
-            let tab = tabs[k];
+            let values = term_values(t, feat, mapv, maps, tr, rule, &row);
+            let tab = &t.values[tr.table[k] * t.n..(tr.table[k] + 1) * t.n];
             for (e, &v) in eta.iter_mut().zip(values) {
                 let (i, w) = t.locate(v);
                 *e += tab[i] + w * (tab[i + 1] - tab[i]);
@@ -428,10 +518,10 @@ fn one(
                 loc[k].extend(values.iter().map(|&v| t.locate(v)));
             }
         }
-    }
+    });
     let mx = s.eta.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     if !mx.is_finite() {
-        return (mx, vec![f64::NAN; if gradient { ncoef } else { 0 }]);
+        return (mx, f64::NAN);
     }
     for e in s.eta.iter_mut() {
         *e = (*e - mx).exp();
@@ -439,50 +529,518 @@ fn one(
     let total: f64 = s.eta.iter().sum();
     let log_z = mx + total.ln();
     if !gradient {
-        return (log_z, Vec::new());
+        return (log_z, total);
     }
     // The design row is linear in the table rows: accumulate each point's weight on the two
     // rows it interpolates, then one pass over the basis table per term.
-    let mut mean = vec![0.0; ncoef];
-    let inv_total = 1.0 / total;
-    for (k, t) in terms.iter().enumerate() {
-        let Some(basis) = &t.basis else { continue };
-        s.bins.clear();
-        s.bins.resize(t.n, 0.0);
+    for (k, b) in bins.iter_mut().enumerate() {
+        b.fill(0.0);
         for (&(i, w), &e) in s.loc[k].iter().zip(&s.eta) {
-            let p = e * inv_total;
-            s.bins[i] += p - p * w;
-            s.bins[i + 1] += p * w;
-        }
-        let nc = t.cols.len();
-        for c in 0..nc {
-            let at = (tr.table[k] * nc + c) * t.n;
-            mean[t.cols[c]] += dot(&s.bins, &basis[at..at + t.n]);
+            b[i] += e - e * w;
+            b[i + 1] += e * w;
         }
     }
-    (log_z, mean)
+    (log_z, total)
 }
 
-/// Dot product in four lanes (a fixed order: the same result on any thread).
+/// A term's tables as [`one_product`] reads them: interval i of table t holds
+/// `[exp(v_i - top_t), v_{i+1} - v_i]`, `top_t` being table t's largest value, so that the
+/// interpolated kernel's exponential is a product of table entries and one exponential of a
+/// small number per point.
+struct ProductTables {
+    pairs: Vec<[f64; 2]>,
+    top: Vec<f64>,
+}
+
+impl ProductTables {
+    /// None when a table value is not finite (the log rule then handles every transition).
+    fn new(t: &TermTables) -> Option<Self> {
+        if !t.values.iter().all(|v| v.is_finite()) {
+            return None;
+        }
+        let n = t.n;
+        let mut pairs = Vec::with_capacity(t.values.len());
+        let mut top = Vec::with_capacity(t.n_tables());
+        for v in t.values.chunks_exact(n) {
+            let m = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            top.push(m);
+            pairs.extend(v.windows(2).map(|w| [(w[0] - m).exp(), w[1] - w[0]]));
+            pairs.push([(v[n - 1] - m).exp(), 0.0]); // never read: keeps n entries per table
+        }
+        Some(ProductTables { pairs, top })
+    }
+}
+
+/// Where the Taylor series of [`exp_series`] is used.
+const SERIES_RANGE: f64 = 0.125;
+
+/// exp(s) for |s| <= SERIES_RANGE by its Taylor series to s^7 (relative error below 2e-13;
+/// the increments of linear interpolation on fine tables are that small).
 #[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
+fn exp_series(s: f64) -> f64 {
+    // Constants as products, not quotients: a division per point costs as much as the rest.
+    const C: [f64; 8] = [
+        1.0,
+        1.0,
+        1.0 / 2.0,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5040.0,
+    ];
+    C.iter().rev().fold(0.0, |acc, &c| acc * s + c)
+}
+
+/// Multiplies each `wt` by exp of its `inc`: by the series in one branch-free pass where every
+/// increment is in its range (so the pass runs in vector lanes), else point by point.
+fn scale_by_exp(wt: &mut [f64], inc: &[f64]) {
+    if inc.iter().all(|s| s.abs() <= SERIES_RANGE) {
+        for (w, &s) in wt.iter_mut().zip(inc) {
+            *w *= exp_series(s);
+        }
+    } else {
+        for (w, &s) in wt.iter_mut().zip(inc) {
+            *w *= if s.abs() <= SERIES_RANGE {
+                exp_series(s)
+            } else {
+                s.exp()
+            };
+        }
+    }
+}
+
+/// Sum in four lanes (a fixed order, so the same on any thread; no chain of dependent adds).
+#[inline]
+fn sum4(a: &[f64]) -> f64 {
     let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
+    let ch = a.chunks_exact(4);
+    let rest = ch.remainder();
+    for x in ch {
         for j in 0..4 {
-            acc[j] += x[j] * y[j];
+            acc[j] += x[j];
         }
     }
     let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ra.iter().zip(rb) {
-        sum += x * y;
+    for x in rest {
+        sum += x;
     }
     sum
 }
 
-/// Log normaliser and mean design row of one transition.
-type One = (f64, Vec<f64>);
+/// The position terms' factors on one lattice (the whole cells, or the fine lattice of the
+/// sub-cells), for one choice of their tables and maps: per cell (row-major) the product of
+/// their exp(v_i - top) exp(w d_i), and (with the gradient) each one's table position.
+#[derive(Default)]
+struct PositionCells {
+    wt: Vec<f64>,
+    loc: Vec<Loc>,
+}
+
+impl PositionCells {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        plan: &ProductPlan,
+        lat: &Lattice,
+        fine: bool,
+        rule: &Rule,
+        maps: &[MapFeature],
+        terms: &[TermTables],
+        tr: &Transition,
+        gradient: bool,
+        s: &mut Scratch,
+    ) -> Self {
+        let mut out = PositionCells {
+            wt: Vec::new(),
+            loc: vec![Loc::default(); if gradient { plan.pos.len() } else { 0 }],
+        };
+        lat.all_rows(fine, |row| {
+            let (pw, pl) = product_row(&plan.prod, &plan.pos, terms, maps, tr, rule, &row, gradient, s);
+            out.wt.extend_from_slice(pw);
+            for (a, b) in out.loc.iter_mut().zip(pl) {
+                a.i.extend_from_slice(&b.i);
+                a.w.extend_from_slice(&b.w);
+            }
+        });
+        out
+    }
+}
+
+/// What the product rule shares across transitions: the tables as products, which terms are
+/// functions of the position alone, and their factors on the whole cells and on the fine
+/// lattice by choice of tables and maps (see [`position_key`]; each left empty where it would
+/// cost more than it saves, or too much memory).
+struct ProductPlan {
+    prod: Vec<ProductTables>,
+    pos: Vec<usize>,
+    saccade: Vec<usize>,
+    all: Vec<usize>,
+    cells: HashMap<Vec<usize>, [PositionCells; 2]>,
+}
+
+/// The tables and maps of a transition's position terms.
+fn position_key(terms: &[TermTables], pos: &[usize], tr: &Transition) -> Vec<usize> {
+    pos.iter()
+        .flat_map(|&k| {
+            let map = match terms[k].feature {
+                Feature::Map(m) => tr.map[m],
+                _ => 0,
+            };
+            [tr.table[k], map]
+        })
+        .collect()
+}
+
+/// Numbers kept by the precomputed position factors of one call, at most (80 MB).
+const MAX_KEPT: f64 = 1e7;
+
+impl ProductPlan {
+    /// None when a table holds a non-finite value.
+    fn new(
+        rule: &Rule,
+        lat: &Lattice,
+        maps: &[MapFeature],
+        terms: &[TermTables],
+        trans: &[Transition],
+        gradient: bool,
+    ) -> Option<Self> {
+        let prod: Vec<ProductTables> = terms.iter().map(ProductTables::new).collect::<Option<_>>()?;
+        let (pos, saccade): (Vec<usize>, Vec<usize>) = (0..terms.len()).partition(|&k| is_position(terms[k].feature));
+        let mut plan = ProductPlan {
+            prod,
+            pos,
+            saccade,
+            all: (0..terms.len()).collect(),
+            cells: HashMap::new(),
+        };
+        if plan.pos.is_empty() {
+            return Some(plan);
+        }
+        let mut keys: Vec<(Vec<usize>, &Transition)> = Vec::new();
+        let mut seen = HashSet::new();
+        for tr in trans {
+            let key = position_key(terms, &plan.pos, tr);
+            if seen.insert(key.clone()) {
+                keys.push((key, tr));
+            }
+        }
+        // A lattice is precomputed when that costs at most half the points it saves (each
+        // transition visits all whole cells but only refine^2 of the cells' sub-cells), within
+        // MAX_KEPT numbers (one per cell, and two per cell and term with the gradient).
+        let nk = keys.len() as f64;
+        let per = 1.0 + if gradient { 2.0 * plan.pos.len() as f64 } else { 0.0 };
+        let n_whole = (lat.xs.len() * lat.ys.len()) as f64;
+        let n_fine = (lat.fine_xs.len() * lat.fine_ys.len()) as f64;
+        let visits = trans.len() as f64;
+        let whole = 2.0 * nk <= visits && nk * n_whole * per <= MAX_KEPT;
+        let sub_visits = visits * ((rule.refine * SUB) as f64).powi(2);
+        let fine =
+            whole && n_fine > 0.0 && 2.0 * nk * n_fine <= sub_visits && nk * (n_whole + n_fine) * per <= MAX_KEPT;
+        if !whole {
+            return Some(plan);
+        }
+        let mut s = Scratch::default();
+        for (key, tr) in keys {
+            let w = PositionCells::new(&plan, lat, false, rule, maps, terms, tr, gradient, &mut s);
+            let f = if fine {
+                PositionCells::new(&plan, lat, true, rule, maps, terms, tr, gradient, &mut s)
+            } else {
+                PositionCells::default()
+            };
+            plan.cells.insert(key, [w, f]);
+        }
+        Some(plan)
+    }
+}
+
+/// The factors of terms `idx` at the points of a row: exp(sum of v_i - top) exp(sum of w d_i),
+/// and (with the gradient) each term's table positions, left in `s.eta` and `s.loc[..idx.len()]`.
+#[allow(clippy::too_many_arguments)]
+fn product_row<'s>(
+    prod: &[ProductTables],
+    idx: &[usize],
+    terms: &[TermTables],
+    maps: &[MapFeature],
+    tr: &Transition,
+    rule: &Rule,
+    row: &Row,
+    gradient: bool,
+    s: &'s mut Scratch,
+) -> (&'s mut [f64], &'s [Loc]) {
+    let Scratch {
+        feat,
+        mapv,
+        eta,
+        inc,
+        ploc: loc,
+        ..
+    } = s;
+    compute_features(terms, idx, tr, rule, row, feat);
+    let np = row.xs.len();
+    eta.clear();
+    eta.resize(np, 1.0);
+    inc.clear();
+    inc.resize(np, 0.0);
+    if gradient {
+        loc.resize_with(idx.len().max(loc.len()), Loc::default);
+    }
+    for (slot, &k) in idx.iter().enumerate() {
+        let t = &terms[k];
+        let values = term_values(t, feat, mapv, maps, tr, rule, row);
+        let pairs = &prod[k].pairs[tr.table[k] * t.n..(tr.table[k] + 1) * t.n];
+        let l = if gradient {
+            let l = &mut loc[slot];
+            l.i.resize(np, 0);
+            l.w.resize(np, 0.0);
+            Some(l)
+        } else {
+            None
+        };
+        read_table(t, pairs, values, eta, inc, l);
+    }
+    scale_by_exp(eta, inc);
+    (&mut eta[..], &loc[..if gradient { idx.len() } else { 0 }])
+}
+
+/// Table positions of a row's points for one term (the product rule's, with the gradient):
+/// the lower table row and the upper one's weight.
+#[derive(Clone, Default)]
+struct Loc {
+    i: Vec<u32>,
+    w: Vec<f64>,
+}
+
+/// The product rule's reading of one term's table (`pairs`, see [`ProductTables`]) at the
+/// feature `values` of a row: multiplies each `wt` by exp(v_i - top), adds w d_i to each
+/// `inc`, and records the positions in `loc` when given. With AVX2, four points at a time
+/// (gathering the table entries), with the same operations in the same order: the same bits.
+fn read_table(
+    t: &TermTables,
+    pairs: &[[f64; 2]],
+    values: &[f64],
+    wt: &mut [f64],
+    inc: &mut [f64],
+    mut loc: Option<&mut Loc>,
+) {
+    let n = values.len();
+    assert!(
+        wt.len() == n
+            && inc.len() == n
+            && pairs.len() == t.n
+            && loc.as_ref().map_or(true, |l| l.i.len() == n && l.w.len() == n)
+    );
+    #[allow(unused_mut)]
+    let mut start = 0;
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: the CPU has AVX2 (checked); the lengths are checked above.
+        start = unsafe { read_table_avx2(t, pairs, values, wt, inc, loc.as_deref_mut()) };
+    }
+    for q in start..n {
+        let (i, w) = t.locate(values[q]);
+        let [e, d] = pairs[i];
+        wt[q] *= e;
+        inc[q] += w * d;
+        if let Some(l) = loc.as_deref_mut() {
+            l.i[q] = i as u32;
+            l.w[q] = w;
+        }
+    }
+}
+
+/// Whether to use the AVX2 paths (unless NCE_NO_SIMD is set, for comparisons).
+#[cfg(target_arch = "x86_64")]
+fn use_avx2() -> bool {
+    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVX2.get_or_init(|| std::env::var_os("NCE_NO_SIMD").is_none() && std::is_x86_feature_detected!("avx2"))
+}
+
+/// [`read_table`] four points at a time, up to the last multiple of four; returns that count.
+/// [`TermTables::locate`] in vector lanes: floor as truncation of the position clamped at 0
+/// (max returns 0 for NaN, as f64::max does), then the minimum with n - 2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn read_table_avx2(
+    t: &TermTables,
+    pairs: &[[f64; 2]],
+    values: &[f64],
+    wt: &mut [f64],
+    inc: &mut [f64],
+    mut loc: Option<&mut Loc>,
+) -> usize {
+    use std::arch::x86_64::*;
+    let n4 = values.len() - values.len() % 4;
+    let base = pairs.as_ptr() as *const f64;
+    let lo = _mm256_set1_pd(t.lo);
+    let inv = _mm256_set1_pd(t.inv_step);
+    let top = _mm256_set1_pd((t.n - 2) as f64);
+    let zero = _mm256_setzero_pd();
+    let mut q = 0;
+    while q < n4 {
+        // SAFETY: q + 4 <= n4 <= every slice's length (checked by the caller); the indices are
+        // at most n - 2 < pairs.len(), so both gathers read inside `pairs`.
+        unsafe {
+            let pos = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(values.as_ptr().add(q)), lo), inv);
+            let ip = _mm256_min_pd(
+                _mm256_round_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(_mm256_max_pd(pos, zero)),
+                top,
+            );
+            let idx = _mm256_cvttpd_epi32(ip);
+            let twice = _mm_slli_epi32::<1>(idx);
+            let e = _mm256_i32gather_pd::<8>(base, twice);
+            let d = _mm256_i32gather_pd::<8>(base.add(1), twice);
+            let w = _mm256_sub_pd(pos, ip);
+            let pw = wt.as_mut_ptr().add(q);
+            _mm256_storeu_pd(pw, _mm256_mul_pd(_mm256_loadu_pd(pw), e));
+            let pi = inc.as_mut_ptr().add(q);
+            _mm256_storeu_pd(pi, _mm256_add_pd(_mm256_loadu_pd(pi), _mm256_mul_pd(w, d)));
+            if let Some(l) = loc.as_deref_mut() {
+                _mm_storeu_si128(l.i.as_mut_ptr().add(q) as *mut __m128i, idx);
+                _mm256_storeu_pd(l.w.as_mut_ptr().add(q), w);
+            }
+        }
+        q += 4;
+    }
+    n4
+}
+
+/// [`one`] as a product: exp(eta) at a point is exp(sum of the table tops) times, per term,
+/// exp(v_i - top) exp(w (v_{i+1} - v_i)), the same linear interpolation of each table as [`one`]
+/// reads, without a log-sum-exp pass or one library exponential per point; on whole cells the
+/// position terms' factors come precomputed. Returns None when the product underflows (kernels
+/// whose table tops are far from their sum's maximum), for [`one`]. Returns as [`one`] does,
+/// adding to `bins` (which the caller zeroes).
+#[allow(clippy::too_many_arguments)]
+fn one_product(
+    rule: &Rule,
+    lat: &Lattice,
+    maps: &[MapFeature],
+    terms: &[TermTables],
+    plan: &ProductPlan,
+    tr: &Transition,
+    gradient: bool,
+    s: &mut Scratch,
+    bins: &mut [&mut [f64]],
+) -> Option<(f64, f64)> {
+    let cells = if plan.cells.is_empty() {
+        None
+    } else {
+        plan.cells.get(&position_key(terms, &plan.pos, tr))
+    };
+    let sub_area = 1.0 / (SUB * SUB) as f64;
+    let mut total = 0.0;
+    lat.rows(|row| {
+        // The position terms' factors, where precomputed on this row's lattice.
+        let pc = cells.map(|c| &c[usize::from(!row.whole)]).filter(|c| !c.wt.is_empty());
+        let idx = if pc.is_some() { &plan.saccade } else { &plan.all };
+        let (wt, loc) = product_row(&plan.prod, idx, terms, maps, tr, rule, &row, gradient, s);
+        let area = if row.whole { 1.0 } else { sub_area };
+        let c = row.at;
+        match pc {
+            Some(pc) => {
+                for (f, &p) in wt.iter_mut().zip(&pc.wt[c..c + row.xs.len()]) {
+                    *f *= p * area;
+                }
+            }
+            None => {
+                for f in wt.iter_mut() {
+                    *f *= area;
+                }
+            }
+        }
+        total += sum4(wt);
+        if !gradient {
+            return;
+        }
+        // Each point's weight on the two table rows it interpolates, term by term.
+        let wt = &*wt;
+        let spread = |bins: &mut [f64], i: &[u32], w: &[f64]| {
+            for ((&i, &w), &f) in i.iter().zip(w).zip(wt) {
+                let i = i as usize;
+                bins[i] += f - f * w;
+                bins[i + 1] += f * w;
+            }
+        };
+        for (l, &k) in loc.iter().zip(idx) {
+            spread(bins[k], &l.i, &l.w);
+        }
+        if let Some(pc) = pc {
+            let r = c..c + wt.len();
+            for (l, &k) in pc.loc.iter().zip(&plan.pos) {
+                spread(bins[k], &l.i[r.clone()], &l.w[r.clone()]);
+            }
+        }
+    });
+    // Below this, sums lose digits to subnormal numbers: the log rule keeps them.
+    if !(total > 1e-280 && total.is_finite()) {
+        return None;
+    }
+    let top: f64 = plan.prod.iter().zip(&tr.table).map(|(p, &j)| p.top[j]).sum();
+    Some((top + total.ln() + lat.log_cell, total))
+}
+
+/// The kernel's design rows averaged under each transition's density, `ncoef` per transition
+/// (row-major), from the terms' table-row weights of the transitions `trans` (`bins[k]`: one
+/// row of `n` per transition, summing to its `totals` entry): per term and table, one product
+/// of those rows with the table's basis columns.
+fn mean_rows(terms: &[TermTables], trans: &[Transition], bins: &[Vec<f64>], totals: &[f64], ncoef: usize) -> Vec<f64> {
+    let mut mean = vec![0.0; trans.len() * ncoef];
+    let mut gathered = Vec::new();
+    let mut c = Vec::new();
+    for (k, t) in terms.iter().enumerate() {
+        let Some(basis) = &t.basis else { continue };
+        let nc = t.cols.len();
+        let mut tables: Vec<usize> = trans.iter().map(|tr| tr.table[k]).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        for &j in &tables {
+            let rows: Vec<usize> = (0..trans.len()).filter(|&i| trans[i].table[k] == j).collect();
+            // The rows of this table, copied together only when tables are mixed.
+            let a: &[f64] = if tables.len() == 1 {
+                &bins[k]
+            } else {
+                gathered.clear();
+                for &i in &rows {
+                    gathered.extend_from_slice(&bins[k][i * t.n..(i + 1) * t.n]);
+                }
+                &gathered
+            };
+            c.clear();
+            c.resize(rows.len() * nc, 0.0);
+            let b = &basis[j * nc * t.n..(j + 1) * nc * t.n];
+            // SAFETY: a is rows x n (row-major), b is n x nc (column-major: column c at c * n),
+            // c is rows x nc (row-major); the lengths match these shapes.
+            unsafe {
+                matrixmultiply::dgemm(
+                    rows.len(),
+                    t.n,
+                    nc,
+                    1.0,
+                    a.as_ptr(),
+                    t.n as isize,
+                    1,
+                    b.as_ptr(),
+                    1,
+                    t.n as isize,
+                    0.0,
+                    c.as_mut_ptr(),
+                    nc as isize,
+                    1,
+                );
+            }
+            for (r, &i) in rows.iter().enumerate() {
+                let inv = 1.0 / totals[i];
+                for (cc, &col) in t.cols.iter().enumerate() {
+                    mean[i * ncoef + col] += c[r * nc + cc] * inv;
+                }
+            }
+        }
+    }
+    mean
+}
+
+/// Log normalisers of a chunk of transitions and their mean design rows.
+type Chunk = (Vec<f64>, Vec<f64>);
 
 /// Log normaliser of each transition under the rule (and with `gradient`, the mean of the
 /// kernel's design row under each normalised density, `ncoef` columns). Transitions are split
@@ -499,17 +1057,44 @@ pub fn log_normalisers(
 ) -> Result<Normalisers> {
     check(rule, maps, terms, trans, ncoef)?;
     let grad = gradient && terms.iter().any(|t| t.basis.is_some());
-    let chunks: Vec<Result<Vec<One>>> = trans
+    let base = Lattice::new(rule);
+    let plan = ProductPlan::new(rule, &base, maps, terms, trans, grad);
+    let chunks: Vec<Result<Chunk>> = trans
         .par_chunks(16)
         .map(|ch| {
             if stop.load(Ordering::Relaxed) {
                 return Err(NceError::Interrupted);
             }
             let mut s = Scratch::default();
-            Ok(ch
-                .iter()
-                .map(|tr| one(rule, maps, terms, tr, grad, ncoef, &mut s))
-                .collect())
+            let mut lat = Lattice::new(rule);
+            // Per term, the table-row weights of each transition of the chunk, one after another.
+            let mut store: Vec<Vec<f64>> = if grad {
+                terms.iter().map(|t| vec![0.0; ch.len() * t.n]).collect()
+            } else {
+                Vec::new()
+            };
+            let mut log_z = Vec::with_capacity(ch.len());
+            let mut totals = Vec::with_capacity(ch.len());
+            for (r, tr) in ch.iter().enumerate() {
+                let mut bins: Vec<&mut [f64]> = store
+                    .iter_mut()
+                    .zip(terms)
+                    .map(|(v, t)| &mut v[r * t.n..(r + 1) * t.n])
+                    .collect();
+                lat.centre_on(rule, tr.prev);
+                let (lz, total) = plan
+                    .as_ref()
+                    .and_then(|p| one_product(rule, &lat, maps, terms, p, tr, grad, &mut s, &mut bins))
+                    .unwrap_or_else(|| one(rule, &lat, maps, terms, tr, grad, &mut s, &mut bins));
+                log_z.push(lz);
+                totals.push(total);
+            }
+            let mean = if grad {
+                mean_rows(terms, ch, &store, &totals, ncoef)
+            } else {
+                Vec::new()
+            };
+            Ok((log_z, mean))
         })
         .collect();
     let mut log_z = Vec::with_capacity(trans.len());
@@ -519,16 +1104,15 @@ pub fn log_normalisers(
         Vec::new()
     };
     for ch in chunks {
-        for (lz, m) in ch? {
-            log_z.push(lz);
-            if gradient {
-                if grad {
-                    mean_x.extend(m);
-                } else {
-                    mean_x.extend(std::iter::repeat(0.0).take(ncoef));
-                }
+        let (lz, m) = ch?;
+        if gradient {
+            if grad {
+                mean_x.extend(m);
+            } else {
+                mean_x.extend(std::iter::repeat(0.0).take(ncoef * lz.len()));
             }
         }
+        log_z.extend(lz);
     }
     Ok(Normalisers {
         log_z,
@@ -562,6 +1146,18 @@ mod tests {
             None,
             vec![],
         )
+    }
+
+    /// The rule's points for a previous fixation: (x, y, log area).
+    pub(super) fn points(rule: &Rule, prev: (f64, f64), out: &mut Vec<(f64, f64, f64)>) {
+        let mut lat = Lattice::new(rule);
+        lat.centre_on(rule, prev);
+        let la_sub = lat.log_cell - ((SUB * SUB) as f64).ln();
+        out.clear();
+        lat.rows(|row| {
+            let la = if row.whole { lat.log_cell } else { la_sub };
+            out.extend(row.xs.iter().map(|&x| (x, row.y, la)));
+        });
     }
 
     fn tr(px: f64, py: f64, nterms: usize) -> Transition {
@@ -683,6 +1279,86 @@ mod tests {
     }
 
     #[test]
+    fn product_rule_matches_the_log_rule() {
+        // Three terms, two tables each, steep and flat, with the gradient; also a kernel whose
+        // product underflows (tops far apart from where the sum peaks), left to the log rule.
+        let n = 513;
+        let mut terms = Vec::new();
+        for (f, lo, hi, a) in [
+            (Feature::Radius, 0.0, 26.0, 0.3),
+            (Feature::Dist, 0.0, 51.0, -0.5),
+            (Feature::Angle, -2.0, 2.0, 1.5),
+        ] {
+            let step = (hi - lo) / (n - 1) as f64;
+            let x = |i: usize| lo + i as f64 * step;
+            let values = (0..2 * n)
+                .map(|j| a * (1.0 + (j / n) as f64) * (x(j % n) * 0.7).sin() - 0.01 * x(j % n))
+                .collect();
+            let basis = (0..2 * n * 2).map(|j| (x(j % n) + (j / n) as f64).cos()).collect();
+            terms.push(TermTables::new(
+                f,
+                lo,
+                step,
+                n,
+                values,
+                Some(basis),
+                vec![terms.len() * 2, terms.len() * 2 + 1],
+            ));
+        }
+        let r = rule((40, 30), 7);
+        let mut trans: Vec<Transition> = [(12.0, 7.0), (39.9, 0.1), (0.0, 30.0), (20.0, 15.0), (3.0, 3.0)]
+            .into_iter()
+            .enumerate()
+            .map(|(k, prev)| Transition {
+                prev,
+                angle_prev: None,
+                map: vec![],
+                table: vec![k % 2, (k / 2) % 2, 1],
+            })
+            .collect();
+        // 60 more with the radius's first table: enough to precompute the fine lattice too.
+        trans.extend((0..60).map(|i| Transition {
+            prev: (0.6 * i as f64, 29.0 - 0.45 * i as f64),
+            angle_prev: None,
+            map: vec![],
+            table: vec![0, i % 2, i % 2],
+        }));
+        let mut s = Scratch::default();
+        let mut lat = Lattice::new(&r);
+        // The position terms' factors precomputed nowhere (one transition), on the whole cells
+        // (five, two choices of table), and on both lattices (60, one choice).
+        for (range, whole, fine) in [(0..1, false, false), (0..5, true, false), (5..65, true, true)] {
+            let plan = ProductPlan::new(&r, &lat, &[], &terms, &trans[range.clone()], true).unwrap();
+            let c = plan.cells.values().next();
+            assert_eq!(c.is_some(), whole);
+            assert_eq!(c.is_some_and(|c| !c[1].wt.is_empty()), fine);
+            for t in trans[range].iter().step_by(7) {
+                lat.centre_on(&r, t.prev);
+                let mut b1 = vec![vec![0.0; n]; 3];
+                let mut b2 = b1.clone();
+                let mut v1: Vec<&mut [f64]> = b1.iter_mut().map(|b| &mut b[..]).collect();
+                let mut v2: Vec<&mut [f64]> = b2.iter_mut().map(|b| &mut b[..]).collect();
+                let (lz, total) = one(&r, &lat, &[], &terms, t, true, &mut s, &mut v1);
+                let (lz2, total2) = one_product(&r, &lat, &[], &terms, &plan, t, true, &mut s, &mut v2).unwrap();
+                assert!((lz - lz2).abs() < 1e-12, "{lz} {lz2}");
+                for (a, b) in b1.iter().flatten().zip(b2.iter().flatten()) {
+                    assert!((a / total - b / total2).abs() < 1e-12, "{a} {b}");
+                }
+            }
+        }
+        // exp(-800 x) and exp(+800 x) on [0, 40]: tops 0 and 32000, the sum's peak at -0.
+        let up = table(Feature::X, 0.0, 40.0, 3, |x| 800.0 * x);
+        let down = table(Feature::X, 0.0, 40.0, 3, |x| -800.0 * x);
+        let t = tr(10.0, 10.0, 2);
+        let pair = [up, down];
+        let plan = ProductPlan::new(&r, &lat, &[], &pair, std::slice::from_ref(&t), false).unwrap();
+        lat.centre_on(&r, t.prev);
+        assert!(one_product(&r, &lat, &[], &pair, &plan, &t, false, &mut s, &mut []).is_none());
+        let out = log_normalisers(&r, &[], &pair, &[t], 0, false, &AtomicBool::new(false)).unwrap();
+        assert!((out.log_z[0] - 1200f64.ln()).abs() < 1e-9, "{}", out.log_z[0]);
+    }
+
+    #[test]
     fn refined_points_cover_the_window_once() {
         let r = rule((10, 6), 5);
         let mut pts = Vec::new();
@@ -766,7 +1442,8 @@ mod speed {
                 lo,
                 step,
                 n,
-                (0..n).map(|i| (lo + i as f64 * step).sin()).collect(),
+                // Three periods over the range: a kernel as smooth as fitted ones.
+                (0..n).map(|i| (6.0 * PI * i as f64 / (n - 1) as f64).sin()).collect(),
                 None,
                 vec![],
             )
@@ -798,7 +1475,7 @@ mod speed {
                 .install(|| log_normalisers(&rule, &[], &terms, &trans, 0, false, &AtomicBool::new(false)).unwrap());
             let el = t.elapsed().as_secs_f64();
             let mut pts = Vec::new();
-            points(&rule, (0.0, 0.0), &mut pts);
+            super::tests::points(&rule, (0.0, 0.0), &mut pts);
             println!(
                 "terms {pick:?}: {:.1} ns per point, {}",
                 el / (400.0 * pts.len() as f64) * 1e9,
