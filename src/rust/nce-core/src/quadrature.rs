@@ -131,7 +131,7 @@ pub struct Normalisers {
 /// quadrant choices are selects): atan on [0, 1] by one reduction (atan t = pi/6 +
 /// atan((sqrt(3) t - 1) / (sqrt(3) + t)) above tan(pi/12)) and the odd Taylor series to u^17 on
 /// |u| <= tan(pi/12). atan2(+-0, x) follows the library's signs; (0, 0) gives 0.
-#[inline]
+#[inline(always)]
 fn fast_atan2(y: f64, x: f64) -> f64 {
     const SQRT3: f64 = 1.732_050_807_568_877_2;
     const TAN_PI_12: f64 = 0.267_949_192_431_122_7;
@@ -163,7 +163,7 @@ fn fast_atan2(y: f64, x: f64) -> f64 {
 /// [-2, 2], increasing with the angle atan2(dy, dx) (0 along +x, 1 along +y, 2 along -x), so a
 /// table in it stands for a table in the angle without an arctangent per point; -2 (the angle
 /// -pi) is taken as 2 (pi), and no direction (0, 0) as 0, as R's latkes_features() does.
-#[inline]
+#[inline(always)]
 pub fn pseudo_angle(dx: f64, dy: f64) -> f64 {
     // Selects, not branches, so that loops over points run in vector lanes.
     let s = dx.abs() + dy.abs();
@@ -177,7 +177,7 @@ pub fn pseudo_angle(dx: f64, dy: f64) -> f64 {
 }
 
 /// Angles wrapped to (-pi, pi], as R's `wrap_angle()`.
-#[inline]
+#[inline(always)]
 fn wrap_angle(a: f64) -> f64 {
     a - 2.0 * PI * ((a - PI) / (2.0 * PI)).ceil()
 }
@@ -377,6 +377,9 @@ struct Scratch {
     loc: Vec<Vec<(usize, f64)>>,
     /// The same for the product rule, per term of a row.
     ploc: Vec<Loc>,
+    /// Product rule, per term and table row i: the weights of the points read at i, and their
+    /// weights times their interpolation weights (see [`one_product`]).
+    lw: Vec<Vec<[f64; 2]>>,
 }
 
 /// Index into `Scratch::feat` of a window feature (maps are computed per term).
@@ -403,6 +406,38 @@ fn is_position(f: Feature) -> bool {
 /// latkes_features(): angles on (-pi, pi], 0 where the saccade has no direction; the turn is 0
 /// where either saccade has length 0.
 fn compute_features(
+    terms: &[TermTables],
+    idx: &[usize],
+    tr: &Transition,
+    rule: &Rule,
+    row: &Row,
+    feat: &mut [Vec<f64>; 7],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: the CPU has AVX2 (checked).
+        return unsafe { compute_features_avx2(terms, idx, tr, rule, row, feat) };
+    }
+    compute_features_body(terms, idx, tr, rule, row, feat)
+}
+
+/// [`compute_features`] compiled for AVX2: its loops in four-lane vectors (the same
+/// operations, so the same bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn compute_features_avx2(
+    terms: &[TermTables],
+    idx: &[usize],
+    tr: &Transition,
+    rule: &Rule,
+    row: &Row,
+    feat: &mut [Vec<f64>; 7],
+) {
+    compute_features_body(terms, idx, tr, rule, row, feat)
+}
+
+#[inline(always)]
+fn compute_features_body(
     terms: &[TermTables],
     idx: &[usize],
     tr: &Transition,
@@ -576,7 +611,7 @@ const SERIES_RANGE: f64 = 0.125;
 
 /// exp(s) for |s| <= SERIES_RANGE by its Taylor series to s^7 (relative error below 2e-13;
 /// the increments of linear interpolation on fine tables are that small).
-#[inline]
+#[inline(always)]
 fn exp_series(s: f64) -> f64 {
     // Constants as products, not quotients: a division per point costs as much as the rest.
     const C: [f64; 8] = [
@@ -595,6 +630,23 @@ fn exp_series(s: f64) -> f64 {
 /// Multiplies each `wt` by exp of its `inc`: by the series in one branch-free pass where every
 /// increment is in its range (so the pass runs in vector lanes), else point by point.
 fn scale_by_exp(wt: &mut [f64], inc: &[f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: the CPU has AVX2 (checked).
+        return unsafe { scale_by_exp_avx2(wt, inc) };
+    }
+    scale_by_exp_body(wt, inc)
+}
+
+/// [`scale_by_exp`] compiled for AVX2 (the same operations, so the same bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scale_by_exp_avx2(wt: &mut [f64], inc: &[f64]) {
+    scale_by_exp_body(wt, inc)
+}
+
+#[inline(always)]
+fn scale_by_exp_body(wt: &mut [f64], inc: &[f64]) {
     if inc.iter().all(|s| s.abs() <= SERIES_RANGE) {
         for (w, &s) in wt.iter_mut().zip(inc) {
             *w *= exp_series(s);
@@ -927,6 +979,16 @@ fn one_product(
     } else {
         plan.cells.get(&position_key(terms, &plan.pos, tr))
     };
+    // A point with weight f at table position (i, w) puts f (1 - w) on row i and f w on row
+    // i + 1: gathered as sum f and sum f w per row i (one place per point), spread at the end.
+    let mut lw = std::mem::take(&mut s.lw);
+    if gradient {
+        lw.resize_with(terms.len(), Vec::new);
+        for (l, t) in lw.iter_mut().zip(terms) {
+            l.clear();
+            l.resize(t.n, [0.0; 2]);
+        }
+    }
     let sub_area = 1.0 / (SUB * SUB) as f64;
     let mut total = 0.0;
     lat.rows(|row| {
@@ -954,23 +1016,33 @@ fn one_product(
         }
         // Each point's weight on the two table rows it interpolates, term by term.
         let wt = &*wt;
-        let spread = |bins: &mut [f64], i: &[u32], w: &[f64]| {
+        let spread = |lw: &mut [[f64; 2]], i: &[u32], w: &[f64]| {
             for ((&i, &w), &f) in i.iter().zip(w).zip(wt) {
-                let i = i as usize;
-                bins[i] += f - f * w;
-                bins[i + 1] += f * w;
+                let at = &mut lw[i as usize];
+                at[0] += f;
+                at[1] += f * w;
             }
         };
         for (l, &k) in loc.iter().zip(idx) {
-            spread(bins[k], &l.i, &l.w);
+            spread(&mut lw[k], &l.i, &l.w);
         }
         if let Some(pc) = pc {
             let r = c..c + wt.len();
             for (l, &k) in pc.loc.iter().zip(&plan.pos) {
-                spread(bins[k], &l.i[r.clone()], &l.w[r.clone()]);
+                spread(&mut lw[k], &l.i[r.clone()], &l.w[r.clone()]);
             }
         }
     });
+    if gradient {
+        for (b, l) in bins.iter_mut().zip(&lw) {
+            let mut carry = 0.0;
+            for (b, l) in b.iter_mut().zip(l) {
+                *b += l[0] - l[1] + carry;
+                carry = l[1];
+            }
+        }
+    }
+    s.lw = lw;
     // Below this, sums lose digits to subnormal numbers: the log rule keeps them.
     if !(total > 1e-280 && total.is_finite()) {
         return None;
@@ -1039,6 +1111,11 @@ fn mean_rows(terms: &[TermTables], trans: &[Transition], bins: &[Vec<f64>], tota
     mean
 }
 
+/// Transitions per chunk: the unit of work of a thread, of the interrupt poll, and of one
+/// matrix product of table-row weights with basis tables (fixed, so results do not depend on
+/// the number of threads).
+const CHUNK: usize = 32;
+
 /// Log normalisers of a chunk of transitions and their mean design rows.
 type Chunk = (Vec<f64>, Vec<f64>);
 
@@ -1060,42 +1137,44 @@ pub fn log_normalisers(
     let base = Lattice::new(rule);
     let plan = ProductPlan::new(rule, &base, maps, terms, trans, grad);
     let chunks: Vec<Result<Chunk>> = trans
-        .par_chunks(16)
-        .map(|ch| {
-            if stop.load(Ordering::Relaxed) {
-                return Err(NceError::Interrupted);
-            }
-            let mut s = Scratch::default();
-            let mut lat = Lattice::new(rule);
-            // Per term, the table-row weights of each transition of the chunk, one after another.
-            let mut store: Vec<Vec<f64>> = if grad {
-                terms.iter().map(|t| vec![0.0; ch.len() * t.n]).collect()
-            } else {
-                Vec::new()
-            };
-            let mut log_z = Vec::with_capacity(ch.len());
-            let mut totals = Vec::with_capacity(ch.len());
-            for (r, tr) in ch.iter().enumerate() {
-                let mut bins: Vec<&mut [f64]> = store
-                    .iter_mut()
-                    .zip(terms)
-                    .map(|(v, t)| &mut v[r * t.n..(r + 1) * t.n])
-                    .collect();
-                lat.centre_on(rule, tr.prev);
-                let (lz, total) = plan
-                    .as_ref()
-                    .and_then(|p| one_product(rule, &lat, maps, terms, p, tr, grad, &mut s, &mut bins))
-                    .unwrap_or_else(|| one(rule, &lat, maps, terms, tr, grad, &mut s, &mut bins));
-                log_z.push(lz);
-                totals.push(total);
-            }
-            let mean = if grad {
-                mean_rows(terms, ch, &store, &totals, ncoef)
-            } else {
-                Vec::new()
-            };
-            Ok((log_z, mean))
-        })
+        .par_chunks(CHUNK)
+        // Scratch kept across a worker's chunks: fresh megabytes per chunk cost page faults.
+        .map_init(
+            || (Scratch::default(), Lattice::new(rule), Vec::new()),
+            |(s, lat, store): &mut (Scratch, Lattice, Vec<Vec<f64>>), ch| {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(NceError::Interrupted);
+                }
+                // Per term, the table-row weights of each transition of the chunk, one after another.
+                store.resize_with(if grad { terms.len() } else { 0 }, Vec::new);
+                for (v, t) in store.iter_mut().zip(terms) {
+                    v.clear();
+                    v.resize(ch.len() * t.n, 0.0);
+                }
+                let mut log_z = Vec::with_capacity(ch.len());
+                let mut totals = Vec::with_capacity(ch.len());
+                for (r, tr) in ch.iter().enumerate() {
+                    let mut bins: Vec<&mut [f64]> = store
+                        .iter_mut()
+                        .zip(terms)
+                        .map(|(v, t)| &mut v[r * t.n..(r + 1) * t.n])
+                        .collect();
+                    lat.centre_on(rule, tr.prev);
+                    let (lz, total) = plan
+                        .as_ref()
+                        .and_then(|p| one_product(rule, lat, maps, terms, p, tr, grad, s, &mut bins))
+                        .unwrap_or_else(|| one(rule, lat, maps, terms, tr, grad, s, &mut bins));
+                    log_z.push(lz);
+                    totals.push(total);
+                }
+                let mean = if grad {
+                    mean_rows(terms, ch, store, &totals, ncoef)
+                } else {
+                    Vec::new()
+                };
+                Ok((log_z, mean))
+            },
+        )
         .collect();
     let mut log_z = Vec::with_capacity(trans.len());
     let mut mean_x = if gradient {
