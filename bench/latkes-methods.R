@@ -1,6 +1,6 @@
 # make bench-latkes-methods: what a researcher calls after latkes() on the real fixations
 # (../shared/data/fixations.csv without its (0, 0) rows, screen window c(0, 1024, 0, 768),
-# ratio 10, 828 transitions), timed against the fit itself, in one R process, with the
+# ratio 10, 777 transitions), timed against the fit itself (best of 5 each), in one R process, with the
 # normaliser's two rules side by side: the Rust tables (default) and the kernel evaluated in R
 # at every point (the rule before issue 31, kept for terms in two window features). Prints the
 # times, their ratio to the fit's, and the largest relative differences between the rules.
@@ -20,7 +20,7 @@ fresh <- function(fit) {
 set.seed(1)
 fit <- suppressWarnings(latkes(fix, group = "trial", window = screen, ratio = 10))
 set.seed(1)
-t_fit <- min(replicate(3, elapsed(suppressWarnings(latkes(fix, group = "trial", window = screen, ratio = 10)))))
+t_fit <- min(replicate(5, elapsed(suppressWarnings(latkes(fix, group = "trial", window = screen, ratio = 10)))))
 calls <- list(
   "logLik()" = function(f) logLik(f),
   "fitted()" = function(f) fitted(f),
@@ -31,8 +31,8 @@ calls <- list(
   "broom::augment()" = function(f) broom::augment(f)
 )
 calls <- calls[!grepl("broom", names(calls)) | requireNamespace("broom", quietly = TRUE)]
-times <- vapply(calls, function(g) min(replicate(3, elapsed(g(fresh(fit))))), 0)
-cat(sprintf("real fixations: %d transitions, ratio 10, %d threads; latkes() %.2f s (best of 3)\n",
+times <- vapply(calls, function(g) min(replicate(5, elapsed(g(fresh(fit))))), 0)
+cat(sprintf("real fixations: %d transitions, ratio 10, %d threads; latkes() %.2f s (best of 5)\n",
             nobs(fit), threads, t_fit))
 cat(sprintf("%-28s %7.2f s  %5.2f x the fit\n", names(times), times, times / t_fit), sep = "")
 

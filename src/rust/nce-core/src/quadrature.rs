@@ -1438,6 +1438,49 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx2_table_reads_are_the_scalar_ones_bit_for_bit() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let t = table(Feature::Dist, -1.0, 60.0, 1001, |d| (d / 7.0).sin() - d / 30.0);
+        let prod = ProductTables::new(&t).unwrap();
+        // Inside, at the ends, beyond them, and NaN.
+        let mut values: Vec<f64> = (0..203).map(|i| -3.0 + i as f64 * 0.317).collect();
+        values.extend([-1.0, 60.0, 1e300, -1e300, f64::NAN, 0.0, -0.0]);
+        values.truncate(values.len() - values.len() % 4);
+        let n = values.len();
+        let run = |simd: bool| {
+            let (mut wt, mut inc) = (vec![1.5; n], vec![0.25; n]);
+            let mut loc = Loc {
+                i: vec![0; n],
+                w: vec![0.0; n],
+            };
+            if simd {
+                // SAFETY: AVX2 is present (checked above); the slices have matching lengths.
+                let done = unsafe { read_table_avx2(&t, &prod.pairs, &values, &mut wt, &mut inc, Some(&mut loc)) };
+                assert_eq!(done, n);
+            } else {
+                for q in 0..n {
+                    let (i, w) = t.locate(values[q]);
+                    let [e, d] = prod.pairs[i];
+                    wt[q] *= e;
+                    inc[q] += w * d;
+                    loc.i[q] = i as u32;
+                    loc.w[q] = w;
+                }
+            }
+            (wt, inc, loc.i, loc.w)
+        };
+        let (a, b) = (run(true), run(false));
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a.0), bits(&b.0));
+        assert_eq!(bits(&a.1), bits(&b.1));
+        assert_eq!(a.2, b.2);
+        assert_eq!(bits(&a.3), bits(&b.3));
+    }
+
+    #[test]
     fn refined_points_cover_the_window_once() {
         let r = rule((10, 6), 5);
         let mut pts = Vec::new();
