@@ -377,9 +377,6 @@ struct Scratch {
     loc: Vec<Vec<(usize, f64)>>,
     /// The same for the product rule, per term of a row.
     ploc: Vec<Loc>,
-    /// Product rule, per term and table row i: the weights of the points read at i, and their
-    /// weights times their interpolation weights (see [`one_product`]).
-    lw: Vec<Vec<[f64; 2]>>,
 }
 
 /// Index into `Scratch::feat` of a window feature (maps are computed per term).
@@ -960,8 +957,7 @@ unsafe fn read_table_avx2(
 /// exp(v_i - top) exp(w (v_{i+1} - v_i)), the same linear interpolation of each table as [`one`]
 /// reads, without a log-sum-exp pass or one library exponential per point; on whole cells the
 /// position terms' factors come precomputed. Returns None when the product underflows (kernels
-/// whose table tops are far from their sum's maximum), for [`one`]. Returns as [`one`] does,
-/// adding to `bins` (which the caller zeroes).
+/// whose table tops are far from their sum's maximum), for [`one`]. Returns as [`one`] does.
 #[allow(clippy::too_many_arguments)]
 fn one_product(
     rule: &Rule,
@@ -979,15 +975,8 @@ fn one_product(
     } else {
         plan.cells.get(&position_key(terms, &plan.pos, tr))
     };
-    // A point with weight f at table position (i, w) puts f (1 - w) on row i and f w on row
-    // i + 1: gathered as sum f and sum f w per row i (one place per point), spread at the end.
-    let mut lw = std::mem::take(&mut s.lw);
-    if gradient {
-        lw.resize_with(terms.len(), Vec::new);
-        for (l, t) in lw.iter_mut().zip(terms) {
-            l.clear();
-            l.resize(t.n, [0.0; 2]);
-        }
+    for b in bins.iter_mut() {
+        b.fill(0.0);
     }
     let sub_area = 1.0 / (SUB * SUB) as f64;
     let mut total = 0.0;
@@ -1016,33 +1005,26 @@ fn one_product(
         }
         // Each point's weight on the two table rows it interpolates, term by term.
         let wt = &*wt;
-        let spread = |lw: &mut [[f64; 2]], i: &[u32], w: &[f64]| {
+        // A point with weight f at table position (i, w) puts f (1 - w) on row i and f w on
+        // row i + 1 (adjacent: one cache line, mostly).
+        let spread = |bins: &mut [f64], i: &[u32], w: &[f64]| {
             for ((&i, &w), &f) in i.iter().zip(w).zip(wt) {
-                let at = &mut lw[i as usize];
-                at[0] += f;
-                at[1] += f * w;
+                let i = i as usize;
+                let fw = f * w;
+                bins[i] += f - fw;
+                bins[i + 1] += fw;
             }
         };
         for (l, &k) in loc.iter().zip(idx) {
-            spread(&mut lw[k], &l.i, &l.w);
+            spread(bins[k], &l.i, &l.w);
         }
         if let Some(pc) = pc {
             let r = c..c + wt.len();
             for (l, &k) in pc.loc.iter().zip(&plan.pos) {
-                spread(&mut lw[k], &l.i[r.clone()], &l.w[r.clone()]);
+                spread(bins[k], &l.i[r.clone()], &l.w[r.clone()]);
             }
         }
     });
-    if gradient {
-        for (b, l) in bins.iter_mut().zip(&lw) {
-            let mut carry = 0.0;
-            for (b, l) in b.iter_mut().zip(l) {
-                *b += l[0] - l[1] + carry;
-                carry = l[1];
-            }
-        }
-    }
-    s.lw = lw;
     // Below this, sums lose digits to subnormal numbers: the log rule keeps them.
     if !(total > 1e-280 && total.is_finite()) {
         return None;
@@ -1146,9 +1128,9 @@ pub fn log_normalisers(
                     return Err(NceError::Interrupted);
                 }
                 // Per term, the table-row weights of each transition of the chunk, one after another.
+                // (Zeroed per transition by the rules, while that part is in cache.)
                 store.resize_with(if grad { terms.len() } else { 0 }, Vec::new);
                 for (v, t) in store.iter_mut().zip(terms) {
-                    v.clear();
                     v.resize(ch.len() * t.n, 0.0);
                 }
                 let mut log_z = Vec::with_capacity(ch.len());
