@@ -261,6 +261,9 @@ struct Lattice {
     /// Centres of the fine lattice's cells.
     fine_xs: Vec<f64>,
     fine_ys: Vec<f64>,
+    /// The window's lower corner and a whole cell's sides.
+    origin: (f64, f64),
+    h: (f64, f64),
     /// Log area of a whole cell.
     log_cell: f64,
     /// The refined block's cells (columns, rows; half-open), empty without refinement.
@@ -292,6 +295,8 @@ impl Lattice {
             ys: (0..ny).map(|j| y0 + (j as f64 + 0.5) * hy).collect(),
             fine_xs: if rule.refine > 0 { fine(x0, hx, nx) } else { Vec::new() },
             fine_ys: if rule.refine > 0 { fine(y0, hy, ny) } else { Vec::new() },
+            origin: (x0, y0),
+            h: (hx, hy),
             log_cell: (hx * hy).ln(),
             block: ([0, 0], [0, 0]),
         }
@@ -300,10 +305,8 @@ impl Lattice {
     /// Places the refined block around `prev` (the cell holding it, clamped into the window, as
     /// R's window_points()).
     fn centre_on(&mut self, rule: &Rule, prev: (f64, f64)) {
-        let [x0, x1, y0, y1] = rule.window;
+        let ((x0, y0), (hx, hy)) = (self.origin, self.h);
         let (nx, ny) = rule.grid;
-        let hx = (x1 - x0) / nx as f64;
-        let hy = (y1 - y0) / ny as f64;
         let cell =
             |p: f64, lo: f64, h: f64, n: usize| -> usize { ((p - lo) / h).ceil().clamp(1.0, n as f64) as usize - 1 };
         let (cx, cy) = (cell(prev.0, x0, hx, nx), cell(prev.1, y0, hy, ny));
@@ -373,10 +376,9 @@ struct Scratch {
     eta: Vec<f64>,
     /// Product rule: a row's sums of interpolation increments.
     inc: Vec<f64>,
-    /// Per term and point: table index and weight (only with the gradient).
-    loc: Vec<Vec<(usize, f64)>>,
-    /// The same for the product rule, per term of a row.
-    ploc: Vec<Loc>,
+    /// Per term and point (log rule: of the transition; product rule: of a row): table
+    /// positions, only with the gradient.
+    loc: Vec<Loc>,
 }
 
 /// Index into `Scratch::feat` of a window feature (maps are computed per term).
@@ -526,9 +528,10 @@ fn one(
     let all: Vec<usize> = (0..terms.len()).collect();
     let la_sub = lat.log_cell - ((SUB * SUB) as f64).ln();
     s.eta.clear();
-    s.loc.resize_with(terms.len(), Vec::new);
+    s.loc.resize_with(terms.len(), Loc::default);
     for l in s.loc.iter_mut() {
-        l.clear();
+        l.i.clear();
+        l.w.clear();
     }
     let Scratch {
         feat, mapv, eta, loc, ..
@@ -547,7 +550,11 @@ fn one(
                 *e += tab[i] + w * (tab[i + 1] - tab[i]);
             }
             if gradient {
-                loc[k].extend(values.iter().map(|&v| t.locate(v)));
+                for &v in values {
+                    let (i, w) = t.locate(v);
+                    loc[k].i.push(i as u32);
+                    loc[k].w.push(w);
+                }
             }
         }
     });
@@ -564,15 +571,24 @@ fn one(
         return (log_z, total);
     }
     // The design row is linear in the table rows: accumulate each point's weight on the two
-    // rows it interpolates, then one pass over the basis table per term.
-    for (k, b) in bins.iter_mut().enumerate() {
+    // rows it interpolates (then one product with the basis tables per chunk: mean_rows()).
+    for (b, l) in bins.iter_mut().zip(&s.loc) {
         b.fill(0.0);
-        for (&(i, w), &e) in s.loc[k].iter().zip(&s.eta) {
-            b[i] += e - e * w;
-            b[i + 1] += e * w;
-        }
+        spread(b, &l.i, &l.w, &s.eta);
     }
     (log_z, total)
+}
+
+/// Adds each point's weight `f` at table position (`i`, `w`) to the table rows it
+/// interpolates: f (1 - w) to row i, f w to row i + 1 (adjacent: one cache line, mostly).
+#[inline]
+fn spread(bins: &mut [f64], i: &[u32], w: &[f64], f: &[f64]) {
+    for ((&i, &w), &f) in i.iter().zip(w).zip(f) {
+        let i = i as usize;
+        let fw = f * w;
+        bins[i] += f - fw;
+        bins[i + 1] += fw;
+    }
 }
 
 /// A term's tables as [`one_product`] reads them: interval i of table t holds
@@ -821,7 +837,7 @@ fn product_row<'s>(
         mapv,
         eta,
         inc,
-        ploc: loc,
+        loc,
         ..
     } = s;
     compute_features(terms, idx, tr, rule, row, feat);
@@ -885,7 +901,20 @@ fn read_table(
         // SAFETY: the CPU has AVX2 (checked); the lengths are checked above.
         start = unsafe { read_table_avx2(t, pairs, values, wt, inc, loc.as_deref_mut()) };
     }
-    for q in start..n {
+    read_table_scalar(t, pairs, values, wt, inc, loc, start);
+}
+
+/// [`read_table`] one point at a time, from point `start` on.
+fn read_table_scalar(
+    t: &TermTables,
+    pairs: &[[f64; 2]],
+    values: &[f64],
+    wt: &mut [f64],
+    inc: &mut [f64],
+    mut loc: Option<&mut Loc>,
+    start: usize,
+) {
+    for q in start..values.len() {
         let (i, w) = t.locate(values[q]);
         let [e, d] = pairs[i];
         wt[q] *= e;
@@ -1004,24 +1033,13 @@ fn one_product(
             return;
         }
         // Each point's weight on the two table rows it interpolates, term by term.
-        let wt = &*wt;
-        // A point with weight f at table position (i, w) puts f (1 - w) on row i and f w on
-        // row i + 1 (adjacent: one cache line, mostly).
-        let spread = |bins: &mut [f64], i: &[u32], w: &[f64]| {
-            for ((&i, &w), &f) in i.iter().zip(w).zip(wt) {
-                let i = i as usize;
-                let fw = f * w;
-                bins[i] += f - fw;
-                bins[i + 1] += fw;
-            }
-        };
         for (l, &k) in loc.iter().zip(idx) {
-            spread(bins[k], &l.i, &l.w);
+            spread(bins[k], &l.i, &l.w, wt);
         }
         if let Some(pc) = pc {
             let r = c..c + wt.len();
             for (l, &k) in pc.loc.iter().zip(&plan.pos) {
-                spread(bins[k], &l.i[r.clone()], &l.w[r.clone()]);
+                spread(bins[k], &l.i[r.clone()], &l.w[r.clone()], wt);
             }
         }
     });
@@ -1443,14 +1461,7 @@ mod tests {
                 let done = unsafe { read_table_avx2(&t, &prod.pairs, &values, &mut wt, &mut inc, Some(&mut loc)) };
                 assert_eq!(done, n);
             } else {
-                for q in 0..n {
-                    let (i, w) = t.locate(values[q]);
-                    let [e, d] = prod.pairs[i];
-                    wt[q] *= e;
-                    inc[q] += w * d;
-                    loc.i[q] = i as u32;
-                    loc.w[q] = w;
-                }
+                read_table_scalar(&t, &prod.pairs, &values, &mut wt, &mut inc, Some(&mut loc), 0);
             }
             (wt, inc, loc.i, loc.w)
         };
