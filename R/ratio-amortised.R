@@ -2,13 +2,15 @@
 # pairs (theta, s(x)), x simulated at theta ~ prior, and pairs with theta shuffled (drawn
 # from the product of marginals). Its logit estimates log p(s | theta) / p(s) for every theta
 # and s, so one fit serves any observed data set. The classifier is a GAM (smooth and
-# tensor-product terms) fitted by the package's REML engine in Rust.
+# tensor-product terms) fitted by the package's REML engine in Rust, or a neural network
+# trained in Rust (R/nce-mlp.R) where the GAM would need many terms.
 
 #' Amortised ratio estimation for simulator models
 #'
-#' Simulates `n` pairs (theta, s) with theta from the prior and fits a penalised logistic
-#' regression (a GAM whose smoothing parameters are chosen by REML) between these joint
-#' pairs and `n_shuffle` x `n` pairs whose theta are shuffled among the simulations. The
+#' Simulates `n` pairs (theta, s) with theta from the prior and fits a classifier between these
+#' joint pairs and `n_shuffle` x `n` pairs whose theta are shuffled among the simulations: a
+#' penalised logistic regression (a GAM whose smoothing parameters are chosen by REML) for few
+#' parameters and summaries, a neural network for more (see `classifier`). The
 #' logit estimates \eqn{\log p(s \mid \theta) / p(s)} for all theta and s; [ratio_posterior()]
 #' turns it into a posterior for an observed data set without new simulations.
 #'
@@ -32,7 +34,7 @@
 #'   distinct rows as pairs, and the fit is then slower than the exact one (1.5x on the
 #'   5-parameter Gaussian of the simulator vignette with three-way `ti()` terms). So are
 #'   many terms on few pairs (1.7x with the default formula at 4,000 pairs of that model).
-#' @param classifier `"gam"` (default: the GAM of `formula`) or `"mlp"`: a neural network of all
+#' @param classifier `"auto"` (default), `"gam"` (the GAM of `formula`) or `"mlp"`: a neural network of all
 #'   parameters and summaries ([mlp()] layers of `hidden` units, ReLU), trained in Rust by
 #'   minibatch Adam with early stopping on held-out pairs ([nce_mlp_control()]) — neural ratio
 #'   estimation. Its cost grows with the pairs, not with the number of parameter-summary pairs,
@@ -46,11 +48,28 @@
 #'   1.08-1.28 times. The default GAM on the same 1,000 pairs (one seed, 2026-11-27): 163 s on a
 #'   loaded machine (339 s before the REML engine's penalty algebra worked on each penalty's
 #'   block), means 0.067 and 0.025 off, sds 1.11 and 1.10 times.
-#' @param hidden With `classifier = "mlp"`: units of each hidden layer.
-#' @param control With `classifier = "mlp"`: [nce_mlp_control()] or a list of some of its
+#'
+#'   `"auto"` takes the GAM when `formula` or `discrete` is given, the network when `hidden` or
+#'   `control` is, and otherwise the GAM only while its default formula has at most
+#'   4 parameter-summary interactions (parameters x summaries), the network beyond. Chosen on
+#'   ARCH(1) with 2 parameters and the first 1, 2, 4 and 8 of its summaries (`bench/ratio-auto.R`,
+#'   5,000 pairs, 3 seeds, exact posterior by quadrature). With 4 interactions both fit in 2-5 s;
+#'   the GAM's posterior sds are 1.06-1.15 and 1.17-1.28 times the exact ones and its mean of t2
+#'   0.09-0.14 off (the network: 0.95-0.98, 1.05-1.11, within 0.05), and the GAM keeps the
+#'   methods a network lacks (standard errors, `coef()`, `anova()`). With 8 the GAM takes 4-10 s
+#'   against 3-4 s, its mean of t2 is 0.11-0.16 off (the network's within 0.04), its sds
+#'   1.06-1.17 and 1.19-1.31 times exact (0.87-1.02 and 1.13-1.20); with 16 it takes 41 s against
+#'   2.4 s. On all 17 summaries (34 interactions) at the default 5,000 pairs the network fits in
+#'   2-3 s with posterior sds 0.78-1.06 and 1.10-1.23 times the exact ones (4 seeds), where the
+#'   GAM takes minutes. The fit says which it took (`$classifier`).
+#' @param hidden With the network: units of each hidden layer.
+#' @param control With the network: [nce_mlp_control()] or a list of some of its
 #'   arguments.
 #' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
-#'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `discrete`, `time`.
+#'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `discrete`,
+#'   `classifier` (`"gam"` or `"mlp"`), `time`. With the network, class
+#'   `c("nce_ratio_mlp", "nce_ratio", "nce_result")` holding `network` and `training` in
+#'   place of `gam` and `formula`.
 #' @section What it refuses:
 #' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n` not a whole
 #'   number >= 10, `n_shuffle` not in 1..100, `batch` not TRUE/FALSE, `formula` not
@@ -74,8 +93,8 @@
 #' summary(post)
 #' @export
 ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = NULL,
-                            simulations = NULL, discrete = FALSE, classifier = c("gam", "mlp"), hidden = c(64, 64),
-                            control = NULL) {
+                            simulations = NULL, discrete = FALSE, classifier = c("auto", "gam", "mlp"),
+                            hidden = c(64, 64), control = NULL) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
@@ -83,19 +102,21 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   check_count(n, min = 10)
   check_bool(batch)
   check_bool(discrete)
-  classifier <- check_choice(classifier, c("gam", "mlp"), "classifier", ucall)
-  if (is.null(n_shuffle)) n_shuffle <- if (classifier == "mlp") 5L else 1L
-  check_count(n_shuffle, max = 100)
-  if (classifier == "mlp") {
-    if (!is.null(formula) || discrete) {
-      nce_abort("`formula` and `discrete` set up the GAM classifier; with classifier = \"mlp\" leave them out",
-                "input", call = ucall)
-    }
-    spec <- mlp_spec("x", hidden = hidden)
-    control <- merge_control(control, nce_mlp_control, call = ucall)
-  } else if (!is.null(control) || !missing(hidden)) {
+  classifier <- check_choice(classifier, c("auto", "gam", "mlp"), "classifier", ucall)
+  if (!is.null(n_shuffle)) check_count(n_shuffle, max = 100)
+  gam_args <- !is.null(formula) || discrete
+  mlp_args <- !is.null(control) || !missing(hidden)
+  if (gam_args && (classifier == "mlp" || (classifier == "auto" && mlp_args))) {
+    nce_abort(paste("`formula` and `discrete` set up the GAM classifier, `hidden` and `control` the network:",
+                    "give the one set that goes with `classifier`"), "input", call = ucall)
+  }
+  if (classifier == "gam" && mlp_args) {
     nce_abort("`hidden` and `control` set up the network; they apply only with classifier = \"mlp\"", "input",
               call = ucall)
+  }
+  if (classifier != "gam") {
+    spec <- mlp_spec("x", hidden = hidden)
+    control <- merge_control(control, nce_mlp_control, call = ucall)
   }
   t_sim <- 0
   if (is.null(simulations)) {
@@ -117,6 +138,10 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   check_ratio_names(prior$names, snames, ucall)
   m <- nrow(th)
   if (m < 10L) nce_abort("fewer than 10 simulations succeeded.", "simulation", call = ucall)
+  if (classifier == "auto") {
+    classifier <- auto_ratio_classifier(length(prior$names), length(snames), gam_args, mlp_args)
+  }
+  if (is.null(n_shuffle)) n_shuffle <- if (classifier == "mlp") 5L else 1L
   if (classifier == "mlp") {
     out <- ratio_mlp_fit(th, s, n_shuffle, spec, control, ucall)
     return(structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, formula = NULL, prior = prior,
@@ -163,8 +188,19 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
                  gam = g, formula = formula, prior = prior, parameters = prior$names,
                  summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
                  simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
-                 time = c(simulation = t_sim, fitting = t_fit)),
+                 classifier = "gam", time = c(simulation = t_sim, fitting = t_fit)),
             class = c("nce_ratio", "nce_result"))
+}
+
+# classifier = "auto": a formula or discrete = TRUE asks for the GAM, hidden or control for the
+# network. Otherwise the GAM while its default formula has at most auto_max_pairs parameter-summary
+# ti() terms: its REML fit grows steeply with their number (bench/ratio-auto.R), the network's
+# time does not, and past that size the network's posterior is as close to exact.
+auto_max_pairs <- 4L
+auto_ratio_classifier <- function(n_par, n_summ, gam_args, mlp_args) {
+  if (gam_args) return("gam")
+  if (mlp_args) return("mlp")
+  if (n_par * n_summ > auto_max_pairs) "mlp" else "gam"
 }
 
 # Parameter and summary names become formula terms: no clash with each other or the response

@@ -6,24 +6,28 @@
 # atanh of the correlation) are sufficient, so both target the same posterior.
 # Writes vignettes/gaussian5-marginals.csv (histograms), which vignettes/simulator.Rmd plots.
 # Run: R_LIBS=.Rlib Rscript bench/gaussian5.R [n] [formula] [discrete]   (from the package root)
-# formula: "default" (the default formula, pairwise ti() terms), "A" or "B" (the three-way terms
-# of the vignette's table); discrete: "discrete" for ratio_amortised(discrete = TRUE). Only the
-# default call (5000 pairs, default formula, exact) writes the CSV the vignette plots.
-# formula "mlp": the neural classifier, ratio_amortised(classifier = "mlp").
+# formula: "default" (ratio_amortised()'s defaults: with 5 parameters and 5 summaries,
+# classifier = "auto" takes the neural network), "gam" (the GAM's default formula: a smooth of
+# each parameter and summary and pairwise ti() terms), "A" or "B" (the three-way terms of the
+# vignette's table); discrete: "discrete" for ratio_amortised(discrete = TRUE). Only the default
+# call (5000 pairs, defaults, exact) writes the CSV the vignette plots.
 suppressPackageStartupMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
 n_sim <- if (length(args)) as.integer(args[1]) else 5000L
 form_name <- if (length(args) > 1L) args[2] else "default"
 discrete <- length(args) > 2L && identical(args[3], "discrete")
+default_formula_g5 <- function() {
+  nce:::default_ratio_formula(paste0("t", 1:5), c("m1", "m2", "lv1", "lv2", "z"))
+}
 smooths <- ~ s(t1) + s(t2) + s(t3) + s(t4) + s(t5) + s(m1) + s(m2) + s(lv1) + s(lv2) + s(z) +
   ti(t1, m1) + ti(t2, m2) + ti(t3, lv1) + ti(t4, lv2) + ti(t5, z)
 form <- switch(form_name,
   default = NULL,
-  mlp = NULL,
+  gam = default_formula_g5(),
   A = stats::update(smooths, ~ . + ti(t1, m1, t3, k = 4) + ti(t2, m2, t4, k = 4)),
   B = stats::update(smooths, ~ . + ti(t1, m1, t3, k = 5) + ti(t2, m2, t4, k = 5) + ti(t1, m1, t5, k = 4) +
                       ti(t2, m2, t5, k = 4)),
-  stop("formula must be default, A or B"))
+  stop("formula must be default, gam, A or B"))
 write_csv <- n_sim == 5000L && form_name == "default" && !discrete
 options(nce.threads = 2L)
 
@@ -59,11 +63,8 @@ t_exact <- system.time({
 colnames(keep) <- names(theta_star)
 
 set.seed(43)
-t_amort <- system.time(r <- if (form_name == "mlp") {
-  ratio_amortised(g5_simulate, g5_summaries, pr, n = n_sim, batch = TRUE, classifier = "mlp")
-} else {
-  ratio_amortised(g5_simulate, g5_summaries, pr, n = n_sim, batch = TRUE, formula = form, discrete = discrete)
-})[["elapsed"]]
+t_amort <- system.time(r <- ratio_amortised(g5_simulate, g5_summaries, pr, n = n_sim, batch = TRUE, formula = form,
+                                            discrete = discrete))[["elapsed"]]
 t_post <- system.time(post <- ratio_posterior(r, x0, n_draws = 50000, method = "metropolis", n_chains = 100,
                                               burnin = 500))[["elapsed"]]
 

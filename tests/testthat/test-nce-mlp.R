@@ -151,7 +151,42 @@ test_that("the neural ratio classifier gives the exact posterior of a Gaussian m
   expect_error(ratio_posterior(r, x_obs, method = "metropolis", engine = "rust"), class = "nce_error_unsupported")
   expect_error(ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 50, batch = TRUE, classifier = "mlp",
                                formula = ~ mu), class = "nce_error_input")
-  expect_error(ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 50, batch = TRUE, hidden = 4),
-               class = "nce_error_input")
+  expect_error(ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 50, batch = TRUE, classifier = "gam",
+                               hidden = 4), class = "nce_error_input")
+  expect_error(ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 50, batch = TRUE, hidden = 4,
+                               formula = ~ mu), class = "nce_error_input")
   expect_identical(update(r)$network$params, r$network$params)
+})
+
+test_that("classifier = 'auto' takes the GAM for few parameter-summary pairs and the network beyond", {
+  # Gaussian mean with 6 summaries (6 pairs > 4: the network); the first alone (1 pair: the GAM).
+  sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+  summ6 <- function(x) {
+    cbind(m = rowMeans(x), med = apply(x, 1, stats::median), q1 = apply(x, 1, stats::quantile, 0.25),
+          q3 = apply(x, 1, stats::quantile, 0.75), sdev = apply(x, 1, stats::sd), noise = stats::rnorm(nrow(x)))
+  }
+  pr <- prior_uniform(mu = c(-2, 2))
+  set.seed(3)
+  r <- ratio_amortised(sim, summ6, pr, n = 2000, batch = TRUE)
+  expect_s3_class(r, "nce_ratio_mlp")
+  expect_identical(r$classifier, "mlp")
+  expect_identical(r$n_shuffle, 5L)
+  set.seed(5)
+  x_obs <- matrix(rnorm(20, 0.6), 1)
+  post <- ratio_posterior(r, x_obs, n_draws = 20000)
+  # Exact given all 20 draws: N(xbar, 1/20) (sd 0.22); the mean is sufficient and among the
+  # summaries, so the same posterior. Mean within 0.07, sd within 25%.
+  expect_lt(abs(unname(coef(post)) - mean(x_obs)), 0.07)
+  expect_equal(sqrt(vcov(post)[1, 1]), sqrt(1 / 20), tolerance = 0.25)
+  set.seed(3)
+  g <- ratio_amortised(sim, function(x) summ6(x)[, 1, drop = FALSE], pr, n = 200, batch = TRUE)
+  expect_identical(class(g), c("nce_ratio", "nce_result"))
+  expect_identical(g$classifier, "gam")
+  # The arguments of one classifier choose it.
+  set.seed(3)
+  f <- ratio_amortised(sim, summ6, pr, n = 200, batch = TRUE, formula = ~ s(mu, k = 4) + s(m, k = 4))
+  expect_identical(f$classifier, "gam")
+  set.seed(3)
+  h <- ratio_amortised(sim, function(x) summ6(x)[, 1, drop = FALSE], pr, n = 200, batch = TRUE, hidden = 8)
+  expect_s3_class(h, "nce_ratio_mlp")
 })
