@@ -177,7 +177,8 @@ summary.nce_lfire <- function(object, level = 0.95, ...) {
   b <- object$beta[mode, ]
   selected <- colnames(object$beta)[!is.na(b) & b != 0]
   structure(list(call = object$call, table = tab, level = level, selected = selected,
-                 n_summaries = length(object$observed_summaries), penalty = object$penalty,
+                 n_summaries = length(object$observed_summaries), n_features = ncol(object$beta),
+                 penalty = object$penalty,
                  ess = 1 / sum(object$posterior^2), type = object$type, n_values = nrow(object$theta),
                  failures = nrow(object$simulations$failures) + nrow(object$marginal$failures),
                  stiffness = object$stiffness, time = object$time),
@@ -192,9 +193,10 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
               x$n_values, x$type, 100 * x$level))
   print(format(x$table, digits = digits))
   if (x$type == "draws") cat(sprintf("Effective sample size of the weights: %.1f\n", x$ess))
-  cat(sprintf("\nSummaries used at the posterior mode (%s penalty): %d of %d: %s\n", x$penalty,
-              length(x$selected), x$n_summaries,
-              if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
+  n_feat <- if (is.null(x$n_features)) x$n_summaries else x$n_features
+  what <- if (n_feat > x$n_summaries) "Features (summaries and their powers)" else "Summaries"
+  cat(sprintf("\n%s used at the posterior mode (%s penalty): %d of %d: %s\n", what, x$penalty,
+              length(x$selected), n_feat, if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
   if (x$failures > 0L) cat(sprintf("%d simulations failed and were left out\n", x$failures))
   if (!is.null(x$stiffness)) cat(strwrap(stiffness_message(x$stiffness), width = 100L), sep = "\n")
   invisible(x)

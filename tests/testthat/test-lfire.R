@@ -104,7 +104,7 @@ test_that("quadratic features give a log ratio quadratic in the summary (exact f
   pr <- prior_normal(c(mu = 0), 1)
   th <- theta_grid(pr, 31, ranges = list(mu = c(-0.6, 1.4)))
   fit <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 300, n_marginal = 600, batch = TRUE,
-               control = lfire_control(nfolds = 5, quadratic = TRUE))
+               control = lfire_control(nfolds = 5, quadratic = TRUE, scores = "standard"))
   expect_identical(colnames(fit$beta), c("mean", "mean^2"))
   post_var <- 1 / 31
   post_mean <- post_var * 30 * mean(x_obs)
@@ -112,7 +112,14 @@ test_that("quadratic features give a log ratio quadratic in the summary (exact f
   expect_equal(unname(coef(fit)), post_mean, tolerance = 0.05 / abs(post_mean))
   expect_equal(sqrt(vcov(fit)[1, 1]), sqrt(post_var), tolerance = 0.25)
   expect_true("mean^2" %in% summary(fit)$selected)
+  # The defaults: normal scores (here nearly s / sd, the marginal being normal) and their
+  # one-sided squares, which together hold the square: the same tolerances.
+  fit_n <- update(fit, control = lfire_control(nfolds = 5))
+  expect_identical(colnames(fit_n$beta), c("mean", "mean+^2", "mean-^2"))
+  expect_equal(unname(coef(fit_n)), post_mean, tolerance = 0.05 / abs(post_mean))
+  expect_equal(sqrt(vcov(fit_n)[1, 1]), sqrt(post_var), tolerance = 0.25)
   expect_error(lfire_control(quadratic = NA), class = "nce_error_input")
+  expect_error(lfire_control(scores = "rank"), class = "nce_error_input")
 })
 
 test_that("the stiffness check flags a log ratio linear in a summary where it is quadratic", {
@@ -125,7 +132,7 @@ test_that("the stiffness check flags a log ratio linear in a summary where it is
   pr <- prior_normal(c(mu = 0), 1)
   th <- theta_grid(pr, 15, ranges = list(mu = c(-0.6, 1.4)))
   lin <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 200, n_marginal = 400, batch = TRUE,
-               control = lfire_control(nfolds = 5))
+               control = lfire_control(nfolds = 5, quadratic = FALSE))
   expect_true(lin$stiffness$flagged)
   expect_gt(lin$stiffness$gain, 0.1)
   expect_output(print(lin), "too stiff")
