@@ -92,18 +92,24 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #'
 #' **Defaults, and how far from exact.** `n_theta = n_marginal = 500`, 10-fold one-step CV and
 #' lambda.min are ELFI's setting of ARCH(1) (Thomas et al. 2020; `vignette("simulator")`,
-#' `bench/lfire.R`), where the exact posterior is known by quadrature: on the vignette's observed
-#' series the posterior means are within 0.011 (t1) and 0.074 (t2) of the exact ones and the sds
-#' 2.46 and 1.33 times the exact ones, in about 20 s end to end on two cores. Squares of the
-#' summaries (`lfire_control(quadratic = TRUE)`) give 2.33 and 1.30 at 4.6 times the fitting
-#' time, so they are not the default. Most of the width is the summaries': rejection ABC on the
-#' same 17 summaries (10^6 simulations) has sds 2.0 and 2.1 times the exact ones.
+#' `bench/lfire.R`), where the exact posterior is known by quadrature. The features (each summary
+#' mapped to normal scores by the prior-predictive quantiles, plus its one-sided squares; see
+#' [lfire_control()]) were chosen there over 10 observed series (`bench/lfire-series.R`): the
+#' median posterior sds are 1.44 and 1.17 times the exact ones (1.71 and 1.35 with the
+#' summaries standardised and linear, as in ELFI) and 1.22 and 1.06 times those of the summaries'
+#' own posterior (an amortised neural ratio on 20,000 pairs: 1.10 and 1.12 times exact, the
+#' width the 17 summaries allow); the posterior means are a median 0.08 and 0.05 from the exact
+#' ones (at most 0.20). On the vignette's observed series, whose summaries carry little about t1
+#' (rejection ABC on them is 2.0 times as wide as exact), the means are 0.031 and 0.040 from the
+#' exact ones and the sds 2.60 and 1.21 times them, in 26 s end to end on two cores (simulation
+#' 5 s, fitting 17 s; 16-18 s before).
 #'
 #' **Is the classifier too stiff?** A log ratio linear in the summaries is right when theta
 #' shifts their distribution, too flat when theta also changes their spread, and a log ratio too
 #' flat gives a posterior too wide. With the lasso, `lfire()` checks this at the (up to) 10
 #' parameter values of highest posterior weight: it refits there with the next powers of the
-#' summaries as extra features (squares for the linear default, cubes with `quadratic = TRUE`)
+#' summaries as extra features (cubes for the quadratic default, one-sided with normal scores;
+#' squares with `quadratic = FALSE`)
 #' and compares the cross-validated, i.e. held-out, binomial deviance per pair of the two fits.
 #' When the richer classifier predicts held-out pairs better (a mean gain above 0.01 per pair
 #' and above 2 standard errors of its spread over the points), `print()` says the classifier is
@@ -127,7 +133,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @param control [lfire_control()] or a list of some of its settings, merged into the
 #'   defaults (see [nce_vocabulary]).
 #' @return An object of class `nce_lfire`: `theta`, `log_ratio`, `log_prior`, `posterior`
-#'   (weights summing to 1), the fits (`intercept`, `beta` on standardised summaries,
+#'   (weights summing to 1), the fits (`intercept`, `beta` on the features (see [lfire_control()]),
 #'   `lambda`, `df`), the simulations, `time` (simulation and fitting seconds, elapsed) and
 #'   `cpu_time` (the same in CPU seconds of this R process, Rust threads included),
 #'   `stiffness` (the check above: `points`, `deviance` and `deviance_richer` there, the mean
