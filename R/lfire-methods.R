@@ -195,8 +195,11 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
   if (x$type == "draws") cat(sprintf("Effective sample size of the weights: %.1f\n", x$ess))
   n_feat <- if (is.null(x$n_features)) x$n_summaries else x$n_features
   what <- if (n_feat > x$n_summaries) "Features (summaries and their powers)" else "Summaries"
-  cat(sprintf("\n%s used at the posterior mode (%s penalty): %d of %d: %s\n", what, x$penalty,
-              length(x$selected), n_feat, if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"))
+  cat("\n")
+  cat(strwrap(sprintf("%s used at the posterior mode (%s penalty): %d of %d: %s", what, x$penalty,
+                      length(x$selected), n_feat,
+                      if (length(x$selected)) paste(x$selected, collapse = ", ") else "none"), width = 100L),
+      sep = "\n")
   if (x$failures > 0L) cat(sprintf("%d simulations failed and were left out\n", x$failures))
   if (!is.null(x$stiffness)) cat(strwrap(stiffness_message(x$stiffness), width = 100L), sep = "\n")
   invisible(x)

@@ -53,14 +53,15 @@
 #'   `control` is, and otherwise the GAM only while its default formula has at most
 #'   4 parameter-summary interactions (parameters x summaries), the network beyond. Chosen on
 #'   ARCH(1) with 2 parameters and the first 1, 2, 4 and 8 of its summaries (`bench/ratio-auto.R`,
-#'   5,000 pairs, 3 seeds, exact posterior by quadrature). With 4 interactions both fit in 2-5 s;
-#'   the GAM's posterior sds are 1.06-1.15 and 1.17-1.28 times the exact ones and its mean of t2
-#'   0.09-0.14 off (the network: 0.95-0.98, 1.05-1.11, within 0.05), and the GAM keeps the
-#'   methods a network lacks (standard errors, `coef()`, `anova()`). With 8 the GAM takes 4-10 s
-#'   against 3-4 s, its mean of t2 is 0.11-0.16 off (the network's within 0.04), its sds
-#'   1.06-1.17 and 1.19-1.31 times exact (0.87-1.02 and 1.13-1.20); with 16 it takes 41 s against
-#'   2.4 s. On all 17 summaries (34 interactions) at the default 5,000 pairs the network fits in
-#'   2-3 s with posterior sds 0.78-1.06 and 1.10-1.23 times the exact ones (4 seeds), where the
+#'   5,000 pairs, 3 seeds, exact posterior by quadrature, idle 2-core machine). With 4
+#'   interactions both fit in 1-2 s; the GAM's posterior sds are 1.06-1.15 and 1.17-1.28 times
+#'   the exact ones and its mean of t2 0.09-0.14 off (the network: 0.93-0.97, 1.07-1.14, within
+#'   0.05), and the GAM keeps the methods a network lacks (standard errors, `coef()`, `anova()`).
+#'   With 8 the GAM takes 2.7-4.1 s against 1.4-2.4 s, its mean of t2 is 0.11-0.15 off (the
+#'   network's within 0.05), its sds 1.06-1.17 and 1.19-1.31 times exact (0.87-0.94 and
+#'   1.03-1.25); with 16 it takes 33-65 s against 1.3-2.0 s. On all 17 summaries (34
+#'   interactions) at the default 5,000 pairs the network fits in 2-3 s with posterior sds
+#'   0.78-1.06 and 1.10-1.23 times the exact ones (4 seeds), where the
 #'   GAM takes minutes. The fit says which it took (`$classifier`).
 #' @param hidden With the network: units of each hidden layer.
 #' @param control With the network: [nce_mlp_control()] or a list of some of its
