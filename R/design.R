@@ -346,16 +346,20 @@ subset_simulations <- function(sims, rows) {
 #' **Defaults, and how far from exact.** Each evaluation is a cross-fitted [design_eig()]
 #' (5 folds; the evaluations skip its refit on all pairs). The defaults (`n = 1000` simulations
 #' per design, 9 initial designs, 2 rounds of 4) were measured on the death model
-#' ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`, 20 seeds,
-#' about 18 s each on one core): the chosen t was within 0.25 of 1.28 for 18 of 20 seeds (the
-#' others 0.42 and 0.30 away; 19 of 20 when the smooth was weighted by the full standard errors),
-#' and for 17 of seeds 21-40 (max 0.33 away). A stiffer smooth (in log t, REML with
-#' `gamma = 2`) took 20 of 20 there, but on a two-group design and a sequential design with fewer
-#' evaluations it chose the box's edge and lost up to 0.49 nats, so it is not the default.
-#' More simulations did not help (`n = 1500`: 15 of 20): 0.25 from the optimum the exact EIG is
-#' only 0.01 nats below its maximum (1.356), less than the classifier's design-to-design bias
-#' (about 0.03 nats), so the chosen t moves within the flat top: the worst choice (t = 0.86) lost 0.034 nats
-#' of information.
+#' ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`, 40 seeds,
+#' about 18 s each on one core). With one design variable and at least 9 evaluated designs the
+#' EIG is smoothed by an adaptive smooth (mgcv's `bs = "ad"`: its wiggliness penalty varies along
+#' the design; a thin plate with fewer designs or two variables): the chosen t was within 0.25 of 1.28
+#' for 37 of 40 seeds (at most 0.33 away), the 95% band held 1.28 for 37 of 40 (median width
+#' 0.48), and the smoothed EIG was 0.035 nats from the exact one at t = 0.5 and 0.03-0.05 from
+#' t = 1 to 4 (mean absolute errors). A thin-plate smooth (the earlier default) gave 35 of 40
+#' (up to 0.42 away), bands holding 1.28 for 32 of 40, and errors up to 0.27 nats near t = 0.1
+#' (0.16 now). A stiffer thin plate (REML `gamma = 2`) chose within 0.25 for all 40 but was 0.23
+#' nats off at t = 0.5, and in two design variables turned planar and chose the box's corner.
+#' More simulations did not help the earlier default (`n = 1500`: 15 of 20): 0.25 from the
+#' optimum the exact EIG is only 0.01 nats below its maximum (1.356), less than the classifier's
+#' design-to-design bias (about 0.03 nats), so the chosen t moves within the flat top: the worst
+#' choices lose about 0.03 nats of information.
 #'
 #' The smooth is fitted by [mgcv::gam()] (Gaussian, REML), not the package's Rust engine:
 #' the engine fits binomial and Poisson likelihoods with a known scale, and these estimates are
@@ -550,8 +554,15 @@ fit_eig_smooth <- function(evals, vars, estimator, call) {
     nce_abort(sprintf("only %d designs gave finite EIG estimates: at least 4 are needed for the smooth.", n_unique),
               "simulation", call = call)
   }
-  f <- if (length(vars) == 1L) {
-    sprintf(".y ~ s(%s, k = %d)", vars, min(10L, n_unique - 1L))
+  # One design variable: an adaptive smooth (mgcv's bs = "ad": the wiggliness penalty itself
+  # varies along the design), as an EIG curve typically rises steeply from an uninformative
+  # design and then lies flat about its maximum; with one penalty the smooth either chases the
+  # classifier's design-to-design bias on the flat top or flattens the rise (bench/README.md).
+  k1 <- min(10L, n_unique - 1L)
+  f <- if (length(vars) == 1L && k1 >= 8L) {
+    sprintf(".y ~ s(%s, bs = \"ad\", k = %d)", vars, k1)
+  } else if (length(vars) == 1L) {
+    sprintf(".y ~ s(%s, k = %d)", vars, k1)
   } else {
     sprintf(".y ~ s(%s, %s, k = %d)", vars[1], vars[2], min(30L, n_unique - 1L))
   }
