@@ -193,7 +193,7 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
               x$n_values, x$type, 100 * x$level))
   print(format(x$table, digits = digits))
   if (x$type == "draws") cat(sprintf("Effective sample size of the weights: %.1f\n", x$ess))
-  n_feat <- if (is.null(x$n_features)) x$n_summaries else x$n_features
+  n_feat <- x$n_features
   what <- if (n_feat > x$n_summaries) "Features (summaries and their powers)" else "Summaries"
   cat("\n")
   cat(strwrap(sprintf("%s used at the posterior mode (%s penalty): %d of %d: %s", what, x$penalty,

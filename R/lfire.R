@@ -285,15 +285,11 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   # square fitted to simulations in one tail does not carry its curvature into the other, where
   # an observed summary beyond both classes' data would take it (on ARCH(1), squares z^2 put 97%
   # of one observed series' posterior on a parameter value 0.6 from the exact mean).
-  powers <- function(z) do.call(cbind, lapply(seq_len(degree), function(d) z^d))
-  one_sided_powers <- function(z) {
-    do.call(cbind, c(list(z), lapply(seq_len(degree)[-1L], function(d) cbind(pmax(z, 0)^d, pmin(z, 0)^d))))
-  }
   std <- if (identical(control$scores, "normal")) {
     knots <- lapply(seq_len(ncol(sm)), function(j) normal_score_knots(sm[, j]))
     to_scores <- function(m) {
       for (j in seq_len(ncol(m))) m[, j] <- normal_scores(m[, j], knots[[j]])
-      one_sided_powers(m)
+      feature_powers(m, degree, one_sided = TRUE)
     }
     # Each feature standardised over the prior-predictive sample, so the lasso penalises
     # scores and their squares alike (glmnet's `standardize = TRUE`).
@@ -303,13 +299,8 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
     f_scale[!(f_scale > 1e-8)] <- 1
     function(m) sweep(sweep(to_scores(m), 2L, f_center), 2L, f_scale, "/")
   } else {
-    function(m) powers(sweep(sweep(m, 2L, center), 2L, scale, "/"))
+    function(m) feature_powers(sweep(sweep(m, 2L, center), 2L, scale, "/"), degree, one_sided = FALSE)
   }
-  feat_names <- unlist(lapply(seq_len(degree), function(d) {
-    if (d == 1L) return(names(s_obs))
-    if (identical(control$scores, "normal")) c(paste0(names(s_obs), "+^", d), paste0(names(s_obs), "-^", d)) else
-      paste0(names(s_obs), "^", d)
-  }))
   at <- simulations$summaries
   counts <- tabulate(simulations$index[simulations$ok], nbins = n_values)
   if (!is.null(only)) counts[-only] <- 0L  # fit only these parameter values (the stiffness check)
@@ -322,7 +313,8 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   ord <- order(simulations$index[keep])
   at_std <- std(at[keep, , drop = FALSE][ord, , drop = FALSE])
   starts <- as.integer(c(0L, cumsum(counts[good])))
-  obs_std <- std(matrix(s_obs, 1L))[1L, ]
+  obs_std <- std(matrix(s_obs, 1L, dimnames = list(NULL, names(s_obs))))[1L, ]
+  feat_names <- names(obs_std)
   if (is.null(control$coarse)) control$coarse <- 1  # controls saved before `coarse` existed
   if (is.null(control$onestep)) control$onestep <- 0  # ... or before `cv`
   t0 <- proc.time()[["elapsed"]]
@@ -343,6 +335,17 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   list(log_ratio = fill(res$log_ratio), intercept = fill(res$intercept), beta = beta, lambda = fill(res$lambda),
        criterion = fill(res$criterion), df = fill(res$df), center = center, scale = scale,
        n_success = counts, time = t_fit, cpu = c_fit)
+}
+
+# The columns of z and their powers 2..degree, named after them: z^d ("s^2"), or one-sided
+# (`one_sided`: max(z, 0)^d and min(z, 0)^d, "s+^2" and "s-^2").
+feature_powers <- function(z, degree, one_sided) {
+  named <- function(x, suffix) `colnames<-`(x, paste0(colnames(z), suffix))
+  higher <- lapply(seq_len(degree)[-1L], function(d) {
+    if (one_sided) cbind(named(pmax(z, 0)^d, paste0("+^", d)), named(pmin(z, 0)^d, paste0("-^", d))) else
+      named(z^d, paste0("^", d))
+  })
+  do.call(cbind, c(list(z), higher))
 }
 
 # Is the classifier too stiff for its data? At the parameter values of highest posterior weight
