@@ -156,7 +156,7 @@ shard_design <- function(setup, data, intercept) {
     j <- attr(sm, "nCons")
     if (identical(sm$by, "NA") && inherits(qrc, "qr") && is.null(attr(sm, "indi")) && isTRUE(j > 0)) {
       x <- mgcv::Predict.matrix(sm, data)
-      return(x %*% constraint_null_space(qrc, j, ncol(x)))
+      return(absorb_rows(x, qrc, j))
     }
     mgcv::PredictMat(sm, data)
   }

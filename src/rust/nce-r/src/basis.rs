@@ -4,7 +4,7 @@ use crate::convert::{col_major_matrix, guard, opt_real_slice, real_matrix, real_
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
-use nce_core::engine::constraint::{basis_stats, scale_absorb};
+use nce_core::engine::constraint::{basis_stats, scale_absorb_into};
 use nce_core::NceError;
 
 /// Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
@@ -95,9 +95,11 @@ fn nce_scale_absorb(x: Robj, scale: Robj, householder: Robj, threads: i32) -> Ro
         let s = real_slice(&scale, "scale")?;
         let v = opt_real_slice(&householder, "householder")?;
         let threads = threads_of(threads)?;
-        let out = run(threads, |_| scale_absorb(xv, n, k, s, v))?;
-        let cols = if v.is_some() { k - 1 } else { k };
-        Ok(col_major_matrix(out, n, cols))
+        let cols = if v.is_some() { k.saturating_sub(1) } else { k };
+        let mut out = RMatrix::<f64>::new(n, cols);
+        let slice = out.data_mut();
+        run(threads, |_| scale_absorb_into(xv, n, k, s, v, slice))?;
+        Ok(out.into_robj())
     })
 }
 

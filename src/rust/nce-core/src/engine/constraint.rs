@@ -77,49 +77,84 @@ pub fn basis_stats(x: &[f64], n: usize, k: usize, rms_scale: bool) -> Result<Bas
 /// leaves the rows unreflected, as LINPACK's `dqrsl` does. Without `householder`, the scaled
 /// basis (n x k). Columns are done in parallel; each is the same whatever the thread count.
 pub fn scale_absorb(x: &[f64], n: usize, k: usize, scale: &[f64], householder: Option<&[f64]>) -> Result<Vec<f64>> {
+    let cols = if householder.is_some() { k.saturating_sub(1) } else { k };
+    let mut out = vec![0.0; n * cols];
+    scale_absorb_into(x, n, k, scale, householder, &mut out)?;
+    Ok(out)
+}
+
+/// `scale_absorb` into `out` (n x k, or n x (k - 1) with `householder`), e.g. a matrix
+/// allocated by the caller. A column scale of 1 divides nothing (the same values).
+pub fn scale_absorb_into(
+    x: &[f64],
+    n: usize,
+    k: usize,
+    scale: &[f64],
+    householder: Option<&[f64]>,
+    out: &mut [f64],
+) -> Result<()> {
     check_basis(x, n, k)?;
     if scale.len() != k || scale.iter().any(|s| !s.is_finite() || *s <= 0.0) {
         return Err(NceError::invalid("scale", format!("must be {k} positive numbers")));
     }
+    if let Some(v) = householder {
+        if v.len() != k || v.iter().any(|e| !e.is_finite()) {
+            return Err(NceError::invalid("householder", format!("must be {k} finite numbers")));
+        }
+        if k < 2 {
+            return Err(NceError::invalid(
+                "x",
+                "must have at least two columns to absorb a constraint",
+            ));
+        }
+    }
+    let cols = if householder.is_some() { k - 1 } else { k };
+    if out.len() != n * cols {
+        return Err(NceError::invalid("out", format!("must hold {n} x {cols} values")));
+    }
     let Some(v) = householder else {
-        let mut out = x.to_vec();
-        out.par_chunks_mut(n).zip(scale.par_iter()).for_each(|(col, s)| {
-            for e in col.iter_mut() {
-                *e /= s;
-            }
-        });
-        return Ok(out);
+        out.par_chunks_mut(n.max(1))
+            .zip(x.par_chunks(n.max(1)))
+            .zip(scale.par_iter())
+            .for_each(|((o, col), s)| {
+                if *s == 1.0 {
+                    o.copy_from_slice(col);
+                } else {
+                    o.iter_mut().zip(col).for_each(|(o, e)| *o = e / s);
+                }
+            });
+        return Ok(());
     };
-    if v.len() != k || v.iter().any(|e| !e.is_finite()) {
-        return Err(NceError::invalid("householder", format!("must be {k} finite numbers")));
-    }
-    if k < 2 {
-        return Err(NceError::invalid(
-            "x",
-            "must have at least two columns to absorb a constraint",
-        ));
-    }
     // t_i = (x_i' v) / v_1, the multiple of v each row loses.
     let mut t = vec![0.0; n];
     if v[0] != 0.0 {
         for ((col, s), vj) in x.chunks_exact(n).zip(scale).zip(v) {
-            for (ti, e) in t.iter_mut().zip(col) {
-                *ti += e / s * vj;
+            if *s == 1.0 {
+                t.iter_mut().zip(col).for_each(|(ti, e)| *ti += e * vj);
+            } else {
+                t.iter_mut().zip(col).for_each(|(ti, e)| *ti += e / s * vj);
             }
         }
         for ti in t.iter_mut() {
             *ti /= v[0];
         }
     }
-    let mut out = vec![0.0; n * (k - 1)];
-    out.par_chunks_mut(n).enumerate().for_each(|(j, col)| {
+    out.par_chunks_mut(n.max(1)).enumerate().for_each(|(j, col)| {
         let src = &x[(j + 1) * n..(j + 2) * n];
         let (s, vj) = (scale[j + 1], v[j + 1]);
-        for ((o, e), ti) in col.iter_mut().zip(src).zip(&t) {
-            *o = e / s - ti * vj;
+        if s == 1.0 {
+            col.iter_mut()
+                .zip(src)
+                .zip(&t)
+                .for_each(|((o, e), ti)| *o = e - ti * vj);
+        } else {
+            col.iter_mut()
+                .zip(src)
+                .zip(&t)
+                .for_each(|((o, e), ti)| *o = e / s - ti * vj);
         }
     });
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

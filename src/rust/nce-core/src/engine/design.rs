@@ -174,7 +174,7 @@ impl DenseDesign<'_> {
             .into_par_iter()
             .map(|(a, b)| {
                 let mut outs = vec![vec![0.0; p * p]; nw];
-                kernels::syrk(self, a, b, weights, &mut outs);
+                kernels::syrk(self, a, b, weights, &mut outs, None);
                 outs
             })
             .collect()
@@ -194,11 +194,32 @@ impl DenseDesign<'_> {
 
     /// The per-chunk terms of `crossprod_vec_raw`, before they are added.
     pub(crate) fn crossprod_vec_chunk_parts(&self, v: &[f64]) -> Vec<Vec<f64>> {
-        let p = self.ncol;
         self.chunks()
             .into_par_iter()
-            .map(|(a, b)| (0..p).map(|j| kernels::dot(&self.col(j)[a..b], &v[a..b])).collect())
+            .map(|(a, b)| kernels::dots(self, a, b, v))
             .collect()
+    }
+
+    /// (`crossprod_parts(&[w])`, `crossprod_vec_raw(v)`) in one pass over the rows, with the
+    /// same bits.
+    pub(crate) fn crossprod_and_vec_raw(&self, w: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let p = self.ncol;
+        let parts: Vec<(Vec<f64>, Vec<f64>)> = self
+            .chunks()
+            .into_par_iter()
+            .map(|(a, b)| {
+                let mut outs = vec![vec![0.0; p * p]];
+                let mut g = vec![0.0; p];
+                kernels::syrk(self, a, b, &[w], &mut outs, Some((v, &mut g)));
+                (outs.pop().expect("one weight"), g)
+            })
+            .collect();
+        let (mut h, mut g) = (vec![0.0; p * p], vec![0.0; p]);
+        for (hc, gc) in parts {
+            h.iter_mut().zip(hc).for_each(|(x, y)| *x += y);
+            g.iter_mut().zip(gc).for_each(|(x, y)| *x += y);
+        }
+        (h, g)
     }
 
     /// out_i = x_i' M x_i, M given as its upper triangle with doubled off-diagonal entries
@@ -254,8 +275,8 @@ impl Design for DenseDesign<'_> {
 
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
         let p = self.ncol;
-        let h = self.crossprod_parts(&[w]).pop().unwrap();
-        (full_from_upper(p, &h), DVector::from_vec(self.crossprod_vec_raw(v)))
+        let (h, g) = self.crossprod_and_vec_raw(w, v);
+        (full_from_upper(p, &h), DVector::from_vec(g))
     }
 
     fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
@@ -351,8 +372,19 @@ pub(crate) mod kernels {
         b.iter().map(|bk| dot4::<F>(&flat, bk, len)).collect()
     }
 
+    /// The two kernels of one instruction set: four-column cross-products and one dot product.
+    type Kernels = (Dot4, fn(&[f64], &[f64]) -> f64);
+
     #[inline(always)]
-    fn syrk_impl(d: &DenseDesign, r0: usize, r1: usize, ws: &[&[f64]], outs: &mut [Vec<f64>], dot4: Dot4) {
+    fn syrk_impl(
+        d: &DenseDesign,
+        r0: usize,
+        r1: usize,
+        ws: &[&[f64]],
+        outs: &mut [Vec<f64>],
+        mut vg: Option<(&[f64], &mut [f64])>,
+        (dot4, dot): Kernels,
+    ) {
         let p = d.ncol;
         let p4 = p.div_ceil(4) * 4;
         let mut xs = vec![0.0; p * SUB];
@@ -371,6 +403,12 @@ pub(crate) mod kernels {
                 }
                 xs.chunks(SUB).collect()
             };
+            // X'v in the same pass, while the block is in cache (the order of `dots`).
+            if let Some((v, g)) = &mut vg {
+                for (j, gj) in g.iter_mut().enumerate() {
+                    *gj += dot(&d.col(j)[s0..s0 + len], &v[s0..s0 + len]);
+                }
+            }
             for (w, out) in ws.iter().zip(outs.iter_mut()) {
                 let w = &w[s0..s0 + len];
                 for j in 0..p {
@@ -520,9 +558,21 @@ pub(crate) mod kernels {
             unsafe { dot4_fma(a, b, len) }
         }
 
+        fn dot_safe(a: &[f64], b: &[f64]) -> f64 {
+            // SAFETY: as above.
+            unsafe { dot(a, b) }
+        }
+
         #[target_feature(enable = "avx2,fma")]
-        pub unsafe fn syrk(d: &DenseDesign, r0: usize, r1: usize, ws: &[&[f64]], outs: &mut [Vec<f64>]) {
-            syrk_impl(d, r0, r1, ws, outs, dot4_fma_safe)
+        pub unsafe fn syrk(
+            d: &DenseDesign,
+            r0: usize,
+            r1: usize,
+            ws: &[&[f64]],
+            outs: &mut [Vec<f64>],
+            vg: Option<(&[f64], &mut [f64])>,
+        ) {
+            syrk_impl(d, r0, r1, ws, outs, vg, (dot4_fma_safe, dot_safe))
         }
         /// x_i' M x_i for 32 rows at a time: t = sum_{k >= j} M'_jk x_k, q += x_j t.
         #[target_feature(enable = "avx2,fma")]
@@ -614,14 +664,36 @@ pub(crate) mod kernels {
         }
     }
 
-    /// outs[l][j * p + k] += sum_{r0 <= i < r1} ws[l][i] x_ij x_ik for j <= k.
-    pub fn syrk(d: &DenseDesign, r0: usize, r1: usize, ws: &[&[f64]], outs: &mut [Vec<f64>]) {
+    /// outs[l][j * p + k] += sum_{r0 <= i < r1} ws[l][i] x_ij x_ik for j <= k; with `vg = (v, g)`
+    /// also g += X'v over the same rows, block by block as `dots` adds it.
+    pub fn syrk(
+        d: &DenseDesign,
+        r0: usize,
+        r1: usize,
+        ws: &[&[f64]],
+        outs: &mut [Vec<f64>],
+        vg: Option<(&[f64], &mut [f64])>,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if use_fma() {
             // SAFETY: the CPU has the features the function was compiled for.
-            return unsafe { fma::syrk(d, r0, r1, ws, outs) };
+            return unsafe { fma::syrk(d, r0, r1, ws, outs, vg) };
         }
-        syrk_impl(d, r0, r1, ws, outs, dot4_all::<false>)
+        syrk_impl(d, r0, r1, ws, outs, vg, (dot4_all::<false>, dot))
+    }
+
+    /// X'v over rows r0..r1, each column's sum added block by block (SUB rows) in row order.
+    pub fn dots(d: &DenseDesign, r0: usize, r1: usize, v: &[f64]) -> Vec<f64> {
+        let mut g = vec![0.0; d.ncol];
+        let mut s0 = r0;
+        while s0 < r1 {
+            let len = SUB.min(r1 - s0);
+            for (j, gj) in g.iter_mut().enumerate() {
+                *gj += dot(&d.col(j)[s0..s0 + len], &v[s0..s0 + len]);
+            }
+            s0 += len;
+        }
+        g
     }
 
     /// out[i - r0] = x_i' M x_i for rows r0..r1; mu = M's upper triangle, off-diagonal doubled.
