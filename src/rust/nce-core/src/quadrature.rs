@@ -255,6 +255,16 @@ fn check(rule: &Rule, maps: &[MapFeature], terms: &[TermTables], trans: &[Transi
 /// The rule's points for one previous fixation, as rows: the whole cells of an `nx` x `ny`
 /// lattice less the block of `refine` x `refine` cells around the previous fixation, then that
 /// block's sub-cells (`SUB` per cell and side), which lie on the window's fine lattice.
+/// What every transition's rule reads: the rule, the lattice centred on the transition, the
+/// window maps and the term tables.
+#[derive(Clone, Copy)]
+struct Shared<'k> {
+    rule: &'k Rule,
+    lat: &'k Lattice,
+    maps: &'k [MapFeature<'k>],
+    terms: &'k [TermTables],
+}
+
 struct Lattice {
     xs: Vec<f64>,
     ys: Vec<f64>,
@@ -514,17 +524,8 @@ fn term_values<'a>(
 /// Log normaliser of one transition by log-sum-exp over the points, the rule for any kernel
 /// ([`one_product`] is faster where it applies), and the sum of the point weights; with the
 /// gradient, each term's table-row weights are left in `bins` (they sum to that total).
-#[allow(clippy::too_many_arguments)]
-fn one(
-    rule: &Rule,
-    lat: &Lattice,
-    maps: &[MapFeature],
-    terms: &[TermTables],
-    tr: &Transition,
-    gradient: bool,
-    s: &mut Scratch,
-    bins: &mut [&mut [f64]],
-) -> (f64, f64) {
+fn one(q: Shared, tr: &Transition, gradient: bool, s: &mut Scratch, bins: &mut [&mut [f64]]) -> (f64, f64) {
+    let Shared { rule, lat, maps, terms } = q;
     let all: Vec<usize> = (0..terms.len()).collect();
     let la_sub = lat.log_cell - ((SUB * SUB) as f64).ln();
     s.eta.clear();
@@ -703,24 +704,13 @@ struct PositionCells {
 }
 
 impl PositionCells {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        plan: &ProductPlan,
-        lat: &Lattice,
-        fine: bool,
-        rule: &Rule,
-        maps: &[MapFeature],
-        terms: &[TermTables],
-        tr: &Transition,
-        gradient: bool,
-        s: &mut Scratch,
-    ) -> Self {
+    fn new(plan: &ProductPlan, q: Shared, fine: bool, tr: &Transition, gradient: bool, s: &mut Scratch) -> Self {
         let mut out = PositionCells {
             wt: Vec::new(),
             loc: vec![Loc::default(); if gradient { plan.pos.len() } else { 0 }],
         };
-        lat.all_rows(fine, |row| {
-            let (pw, pl) = product_row(&plan.prod, &plan.pos, terms, maps, tr, rule, &row, gradient, s);
+        q.lat.all_rows(fine, |row| {
+            let (pw, pl) = product_row(&plan.prod, &plan.pos, q, tr, &row, gradient, s);
             out.wt.extend_from_slice(pw);
             for (a, b) in out.loc.iter_mut().zip(pl) {
                 a.i.extend_from_slice(&b.i);
@@ -806,9 +796,10 @@ impl ProductPlan {
         }
         let mut s = Scratch::default();
         for (key, tr) in keys {
-            let w = PositionCells::new(&plan, lat, false, rule, maps, terms, tr, gradient, &mut s);
+            let q = Shared { rule, lat, maps, terms };
+            let w = PositionCells::new(&plan, q, false, tr, gradient, &mut s);
             let f = if fine {
-                PositionCells::new(&plan, lat, true, rule, maps, terms, tr, gradient, &mut s)
+                PositionCells::new(&plan, q, true, tr, gradient, &mut s)
             } else {
                 PositionCells::default()
             };
@@ -820,18 +811,16 @@ impl ProductPlan {
 
 /// The factors of terms `idx` at the points of a row: exp(sum of v_i - top) exp(sum of w d_i),
 /// and (with the gradient) each term's table positions, left in `s.eta` and `s.loc[..idx.len()]`.
-#[allow(clippy::too_many_arguments)]
 fn product_row<'s>(
     prod: &[ProductTables],
     idx: &[usize],
-    terms: &[TermTables],
-    maps: &[MapFeature],
+    q: Shared,
     tr: &Transition,
-    rule: &Rule,
     row: &Row,
     gradient: bool,
     s: &'s mut Scratch,
 ) -> (&'s mut [f64], &'s [Loc]) {
+    let Shared { rule, maps, terms, .. } = q;
     let Scratch {
         feat,
         mapv,
@@ -987,18 +976,15 @@ unsafe fn read_table_avx2(
 /// reads, without a log-sum-exp pass or one library exponential per point; on whole cells the
 /// position terms' factors come precomputed. Returns None when the product underflows (kernels
 /// whose table tops are far from their sum's maximum), for [`one`]. Returns as [`one`] does.
-#[allow(clippy::too_many_arguments)]
 fn one_product(
-    rule: &Rule,
-    lat: &Lattice,
-    maps: &[MapFeature],
-    terms: &[TermTables],
+    q: Shared,
     plan: &ProductPlan,
     tr: &Transition,
     gradient: bool,
     s: &mut Scratch,
     bins: &mut [&mut [f64]],
 ) -> Option<(f64, f64)> {
+    let Shared { lat, terms, .. } = q;
     let cells = if plan.cells.is_empty() {
         None
     } else {
@@ -1013,7 +999,7 @@ fn one_product(
         // The position terms' factors, where precomputed on this row's lattice.
         let pc = cells.map(|c| &c[usize::from(!row.whole)]).filter(|c| !c.wt.is_empty());
         let idx = if pc.is_some() { &plan.saccade } else { &plan.all };
-        let (wt, loc) = product_row(&plan.prod, idx, terms, maps, tr, rule, &row, gradient, s);
+        let (wt, loc) = product_row(&plan.prod, idx, q, tr, &row, gradient, s);
         let area = if row.whole { 1.0 } else { sub_area };
         let c = row.at;
         match pc {
@@ -1160,10 +1146,11 @@ pub fn log_normalisers(
                         .map(|(v, t)| &mut v[r * t.n..(r + 1) * t.n])
                         .collect();
                     lat.centre_on(rule, tr.prev);
+                    let q = Shared { rule, lat, maps, terms };
                     let (lz, total) = plan
                         .as_ref()
-                        .and_then(|p| one_product(rule, lat, maps, terms, p, tr, grad, s, &mut bins))
-                        .unwrap_or_else(|| one(rule, lat, maps, terms, tr, grad, s, &mut bins));
+                        .and_then(|p| one_product(q, p, tr, grad, s, &mut bins))
+                        .unwrap_or_else(|| one(q, tr, grad, s, &mut bins));
                     log_z.push(lz);
                     totals.push(total);
                 }
@@ -1417,8 +1404,14 @@ mod tests {
                 let mut b2 = b1.clone();
                 let mut v1: Vec<&mut [f64]> = b1.iter_mut().map(|b| &mut b[..]).collect();
                 let mut v2: Vec<&mut [f64]> = b2.iter_mut().map(|b| &mut b[..]).collect();
-                let (lz, total) = one(&r, &lat, &[], &terms, t, true, &mut s, &mut v1);
-                let (lz2, total2) = one_product(&r, &lat, &[], &terms, &plan, t, true, &mut s, &mut v2).unwrap();
+                let q = Shared {
+                    rule: &r,
+                    lat: &lat,
+                    maps: &[],
+                    terms: &terms,
+                };
+                let (lz, total) = one(q, t, true, &mut s, &mut v1);
+                let (lz2, total2) = one_product(q, &plan, t, true, &mut s, &mut v2).unwrap();
                 assert!((lz - lz2).abs() < 1e-12, "{lz} {lz2}");
                 for (a, b) in b1.iter().flatten().zip(b2.iter().flatten()) {
                     assert!((a / total - b / total2).abs() < 1e-12, "{a} {b}");
@@ -1432,7 +1425,13 @@ mod tests {
         let pair = [up, down];
         let plan = ProductPlan::new(&r, &lat, &[], &pair, std::slice::from_ref(&t), false).unwrap();
         lat.centre_on(&r, t.prev);
-        assert!(one_product(&r, &lat, &[], &pair, &plan, &t, false, &mut s, &mut []).is_none());
+        let q = Shared {
+            rule: &r,
+            lat: &lat,
+            maps: &[],
+            terms: &pair,
+        };
+        assert!(one_product(q, &plan, &t, false, &mut s, &mut []).is_none());
         let out = log_normalisers(&r, &[], &pair, &[t], 0, false, &AtomicBool::new(false)).unwrap();
         assert!((out.log_z[0] - 1200f64.ln()).abs() < 1e-9, "{}", out.log_z[0]);
     }

@@ -79,7 +79,6 @@ pub fn sigmoid(z: f64) -> f64 {
 /// C = alpha A B + beta C for an `m x k` A and a `k x n` B given by row and column strides, and a
 /// row-major `m x n` C. The strides are checked against the slices, so the unsafe call stays in
 /// bounds.
-#[allow(clippy::too_many_arguments)]
 fn gemm(
     (m, k, n): (usize, usize, usize),
     alpha: f64,

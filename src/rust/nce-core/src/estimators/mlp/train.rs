@@ -249,20 +249,24 @@ impl Adam {
     }
 }
 
+/// What watches a start: the progress report, the interrupt poll, the history of epochs.
+type Watch<'w> = (
+    &'w mut dyn FnMut(&EpochReport),
+    &'w dyn Fn() -> bool,
+    &'w mut Vec<EpochReport>,
+);
+
 /// Train one start from `theta`; returns its best parameters, best held-out loss, best epoch and
-/// whether it stopped early.
-#[allow(clippy::too_many_arguments)]
+/// whether it stopped early. `rows`: the training and held-out rows; `watch`: the progress
+/// report, the interrupt poll and the history each epoch is added to.
 fn train_start(
     net: &Network,
     data: &dyn Objective,
     s: &TrainSettings,
     start: usize,
     mut theta: Vec<f64>,
-    train_rows: &[usize],
-    held_rows: &[usize],
-    report: &mut dyn FnMut(&EpochReport),
-    stop: &dyn Fn() -> bool,
-    history: &mut Vec<EpochReport>,
+    (train_rows, held_rows): (&[usize], &[usize]),
+    (report, stop, history): Watch,
 ) -> Result<(Vec<f64>, f64, usize, bool)> {
     let mut decay = net.weight_mask();
     decay.resize(theta.len(), false);
@@ -396,11 +400,8 @@ fn train_objective(
             s,
             start,
             theta,
-            &train_rows,
-            &held_rows,
-            report,
-            stop,
-            &mut history,
+            (&train_rows, &held_rows),
+            (&mut *report, stop, &mut history),
         )?;
         starts.push((loss, epoch, early));
         if best.as_ref().map_or(true, |b| loss < b.1) {
