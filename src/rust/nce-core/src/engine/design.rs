@@ -403,11 +403,9 @@ pub(crate) mod kernels {
                 }
                 xs.chunks(SUB).collect()
             };
-            // X'v in the same pass, while the block is in cache (the order of `dots`).
+            // X'v in the same pass, while the block is in cache (as `dots` adds it).
             if let Some((v, g)) = &mut vg {
-                for (j, gj) in g.iter_mut().enumerate() {
-                    *gj += dot(&d.col(j)[s0..s0 + len], &v[s0..s0 + len]);
-                }
+                add_block_dots(d, s0..s0 + len, v, g, dot);
             }
             for (w, out) in ws.iter().zip(outs.iter_mut()) {
                 let w = &w[s0..s0 + len];
@@ -682,15 +680,28 @@ pub(crate) mod kernels {
         syrk_impl(d, r0, r1, ws, outs, vg, (dot4_all::<false>, dot))
     }
 
+    /// g_j += x_j' v over the rows of one block: the one step of X'v that `dots` and the fused
+    /// pass of `syrk` share, so the two give the same bits.
+    #[inline(always)]
+    fn add_block_dots(
+        d: &DenseDesign,
+        rows: std::ops::Range<usize>,
+        v: &[f64],
+        g: &mut [f64],
+        dot: fn(&[f64], &[f64]) -> f64,
+    ) {
+        for (j, gj) in g.iter_mut().enumerate() {
+            *gj += dot(&d.col(j)[rows.clone()], &v[rows.clone()]);
+        }
+    }
+
     /// X'v over rows r0..r1, each column's sum added block by block (SUB rows) in row order.
     pub fn dots(d: &DenseDesign, r0: usize, r1: usize, v: &[f64]) -> Vec<f64> {
         let mut g = vec![0.0; d.ncol];
         let mut s0 = r0;
         while s0 < r1 {
             let len = SUB.min(r1 - s0);
-            for (j, gj) in g.iter_mut().enumerate() {
-                *gj += dot(&d.col(j)[s0..s0 + len], &v[s0..s0 + len]);
-            }
+            add_block_dots(d, s0..s0 + len, v, &mut g, dot);
             s0 += len;
         }
         g

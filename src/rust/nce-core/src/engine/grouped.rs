@@ -244,9 +244,6 @@ impl<'a> GroupedDesign<'a> {
                         s[t - t0] = rows.iter().map(|&r| w[r]).sum();
                     }
                 }
-                // All weight vectors in one walk over a group's rows (each row's values read once);
-                // per weight, the same order of additions as a walk of its own.
-                let mut acc = vec![0.0; nw * pa];
                 match &self.a {
                     _ if nw == 0 => {}
                     // Eight columns at a time: eight independent sums in registers instead of one
@@ -263,8 +260,11 @@ impl<'a> GroupedDesign<'a> {
                             };
                         }
                     }
-                    // Term by term, so that one term's distinct rows stay in cache.
+                    // Term by term, so that one term's distinct rows stay in cache; all weight
+                    // vectors in one walk over a group's rows (each row's values read once), per
+                    // weight the same order of additions as a walk of its own.
                     RowBlock::Discrete(ad) => {
+                        let mut acc = vec![0.0; nw * pa];
                         for term in 0..ad.nterms() {
                             let (o, pt) = ad.term_cols(term);
                             let acc = &mut acc[..nw * pt];
