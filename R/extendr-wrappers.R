@@ -118,17 +118,28 @@ nce_latkes_simulate <- function(state, offset, chains, settings) .Call(wrap__nce
 #' @noRd
 nce_latkes_normaliser <- function(terms, maps, transitions, settings) .Call(wrap__nce_latkes_normaliser, terms, maps, transitions, settings)
 
-#' Train a network energy by NCE. `x`: the network's (standardised) inputs, rows x inputs; `z`:
-#' the other columns (the intercept among them), rows x p; `response` = list(y, weights, offset,
-#' held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs, step,
-#' weight_decay, step_patience, patience, n_starts, seed, threads, beta_start, warm_start,
-#' progress), `progress` NULL or an R function(start, epoch, train_loss, held_out_loss) called
-#' on the R main thread after every epoch. Returns params, beta, held_out_loss, best_start,
-#' best_epoch (1-based), history (epochs x 5: start, epoch, train_loss, held_out_loss, step) and
-#' starts (starts x 3: held-out loss, best epoch, stopped early).
+#' Start training a network energy by NCE. `x`: the network's (standardised) inputs, rows x
+#' inputs; `z`: the other columns (the intercept among them), rows x p; `response` = list(y,
+#' weights, offset, held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs,
+#' step, weight_decay, step_patience, patience, n_starts, seed, threads, beta_start,
+#' warm_start). Returns the session (an external pointer) for `nce_mlp_session_run`.
 #' @keywords internal
 #' @noRd
-nce_mlp_train <- function(x, z, response, settings) .Call(wrap__nce_mlp_train, x, z, response, settings)
+nce_mlp_session <- function(x, z, response, settings) .Call(wrap__nce_mlp_session, x, z, response, settings)
+
+#' Run epochs of a session for about `seconds` (at least one epoch, unless training is over).
+#' Returns list(reports = epochs x 4 matrix of start (1-based), epoch, train_loss,
+#' held_out_loss; done = whether every start is finished).
+#' @keywords internal
+#' @noRd
+nce_mlp_session_run <- function(session, seconds) .Call(wrap__nce_mlp_session_run, session, seconds)
+
+#' The result of a finished session: params, beta, held_out_loss, best_start, best_epoch
+#' (1-based), history (epochs x 5: start, epoch, train_loss, held_out_loss, step) and starts
+#' (starts x 3: held-out loss, best epoch, stopped early). The session is spent.
+#' @keywords internal
+#' @noRd
+nce_mlp_session_result <- function(session) .Call(wrap__nce_mlp_session_result, session)
 
 #' The network's output at the rows of `x` (rows x inputs). `settings` = list(inputs, hidden,
 #' activation, threads).

@@ -46,6 +46,16 @@ mlp_log_density <- function(object, newdata, intercept = TRUE) {
   net <- object$network
   n <- nrow(newdata)
   out <- rep(NA_real_, n)
+  if (!is.null(object$rest_fit)) {
+    # Smooth terms beside the network: their fit's log density (-Inf outside the support).
+    lin <- stats::predict(object$rest_fit, newdata, type = if (intercept) "link" else "log_unnormalised")
+    ok <- which(rows_finite(newdata[net$inputs]))
+    if (length(ok)) {
+      x <- mlp_inputs(newdata[ok, , drop = FALSE], net$inputs, net$center, net$scale)
+      out[ok] <- mlp_forward(net, x) + lin[ok]
+    }
+    return(out)
+  }
   tt <- stats::delete.response(object$rest_terms)
   mf <- stats::model.frame(tt, newdata, na.action = stats::na.pass, xlev = object$xlevels)
   z <- stats::model.matrix(tt, mf, contrasts.arg = object$contrasts)
@@ -54,7 +64,8 @@ mlp_log_density <- function(object, newdata, intercept = TRUE) {
   beta[is.na(beta)] <- 0
   if (!intercept) beta[1L] <- 0
   lin <- rep(NA_real_, n)
-  lin[as.integer(rownames(z)) %||% seq_len(nrow(z))] <- drop(z %*% beta)
+  # model.matrix() may drop rows with NA: place its rows by name (newdata's own row names).
+  lin[match(rownames(z), rownames(mf))] <- drop(z %*% beta)
   if (!is.null(off)) lin <- lin + off
   ok <- which(rows_finite(newdata[net$inputs]))
   if (length(ok)) {
@@ -69,8 +80,18 @@ print.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("\nNoise-contrastive estimation with a neural-network energy\n\nCall:  ",
       paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
   mlp_describe(x, digits)
-  cat("\nOther terms (the network held fixed):\n")
-  print.default(format(stats::coef(x), digits = digits), print.gap = 2L, quote = FALSE)
+  if (is.null(x$rest_fit)) {
+    cat("\nOther terms (the network held fixed):\n")
+    print.default(format(stats::coef(x), digits = digits), print.gap = 2L, quote = FALSE)
+  } else {
+    cat("\nParametric terms (the network held fixed):\n")
+    print.default(format(stats::coef(x)[seq_len(x$rest_fit$nsdf)], digits = digits), print.gap = 2L,
+                  quote = FALSE)
+    cat("Smooth terms, effective degrees of freedom:\n")
+    edf <- vapply(x$rest_fit$smooth, function(sm) sum(x$rest_fit$edf[sm$first.para:sm$last.para]), 0)
+    names(edf) <- vapply(x$rest_fit$smooth, function(sm) sm$label, "")
+    print.default(format(edf, digits = digits), print.gap = 2L, quote = FALSE)
+  }
   cat(sprintf("\nlog normalising constant (-(Intercept)): %s (importance-sampling check: %s)\n",
               format(x$log_normaliser, digits = digits), format(x$log_normaliser_is, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g)\n", x$n, x$m, x$ratio))
@@ -88,6 +109,12 @@ mlp_describe <- function(x, digits) {
               max(tr$history$epoch[tr$history$start == tr$best_start]),
               if (stopped) " (stopped early)" else " (reached max_epochs: consider more)",
               format(tr$held_out_loss, digits = digits)))
+  if (!is.null(tr$rounds)) {
+    rd <- tr$rounds
+    cat(sprintf("Backfitting with the smooth terms: %d round(s), kept round %d (lowest held-out loss)%s\n",
+                nrow(rd), rd$round[rd$kept],
+                if (rd$still_improving[1L]) "; still improving: consider a larger `backfit`" else ""))
+  }
 }
 
 #' Summarise an nce fit with a neural-network term
@@ -103,7 +130,7 @@ mlp_describe <- function(x, digits) {
 #' @return An object of class `summary.nce_mlp`.
 #' @export
 summary.nce_mlp <- function(object, ...) {
-  s <- summary.nce_fit(object, ...)
+  s <- if (is.null(object$rest_fit)) summary.nce_fit(object, ...) else mlp_smooth_summary(object, ...)
   s$network <- object$network
   s$training <- object$training
   s$log_normaliser_is <- object$log_normaliser_is
@@ -116,8 +143,13 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
   cat("\nNoise-contrastive estimation with a neural-network energy\n\nCall:  ",
       paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
   mlp_describe(x, digits)
-  cat(sprintf("\nOther terms (%s standard errors, the network held fixed):\n", x$se_type))
+  cat(sprintf("\n%s terms (%s standard errors, the network held fixed):\n",
+              if (is.null(x$s.table)) "Other" else "Parametric", x$se_type))
   stats::printCoefmat(x$coefficients, digits = digits, na.print = "NA")
+  if (!is.null(x$s.table)) {
+    cat("\nApproximate significance of smooth terms (the network held fixed):\n")
+    stats::printCoefmat(x$s.table, digits = digits, has.Pvalue = TRUE, na.print = "NA", cs.ind = 1)
+  }
   cat(sprintf("\nlog normalising constant: %s (importance-sampling check %s)\n",
               format(x$log_normaliser[["estimate"]], digits = digits), format(x$log_normaliser_is, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
@@ -126,11 +158,35 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
   invisible(x)
 }
 
+# summary() with smooth terms beside the network: the fields summary.nce_fit() gives, with the
+# parametric table and the smooth terms' tests of the smooth model's summary.
+mlp_smooth_summary <- function(object, type = c("sandwich", "naive"), ...) {
+  type <- match.arg(type)
+  g <- summary.nce_gam(object$rest_fit, se_type = type)
+  ln <- object$log_normaliser
+  structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = type,
+                   log_normaliser = c(estimate = ln, se = g$log_normaliser[["se"]]), n = object$n, m = object$m,
+                   ratio = object$ratio, method = object$method, converged = object$converged,
+                   iterations = object$iterations, reference = object$reference), summary_loglik(object)),
+            class = "summary.nce_fit")
+}
+
 #' @export
 model.matrix.nce_mlp <- function(object, ...) refuse("model.matrix", object)
 
 #' @export
 anova.nce_mlp <- function(object, ..., test = "Wald") refuse("anova", object)
+
+#' @rdname nce_broom
+#' @exportS3Method generics::tidy
+tidy.nce_mlp <- function(x, parametric = TRUE,  # nolint: object_name_linter.
+                         conf.int = FALSE, conf.level = 0.95, ...) {  # nolint: object_name_linter.
+  if (is.null(x$rest_fit)) {
+    if (!parametric) nce_abort("`parametric = FALSE` needs smooth terms beside mlp()", "input")
+    return(tidy.nce_fit(x, conf.int = conf.int, conf.level = conf.level))
+  }
+  tidy_gam_tables(x, summary.nce_gam(x$rest_fit), parametric, conf.int, conf.level)
+}
 
 #' @exportS3Method generics::augment
 augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
@@ -152,13 +208,13 @@ augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
 #' by the fit's data and reference points (the network is not fitted beyond them). Chains run in
 #' parallel on their own random streams, so the draws do not depend on the number of threads.
 #' `method = "sir"` resamples reference draws instead (as [simulate.nce_fit()]), the only method
-#' when the formula has terms beside `mlp()` or the network does not use every variable of the
-#' reference.
+#' (and the default) when the formula has terms beside `mlp()` or the network does not use every
+#' variable of the reference.
 #'
 #' @param object An `nce_mlp` fit.
 #' @param nsim Number of data sets (each of the fit's number of data points).
 #' @param seed As for [stats::simulate()].
-#' @param method `"metropolis"` or `"sir"`.
+#' @param method `"metropolis"` (the default for a network alone) or `"sir"`.
 #' @param n_chains,burnin,thin The chains: how many, steps dropped, and the thinning.
 #' @param candidates For `"sir"`: reference draws per simulated point.
 #' @param ... Unused.
@@ -174,14 +230,17 @@ augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
 #' @export
 simulate.nce_mlp <- function(object, nsim = 1, seed = NULL, method = c("metropolis", "sir"), n_chains = 20L,
                              burnin = 1000L, thin = 10L, candidates = 100, ...) {
-  method <- check_choice(method, c("metropolis", "sir"), "method")
+  method <- if (missing(method)) {
+    if (mlp_alone(object)) "metropolis" else "sir"
+  } else {
+    check_choice(method, c("metropolis", "sir"), "method")
+  }
   net <- object$network
   if (method == "sir") return(simulate.nce_fit(object, nsim = nsim, seed = seed, candidates = candidates))
   check_count(n_chains, "n_chains", max = 10000)
   check_whole(burnin, "burnin", min = 0)
   check_count(thin, "thin", max = 10000)
-  if (ncol(stats::model.matrix(object$rest_terms, object$nce_frame[1L, , drop = FALSE])) > 1L ||
-        !setequal(net$inputs, object$reference$vars)) {
+  if (!mlp_alone(object)) {
     nce_abort(paste("method = \"metropolis\" samples the network alone; with terms beside mlp(), or variables",
                     "of the reference outside the network, use method = \"sir\""), "input")
   }
@@ -194,6 +253,13 @@ simulate.nce_mlp <- function(object, nsim = 1, seed = NULL, method = c("metropol
   out$.sim <- rep(seq_len(nsim), each = n)
   attr(out, "acceptance") <- attr(x, "acceptance")
   out
+}
+
+# TRUE when the log density is the network alone (with the intercept) over every variable of the
+# reference: the case the Metropolis sampler of the network serves.
+mlp_alone <- function(object) {
+  is.null(object$rest_fit) && setequal(object$network$inputs, object$reference$vars) &&
+    ncol(stats::model.matrix(object$rest_terms, object$nce_frame[1L, , drop = FALSE])) == 1L
 }
 
 # `k` Metropolis draws from the network energy of an nce_mlp fit (columns: its inputs, on the data's

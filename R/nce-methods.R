@@ -490,7 +490,10 @@ logLik.nce_fit <- function(object, newdata = NULL, ...) {
 # Parameters counted by logLik: coefficients estimated (with the intercept), or the total edf.
 nce_df <- function(object) {
   if (inherits(object, "nce_gam")) return(sum(object$edf))
-  if (inherits(object, "nce_mlp")) return(sum(!is.na(stats::coef(object))) + object$network$n_params)
+  if (inherits(object, "nce_mlp")) {
+    rest <- if (is.null(object$rest_fit)) sum(!is.na(stats::coef(object))) else sum(object$rest_fit$edf)
+    return(rest + object$network$n_params)
+  }
   sum(!is.na(stats::coef(object)))
 }
 

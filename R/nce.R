@@ -24,7 +24,8 @@
 #'   `"ps"`, ...; `by =` variables), whose smoothing parameters are chosen by
 #'   REML (the criterion of `mgcv::gam(method = "REML")`), and a neural network
 #'   of some variables, [mlp()] (`~ mlp(x1, x2, hidden = c(64, 64))`, alone or
-#'   beside parametric terms; see [predict.nce_mlp()]). An intercept (the
+#'   beside parametric terms and smooth terms of other variables; see
+#'   [predict.nce_mlp()]). An intercept (the
 #'   estimate of \eqn{-\log Z}) is always included.
 #' @param data Data frame of observations; it must hold the reference's
 #'   columns, without NA or non-finite values.
@@ -234,7 +235,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   if (neural) {
     if (method != "logistic") nce_abort("an mlp() term needs method = \"logistic\"", "input")
     nce_fields$lq_ref <- con$lq_ref
-    return(as_result(nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w),
+    return(as_result(nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots),
                      rng = rng, env = parent.frame()))
   }
   smooths <- has_smooths(formula)
@@ -438,7 +439,7 @@ nce_clamp_cov <- function(v) {
 
 # nce() with smooth terms: penalised fit with REML smoothing parameters.
 nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nce_fields, weights = NULL,
-                           discrete = FALSE) {
+                           discrete = FALSE, setup = NULL, keep_setup = FALSE) {
   # mgcv cannot parse non-syntactic column names (spaces, %): fit on syntactic aliases.
   var_map <- nce_syntactic_map(nce_fields$reference$vars)
   if (length(var_map)) {
@@ -449,7 +450,7 @@ nce_smooth_fit <- function(formula, frame, label, offset, knots, sp, control, nc
   rhs <- formula[[2L]]
   f <- stats::as.formula(call("~", quote(.label), rhs), env = environment(formula))
   obj <- fit_penalised(f, frame, "binomial", offset, knots, sp, sample = label, control = control,
-                       weights = weights, discrete = discrete)
+                       weights = weights, discrete = discrete, setup = setup, keep_setup = keep_setup)
   obj$discrete <- discrete
   warn_fit(obj, names(obj$coefficients), nce_fields$n, aliased_value = "0 (as mgcv does)")
   if (any(obj$at_bound)) {

@@ -41,8 +41,7 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
   check_whole(burnin, "burnin", min = 0)
   check_count(thin, "thin", max = 10000)
   vars <- fit$reference$vars
-  metropolis <- inherits(fit, "nce_mlp") && setequal(fit$network$inputs, vars) &&
-    ncol(stats::model.matrix(fit$rest_terms, fit$nce_frame[1L, , drop = FALSE])) == 1L
+  metropolis <- inherits(fit, "nce_mlp") && mlp_alone(fit)
   from_fit <- if (metropolis) {
     function(n) as.data.frame(mlp_draws(fit, n, n_chains, burnin, thin))[vars]
   } else {

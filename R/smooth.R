@@ -29,15 +29,22 @@ gam_setup <- function(formula, data, family, offset, knots, fixed_sp = FALSE) {
 # sandwich. Returns a gam-like list (no class).
 fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offset = NULL,
                           knots = NULL, sp = NULL, sample = NULL, control = nce_control(), weights = NULL,
-                          discrete = FALSE) {
+                          discrete = FALSE, setup = NULL, keep_setup = FALSE) {
   family <- match.arg(family)
   fam <- switch(family, binomial = stats::binomial(), poisson = stats::poisson())
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)
   if (is.null(weights)) weights <- rep(1, n)
-  # discrete: the covariates of the smooths rounded and the design kept compressed (R/grouped.R).
-  setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
-    gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
+  if (is.null(setup)) {
+    # discrete: the covariates of the smooths rounded and the design kept compressed (R/grouped.R).
+    setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
+      gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
+    # The formula's own offsets, so a kept set-up can be refitted with another `offset`.
+    setup$formula_offset <- setup$offset - offset
+  } else {
+    setup$offset <- setup$formula_offset + offset
+  }
+  kept <- if (keep_setup) setup
   m <- length(setup$S)
   fixed <- resolve_sp(setup, sp)
   sp <- fixed$sp
@@ -86,7 +93,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   edf <- stats::setNames(res$edf, cn)
   pred_formula <- setup$pred.formula
   attr(pred_formula, "full") <- stats::reformulate(all.vars(setup$terms))
-  list(
+  out <- list(
     coefficients = stats::setNames(res$coefficients, cn),
     Vp = vp, Ve = ve,
     Vs = if (is.null(res$cov_sandwich)) NULL else named(res$cov_sandwich),
@@ -108,6 +115,8 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     offset = setup$offset, Xcentre = setup$Xcentre, min.edf = setup$min.edf,
     control = mgcv::gam.control(), paraPen = setup$pP
   )
+  out$setup <- kept
+  out
 }
 
 # The smoothing parameters to fit with: `sp` as given, mgcv's fixed ones (s(sp =)), or NULL

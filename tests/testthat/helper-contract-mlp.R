@@ -4,6 +4,10 @@ contract_cases_mlp <- function() {
     set.seed(1)
     data.frame(y = rtexp(300, 2))
   }
+  d2 <- function() {
+    set.seed(1)
+    data.frame(y = rtexp(300, 2), z = runif(300))
+  }
   list(
     list(name = "nce_mlp (network energy)",
          fit = function() {
@@ -15,6 +19,18 @@ contract_cases_mlp <- function() {
            nce(~ y, d(), ref_uniform(y = c(0, 1)), ratio = 5)
          },
          newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
+         unsupported = c("predict_se", "predict_lpmatrix", "model.matrix", "anova")),
+    list(name = "nce_mlp (network beside a smooth term)",
+         fit = function() {
+           set.seed(4)
+           nce(~ mlp(y, hidden = 8) + s(z, k = 5), d2(), ref_uniform(y = c(0, 1), z = c(0, 1)), ratio = 5,
+               control = list(max_epochs = 10, backfit = 2))
+         },
+         nested = function() {
+           set.seed(4)
+           nce(~ s(z, k = 5), d2(), ref_uniform(y = c(0, 1), z = c(0, 1)), ratio = 5)
+         },
+         newdata = d2()[1:5, ], newdata_index = 1:5, data = d2(),
          unsupported = c("predict_se", "predict_lpmatrix", "model.matrix", "anova"))
   )
 }

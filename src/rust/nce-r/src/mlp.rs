@@ -5,11 +5,12 @@ use crate::convert::{guard, list_count, list_get, list_number, list_vec, real_ma
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::estimators::mlp::{
-    evaluate, train, Activation, EpochReport, Network, TrainData, TrainResult, TrainSettings,
+    evaluate, Activation, EpochReport, Network, TrainData, TrainResult, TrainSettings, Trainer,
 };
 use nce_core::sampling::metropolis::{metropolis, ChainControl};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 type Res<T> = std::result::Result<T, NceError>;
 
@@ -71,88 +72,165 @@ fn train_settings(s: &List, p: usize) -> Res<TrainSettings> {
     })
 }
 
-/// Train a network energy by NCE. `x`: the network's (standardised) inputs, rows x inputs; `z`:
-/// the other columns (the intercept among them), rows x p; `response` = list(y, weights, offset,
-/// held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs, step,
-/// weight_decay, step_patience, patience, n_starts, seed, threads, beta_start, warm_start,
-/// progress), `progress` NULL or an R function(start, epoch, train_loss, held_out_loss) called
-/// on the R main thread after every epoch. Returns params, beta, held_out_loss, best_start,
-/// best_epoch (1-based), history (epochs x 5: start, epoch, train_loss, held_out_loss, step) and
-/// starts (starts x 3: held-out loss, best epoch, stopped early).
+/// The rows of a training session, owned (a session outlives the call that made it).
+struct SessionRows {
+    x: Vec<f64>,
+    z: Vec<f64>,
+    p: usize,
+    y: Vec<f64>,
+    weights: Vec<f64>,
+    offset: Vec<f64>,
+    held: Vec<bool>,
+}
+
+impl SessionRows {
+    fn view(&self) -> TrainData<'_> {
+        TrainData {
+            x: &self.x,
+            z: &self.z,
+            p: self.p,
+            y: &self.y,
+            weights: &self.weights,
+            offset: &self.offset,
+            held_out: &self.held,
+        }
+    }
+}
+
+/// A network being trained: R runs its epochs a slice of time at a time and reports progress
+/// between the calls, so no R code runs while the workers do.
+struct MlpSession {
+    net: Network,
+    rows: SessionRows,
+    trainer: Option<Trainer>,
+    threads: usize,
+}
+
+/// Start training a network energy by NCE. `x`: the network's (standardised) inputs, rows x
+/// inputs; `z`: the other columns (the intercept among them), rows x p; `response` = list(y,
+/// weights, offset, held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs,
+/// step, weight_decay, step_patience, patience, n_starts, seed, threads, beta_start,
+/// warm_start). Returns the session (an external pointer) for `nce_mlp_session_run`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_mlp_train(x: Robj, z: Robj, response: List, settings: List) -> Robj {
+fn nce_mlp_session(x: Robj, z: Robj, response: List, settings: List) -> Robj {
     guard(|| {
         let net = network_of(&settings)?;
         let (_, _, p) = real_matrix(&z, "z")?;
         let s = train_settings(&settings, p)?;
         let threads = list_count(&settings, "threads", "settings", 1)?;
-        let (xr, n) = row_major(&x, "x", net.inputs())?;
-        let (zr, nz) = row_major(&z, "z", p)?;
+        let (x, n) = row_major(&x, "x", net.inputs())?;
+        let (z, nz) = row_major(&z, "z", p)?;
+        if nz != n {
+            return Err(NceError::invalid("z", "must have as many rows as `x`"));
+        }
         let r = "response";
-        let (yv, wv, ov, hv) = (
-            list_get(&response, "y", r)?,
-            list_get(&response, "weights", r)?,
-            list_get(&response, "offset", r)?,
-            list_get(&response, "held_out", r)?,
-        );
-        let held: Vec<bool> = hv
+        let held: Vec<bool> = list_get(&response, "held_out", r)?
             .as_logical_slice()
             .ok_or_else(|| NceError::invalid("held_out", "must be logical"))?
             .iter()
             .map(|b| b.is_true())
             .collect();
-        if nz != n {
-            return Err(NceError::invalid("z", "must have as many rows as `x`"));
-        }
-        let data = TrainData {
-            x: &xr,
-            z: &zr,
+        let rows = SessionRows {
+            x,
+            z,
             p,
-            y: real_slice(&yv, "y")?,
-            weights: real_slice(&wv, "weights")?,
-            offset: real_slice(&ov, "offset")?,
-            held_out: &held,
+            y: list_vec(&response, "y", r)?,
+            weights: list_vec(&response, "weights", r)?,
+            offset: list_vec(&response, "offset", r)?,
+            held,
         };
-        let progress = list_get(&settings, "progress", "settings")?;
-        let progress: Option<Function> = if progress.is_null() {
-            None
-        } else {
-            Some(
-                progress
-                    .try_into()
-                    .map_err(|_| NceError::invalid("progress", "must be NULL or a function"))?,
-            )
-        };
-        let report_epochs = progress.is_some();
-        let res = run::run_serving(
+        let data = rows.view();
+        data.check(&net)?;
+        let trainer = Trainer::new(&net, &data, s)?;
+        let session = MlpSession {
+            net,
+            rows,
+            trainer: Some(trainer),
             threads,
-            |rep: EpochReport| {
-                if let Some(f) = &progress {
-                    // A failing progress handler must not stop the fit.
-                    let _ = f.call(pairlist!(
-                        rep.start as f64 + 1.0,
-                        rep.epoch as f64,
-                        rep.train_loss,
-                        rep.held_out_loss
-                    ));
-                }
-            },
-            |stop, requester| {
-                let mut report = |rep: &EpochReport| {
-                    if report_epochs {
-                        requester.ask(*rep);
-                    }
-                };
-                train(&net, &data, &s, &mut report, &|| stop.load(Ordering::Relaxed))
-            },
-        )?;
-        Ok(train_result(res))
+        };
+        Ok(ExternalPtr::new(session).into())
     })
 }
 
-/// The training result as an R list (see `nce_mlp_train`).
+/// Run epochs of a session for about `seconds` (at least one epoch, unless training is over).
+/// Returns list(reports = epochs x 4 matrix of start (1-based), epoch, train_loss,
+/// held_out_loss; done = whether every start is finished).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_mlp_session_run(session: Robj, seconds: f64) -> Robj {
+    guard(|| {
+        let mut ptr: ExternalPtr<MlpSession> = session
+            .try_into()
+            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
+        let sess = ptr
+            .try_addr_mut()
+            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
+        let MlpSession {
+            net,
+            rows,
+            trainer,
+            threads,
+        } = sess;
+        let trainer = trainer
+            .as_mut()
+            .ok_or_else(|| NceError::invalid("session", "has already returned its result"))?;
+        let budget = Duration::from_secs_f64(if seconds.is_finite() {
+            seconds.clamp(0.0, 60.0)
+        } else {
+            0.0
+        });
+        let reports = run::run(*threads, |stop| {
+            let data = rows.view();
+            let began = Instant::now();
+            let mut reports: Vec<EpochReport> = Vec::new();
+            while let Some(rep) = trainer.epoch(net, &data, &|| stop.load(Ordering::Relaxed))? {
+                reports.push(rep);
+                if began.elapsed() >= budget {
+                    break;
+                }
+            }
+            Ok(reports)
+        })?;
+        let k = reports.len();
+        let mut m = Vec::with_capacity(4 * k);
+        m.extend(reports.iter().map(|e| e.start as f64 + 1.0));
+        m.extend(reports.iter().map(|e| e.epoch as f64));
+        m.extend(reports.iter().map(|e| e.train_loss));
+        m.extend(reports.iter().map(|e| e.held_out_loss));
+        Ok(list!(
+            reports = crate::convert::col_major_matrix(m, k, 4),
+            done = trainer.done()
+        )
+        .into_robj())
+    })
+}
+
+/// The result of a finished session: params, beta, held_out_loss, best_start, best_epoch
+/// (1-based), history (epochs x 5: start, epoch, train_loss, held_out_loss, step) and starts
+/// (starts x 3: held-out loss, best epoch, stopped early). The session is spent.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_mlp_session_result(session: Robj) -> Robj {
+    guard(|| {
+        let mut ptr: ExternalPtr<MlpSession> = session
+            .try_into()
+            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
+        let sess = ptr
+            .try_addr_mut()
+            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
+        let trainer = sess
+            .trainer
+            .take_if(|t| t.done())
+            .ok_or_else(|| NceError::invalid("session", "has not finished training"))?;
+        Ok(train_result(trainer.finish(&sess.net)?))
+    })
+}
+
+/// The training result as an R list (see `nce_mlp_session_result`).
 fn train_result(res: TrainResult) -> Robj {
     let h = &res.history;
     let mut hist = Vec::with_capacity(5 * h.len());
@@ -247,7 +325,9 @@ fn nce_mlp_metropolis(params: Robj, settings: List, lower: Robj, upper: Robj, st
 
 extendr_module! {
     mod mlp;
-    fn nce_mlp_train;
+    fn nce_mlp_session;
+    fn nce_mlp_session_run;
+    fn nce_mlp_session_result;
     fn nce_mlp_forward;
     fn nce_mlp_metropolis;
 }

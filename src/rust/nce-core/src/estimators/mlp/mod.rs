@@ -5,4 +5,4 @@ pub mod network;
 pub mod train;
 
 pub use network::{Activation, Network};
-pub use train::{evaluate, train, EpochReport, TrainData, TrainResult, TrainSettings};
+pub use train::{evaluate, train, EpochReport, TrainData, TrainResult, TrainSettings, Trainer};

@@ -36,7 +36,7 @@ impl TrainData<'_> {
         self.y.len()
     }
 
-    fn check(&self, net: &Network) -> Result<()> {
+    pub fn check(&self, net: &Network) -> Result<()> {
         let n = self.rows();
         if n == 0 {
             return Err(NceError::invalid("y", "no rows to fit"));
@@ -249,89 +249,226 @@ impl Adam {
     }
 }
 
-/// What watches a start: the progress report, the interrupt poll, the history of epochs.
-type Watch<'w> = (
-    &'w mut dyn FnMut(&EpochReport),
-    &'w dyn Fn() -> bool,
-    &'w mut Vec<EpochReport>,
-);
+/// One start in progress: its parameters, optimiser, minibatch order and early-stopping state.
+struct StartRun {
+    theta: Vec<f64>,
+    decay: Vec<bool>,
+    adam: Adam,
+    grad: Vec<f64>,
+    order: Vec<usize>,
+    rng: rand_chacha::ChaCha20Rng,
+    step: f64,
+    /// Best parameters, their held-out loss and epoch.
+    best: (Vec<f64>, f64, usize),
+    since_best: usize,
+    since_step: usize,
+    epoch: usize,
+    early: bool,
+}
 
-/// Train one start from `theta`; returns its best parameters, best held-out loss, best epoch and
-/// whether it stopped early. `rows`: the training and held-out rows; `watch`: the progress
-/// report, the interrupt poll and the history each epoch is added to.
-fn train_start(
-    net: &Network,
-    data: &dyn Objective,
-    s: &TrainSettings,
-    start: usize,
-    mut theta: Vec<f64>,
-    (train_rows, held_rows): (&[usize], &[usize]),
-    (report, stop, history): Watch,
-) -> Result<(Vec<f64>, f64, usize, bool)> {
-    let mut decay = net.weight_mask();
-    decay.resize(theta.len(), false);
-    let mut adam = Adam::new(theta.len());
-    let mut grad = vec![0.0; theta.len()];
-    let mut order = train_rows.to_vec();
-    let mut rng = stream_rng(s.seed, 2 * start as u64 + 1);
-    let mut step = s.step;
-    let mut best = (theta.clone(), f64::INFINITY, 0usize);
-    let (mut since_best, mut since_step) = (0usize, 0usize);
-    let mut early = false;
-    for epoch in 1..=s.max_epochs {
+impl StartRun {
+    fn new(net: &Network, s: &TrainSettings, start: usize, train_rows: &[usize]) -> Self {
+        let mut theta = match (&s.warm_start, start) {
+            (Some(w), 0) => w.clone(),
+            _ => net.init(&mut stream_rng(s.seed, 2 * start as u64)),
+        };
+        theta.extend_from_slice(&s.beta_start);
+        let mut decay = net.weight_mask();
+        decay.resize(theta.len(), false);
+        StartRun {
+            adam: Adam::new(theta.len()),
+            grad: vec![0.0; theta.len()],
+            best: (theta.clone(), f64::INFINITY, 0),
+            theta,
+            decay,
+            order: train_rows.to_vec(),
+            rng: stream_rng(s.seed, 2 * start as u64 + 1),
+            step: s.step,
+            since_best: 0,
+            since_step: 0,
+            epoch: 0,
+            early: false,
+        }
+    }
+
+    /// One pass over the training rows in a fresh random order; returns the epoch's report and
+    /// whether this start is finished (stopped early or at `max_epochs`).
+    fn epoch(
+        &mut self,
+        net: &Network,
+        data: &dyn Objective,
+        s: &TrainSettings,
+        start: usize,
+        held_rows: &[usize],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(EpochReport, bool)> {
+        self.epoch += 1;
+        let epoch = self.epoch;
         // Fisher-Yates from this start's stream.
-        for i in (1..order.len()).rev() {
-            let j = rng.gen_range(0..=i);
-            order.swap(i, j);
+        for i in (1..self.order.len()).rev() {
+            let j = self.rng.gen_range(0..=i);
+            self.order.swap(i, j);
         }
         let mut train_loss = 0.0;
-        for batch in order.chunks(s.batch) {
+        for batch in self.order.chunks(s.batch) {
             if stop() {
                 return Err(NceError::Interrupted);
             }
-            let l = batch_gradient(net, &theta, data, batch, &mut grad);
-            if !l.is_finite() || grad.iter().any(|g| !g.is_finite()) {
+            let l = batch_gradient(net, &self.theta, data, batch, &mut self.grad);
+            if !l.is_finite() || self.grad.iter().any(|g| !g.is_finite()) {
                 return Err(NceError::Numerical(format!(
                     "the loss became {l} in epoch {epoch} of start {}; lower the step (`step`) or standardise the inputs",
                     start + 1
                 )));
             }
             train_loss += l * batch.len() as f64;
-            adam.step(&mut theta, &grad, step, s.weight_decay, &decay);
+            self.adam
+                .step(&mut self.theta, &self.grad, self.step, s.weight_decay, &self.decay);
         }
-        train_loss /= order.len() as f64;
+        train_loss /= self.order.len() as f64;
         let held = if held_rows.is_empty() {
             train_loss
         } else {
-            mean_loss(net, &theta, data, held_rows)
+            mean_loss(net, &self.theta, data, held_rows)
         };
         let rep = EpochReport {
             start,
             epoch,
             train_loss,
             held_out_loss: held,
-            step,
+            step: self.step,
         };
-        history.push(rep);
-        report(&rep);
-        if held < best.1 {
-            best = (theta.clone(), held, epoch);
-            since_best = 0;
-            since_step = 0;
+        if held < self.best.1 {
+            self.best = (self.theta.clone(), held, epoch);
+            self.since_best = 0;
+            self.since_step = 0;
         } else {
-            since_best += 1;
-            since_step += 1;
-            if since_step >= s.step_patience {
-                step *= 0.5;
-                since_step = 0;
+            self.since_best += 1;
+            self.since_step += 1;
+            if self.since_step >= s.step_patience {
+                self.step *= 0.5;
+                self.since_step = 0;
             }
-            if since_best >= s.patience {
-                early = true;
-                break;
+            if self.since_best >= s.patience {
+                self.early = true;
             }
         }
+        Ok((rep, self.early || epoch == s.max_epochs))
     }
-    Ok((best.0, best.1, best.2, early))
+}
+
+/// Training as a sequence of epochs over all starts, so a caller can report or poll between
+/// them: `Trainer::new`, then `epoch` until it returns `None`, then `finish`. The result does not
+/// depend on how the epochs are grouped into calls.
+pub struct Trainer {
+    s: TrainSettings,
+    train_rows: Vec<usize>,
+    held_rows: Vec<usize>,
+    /// The start running (or next to run).
+    start: usize,
+    current: Option<StartRun>,
+    history: Vec<EpochReport>,
+    starts: Vec<(f64, usize, bool)>,
+    /// Best start so far: parameters, held-out loss, epoch, start.
+    best: Option<(Vec<f64>, f64, usize, usize)>,
+}
+
+impl Trainer {
+    /// Checks the settings against the network and the data.
+    pub fn new(net: &Network, data: &dyn Objective, s: TrainSettings) -> Result<Self> {
+        if s.batch == 0 || s.max_epochs == 0 || s.n_starts == 0 || s.patience == 0 || s.step_patience == 0 {
+            return Err(NceError::invalid(
+                "control",
+                "batch, epochs, starts and patience must be at least 1",
+            ));
+        }
+        if !(s.step > 0.0 && s.step.is_finite() && s.weight_decay >= 0.0 && s.weight_decay.is_finite()) {
+            return Err(NceError::invalid(
+                "control",
+                "the step must be > 0 and the weight decay >= 0",
+            ));
+        }
+        if s.beta_start.len() != data.extra() || s.beta_start.iter().any(|b| !b.is_finite()) {
+            return Err(NceError::invalid(
+                "beta_start",
+                "needs one finite value per column of z",
+            ));
+        }
+        if let Some(w) = &s.warm_start {
+            if w.len() != net.n_params() || w.iter().any(|v| !v.is_finite()) {
+                return Err(NceError::invalid(
+                    "warm_start",
+                    format!("needs {} finite network parameters", net.n_params()),
+                ));
+            }
+        }
+        let train_rows: Vec<usize> = (0..data.rows()).filter(|&i| !data.held_out(i)).collect();
+        let held_rows: Vec<usize> = (0..data.rows()).filter(|&i| data.held_out(i)).collect();
+        if train_rows.is_empty() {
+            return Err(NceError::invalid("held_out", "leaves no rows to train on"));
+        }
+        Ok(Trainer {
+            starts: Vec::with_capacity(s.n_starts),
+            s,
+            train_rows,
+            held_rows,
+            start: 0,
+            current: None,
+            history: Vec::new(),
+            best: None,
+        })
+    }
+
+    /// Run the next epoch (of the current start, or the first of the next); `None` when every
+    /// start is finished. `data` must be the rows `new` was given.
+    pub fn epoch(
+        &mut self,
+        net: &Network,
+        data: &dyn Objective,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<EpochReport>> {
+        if self.start == self.s.n_starts {
+            return Ok(None);
+        }
+        let (s, start, held_rows) = (&self.s, self.start, &self.held_rows);
+        let run = self
+            .current
+            .get_or_insert_with(|| StartRun::new(net, s, start, &self.train_rows));
+        let (rep, finished) = run.epoch(net, data, s, start, held_rows, stop)?;
+        self.history.push(rep);
+        if finished {
+            let run = self.current.take().expect("a start in progress");
+            let (theta, loss, epoch) = run.best;
+            self.starts.push((loss, epoch, run.early));
+            if self.best.as_ref().map_or(true, |b| loss < b.1) {
+                self.best = Some((theta, loss, epoch, start));
+            }
+            self.start += 1;
+        }
+        Ok(Some(rep))
+    }
+
+    /// True when every start is finished.
+    pub fn done(&self) -> bool {
+        self.start == self.s.n_starts
+    }
+
+    /// The best start's parameters and the record of all (every start must be finished).
+    pub fn finish(self, net: &Network) -> Result<TrainResult> {
+        let Some((theta, loss, epoch, start)) = self.best.filter(|_| self.start == self.s.n_starts) else {
+            return Err(NceError::invalid("session", "training has not finished"));
+        };
+        let np = net.n_params();
+        Ok(TrainResult {
+            params: theta[..np].to_vec(),
+            beta: theta[np..].to_vec(),
+            held_out_loss: loss,
+            best_start: start,
+            best_epoch: epoch,
+            history: self.history,
+            starts: self.starts,
+        })
+    }
 }
 
 /// Fit the network (and the other columns' coefficients) to `data`, as `s` says. `report` sees
@@ -344,81 +481,11 @@ pub fn train(
     stop: &dyn Fn() -> bool,
 ) -> Result<TrainResult> {
     data.check(net)?;
-    train_objective(net, data, s, report, stop)
-}
-
-fn train_objective(
-    net: &Network,
-    data: &dyn Objective,
-    s: &TrainSettings,
-    report: &mut dyn FnMut(&EpochReport),
-    stop: &dyn Fn() -> bool,
-) -> Result<TrainResult> {
-    if s.batch == 0 || s.max_epochs == 0 || s.n_starts == 0 || s.patience == 0 || s.step_patience == 0 {
-        return Err(NceError::invalid(
-            "control",
-            "batch, epochs, starts and patience must be at least 1",
-        ));
+    let mut t = Trainer::new(net, data, s.clone())?;
+    while let Some(rep) = t.epoch(net, data, stop)? {
+        report(&rep);
     }
-    if !(s.step > 0.0 && s.step.is_finite() && s.weight_decay >= 0.0 && s.weight_decay.is_finite()) {
-        return Err(NceError::invalid(
-            "control",
-            "the step must be > 0 and the weight decay >= 0",
-        ));
-    }
-    if s.beta_start.len() != data.extra() || s.beta_start.iter().any(|b| !b.is_finite()) {
-        return Err(NceError::invalid(
-            "beta_start",
-            "needs one finite value per column of z",
-        ));
-    }
-    if let Some(w) = &s.warm_start {
-        if w.len() != net.n_params() || w.iter().any(|v| !v.is_finite()) {
-            return Err(NceError::invalid(
-                "warm_start",
-                format!("needs {} finite network parameters", net.n_params()),
-            ));
-        }
-    }
-    let train_rows: Vec<usize> = (0..data.rows()).filter(|&i| !data.held_out(i)).collect();
-    let held_rows: Vec<usize> = (0..data.rows()).filter(|&i| data.held_out(i)).collect();
-    if train_rows.is_empty() {
-        return Err(NceError::invalid("held_out", "leaves no rows to train on"));
-    }
-    let mut history = Vec::new();
-    let mut starts = Vec::with_capacity(s.n_starts);
-    let mut best: Option<(Vec<f64>, f64, usize, usize)> = None;
-    for start in 0..s.n_starts {
-        let mut theta = match (&s.warm_start, start) {
-            (Some(w), 0) => w.clone(),
-            _ => net.init(&mut stream_rng(s.seed, 2 * start as u64)),
-        };
-        theta.extend_from_slice(&s.beta_start);
-        let (th, loss, epoch, early) = train_start(
-            net,
-            data,
-            s,
-            start,
-            theta,
-            (&train_rows, &held_rows),
-            (&mut *report, stop, &mut history),
-        )?;
-        starts.push((loss, epoch, early));
-        if best.as_ref().map_or(true, |b| loss < b.1) {
-            best = Some((th, loss, epoch, start));
-        }
-    }
-    let (theta, loss, epoch, start) = best.expect("at least one start");
-    let np = net.n_params();
-    Ok(TrainResult {
-        params: theta[..np].to_vec(),
-        beta: theta[np..].to_vec(),
-        held_out_loss: loss,
-        best_start: start,
-        best_epoch: epoch,
-        history,
-        starts,
-    })
+    t.finish(net)
 }
 
 /// f at the `n` rows of `x` (row-major `n x inputs`), in blocks, in parallel.
@@ -552,6 +619,42 @@ mod tests {
         let e = train(&net, &data, &s, &mut |_| epochs += 1, &|| true);
         assert_eq!(e.unwrap_err(), NceError::Interrupted);
         assert_eq!(epochs, 0);
+    }
+
+    #[test]
+    fn a_trainer_run_epoch_by_epoch_gives_the_result_of_train() {
+        let n = 300;
+        let (x, y, offset, held) = gaussian_problem(n);
+        let z = vec![1.0; 2 * n];
+        let w = vec![1.0; 2 * n];
+        let data = TrainData {
+            x: &x,
+            z: &z,
+            p: 1,
+            y: &y,
+            weights: &w,
+            offset: &offset,
+            held_out: &held,
+        };
+        let net = Network::new(1, vec![4], Activation::Relu).unwrap();
+        let mut s = settings(7);
+        s.max_epochs = 6;
+        s.n_starts = 2;
+        let whole = train(&net, &data, &s, &mut |_| {}, &|| false).unwrap();
+        let mut t = Trainer::new(&net, &data, s.clone()).unwrap();
+        let mut seen = Vec::new();
+        while let Some(rep) = t.epoch(&net, &data, &|| false).unwrap() {
+            seen.push(rep);
+        }
+        assert!(t.done());
+        assert_eq!(seen, whole.history);
+        let stepped = t.finish(&net).unwrap();
+        assert_eq!(stepped.params, whole.params);
+        assert_eq!(stepped.beta, whole.beta);
+        // Asking for the result before the last epoch is an error, not a partial result.
+        let mut t = Trainer::new(&net, &data, s).unwrap();
+        t.epoch(&net, &data, &|| false).unwrap();
+        assert!(t.finish(&net).is_err());
     }
 
     #[test]
