@@ -23,6 +23,7 @@
 #' @param candidates For fits sampled by importance resampling: reference draws per point.
 #' @param n_chains,burnin,thin For network energies: the Metropolis chains.
 #' @return A reference distribution (`nce_reference`) over the fit's variables.
+#' @seealso [nce_adapt()], which runs the loop fit -> reference -> fit.
 #' @references Gutmann, M. U. and Hyvarinen, A. (2012). Noise-contrastive estimation of
 #'   unnormalized statistical models. JMLR 13.
 #' @examples
@@ -88,4 +89,53 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
     ifelse(is.finite(m), m + log(0.5 * exp(a - m) + 0.5 * exp(b - m)), -Inf)
   }
   ref_custom(sample, log_density, vars)
+}
+
+#' Refit an nce model against references made from its own fits
+#'
+#' The loop of the adaptive reference: `iterations` times, the model is refitted by [update()]
+#' with `reference = ref_model(fit)` of the previous fit (the data, formula and other arguments
+#' unchanged), so each reference is closer to the data than the last. On the 6-D targets of the
+#' "Deep energy-based models" vignette one iteration lowered the KL divergence of a network
+#' energy from the truth from 0.10-0.12 to 0.06-0.07 (bananas) and from 0.19 to 0.12-0.19 (a
+#' Gaussian mixture), at about twice the time; on a Gaussian with a quadratic energy it gave no
+#' gain (tests/testthat/test-reference-model.R).
+#'
+#' @param fit An unconditional fit of [nce()] (linear, smooth or with an [mlp()] term).
+#' @param iterations Refits, each against the reference made from the one before.
+#' @param ... Passed to [ref_model()] (`candidates`, `n_chains`, `burnin`, `thin`).
+#' @return The last fit, with `adaptation`: a data frame with one row per fit (the first is
+#'   `fit`), its log normalising constant from the intercept and from importance sampling over
+#'   its reference points (`log_normaliser_is`, for network fits), and its log-likelihood.
+#' @seealso [ref_model()].
+#' @examples
+#' set.seed(1)
+#' d <- data.frame(x = rnorm(1000))
+#' fit <- nce(~ x + I(x^2), d, ref_normal(x = 0, cov = 9), ratio = 5)
+#' fit2 <- nce_adapt(fit, iterations = 2)
+#' fit2$adaptation   # truth: log normalising constant 0.919
+#' @export
+nce_adapt <- function(fit, iterations = 1L, ...) {
+  call <- sys.call()
+  check_count(iterations, "iterations", max = 100, call = call)
+  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
+    check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", call)
+  }
+  row <- function(f, i) {
+    data.frame(iteration = i, log_normaliser = f$log_normaliser,
+               log_normaliser_is = f$log_normaliser_is %||% NA_real_, logLik = as.numeric(stats::logLik(f)))
+  }
+  rows <- list(row(fit, 0L))
+  for (i in seq_len(iterations)) {
+    # The call names the new reference, kept in an environment above the fit's own, so that
+    # update() of the result refits against the same reference.
+    env <- new.env(parent = fit[["call_env"]] %||% environment(stats::formula(fit)))
+    assign(".nce_adapted_reference", ref_model(fit, ...), envir = env)
+    fit$call$reference <- quote(.nce_adapted_reference)
+    fit$call_env <- env
+    fit <- stats::update(fit, resample = TRUE)
+    rows[[i + 1L]] <- row(fit, i)
+  }
+  fit$adaptation <- do.call(rbind, rows)
+  fit
 }
