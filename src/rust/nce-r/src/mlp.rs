@@ -106,6 +106,13 @@ struct MlpSession {
     threads: usize,
 }
 
+/// `f` on the training session behind the external pointer `session`.
+fn with_session<T>(session: Robj, f: impl FnOnce(&mut MlpSession) -> Res<T>) -> Res<T> {
+    let bad = || NceError::invalid("session", "is not a training session");
+    let mut ptr: ExternalPtr<MlpSession> = session.try_into().map_err(|_| bad())?;
+    f(ptr.try_addr_mut().map_err(|_| bad())?)
+}
+
 /// Start training a network energy by NCE. `x`: the network's (standardised) inputs, rows x
 /// inputs; `z`: the other columns (the intercept among them), rows x p; `response` = list(y,
 /// weights, offset, held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs,
@@ -162,49 +169,45 @@ fn nce_mlp_session(x: Robj, z: Robj, response: List, settings: List) -> Robj {
 #[extendr]
 fn nce_mlp_session_run(session: Robj, seconds: f64) -> Robj {
     guard(|| {
-        let mut ptr: ExternalPtr<MlpSession> = session
-            .try_into()
-            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
-        let sess = ptr
-            .try_addr_mut()
-            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
-        let MlpSession {
-            net,
-            rows,
-            trainer,
-            threads,
-        } = sess;
-        let trainer = trainer
-            .as_mut()
-            .ok_or_else(|| NceError::invalid("session", "has already returned its result"))?;
-        let budget = Duration::from_secs_f64(if seconds.is_finite() {
-            seconds.clamp(0.0, 60.0)
-        } else {
-            0.0
-        });
-        let reports = run::run(*threads, |stop| {
-            let data = rows.view();
-            let began = Instant::now();
-            let mut reports: Vec<EpochReport> = Vec::new();
-            while let Some(rep) = trainer.epoch(net, &data, &|| stop.load(Ordering::Relaxed))? {
-                reports.push(rep);
-                if began.elapsed() >= budget {
-                    break;
+        with_session(session, |sess| {
+            let MlpSession {
+                net,
+                rows,
+                trainer,
+                threads,
+            } = sess;
+            let trainer = trainer
+                .as_mut()
+                .ok_or_else(|| NceError::invalid("session", "has already returned its result"))?;
+            let budget = Duration::from_secs_f64(if seconds.is_finite() {
+                seconds.clamp(0.0, 60.0)
+            } else {
+                0.0
+            });
+            let reports = run::run(*threads, |stop| {
+                let data = rows.view();
+                let began = Instant::now();
+                let mut reports: Vec<EpochReport> = Vec::new();
+                while let Some(rep) = trainer.epoch(net, &data, &|| stop.load(Ordering::Relaxed))? {
+                    reports.push(rep);
+                    if began.elapsed() >= budget {
+                        break;
+                    }
                 }
-            }
-            Ok(reports)
-        })?;
-        let k = reports.len();
-        let mut m = Vec::with_capacity(4 * k);
-        m.extend(reports.iter().map(|e| e.start as f64 + 1.0));
-        m.extend(reports.iter().map(|e| e.epoch as f64));
-        m.extend(reports.iter().map(|e| e.train_loss));
-        m.extend(reports.iter().map(|e| e.held_out_loss));
-        Ok(list!(
-            reports = crate::convert::col_major_matrix(m, k, 4),
-            done = trainer.done()
-        )
-        .into_robj())
+                Ok(reports)
+            })?;
+            let k = reports.len();
+            let mut m = Vec::with_capacity(4 * k);
+            m.extend(reports.iter().map(|e| e.start as f64 + 1.0));
+            m.extend(reports.iter().map(|e| e.epoch as f64));
+            m.extend(reports.iter().map(|e| e.train_loss));
+            m.extend(reports.iter().map(|e| e.held_out_loss));
+            Ok(list!(
+                reports = crate::convert::col_major_matrix(m, k, 4),
+                done = trainer.done()
+            )
+            .into_robj())
+        })
     })
 }
 
@@ -216,17 +219,13 @@ fn nce_mlp_session_run(session: Robj, seconds: f64) -> Robj {
 #[extendr]
 fn nce_mlp_session_result(session: Robj) -> Robj {
     guard(|| {
-        let mut ptr: ExternalPtr<MlpSession> = session
-            .try_into()
-            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
-        let sess = ptr
-            .try_addr_mut()
-            .map_err(|_| NceError::invalid("session", "is not a training session"))?;
-        let trainer = sess
-            .trainer
-            .take_if(|t| t.done())
-            .ok_or_else(|| NceError::invalid("session", "has not finished training"))?;
-        Ok(train_result(trainer.finish(&sess.net)?))
+        with_session(session, |sess| {
+            let trainer = sess
+                .trainer
+                .take_if(|t| t.done())
+                .ok_or_else(|| NceError::invalid("session", "has not finished training"))?;
+            Ok(train_result(trainer.finish(&sess.net)?))
+        })
     })
 }
 

@@ -520,7 +520,30 @@ mod tests {
 
     /// NCE of N(0, 1) data against a N(0, 2^2) reference with ratio 1: the exact log ratio is
     /// log p - log q = log 2 - 3 x^2 / 8, so the fitted f + intercept should approach it.
-    fn gaussian_problem(n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<bool>) {
+    /// The rows of a test problem, owned; `data()` views them with an intercept column.
+    struct Problem {
+        x: Vec<f64>,
+        y: Vec<f64>,
+        offset: Vec<f64>,
+        held: Vec<bool>,
+        ones: Vec<f64>,
+    }
+
+    impl Problem {
+        fn data(&self) -> TrainData<'_> {
+            TrainData {
+                x: &self.x,
+                z: &self.ones,
+                p: 1,
+                y: &self.y,
+                weights: &self.ones,
+                offset: &self.offset,
+                held_out: &self.held,
+            }
+        }
+    }
+
+    fn gaussian_problem(n: usize) -> Problem {
         let mut rng = stream_rng(3, 0);
         let (p, q) = (Normal::new(0.0, 1.0).unwrap(), Normal::new(0.0, 2.0).unwrap());
         let mut x = Vec::with_capacity(2 * n);
@@ -537,7 +560,13 @@ mod tests {
             .map(|v| 0.5 * (2.0 * std::f64::consts::PI * 4.0).ln() + v * v / 8.0)
             .collect();
         let held: Vec<bool> = (0..2 * n).map(|i| i % 10 == 0).collect();
-        (x, y, offset, held)
+        Problem {
+            x,
+            y,
+            offset,
+            held,
+            ones: vec![1.0; 2 * n],
+        }
     }
 
     fn settings(seed: u64) -> TrainSettings {
@@ -558,18 +587,8 @@ mod tests {
     #[test]
     fn recovers_a_gaussian_log_density() {
         let n = 4000;
-        let (x, y, offset, held) = gaussian_problem(n);
-        let z = vec![1.0; 2 * n];
-        let w = vec![1.0; 2 * n];
-        let data = TrainData {
-            x: &x,
-            z: &z,
-            p: 1,
-            y: &y,
-            weights: &w,
-            offset: &offset,
-            held_out: &held,
-        };
+        let problem = gaussian_problem(n);
+        let data = problem.data();
         let net = Network::new(1, vec![16, 16], Activation::Tanh).unwrap();
         let r = with_threads(2, || train(&net, &data, &settings(1), &mut |_| {}, &|| false))
             .unwrap()
@@ -589,18 +608,8 @@ mod tests {
     #[test]
     fn results_do_not_depend_on_the_thread_count() {
         let n = 600;
-        let (x, y, offset, held) = gaussian_problem(n);
-        let z = vec![1.0; 2 * n];
-        let w = vec![1.0; 2 * n];
-        let data = TrainData {
-            x: &x,
-            z: &z,
-            p: 1,
-            y: &y,
-            weights: &w,
-            offset: &offset,
-            held_out: &held,
-        };
+        let problem = gaussian_problem(n);
+        let data = problem.data();
         let net = Network::new(1, vec![8, 8], Activation::Relu).unwrap();
         let mut s = settings(5);
         s.max_epochs = 5;
@@ -624,18 +633,8 @@ mod tests {
     #[test]
     fn a_trainer_run_epoch_by_epoch_gives_the_result_of_train() {
         let n = 300;
-        let (x, y, offset, held) = gaussian_problem(n);
-        let z = vec![1.0; 2 * n];
-        let w = vec![1.0; 2 * n];
-        let data = TrainData {
-            x: &x,
-            z: &z,
-            p: 1,
-            y: &y,
-            weights: &w,
-            offset: &offset,
-            held_out: &held,
-        };
+        let problem = gaussian_problem(n);
+        let data = problem.data();
         let net = Network::new(1, vec![4], Activation::Relu).unwrap();
         let mut s = settings(7);
         s.max_epochs = 6;
