@@ -305,7 +305,9 @@ mlp_draws <- function(object, k, n_chains = 20L, burnin = 1000L, thin = 10L) {
 #' One variable: the fitted density over the data's range, with the data's histogram. Two: the
 #' fitted density as an image with contours, in the data's range, and the data points. More:
 #' the 1-D marginals (diagonal) and 2-D marginals (below it) of draws from the fitted model
-#' ([simulate.nce_mlp()]) against the data (above it), for up to `max_vars` variables.
+#' ([simulate.nce_mlp()]) against the data (above it), for up to `max_vars` variables. With
+#' smooth terms beside the network, mgcv's plots of them follow ([plot.nce_gam()], the network
+#' held fixed).
 #'
 #' @param x An `nce_mlp` fit.
 #' @param n_grid Grid points per axis.
@@ -355,6 +357,8 @@ plot.nce_mlp <- function(x, n_grid = 100L, max_vars = 5L, ...) {
                        xlab = "", ylab = "", main = if (i > j) "model" else "data", ...)
       }
     }
+    graphics::par(op)  # the smooth terms' plots below get the user's layout back
   }
+  if (!is.null(x$rest_fit)) plot.nce_gam(x$rest_fit, ...)
   invisible(x)
 }
