@@ -817,9 +817,7 @@ prior_from_posterior <- function(object, n_points = 1000L, bandwidth = NULL) {
       theta <- as_theta_matrix(theta, nms)
       lk <- vapply(seq_len(nrow(theta)), function(i) {
         z <- sweep(centres, 2L, theta[i, ]) / rep(bandwidth, each = n_points)
-        l <- -0.5 * rowSums(z^2)
-        mx <- max(l)
-        mx + log(mean(exp(l - mx)))
+        log_mean_exp(-0.5 * rowSums(z^2))
       }, 1) - sum(log(bandwidth)) - d / 2 * log(2 * pi)
       ifelse(inside(theta), lk, -Inf)
     }

@@ -128,8 +128,8 @@ nce_latkes_normaliser <- function(terms, maps, transitions, settings) .Call(wrap
 nce_mlp_session <- function(x, z, response, settings) .Call(wrap__nce_mlp_session, x, z, response, settings)
 
 #' Run epochs of a session for about `seconds` (at least one epoch, unless training is over).
-#' Returns list(reports = epochs x 4 matrix of start (1-based), epoch, train_loss,
-#' held_out_loss; done = whether every start is finished).
+#' Returns list(reports = the epochs run, as `epoch_matrix`; done = whether every start is
+#' finished).
 #' @keywords internal
 #' @noRd
 nce_mlp_session_run <- function(session, seconds) .Call(wrap__nce_mlp_session_run, session, seconds)

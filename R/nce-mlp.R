@@ -318,9 +318,10 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
   scale <- apply(data_x, 2L, stats::sd)
   scale[!is.finite(scale) | scale <= 0] <- 1
   x <- mlp_inputs(frame, vars, center, scale)
+  scaling <- list(center = center, scale = scale)
   if (parts$smooth) {
-    return(nce_mlp_smooth_fit(formula, parts, x, list(center = center, scale = scale), frame, label, offset,
-                              control, nce_fields, prior_w, knots, call))
+    return(nce_mlp_smooth_fit(formula, parts, x, scaling, frame, label, offset, control, nce_fields, prior_w,
+                              knots, call))
   }
   if (!is.null(knots)) nce_abort("`knots` applies only to formulas with smooth terms", "input", call = call)
   tt <- stats::terms(parts$rest)
@@ -335,12 +336,9 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
   beta0 <- start$coefficients
   beta0[!is.finite(beta0)] <- 0
   tr <- train_mlp(x, z, label, prior_w, offset, spec, control, beta0, call = call)
-  # The network's constant is not identified apart from the intercept: centre g at the data, so
-  # the intercept is the data's mean log density under the normalised model.
-  tr$network$shift <- 0
-  g <- mlp_forward(tr$network, x)
-  tr$network$shift <- mean(g[label == 1])
-  g <- g - tr$network$shift
+  centred <- centre_network(tr$network, x, label == 1)
+  tr$network <- centred$network
+  g <- centred$g
   res <- rs(nce_fit_glm(z, list(y = label, weights = prior_w, offset = offset + g), as.integer(label),
                         glm_settings))
   cn <- colnames(z)
@@ -354,28 +352,41 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
   b0[is.na(b0)] <- 0
   f_ref <- g[ref] + drop(z[ref, -1L, drop = FALSE] %*% b0[-1L]) +
     (if (is.null(f_offset)) 0 else f_offset[ref])
-  lw <- f_ref - nce_fields$lq_ref
-  log_z_is <- max(lw) + log(mean(exp(lw - max(lw))))
-  tr$network$center <- center
-  tr$network$scale <- scale
-  structure(c(list(
+  mlp_result(list(
     coefficients = beta,
     vcov = cf$vcov,
     vcov_naive = cf$vcov_naive,
     log_normaliser = -unname(beta[1L]),
-    log_normaliser_is = log_z_is,
+    log_normaliser_is = log_mean_exp(f_ref - nce_fields$lq_ref),
     converged = res$converged,
     iterations = res$iterations,
     objective = res$loglik,
     linear.predictors = res$eta,
     fitted.values = res$fitted,
-    network = tr$network,
-    training = tr$training,
-    terms = stats::terms(formula, specials = "mlp"),
     rest_terms = tt,
     xlevels = stats::.getXlevels(tt, mf),
     contrasts = attr(z, "contrasts")
-  ), nce_fields[setdiff(names(nce_fields), "lq_ref")]), class = c("nce_mlp", "nce_fit", "nce_result"))
+  ), tr, scaling, formula, nce_fields)
+}
+
+# The network's constant is not identified apart from the intercept: its output `g` at the rows
+# `x`, centred at the data rows, so the intercept is the data's mean log density under the
+# normalised model; the network carries the shift.
+centre_network <- function(network, x, data) {
+  network$shift <- 0
+  g <- mlp_forward(network, x)
+  network$shift <- mean(g[data])
+  list(network = network, g = g - network$shift)
+}
+
+# An nce_mlp fit from the fields of its other terms (`fields`), the training result `tr` and
+# the inputs' `scaling`.
+mlp_result <- function(fields, tr, scaling, formula, nce_fields) {
+  tr$network$center <- scaling$center
+  tr$network$scale <- scaling$scale
+  structure(c(fields, list(network = tr$network, training = tr$training,
+                           terms = stats::terms(formula, specials = "mlp")),
+              nce_fields[setdiff(names(nce_fields), "lq_ref")]), class = c("nce_mlp", "nce_fit", "nce_result"))
 }
 
 # mlp() beside smooth terms, by backfitting: the smooth model (REML, as nce() fits it) starts
@@ -412,10 +423,9 @@ nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset,
     b0 <- rest$coefficients[[1L]]
     tr <- train_mlp(x, z, label, prior_w, offset + rest$rest_eta - b0, parts$spec, control, b0, held = held,
                     warm_start = tr$network$params, call = call)
-    tr$network$shift <- 0
-    g_new <- mlp_forward(tr$network, x)
-    tr$network$shift <- mean(g_new[data])
-    g_new <- g_new - tr$network$shift
+    centred <- centre_network(tr$network, x, data)
+    tr$network <- centred$network
+    g_new <- centred$g
     before <- g + rest$rest_eta
     rest <- fit_rest(offset + g_new)
     g <- g_new
@@ -433,12 +443,9 @@ nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset,
   tr$training$rounds <- rounds
   # The importance-sampling check of the normaliser, as in nce_mlp_fit().
   ref <- label == 0
-  lw <- g[ref] + rest$rest_eta[ref] - rest$coefficients[[1L]] - nce_fields$lq_ref
-  log_z_is <- max(lw) + log(mean(exp(lw - max(lw))))
-  tr$network$center <- scaling$center
-  tr$network$scale <- scaling$scale
+  log_z_is <- log_mean_exp(g[ref] + rest$rest_eta[ref] - rest$coefficients[[1L]] - nce_fields$lq_ref)
   rest$rest_eta <- NULL
-  structure(c(list(
+  mlp_result(list(
     coefficients = rest$coefficients,
     vcov = rest$vcov,
     vcov_naive = rest$vcov_naive,
@@ -449,12 +456,9 @@ nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset,
     objective = rest$objective,
     linear.predictors = rest$linear.predictors,
     fitted.values = rest$fitted.values,
-    network = tr$network,
-    training = tr$training,
     rest_fit = rest,
-    terms = stats::terms(formula, specials = "mlp"),
     rest_terms = stats::terms(parts$rest)
-  ), nce_fields[setdiff(names(nce_fields), "lq_ref")]), class = c("nce_mlp", "nce_fit", "nce_result"))
+  ), tr, scaling, formula, nce_fields)
 }
 
 # The neural ratio classifier of ratio_amortised(classifier = "mlp"): joint pairs (label 1)

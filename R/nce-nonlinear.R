@@ -129,9 +129,7 @@ nl_random_starts <- function(start, n_starts) {
 
 # Intercept start: minus the importance-sampling estimate of log Z from the reference rows.
 nl_intercept_start <- function(f, lq, label) {
-  lw <- f[label == 0] - lq[label == 0]
-  mx <- max(lw)
-  -(mx + log(mean(exp(lw - mx))))
+  -log_mean_exp(f[label == 0] - lq[label == 0])
 }
 
 nl_f <- function(model, theta, data) as.double(model$log_f(theta, data))

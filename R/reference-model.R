@@ -34,9 +34,7 @@
 #' rbind(coef(fit1), coef(fit2))   # truth: 0, -0.5 for x^2; log Z 0.919
 #' @export
 ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin = 10L) {
-  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
-    check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", caller_call())
-  }
+  check_unconditional_fit(fit, caller_call())
   check_number(candidates, "candidates", min = 1, max = 1e4)
   check_count(n_chains, "n_chains", max = 10000)
   check_whole(burnin, "burnin", min = 0)
@@ -68,7 +66,7 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
   u <- ref_draw(fit$reference, 200000L)
   lw <- stats::predict(fit, u, type = "log_density") - ref_logq(fit$reference, u)
   lw[!in_box(u)] <- -Inf
-  log_c <- max(lw) + log(mean(exp(lw - max(lw))))
+  log_c <- log_mean_exp(lw)
   log_fit <- function(d) {
     out <- stats::predict(fit, d, type = "log_density") - log_c
     out[!in_box(d)] <- -Inf
@@ -118,9 +116,7 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
 nce_adapt <- function(fit, iterations = 1L, ...) {
   call <- sys.call()
   check_count(iterations, "iterations", max = 100, call = call)
-  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
-    check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", call)
-  }
+  check_unconditional_fit(fit, call)
   row <- function(f, i) {
     data.frame(iteration = i, log_normaliser = f$log_normaliser,
                log_normaliser_is = f$log_normaliser_is %||% NA_real_, logLik = as.numeric(stats::logLik(f)))
@@ -138,4 +134,11 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
   }
   fit$adaptation <- do.call(rbind, rows)
   fit
+}
+
+# `fit` must be an unconditional fit of nce(): the fits a reference can be made from.
+check_unconditional_fit <- function(fit, call) {
+  if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
+    check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", call)
+  }
 }

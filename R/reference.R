@@ -261,6 +261,13 @@ ref_logq.nce_ref_custom <- function(ref, data) {
   as.double(lq)
 }
 
+# log(mean(exp(l))) without overflow: the importance-sampling estimate of a log normaliser from
+# log weights `l`.
+log_mean_exp <- function(l) {
+  mx <- max(l)
+  mx + log(mean(exp(l - mx)))
+}
+
 # TRUE for rows whose numeric columns are finite and other columns not NA.
 rows_finite <- function(df) {
   ok <- rep(TRUE, nrow(df))

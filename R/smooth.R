@@ -40,7 +40,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
       gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
     # The formula's own offsets, so a kept set-up can be refitted with another `offset`.
-    setup$formula_offset <- setup$offset - offset
+    if (keep_setup) setup$formula_offset <- setup$offset - offset
   } else {
     setup$offset <- setup$formula_offset + offset
   }

@@ -476,10 +476,7 @@ reference_log_z <- function(object, trans, n_draws, call = caller_call()) {
   nd[vars] <- u[vars]
   lw <- predict.snce_fit(object, nd, type = "log_kernel") -
     kernel_logq(object$reference, u[vars], prev[of, , drop = FALSE])
-  vapply(split(lw, of), function(l) {
-    mx <- max(l)
-    mx + log(mean(exp(l - mx)))
-  }, 0)
+  vapply(split(lw, of), log_mean_exp, 0)
 }
 
 #' Wald tests between nested snce fits

@@ -162,8 +162,8 @@ fn nce_mlp_session(x: Robj, z: Robj, response: List, settings: List) -> Robj {
 }
 
 /// Run epochs of a session for about `seconds` (at least one epoch, unless training is over).
-/// Returns list(reports = epochs x 4 matrix of start (1-based), epoch, train_loss,
-/// held_out_loss; done = whether every start is finished).
+/// Returns list(reports = the epochs run, as `epoch_matrix`; done = whether every start is
+/// finished).
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -196,17 +196,7 @@ fn nce_mlp_session_run(session: Robj, seconds: f64) -> Robj {
                 }
                 Ok(reports)
             })?;
-            let k = reports.len();
-            let mut m = Vec::with_capacity(4 * k);
-            m.extend(reports.iter().map(|e| e.start as f64 + 1.0));
-            m.extend(reports.iter().map(|e| e.epoch as f64));
-            m.extend(reports.iter().map(|e| e.train_loss));
-            m.extend(reports.iter().map(|e| e.held_out_loss));
-            Ok(list!(
-                reports = crate::convert::col_major_matrix(m, k, 4),
-                done = trainer.done()
-            )
-            .into_robj())
+            Ok(list!(reports = epoch_matrix(&reports), done = trainer.done()).into_robj())
         })
     })
 }
@@ -229,15 +219,20 @@ fn nce_mlp_session_result(session: Robj) -> Robj {
     })
 }
 
+/// Epoch reports as an R matrix, a row each: start (1-based), epoch, train_loss, held_out_loss,
+/// step.
+fn epoch_matrix(reports: &[EpochReport]) -> Robj {
+    let mut m = Vec::with_capacity(5 * reports.len());
+    m.extend(reports.iter().map(|e| e.start as f64 + 1.0));
+    m.extend(reports.iter().map(|e| e.epoch as f64));
+    m.extend(reports.iter().map(|e| e.train_loss));
+    m.extend(reports.iter().map(|e| e.held_out_loss));
+    m.extend(reports.iter().map(|e| e.step));
+    crate::convert::col_major_matrix(m, reports.len(), 5)
+}
+
 /// The training result as an R list (see `nce_mlp_session_result`).
 fn train_result(res: TrainResult) -> Robj {
-    let h = &res.history;
-    let mut hist = Vec::with_capacity(5 * h.len());
-    hist.extend(h.iter().map(|e| e.start as f64 + 1.0));
-    hist.extend(h.iter().map(|e| e.epoch as f64));
-    hist.extend(h.iter().map(|e| e.train_loss));
-    hist.extend(h.iter().map(|e| e.held_out_loss));
-    hist.extend(h.iter().map(|e| e.step));
     let ns = res.starts.len();
     let mut starts = Vec::with_capacity(3 * ns);
     starts.extend(res.starts.iter().map(|s| s.0));
@@ -249,7 +244,7 @@ fn train_result(res: TrainResult) -> Robj {
         held_out_loss = res.held_out_loss,
         best_start = res.best_start as f64 + 1.0,
         best_epoch = res.best_epoch as f64,
-        history = crate::convert::col_major_matrix(hist, h.len(), 5),
+        history = epoch_matrix(&res.history),
         starts = crate::convert::col_major_matrix(starts, ns, 3)
     )
     .into_robj()
