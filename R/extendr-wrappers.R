@@ -9,9 +9,11 @@ nce_fit_glm <- function(x, response, sample, settings) .Call(wrap__nce_fit_glm, 
 
 #' Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
 #' with the penalised Hessian as bread when `sample` is given. `x` may also be a discretised
-#' design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a` (no alias
-#' handling then: the caller's set-up keeps the design identifiable). `response` and `settings`
-#' as for `nce_fit_glm`, `settings$sp` the fixed smoothing parameters or NULL.
+#' design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a`, fitted
+#' compressed (no alias handling then: the caller's set-up keeps the design identifiable) or
+#' expanded into one dense block as the cost model or `settings$layout` says; the result then
+#' names it in `layout`. `response` and `settings` as for `nce_fit_glm`, `settings$sp` the fixed
+#' smoothing parameters or NULL.
 #' @keywords internal
 #' @noRd
 nce_fit_reml <- function(x, response, sample, penalties, settings) .Call(wrap__nce_fit_reml, x, response, sample, penalties, settings)

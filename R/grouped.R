@@ -285,6 +285,19 @@ discrete_gam_setup <- function(formula, data, offset, knots, fixed_sp = FALSE) {
        pP = NULL)
 }
 
+# How the engine holds a discretised design (nce-core discrete.rs): "auto" (default) lets its cost
+# model choose between the compressed terms and their rounded bases expanded into one dense block,
+# the faster of the two for many terms of many distinct values on few rows; the option
+# `nce.discrete_layout` ("compressed" or "dense") fixes it, for benchmarks.
+discrete_layout <- function() {
+  layout <- getOption("nce.discrete_layout", "auto")
+  if (!(is.character(layout) && length(layout) == 1L && layout %in% c("auto", "compressed", "dense"))) {
+    nce_abort(sprintf("option `nce.discrete_layout` must be \"auto\", \"compressed\" or \"dense\", not %s",
+                      describe_value(layout)), "input", call = NULL)
+  }
+  layout
+}
+
 # Knots of a one-covariate cr/cs/cc smooth as mgcv's place.knots() puts them on the distinct values
 # of continuous data (their quantiles), from the rounded values and their counts: on the distinct
 # rounded values alone they would be spread evenly over the range. Unchanged otherwise.
@@ -501,4 +514,12 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   a$discrete <- discrete
   c(grouped_result(res, cn, labels, a$smooth, a, NULL),
     list(transition_intercepts = res$intercepts, transition_intercept_se = res$intercept_se))
+}
+
+# One line for print(): the discretised fit and the layout the engine chose.
+discrete_note <- function(layout) {
+  switch(if (is.null(layout)) "" else layout,
+         compressed = "Discretised covariates, design held compressed",
+         dense = "Discretised covariates, rounded bases held as one dense block (faster here than compressed)",
+         "Discretised covariates")
 }

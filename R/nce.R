@@ -94,7 +94,13 @@
 #'   step (1/4000 of its range for a one-covariate smooth); the smooth is set
 #'   up by mgcv on the distinct rounded values, and the model matrix is stored
 #'   as their basis plus one index per row, so the REML fit's cross-products
-#'   cost in proportion to the rows once and the distinct values after. The
+#'   cost in proportion to the rows once and the distinct values after. With many
+#'   terms of many distinct values on few rows the cross-products of the pairs of
+#'   terms (a pass over the rows each) cost more than one pass over a dense matrix:
+#'   a cost model of the engine's kernels, measured on 48 shapes (`bench/README.md`),
+#'   then holds the rounded bases as one dense matrix instead, and the fit's
+#'   `discrete_layout` (`"compressed"` or `"dense"`, also in `print()`) says which it
+#'   took; both give the same fit to rounding. The
 #'   effect on the fit is that of moving the points by the rounding: on
 #'   ~20,000 rows the linear predictor differs from the exact fit's by less than
 #'   0.01 and the total edf by a few percent. Prediction, plots and summaries

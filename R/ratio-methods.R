@@ -332,7 +332,8 @@ print.nce_ratio <- function(x, ...) {
   cat(sprintf("%d joint pairs, %d shuffled per pair; parameters %s; summaries %s\n", x$n, x$n_shuffle,
               paste(x$parameters, collapse = ", "), paste(x$summary_names, collapse = ", ")))
   cat("Classifier: ", paste(deparse(x$formula, width.cutoff = 100L), collapse = " "),
-      if (isTRUE(x$discrete)) " (discretised covariates)", "\n", sep = "")
+      "\n", sep = "")
+  if (isTRUE(x$discrete)) cat(discrete_note(x$gam$discrete_layout), "\n", sep = "")
   cat(sprintf("Total edf %.1f; simulation %.2f s, fitting %.2f s\n", sum(x$gam$edf), x$time[["simulation"]],
               x$time[["fitting"]]))
   invisible(x)

@@ -62,8 +62,9 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   rfam <- if (family == "binomial") "binomial" else "poisson"
   res <- rs(nce_fit_reml(x, list(y = y, weights = as.double(weights), offset = as.double(setup$offset)),
                          if (is.null(sample)) NULL else as.integer(sample), penalties,
-                         list(family = rfam, sp = if (is.null(sp)) NULL else as.double(sp),
-                              control = control, threads = nce_threads())))
+                         c(list(family = rfam, sp = if (is.null(sp)) NULL else as.double(sp),
+                                control = control, threads = nce_threads()),
+                           if (discrete) list(layout = discrete_layout()))))
   rm(x)
   cn <- setup$term.names
   p <- length(cn)
@@ -113,7 +114,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     cmX = setup$cmX, model = setup$mf, terms = setup$terms, pred.formula = pred_formula,
     pterms = setup$pterms, assign = setup$assign, contrasts = setup$contrasts, xlevels = setup$xlevels,
     offset = setup$offset, Xcentre = setup$Xcentre, min.edf = setup$min.edf,
-    control = mgcv::gam.control(), paraPen = setup$pP
+    control = mgcv::gam.control(), paraPen = setup$pP, discrete_layout = res$layout
   )
   out$setup <- kept
   out

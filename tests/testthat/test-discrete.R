@@ -143,6 +143,52 @@ test_that("nce(discrete = TRUE) does not depend on the number of threads", {
   expect_identical(vcov(one), vcov(two))
 })
 
+test_that("a discretised design fits the same compressed or expanded, and says which layout it took", {
+  fits <- lapply(c(compressed = "compressed", dense = "dense"), function(layout) {
+    old <- options(nce.discrete_layout = layout)
+    on.exit(options(old))
+    nce_discrete_fit(discrete = TRUE)
+  })
+  expect_identical(fits$compressed$discrete_layout, "compressed")
+  expect_identical(fits$dense$discrete_layout, "dense")
+  # One model, two ways of holding its matrix: equal to rounding.
+  expect_equal(coef(fits$dense), coef(fits$compressed), tolerance = 1e-7)
+  expect_equal(fits$dense$gcv.ubre, fits$compressed$gcv.ubre, tolerance = 1e-9)
+  expect_equal(vcov(fits$dense), vcov(fits$compressed), tolerance = 1e-6)
+  # The default lets the cost model choose one of the two, and print() names it.
+  auto <- nce_discrete_fit(discrete = TRUE)
+  expect_true(auto$discrete_layout %in% c("compressed", "dense"))
+  expect_identical(coef(auto), coef(fits[[auto$discrete_layout]]))
+  expect_output(print(fits$dense), "rounded bases held as one dense block")
+  expect_output(print(fits$compressed), "design held compressed")
+  old <- options(nce.discrete_layout = "sparse")
+  on.exit(options(old))
+  expect_error(nce_discrete_fit(discrete = TRUE), class = "nce_error_input", regexp = "nce.discrete_layout")
+})
+
+test_that("the cost model holds many terms of many values on few rows dense, few terms on many rows compressed", {
+  # The 5-parameter classifier's default shape in small: 12 smooths and ti() pairs on 3,000 rows,
+  # each term with hundreds of distinct rounded values: the cross blocks of 78 pairs of terms,
+  # a pass over the rows each, cost more than one dense pass (bench/README.md).
+  set.seed(8)
+  n <- 1500
+  d <- as.data.frame(matrix(runif(6 * n), n, 6, dimnames = list(NULL, paste0("x", 1:6))))
+  ref <- do.call(ref_uniform, stats::setNames(rep(list(c(0, 1)), 6), names(d)))
+  form <- ~ s(x1, k = 6) + s(x2, k = 6) + s(x3, k = 6) + s(x4, k = 6) + s(x5, k = 6) + s(x6, k = 6) +
+    ti(x1, x2, k = 4) + ti(x3, x4, k = 4) + ti(x5, x6, k = 4) + ti(x1, x3, k = 4) + ti(x2, x4, k = 4) +
+    ti(x4, x6, k = 4)
+  set.seed(9)
+  many <- nce(form, d, ref, ratio = 1, discrete = TRUE)
+  expect_identical(many$discrete_layout, "dense")
+  expect_true(many$converged)
+  # One smooth of 30 basis functions on 21,000 rows: its per-value sums and no cross blocks, against
+  # a dense pass of 31 columns.
+  set.seed(10)
+  few <- nce(~ s(u, k = 30), data.frame(u = rbeta(1000, 2, 3)), ref_uniform(u = c(0, 1)), ratio = 20,
+             discrete = TRUE)
+  expect_identical(few$discrete_layout, "compressed")
+})
+
 test_that("nce(discrete = TRUE) is refused without smooth terms and with method = \"poisson\"", {
   d <- data.frame(u = c(0.2, 0.5, 0.7), v = c(0.1, 0.4, 0.9))
   ref <- ref_uniform(u = c(0, 1), v = c(0, 1))

@@ -9,7 +9,7 @@ use crate::run;
 use extendr_api::prelude::*;
 use nce_core::engine::alias::fit_reml_dense;
 use nce_core::engine::design::{DenseDesign, Design};
-use nce_core::engine::discrete::{DiscreteDesign, TermSpec};
+use nce_core::engine::discrete::{DiscreteDesign, Layout, TermSpec};
 use nce_core::engine::family::Family;
 use nce_core::engine::grouped::{
     fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeGroups, FreeInterceptFit, GroupedDesign,
@@ -59,6 +59,9 @@ pub(crate) struct FitSettings {
     pub epsilon: f64,
     pub maxit: usize,
     pub threads: usize,
+    /// A discretised design's layout: `settings$layout` ("auto", "compressed" or "dense"),
+    /// None for "auto" or absent.
+    pub layout: Option<Layout>,
     /// (name, value) of the counts given.
     counts: Vec<(&'static str, usize)>,
 }
@@ -80,6 +83,20 @@ pub(crate) fn fit_settings(settings: &List) -> Res<FitSettings> {
             counts.push((name, list_count(settings, name, "settings", 0)?));
         }
     }
+    let layout = match settings.iter().find(|(n, _)| *n == "layout") {
+        None => None,
+        Some((_, v)) => match v.as_str() {
+            Some("auto") => None,
+            Some("compressed") => Some(Layout::Compressed),
+            Some("dense") => Some(Layout::Dense),
+            _ => {
+                return Err(NceError::invalid(
+                    "settings$layout",
+                    "must be \"auto\", \"compressed\" or \"dense\"",
+                ))
+            }
+        },
+    };
     let control: List = list_get(settings, "control", "settings")?
         .try_into()
         .map_err(|_| NceError::invalid("settings$control", "must be a list(epsilon, maxit)"))?;
@@ -89,6 +106,7 @@ pub(crate) fn fit_settings(settings: &List) -> Res<FitSettings> {
         epsilon: list_number(&control, "epsilon", "control")?,
         maxit: list_count(&control, "maxit", "control", 0)?,
         threads: list_count(settings, "threads", "settings", 1)?,
+        layout,
         counts,
     })
 }
@@ -175,9 +193,11 @@ fn nce_fit_glm(x: Robj, response: List, sample: Robj, settings: List) -> Robj {
 
 /// Penalised fit with smoothing parameters by REML (or fixed `sp`), and the NCE sandwich
 /// with the penalised Hessian as bread when `sample` is given. `x` may also be a discretised
-/// design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a` (no alias
-/// handling then: the caller's set-up keeps the design identifiable). `response` and `settings`
-/// as for `nce_fit_glm`, `settings$sp` the fixed smoothing parameters or NULL.
+/// design, a list of terms `list(values, index)` as for `nce_fit_reml_grouped`'s `a`, fitted
+/// compressed (no alias handling then: the caller's set-up keeps the design identifiable) or
+/// expanded into one dense block as the cost model or `settings$layout` says; the result then
+/// names it in `layout`. `response` and `settings` as for `nce_fit_glm`, `settings$sp` the fixed
+/// smoothing parameters or NULL.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -195,12 +215,24 @@ fn nce_fit_reml(x: Robj, response: List, sample: Robj, penalties: List, settings
             let sample = sample_of(&sample, n)?;
             let pens = penalties_from(&penalties, p)?;
             let ctrl = settings.reml()?;
+            let layout = settings.layout.unwrap_or_else(|| design.layout());
+            if layout == Layout::Dense {
+                // The rounded bases expanded: one dense pass beats the cross blocks of many terms.
+                let x = design.dense_columns()?;
+                let dense = DenseDesign::new(&x, n, p)?;
+                let f = run::run(threads, |stop| {
+                    fit_reml_dense(&dense, &prob, &pens, &ctrl, sample.as_deref(), &mut || {
+                        stop.load(Ordering::Relaxed)
+                    })
+                })?;
+                return Ok(with_layout(reml_result(f.fit, f.sandwich, f.aliased), layout));
+            }
             let (fit, sandwich) = fit_reml_then(threads, &design, &prob, &pens, &ctrl, |d, fit| {
                 sample
                     .as_deref()
                     .map(|s| sample_sandwich(d, &fit.fit.row_grad, s, &fit.vp, &fit.fit.aliased))
             })?;
-            return Ok(reml_result(fit, sandwich, vec![false; p]));
+            return Ok(with_layout(reml_result(fit, sandwich, vec![false; p]), layout));
         }
         let (xd, n, p) = real_matrix(&x, "x")?;
         let prob = response.problem(&settings)?;
@@ -466,6 +498,16 @@ pub(crate) fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>
         }
     )
     .into_robj()
+}
+
+/// A fit's result with the layout its discretised design was fitted in (`layout`).
+fn with_layout(res: Robj, layout: Layout) -> Robj {
+    let mut out: Vec<(String, Robj)> = res
+        .as_list()
+        .map(|l| l.iter().map(|(n, v)| (n.to_string(), v)).collect())
+        .unwrap_or_default();
+    out.push(("layout".to_string(), layout.name().into()));
+    List::from_pairs(out).into_robj()
 }
 
 /// 0-based sample of each row, or None for NULL.

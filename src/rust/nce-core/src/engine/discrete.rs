@@ -26,6 +26,111 @@ const BATCH: usize = 16;
 /// Largest m_j m_l for which a cross block is formed by a table of weight sums.
 const TABLE_MAX: usize = 1 << 16;
 
+/// Costs per operation of the kernels of X' W X, in multiply-adds of the dense kernel (blocked
+/// and vectorised; 0.07 ns per weight vector on the 2-core build machine): a row of a pass over
+/// the rows reading an index, an add into a per-value sum at a row's index, a multiply-add of
+/// the small products with the distinct rows, an entry of the per-value sums written out, a
+/// multiply-add of gathered row blocks, an add reading the dense block's columns at stride n.
+/// Fitted (least squares on the log times) to the times of 48 shapes in `calibrate_layout_costs`
+/// (ignored test; 1 and 8 weight vectors, 2 threads, 2026-11-27): the choice it makes was the
+/// faster one in 81 of 96 cases, and where it was not, the other layout was at most 1.65x faster.
+const COST_PASS: f64 = 22.0;
+const COST_SCATTERED: f64 = 8.6;
+const COST_FLOPS: f64 = 3.25;
+const COST_SUMS: f64 = 34.6;
+const COST_GATHERED: f64 = 6.4;
+const COST_STRIDED: f64 = 25.1;
+/// The largest expanded design (bytes) the dense layout may take: beyond it the memory that
+/// compression saves is worth more than its time.
+const DENSE_MAX_BYTES: f64 = (1u64 << 30) as f64;
+
+/// How a discretised design is held while it is fitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Each term as its distinct rows and an index (nothing n x p is formed).
+    Compressed,
+    /// The rounded bases expanded into one dense n x p block.
+    Dense,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Compressed => "compressed",
+            Layout::Dense => "dense",
+        }
+    }
+}
+
+/// The modelled cost of one X' W X (the step the REML iteration repeats most), in multiply-adds
+/// of the dense kernel: `compressed` by the terms' per-value sums and cross blocks as
+/// `DiscreteDesign` forms them, `dense` with X expanded, n p (p + 1) / 2. With many terms of many
+/// distinct values the cross blocks, a pass over the rows each, cost more than one dense pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayoutCosts {
+    pub compressed: f64,
+    pub dense: f64,
+}
+
+/// Operation counts of X' W X (one weight vector), by kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ops {
+    /// Passes over the rows reading an index (value sums, and one per cross block).
+    pub(crate) passes: f64,
+    /// Adds into a per-value sum at a row's index.
+    pub(crate) scattered: f64,
+    /// The same, reading the dense block's columns at stride n.
+    pub(crate) strided: f64,
+    /// Multiply-adds of gathered row blocks.
+    pub(crate) gathered: f64,
+    /// Multiply-adds of the small products with the distinct rows.
+    pub(crate) flops: f64,
+    /// Multiply-adds of the dense kernel (the dense term's own block).
+    pub(crate) dense: f64,
+    /// Entries of the per-value sums written out and copied (m_b p_o per cross block).
+    pub(crate) sums: f64,
+}
+
+impl Ops {
+    fn add(&mut self, o: &Ops) {
+        self.passes += o.passes;
+        self.scattered += o.scattered;
+        self.strided += o.strided;
+        self.gathered += o.gathered;
+        self.flops += o.flops;
+        self.dense += o.dense;
+        self.sums += o.sums;
+    }
+}
+
+/// Whether the cross block of mapped b and o is formed by a table of weight sums.
+fn table_ok(b: &Mapped, o: &Term, n: usize) -> bool {
+    matches!(o, Term::Mapped(om) if b.m * om.m <= TABLE_MAX && b.m * om.m <= n)
+}
+
+/// Operations of the cross block bucketed by b: a table of weight sums over (k_b, k_o), or the
+/// sums of w x_o per value of b; then the small products with b's distinct rows.
+fn pair_ops(b: &Mapped, o: &Term, n: usize) -> Ops {
+    let (bm, bp, op) = (b.m as f64, b.p as f64, o.p() as f64);
+    if table_ok(b, o, n) {
+        Ops {
+            passes: n as f64,
+            scattered: n as f64,
+            flops: bm * o.m(n) as f64 * op + bm * bp * op,
+            sums: bm * o.m(n) as f64,
+            ..Ops::default()
+        }
+    } else {
+        Ops {
+            passes: n as f64,
+            scattered: n as f64 * op,
+            flops: bm * bp * op,
+            sums: bm * op,
+            ..Ops::default()
+        }
+    }
+}
+
 /// The upper triangle of a square matrix, row-major (row j, column k >= j at j * p + k).
 pub(crate) fn upper(h: &DMatrix<f64>) -> Vec<f64> {
     let p = h.nrows();
@@ -358,37 +463,13 @@ impl<'a> DiscreteDesign<'a> {
                 return (0..nw).map(|l| x_w(j, l) * &row).collect();
             }
         }
-        // Bucket the rows by a mapped term b and accumulate the other term o: a table of weight
-        // sums over (k_b, k_o) when it is small, else sums of w x_o per value of b. Of the two
-        // orientations, the one with fewer operations.
-        let table_ok =
-            |b: &Mapped, o: &Term| matches!(o, Term::Mapped(om) if b.m * om.m <= TABLE_MAX && b.m * om.m <= n);
-        let cost = |b: &Mapped, o: &Term| -> f64 {
-            let (bm, bp, op) = (b.m as f64, b.p as f64, o.p() as f64);
-            if table_ok(b, o) {
-                n as f64 + bm * o.m(n) as f64 * op + bm * bp * op
-            } else {
-                n as f64 * op + bm * bp * op
-            }
-        };
-        let (b, o, flip) = match (&self.terms[j], &self.terms[t]) {
-            (Term::Mapped(a), Term::Mapped(c)) => {
-                if cost(c, &self.terms[j]) < cost(a, &self.terms[t]) {
-                    (c, &self.terms[j], true)
-                } else {
-                    (a, &self.terms[t], false)
-                }
-            }
-            (Term::Mapped(a), Term::Dense(_)) => (a, &self.terms[t], false),
-            (Term::Dense(_), Term::Mapped(c)) => (c, &self.terms[j], true),
-            (Term::Dense(_), Term::Dense(_)) => unreachable!("at most one dense term"),
-        };
+        let (b, o, flip) = self.orient(j, t);
         let (po, mo) = (o.p(), o.m(n));
         if b.m * 2 > n {
             return self.gathered_blocks(b, o, ws, flip);
         }
         let blocks: Vec<DMatrix<f64>> = match o {
-            Term::Mapped(om) if table_ok(b, o) => {
+            Term::Mapped(om) if table_ok(b, o, n) => {
                 // T_l[a, c]: sums of w_l over rows with (k_b, k_o) = (a, c), at (a m_o + c) nw + l.
                 let t = chunked_sum(n, b.m * mo * nw, |r0, r1, t| {
                     for r in r0..r1 {
@@ -440,6 +521,123 @@ impl<'a> DiscreteDesign<'a> {
         } else {
             blocks
         }
+    }
+
+    /// The orientation of the cross block of terms j != t (neither constant): the mapped term b
+    /// whose values bucket the rows, the other term o, and whether (b, o) is (t, j). Of the two
+    /// orientations, the one with fewer operations.
+    fn orient(&self, j: usize, t: usize) -> (&Mapped<'a>, &Term<'a>, bool) {
+        let n = self.nrow;
+        let cost = |b: &Mapped, o: &Term| {
+            let c = pair_ops(b, o, n);
+            c.scattered + c.flops
+        };
+        match (&self.terms[j], &self.terms[t]) {
+            (Term::Mapped(a), Term::Mapped(c)) => {
+                if cost(c, &self.terms[j]) < cost(a, &self.terms[t]) {
+                    (c, &self.terms[j], true)
+                } else {
+                    (a, &self.terms[t], false)
+                }
+            }
+            (Term::Mapped(a), Term::Dense(_)) => (a, &self.terms[t], false),
+            (Term::Dense(_), Term::Mapped(c)) => (c, &self.terms[j], true),
+            (Term::Dense(_), Term::Dense(_)) => unreachable!("at most one dense term"),
+        }
+    }
+
+    /// The modelled cost of one X' W X in this layout and with X expanded into one dense
+    /// block, in units of a multiply-add of the dense kernel; see [`LayoutCosts`].
+    pub fn layout_costs(&self) -> LayoutCosts {
+        let ops = self.layout_ops();
+        let p = self.p as f64;
+        LayoutCosts {
+            compressed: ops.dense
+                + COST_FLOPS * ops.flops
+                + COST_PASS * ops.passes
+                + COST_SCATTERED * ops.scattered
+                + COST_STRIDED * ops.strided
+                + COST_GATHERED * ops.gathered
+                + COST_SUMS * ops.sums,
+            dense: self.nrow as f64 * p * (p + 1.0) / 2.0,
+        }
+    }
+
+    /// The operations of one X' W X in this layout, by kind.
+    pub(crate) fn layout_ops(&self) -> Ops {
+        let n = self.nrow as f64;
+        let mut ops = Ops::default();
+        for (j, tj) in self.terms.iter().enumerate() {
+            match tj {
+                Term::Mapped(m) => {
+                    ops.passes += n;
+                    ops.flops += (m.m * m.p * m.p) as f64;
+                }
+                Term::Dense(d) => ops.dense += n * (d.ncol() * (d.ncol() + 1)) as f64 / 2.0,
+            }
+            for t in j + 1..self.terms.len() {
+                let constant = |k: usize| matches!(&self.terms[k], Term::Mapped(m) if m.m == 1);
+                if constant(j) || constant(t) {
+                    // Its row times the other term's X' w, from the value sums already counted.
+                    continue;
+                }
+                let (b, o, _) = self.orient(j, t);
+                let c = if b.m * 2 > self.nrow {
+                    Ops {
+                        gathered: n * (b.p * o.p()) as f64,
+                        ..Ops::default()
+                    }
+                } else {
+                    match o {
+                        // Per-value sums of w x_o read the dense block's columns strided.
+                        Term::Dense(_) => Ops {
+                            passes: n,
+                            strided: n * o.p() as f64,
+                            flops: (b.m * b.p * o.p()) as f64,
+                            sums: (b.m * o.p()) as f64,
+                            ..Ops::default()
+                        },
+                        Term::Mapped(_) => pair_ops(b, o, self.nrow),
+                    }
+                };
+                ops.add(&c);
+            }
+        }
+        ops
+    }
+
+    /// The layout to fit in: compressed unless one dense block is modelled to be cheaper and
+    /// takes at most `DENSE_MAX_BYTES`.
+    pub fn layout(&self) -> Layout {
+        let c = self.layout_costs();
+        let bytes = (self.nrow * self.p * std::mem::size_of::<f64>()) as f64;
+        if c.dense < c.compressed && bytes <= DENSE_MAX_BYTES {
+            Layout::Dense
+        } else {
+            Layout::Compressed
+        }
+    }
+
+    /// X expanded: n x p, column-major (R's layout), allocated fallibly.
+    pub fn dense_columns(&self) -> Result<Vec<f64>> {
+        let n = self.nrow;
+        let len = crate::alloc::checked_len(&[n, self.p], "the expanded design")?;
+        let mut x = crate::alloc::try_filled(len, 0.0, "the expanded design")?;
+        for (t, &o) in self.terms.iter().zip(&self.off) {
+            for c in 0..t.p() {
+                let col = &mut x[(o + c) * n..(o + c + 1) * n];
+                match t {
+                    Term::Mapped(m) => {
+                        let v = m.mat.column(c);
+                        for (x, &k) in col.iter_mut().zip(m.index) {
+                            *x = v[(k - 1) as usize];
+                        }
+                    }
+                    Term::Dense(d) => col.copy_from_slice(d.col(c)),
+                }
+            }
+        }
+        Ok(x)
     }
 
     /// X_b' W_l X_o for a term b with about as many distinct values as rows (m_b > n / 2):
@@ -867,7 +1065,55 @@ mod tests {
             with_threads(1, || dd.row_quadratic_forms(&m, &mut q3)).unwrap();
             assert_eq!(q1, q3);
             assert_eq!(dd.intercept_column(), Some(0));
+            // Expanded, the terms are the dense design, column for column.
+            assert_eq!(dd.dense_columns().unwrap(), x);
         }
+    }
+
+    /// Terms of `m` distinct rows and `p` columns each, indexed over n rows, after an intercept.
+    fn layout_of(n: usize, terms: &[(usize, usize)]) -> (Layout, LayoutCosts) {
+        let vals: Vec<Vec<f64>> = terms
+            .iter()
+            .map(|&(m, p)| (0..m * p).map(|i| (i as f64 * 0.7).sin()).collect())
+            .collect();
+        let idx: Vec<Vec<i32>> = terms
+            .iter()
+            .map(|&(m, _)| (0..n).map(|r| (r * 31 % m) as i32 + 1).collect())
+            .collect();
+        let (one, ones) = (vec![1.0], vec![1; n]);
+        let mut specs = vec![TermSpec {
+            values: &one,
+            m: 1,
+            p: 1,
+            index: Some(&ones),
+        }];
+        for (j, &(m, p)) in terms.iter().enumerate() {
+            specs.push(TermSpec {
+                values: &vals[j],
+                m,
+                p,
+                index: Some(&idx[j]),
+            });
+        }
+        let dd = DiscreteDesign::new(n, &specs).unwrap();
+        (dd.layout(), dd.layout_costs())
+    }
+
+    #[test]
+    fn the_cost_model_expands_many_terms_of_many_values_on_few_rows() {
+        // The 5-parameter classifier's shape (35 terms of 800-3600 values on 10,000 rows): the
+        // cross blocks, a pass each, cost more than one dense pass (measured 2.3-4.5x).
+        let many: Vec<(usize, usize)> = (0..35).map(|j| (800 + 80 * j, 8)).collect();
+        let (layout, c) = layout_of(10_000, &many);
+        assert_eq!(layout, Layout::Dense, "{c:?}");
+        // Few terms on many rows (the three-term fit at 420,000 rows; measured 0.5-0.7x).
+        let (layout, c) = layout_of(420_000, &[(2000, 9), (2000, 9), (8000, 29)]);
+        assert_eq!(layout, Layout::Compressed, "{c:?}");
+        // Beyond the memory cap the dense block is never chosen: 35 terms on 600,000 rows would
+        // expand to 1.3 GB.
+        let (layout, c) = layout_of(600_000, &many);
+        assert!(c.dense < c.compressed, "{c:?}");
+        assert_eq!(layout, Layout::Compressed);
     }
 
     #[test]
@@ -999,5 +1245,166 @@ pub(crate) mod timing {
         let t = Instant::now();
         de.row_quadratic_forms(&m, &mut e);
         eprintln!("dense quad {:?}", t.elapsed());
+    }
+
+    /// Calibration of the layout cost model: X' W X (1 and 8 weight vectors) compressed and
+    /// expanded, on shapes of the package's benchmarks, with the modelled costs. Run with
+    /// `cargo test --release -p nce-core --lib calibrate_layout_costs -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn calibrate_layout_costs() {
+        // (label, n, terms as (m, p)); an intercept term is added.
+        // (label, rows, terms as (distinct rows, columns)).
+        type Shape = (&'static str, usize, Vec<(usize, usize)>);
+        let mut shapes: Vec<Shape> = vec![
+            (
+                "gaussian5-like 35 terms",
+                10_000,
+                (0..35).map(|j| (800 + 80 * j, if j < 10 { 9 } else { 7 })).collect(),
+            ),
+            (
+                "gaussian5-like 35 terms, 40k",
+                40_000,
+                (0..35).map(|j| (800 + 80 * j, if j < 10 { 9 } else { 7 })).collect(),
+            ),
+            ("10 terms", 100_000, (0..10).map(|_| (2000, 9)).collect()),
+            ("three-term 420k", 420_000, vec![(2000, 9), (2000, 9), (8000, 29)]),
+            ("three-term 42k", 42_000, vec![(2000, 9), (2000, 9), (8000, 29)]),
+            ("one te", 20_000, vec![(5000, 24)]),
+            (
+                "latkes-like",
+                41_580,
+                vec![(2000, 9), (2000, 9), (9000, 29), (2500, 29)],
+            ),
+            ("20 terms of 200", 50_000, (0..20).map(|_| (200, 5)).collect()),
+        ];
+        let mut g5: Vec<(usize, usize)> = (0..30).map(|j| (800 + 90 * j, if j < 10 { 9 } else { 7 })).collect();
+        g5.extend([(10_000, 7); 5]);
+        shapes.push(("g5 with 5 identity terms", 10_000, g5));
+        shapes.push(("identity pair", 20_000, vec![(20_000, 10), (20_000, 10), (2000, 9)]));
+        // m = 0: a dense block of p columns.
+        shapes.push((
+            "dense 4 + 3 terms",
+            50_000,
+            vec![(0, 4), (2000, 9), (2000, 9), (5000, 20)],
+        ));
+        shapes.push((
+            "dense 12 + 8 terms",
+            20_000,
+            vec![
+                (0, 12),
+                (1000, 9),
+                (1000, 9),
+                (1500, 9),
+                (1500, 9),
+                (2000, 7),
+                (2000, 7),
+                (3000, 7),
+                (3000, 7),
+            ],
+        ));
+        for n in [10_000usize, 100_000] {
+            for k in [2usize, 6, 20] {
+                for m in [150usize, 1500, 4000] {
+                    for p in [6usize, 20] {
+                        shapes.push(("grid", n, (0..k).map(|j| (m + 7 * j, p)).collect()));
+                    }
+                }
+            }
+        }
+        for (label, n, terms) in shapes {
+            let vals: Vec<Vec<f64>> = terms
+                .iter()
+                .enumerate()
+                .map(|(j, &(m, p))| (0..m * p).map(|i| ((i * (j + 3)) as f64 * 0.37).sin()).collect())
+                .collect();
+            let vals: Vec<Vec<f64>> = terms
+                .iter()
+                .zip(vals)
+                .map(|(&(m, p), v)| {
+                    if m == 0 {
+                        (0..n * p).map(|i| (i as f64 * 0.11).cos()).collect()
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            let idx: Vec<Vec<i32>> = terms
+                .iter()
+                .enumerate()
+                .map(|(j, &(m, _))| {
+                    (0..n)
+                        .map(|r| match m {
+                            0 => 1,
+                            _ if m == n => r as i32 + 1,
+                            _ => ((r * (7 + 6 * j)) ^ (r >> 3)) as i32 % m as i32 + 1,
+                        })
+                        .collect()
+                })
+                .collect();
+            let one = vec![1.0];
+            let ones = vec![1; n];
+            let mut specs = vec![TermSpec {
+                values: &one,
+                m: 1,
+                p: 1,
+                index: Some(&ones),
+            }];
+            for (j, &(m, p)) in terms.iter().enumerate() {
+                specs.push(if m == 0 {
+                    TermSpec {
+                        values: &vals[j],
+                        m: n,
+                        p,
+                        index: None,
+                    }
+                } else {
+                    TermSpec {
+                        values: &vals[j],
+                        m,
+                        p,
+                        index: Some(&idx[j]),
+                    }
+                });
+            }
+            let dd = DiscreteDesign::new(n, &specs).unwrap();
+            let x = dd.dense_columns().unwrap();
+            let de = DenseDesign::new(&x, n, dd.ncol()).unwrap();
+            let ws: Vec<Vec<f64>> = (0..8)
+                .map(|l| (0..n).map(|i| 0.2 + ((i + l) % 11) as f64 / 5.0).collect())
+                .collect();
+            let wr: Vec<&[f64]> = ws.iter().map(|w| w.as_slice()).collect();
+            let time = |f: &dyn Fn()| {
+                let mut best = f64::INFINITY;
+                for _ in 0..3 {
+                    let t = Instant::now();
+                    f();
+                    best = best.min(t.elapsed().as_secs_f64());
+                }
+                best
+            };
+            let c = dd.layout_costs();
+            for nw in [1usize, 8] {
+                let w = &wr[..nw];
+                let tc = time(&|| {
+                    std::hint::black_box(dd.crossprods(w));
+                });
+                let td = time(&|| {
+                    std::hint::black_box(de.weighted_crossprods(w));
+                });
+                let o = dd.layout_ops();
+                eprintln!(
+                    "CAL,{label},{n},{nw},{tc},{td},{},{},{},{},{},{},{},{}",
+                    o.passes,
+                    o.scattered,
+                    o.strided,
+                    o.gathered,
+                    o.flops,
+                    o.sums,
+                    c.dense,
+                    c.compressed / c.dense
+                );
+            }
+        }
     }
 }
