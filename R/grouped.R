@@ -255,12 +255,12 @@ discrete_side_constraints <- function(setup, data) {
 # The fields of mgcv's gam(fit = FALSE) set-up that fit_penalised() and the gam methods read, for the
 # response formula `formula` on `data` with its covariates discretised (setup_terms_discrete(), then mgcv's
 # side constraints): the design is `terms` (list(values, index) per block, for the engine), never a matrix.
-discrete_gam_setup <- function(formula, data, offset, knots, fixed_sp = FALSE) {
+discrete_gam_setup <- function(formula, data, offset, knots) {
   gp <- mgcv::interpret.gam(formula)
   if (any(vapply(gp$smooth.spec, function(s) !is.null(s$id), TRUE))) {
     nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input", call = NULL)
   }
-  a <- setup_terms_discrete(formula[-2L], data, knots, intercept = TRUE, fast_tp = !fixed_sp)
+  a <- setup_terms_discrete(formula[-2L], data, knots, intercept = TRUE, fast_tp = TRUE)
   a <- discrete_side_constraints(a, data)
   mf <- stats::model.frame(gp$fake.formula, data, na.action = stats::na.fail)
   n <- nrow(mf)
@@ -333,7 +333,7 @@ discrete_knots <- function(spec, u, counts, knots) {
 # A smooth on discretised covariates: list(smooths, index), or NULL when the smooth keeps its
 # exact basis (by variables, non-numeric covariates, constraints other than sum-to-zero, more
 # distinct rounded rows than half the rows).
-# `fast_tp`: thin-plate terms of two or more covariates without a fixed `sp` are set up by the
+# `fast_tp`: thin-plate terms of two or more covariates without an `sp` in the term are set up by the
 # package's constructor (smooth.construct.ncetp.smooth.spec(): mgcv's object, eigen-decomposition in
 # Rust), as gam_setup() does for exact fits: on up to 100^2 distinct rounded points mgcv's own set-up
 # is the slowest step of the fit.

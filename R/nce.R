@@ -37,7 +37,11 @@
 #'   importance-sampling integral).
 #' @param knots Knots for smooth terms, as for [mgcv::gam()].
 #' @param sp Fixed smoothing parameters (one per penalty, in mgcv's order);
-#'   `NULL` estimates them by REML.
+#'   `NULL` estimates them by REML. They are on the scale of the fit's own `sp`, so
+#'   `sp = fit$sp` refits the same model. Thin-plate terms of two or more covariates
+#'   are set up in Rust in a rotation of mgcv's basis, whose penalty mgcv scales
+#'   differently: their smoothing parameters differ from [mgcv::gam()]'s on the same
+#'   model by a factor per term (the smoothing is the same); those of other terms are mgcv's.
 #' @param weights Optional non-negative weights of the data points, evaluated
 #'   in `data` (a column name or an expression, as in [stats::glm()]): each
 #'   point's term in the objective and in the log-likelihood is multiplied by

@@ -15,10 +15,10 @@ has_smooths <- function(formula) {
 # mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
 # Thin-plate and cyclic s() terms are set up by the package's constructors (R/smooth-basis.R),
 # which return mgcv's own smooth objects; the formula kept is the user's.
-gam_setup <- function(formula, data, family, offset, knots, fixed_sp = FALSE) {
+gam_setup <- function(formula, data, family, offset, knots) {
   data$.nce_offset <- offset
   # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
-  setup <- do.call(mgcv::gam, list(formula = nce_basis_formula(formula, fixed_sp), family = family, data = data,
+  setup <- do.call(mgcv::gam, list(formula = nce_basis_formula(formula), family = family, data = data,
                                    offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
   setup <- restore_absorbed(setup)
   setup$formula <- formula
@@ -37,8 +37,8 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   if (is.null(weights)) weights <- rep(1, n)
   if (is.null(setup)) {
     # discrete: the covariates of the smooths rounded and the design kept compressed (R/grouped.R).
-    setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots, fixed_sp = !is.null(sp)) else
-      gam_setup(formula, data, fam, offset, knots, fixed_sp = !is.null(sp))
+    setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots) else
+      gam_setup(formula, data, fam, offset, knots)
     # The formula's own offsets, so a kept set-up can be refitted with another `offset`.
     if (keep_setup) setup$formula_offset <- setup$offset - offset
   } else {

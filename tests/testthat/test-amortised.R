@@ -36,7 +36,7 @@ test_that("discrete = TRUE: the same posterior and log ratio as the exact fit, n
                         simulations = sims, discrete = TRUE)
   expect_true(di$discrete)
   expect_false(ex$discrete)
-  expect_output(print(di), "discretised covariates")
+  expect_output(print(di), "Discretised covariates")
   # Log ratio in the bulk of the joint distribution, against the truth with the exact fit's
   # tolerance (0.35). Between the two fits: the rounding moves m by up to 0.023 (100 values
   # over a range of about 4.6), and the true log ratio's slope in m, 20 |m - mu|, reaches 6
