@@ -1070,6 +1070,16 @@ mod tests {
         }
     }
 
+    /// An intercept as a mapped term of one distinct row (`one` = [1], `ones` all 1).
+    pub(crate) fn intercept_spec<'a>(one: &'a [f64], ones: &'a [i32]) -> TermSpec<'a> {
+        TermSpec {
+            values: one,
+            m: 1,
+            p: 1,
+            index: Some(ones),
+        }
+    }
+
     /// Terms of `m` distinct rows and `p` columns each, indexed over n rows, after an intercept.
     fn layout_of(n: usize, terms: &[(usize, usize)]) -> (Layout, LayoutCosts) {
         let vals: Vec<Vec<f64>> = terms
@@ -1081,12 +1091,7 @@ mod tests {
             .map(|&(m, _)| (0..n).map(|r| (r * 31 % m) as i32 + 1).collect())
             .collect();
         let (one, ones) = (vec![1.0], vec![1; n]);
-        let mut specs = vec![TermSpec {
-            values: &one,
-            m: 1,
-            p: 1,
-            index: Some(&ones),
-        }];
+        let mut specs = vec![intercept_spec(&one, &ones)];
         for (j, &(m, p)) in terms.iter().enumerate() {
             specs.push(TermSpec {
                 values: &vals[j],
@@ -1344,12 +1349,7 @@ pub(crate) mod timing {
                 .collect();
             let one = vec![1.0];
             let ones = vec![1; n];
-            let mut specs = vec![TermSpec {
-                values: &one,
-                m: 1,
-                p: 1,
-                index: Some(&ones),
-            }];
+            let mut specs = vec![super::tests::intercept_spec(&one, &ones)];
             for (j, &(m, p)) in terms.iter().enumerate() {
                 specs.push(if m == 0 {
                     TermSpec {
