@@ -34,9 +34,9 @@
 #'   5-parameter Gaussian of the simulator vignette: 35 terms); the engine's cost model then holds
 #'   the rounded bases as one dense matrix (see `discrete` in [nce()]), and each REML iteration
 #'   costs what the exact fit's does, but the rounded model can take more of them: on that model
-#'   2,000 pairs took 20.3 s against 18.1 s exact (7 iterations each), 5,000 pairs 30.0 s against
-#'   25.3 s (7 against 4), and with three-way `ti()` terms on 20,000 pairs 90 s against 55 s (12
-#'   against 2). Terms in three or more covariates are rounded to 25 values per covariate, which
+#'   2,000 pairs took 16.9-17.8 s against 18.3-19.3 s exact (7 iterations each), 5,000 pairs 30.0 s
+#'   against 25.3 s (7 against 4), and with three-way `ti()` terms on 20,000 pairs 90 s against
+#'   55 s (12 against 2). Terms in three or more covariates are rounded to 25 values per covariate, which
 #'   is coarse: prefer the exact fit for them.
 #' @param classifier `"auto"` (default), `"gam"` (the GAM of `formula`) or `"mlp"`: a neural network of all
 #'   parameters and summaries ([mlp()] layers of `hidden` units, ReLU), trained in Rust by
