@@ -220,12 +220,8 @@ fn nce_fit_reml(x: Robj, response: List, sample: Robj, penalties: List, settings
                 // The rounded bases expanded: one dense pass beats the cross blocks of many terms.
                 let x = design.dense_columns()?;
                 let dense = DenseDesign::new(&x, n, p)?;
-                let f = run::run(threads, |stop| {
-                    fit_reml_dense(&dense, &prob, &pens, &ctrl, sample.as_deref(), &mut || {
-                        stop.load(Ordering::Relaxed)
-                    })
-                })?;
-                return Ok(with_layout(reml_result(f.fit, f.sandwich, f.aliased), layout));
+                let res = dense_reml_result(threads, &dense, &prob, &pens, &ctrl, sample.as_deref())?;
+                return Ok(with_layout(res, layout));
             }
             let (fit, sandwich) = fit_reml_then(threads, &design, &prob, &pens, &ctrl, |d, fit| {
                 sample
@@ -240,13 +236,24 @@ fn nce_fit_reml(x: Robj, response: List, sample: Robj, penalties: List, settings
         let pens = penalties_from(&penalties, p)?;
         let ctrl = settings.reml()?;
         let design = DenseDesign::new(xd, n, p)?;
-        let f = run::run(threads, |stop| {
-            fit_reml_dense(&design, &prob, &pens, &ctrl, sample.as_deref(), &mut || {
-                stop.load(Ordering::Relaxed)
-            })
-        })?;
-        Ok(reml_result(f.fit, f.sandwich, f.aliased))
+        dense_reml_result(threads, &design, &prob, &pens, &ctrl, sample.as_deref())
     })
+}
+
+/// The REML fit of a dense design with alias handling, on the per-call pool (polling for
+/// interrupts), as an R list.
+fn dense_reml_result(
+    threads: usize,
+    design: &DenseDesign,
+    prob: &Problem,
+    pens: &PenaltySet,
+    ctrl: &RemlControl,
+    sample: Option<&[usize]>,
+) -> Res<Robj> {
+    let f = run::run(threads, |stop| {
+        fit_reml_dense(design, prob, pens, ctrl, sample, &mut || stop.load(Ordering::Relaxed))
+    })?;
+    Ok(reml_result(f.fit, f.sandwich, f.aliased))
 }
 
 /// REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row

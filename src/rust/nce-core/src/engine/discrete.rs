@@ -10,6 +10,9 @@
 //!   w_r X_l[r, ], O(n p_l).
 //! - x_r' H x_r: per-value tables of the quadratic forms, looked up per row.
 //!
+//! When the cross blocks of many terms would cost more than one pass over X expanded, the fit
+//! holds X dense instead (`DiscreteDesign::layout`, a cost model of these kernels).
+//!
 //! Sums stream over the rows in row order (the index vectors, w and the small matrices stay in
 //! cache): each fixed chunk of rows gives a partial sum, and partials are added in chunk order,
 //! so results do not depend on the number of threads.
@@ -109,25 +112,31 @@ fn table_ok(b: &Mapped, o: &Term, n: usize) -> bool {
 }
 
 /// Operations of the cross block bucketed by b: a table of weight sums over (k_b, k_o), or the
-/// sums of w x_o per value of b; then the small products with b's distinct rows.
+/// sums of w x_o per value of b (reading a dense o's columns strided); then the small products
+/// with b's distinct rows.
 fn pair_ops(b: &Mapped, o: &Term, n: usize) -> Ops {
     let (bm, bp, op) = (b.m as f64, b.p as f64, o.p() as f64);
     if table_ok(b, o, n) {
-        Ops {
+        return Ops {
             passes: n as f64,
             scattered: n as f64,
             flops: bm * o.m(n) as f64 * op + bm * bp * op,
             sums: bm * o.m(n) as f64,
             ..Ops::default()
-        }
-    } else {
-        Ops {
-            passes: n as f64,
-            scattered: n as f64 * op,
-            flops: bm * bp * op,
-            sums: bm * op,
-            ..Ops::default()
-        }
+        };
+    }
+    let adds = n as f64 * op;
+    let (scattered, strided) = match o {
+        Term::Mapped(_) => (adds, 0.0),
+        Term::Dense(_) => (0.0, adds),
+    };
+    Ops {
+        passes: n as f64,
+        scattered,
+        strided,
+        flops: bm * bp * op,
+        sums: bm * op,
+        ..Ops::default()
     }
 }
 
@@ -588,17 +597,7 @@ impl<'a> DiscreteDesign<'a> {
                         ..Ops::default()
                     }
                 } else {
-                    match o {
-                        // Per-value sums of w x_o read the dense block's columns strided.
-                        Term::Dense(_) => Ops {
-                            passes: n,
-                            strided: n * o.p() as f64,
-                            flops: (b.m * b.p * o.p()) as f64,
-                            sums: (b.m * o.p()) as f64,
-                            ..Ops::default()
-                        },
-                        Term::Mapped(_) => pair_ops(b, o, self.nrow),
-                    }
+                    pair_ops(b, o, self.nrow)
                 };
                 ops.add(&c);
             }
