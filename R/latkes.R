@@ -420,12 +420,22 @@ inform_dropped_points <- function(prep, drop_points) {
 # eye tracker's code (e.g. (0, 0) for a lost eye), which a continuous kernel cannot explain.
 warn_piles <- function(x, y, n) {
   if (length(x) < 3L) return(invisible())
-  key <- paste(x, y, sep = "\r")
+  # Only rows whose x and whose y each reach the count can be in a pile: the pasted keys and
+  # their table (2 s for the 117,600 fixations of 56 subjects) are made for those rows alone.
+  min_count <- max(3, floor(0.01 * n) + 1)
+  frequent <- function(v) {
+    u <- unique(v)
+    v %in% u[tabulate(match(v, u), length(u)) >= min_count]
+  }
+  cand <- which(frequent(x))
+  cand <- cand[frequent(y[cand])]
+  if (!length(cand)) return(invisible())
+  key <- paste(x[cand], y[cand], sep = "\r")
   tab <- table(key)
   big <- tab[tab >= 3L & tab > 0.01 * n]
   if (!length(big)) return(invisible())
   big <- big[order(-big)]
-  first <- match(names(big), key)
+  first <- cand[match(names(big), key)]
   pts <- cbind(x[first], y[first])
   as_arg <- function(p) sprintf("c(%s)", paste(as.character(p), collapse = ", "))
   where <- sprintf("%d of %s fixations (%.1f%%) sit at exactly %s", as.integer(big), format(n, big.mark = ","),

@@ -64,6 +64,29 @@ test_that("a pile of identical fixations is named and counted; continuous data g
                                                drop_points = list(c(0, 0), c(512, 384)))))
 })
 
+test_that("the pile check counts pairs, not coordinates: frequent x and y values alone are no pile", {
+  warn_piles <- nce:::warn_piles
+  # Integer pixels in 3 columns and 3 rows, 9 points of 100 fixations each: every x and every y is
+  # frequent, every pair too (9%).
+  x <- rep(c(100, 200, 300), each = 300)
+  y <- rep(c(50, 60, 70), times = 300)
+  w <- tryCatch(warn_piles(x, y, 900), nce_warning_pile = function(w) conditionMessage(w))
+  expect_match(w, "^100 of 900 fixations \\(11\\.1%\\) sit at exactly \\(100, 50\\);")
+  expect_equal(lengths(regmatches(w, gregexpr("sit at exactly", w))), 9L)
+  # Frequent x and y, but spread pairs: none reaches 1% of 2,000.
+  set.seed(1)
+  x <- sample(c(1, 2), 2000, replace = TRUE)
+  y <- sample(1:400, 2000, replace = TRUE)
+  expect_no_warning(warn_piles(x, y, 2000), class = "nce_warning_pile")
+  # A pile of 25 among continuous points (over 1% of 2,000), found as before.
+  x <- stats::runif(2000)
+  y <- stats::runif(2000)
+  x[1:25] <- 0.5
+  y[1:25] <- 0.25
+  expect_warning(warn_piles(x, y, 2000), "25 of 2,000 fixations \\(1\\.2%\\) sit at exactly \\(0\\.5, 0\\.25\\)",
+                 class = "nce_warning_pile")
+})
+
 test_that("drop_points removes the fixations and splits their sequences as the window does", {
   d <- sim_scanpaths(404)
   lost <- c(10, 11, 50, 120, 200, 333)

@@ -381,6 +381,16 @@ impl<'a> DiscreteDesign<'a> {
         }
     }
 
+    /// Term j's distinct rows (row-major, m x p) and its 1-based row index when the term is
+    /// mapped (None for the dense term).
+    #[inline]
+    pub fn term_table(&self, j: usize) -> Option<(&[f64], &[i32])> {
+        match &self.terms[j] {
+            Term::Mapped(t) => Some((&t.rows, t.index)),
+            Term::Dense(_) => None,
+        }
+    }
+
     /// Row r of X into `buf` (length p).
     pub fn row_into(&self, r: usize, buf: &mut [f64]) {
         buf.iter_mut().for_each(|v| *v = 0.0);

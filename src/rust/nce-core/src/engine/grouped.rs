@@ -260,23 +260,32 @@ impl<'a> GroupedDesign<'a> {
                             };
                         }
                     }
-                    // Term by term, so that one term's distinct rows stay in cache; all weight
-                    // vectors in one walk over a group's rows (each row's values read once), per
-                    // weight the same order of additions as a walk of its own.
+                    // Term by term, so that one term's distinct rows stay in cache. A mapped
+                    // term's columns eight (four, one) at a time in registers, as the dense block;
+                    // each sum adds its group's rows in row order from zero, as a walk of its own.
                     RowBlock::Discrete(ad) => {
-                        let mut acc = vec![0.0; nw * pa];
                         for term in 0..ad.nterms() {
                             let (o, pt) = ad.term_cols(term);
-                            let acc = &mut acc[..nw * pt];
+                            if let Some((vals, index)) = ad.term_table(term) {
+                                let table = MappedTerm { vals, index, p: pt };
+                                let mut j = 0;
+                                while j < pt {
+                                    let (rows_of, aws) = (&rows_of, &mut aws);
+                                    let at = (o, j);
+                                    j += match pt - j {
+                                        8.. => mapped_group_block::<8>(&table, at, t0..t1, ws, rows_of, aws),
+                                        4.. => mapped_group_block::<4>(&table, at, t0..t1, ws, rows_of, aws),
+                                        _ => mapped_group_block::<1>(&table, at, t0..t1, ws, rows_of, aws),
+                                    };
+                                }
+                                continue;
+                            }
+                            let mut acc = vec![0.0; nw * pt];
                             for t in t0..t1 {
                                 acc.iter_mut().for_each(|a| *a = 0.0);
                                 for &r in rows_of(t) {
-                                    let x = ad.term_row(term, r);
                                     for (al, w) in acc.chunks_exact_mut(pt).zip(ws) {
-                                        match x {
-                                            Some(x) => al.iter_mut().zip(x).for_each(|(a, x)| *a += w[r] * x),
-                                            None => ad.term_axpy_row(term, r, w[r], al),
-                                        }
+                                        ad.term_axpy_row(term, r, w[r], al);
                                     }
                                 }
                                 for (aw, al) in aws.iter_mut().zip(acc.chunks_exact(pt)) {
@@ -367,6 +376,46 @@ fn dense_group_block<'r, const B: usize>(
             }
             for (q, a) in acc.iter().enumerate() {
                 aw[(j0 + q) * m + t - t0] = *a;
+            }
+        }
+    }
+    B
+}
+
+/// A mapped term of a discretised A: its distinct rows (row-major), 1-based row index, width.
+struct MappedTerm<'a> {
+    vals: &'a [f64],
+    index: &'a [i32],
+    p: usize,
+}
+
+/// Columns j..j + B of a mapped term whose first column is column o of A, as
+/// dense_group_block(): aws[l][(o + j + q) * m + t - t0] = sum over the rows r of group t, in
+/// row order, of ws[l][r] x_{r, j + q}. Returns B.
+fn mapped_group_block<'r, const B: usize>(
+    term: &MappedTerm,
+    (o, j): (usize, usize),
+    ts: std::ops::Range<usize>,
+    ws: &[&[f64]],
+    rows_of: &impl Fn(usize) -> &'r [usize],
+    aws: &mut [Vec<f64>],
+) -> usize {
+    let m = ts.len();
+    let t0 = ts.start;
+    for t in ts {
+        let rows = rows_of(t);
+        for (w, aw) in ws.iter().zip(aws.iter_mut()) {
+            let mut acc = [0.0f64; B];
+            for &r in rows {
+                let wr = w[r];
+                let a = (term.index[r] - 1) as usize * term.p + j;
+                let x = &term.vals[a..a + B];
+                for q in 0..B {
+                    acc[q] += wr * x[q];
+                }
+            }
+            for (q, v) in acc.iter().enumerate() {
+                aw[(o + j + q) * m + t - t0] = *v;
             }
         }
     }
