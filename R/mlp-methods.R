@@ -11,16 +11,23 @@
 #' identifiable (permuting the hidden units gives the same function), so there is no sandwich
 #' covariance for them. `vcov()` and `confint()` give the other terms' covariance *with the
 #' network held fixed*, which understates their uncertainty. For the same reason `"lpmatrix"`
-#' and `"terms"` are refused: the network is not linear in its parameters.
+#' is refused: the network is not linear in its parameters.
+#'
+#' `type = "terms"` gives one column per term: the network's output \eqn{g(x)} (centred at the
+#' data rows, as fitted) in the column named after the `mlp()` term, first, then the other terms'
+#' contributions as [mgcv::predict.gam()] gives them (parametric terms uncentred, smooths under
+#' their constraints), with the intercept as attribute `"constant"`: `rowSums()` plus the
+#' constant (plus the formula's offsets) is `type = "link"` inside the reference's support.
 #'
 #' @param object An `nce_mlp` fit.
 #' @param newdata Data frame with the model's variables; the data by default. Rows with NA give
 #'   NA; outside the reference's support the density is 0.
 #' @param type `"link"` or `"log_density"` (the normalised log density), `"response"` or
-#'   `"density"` (its exponential), or `"log_unnormalised"` (without the intercept).
+#'   `"density"` (its exponential), `"log_unnormalised"` (without the intercept) or `"terms"`
+#'   (a matrix, see Details).
 #' @param se.fit Refused (see Details).
 #' @param ... Unused.
-#' @return A numeric vector, one value per row of `newdata`.
+#' @return A numeric vector, one value per row of `newdata` (a matrix for `"terms"`).
 #' @examples
 #' set.seed(1)
 #' x <- rnorm(1000)
@@ -34,44 +41,74 @@ predict.nce_mlp <- function(object, newdata, type = c("link", "log_density", "re
                             se.fit = FALSE, ...) {  # nolint: object_name_linter.
   type <- predict_type(type)
   check_bool(se.fit, "se.fit")
-  if (type %in% c("lpmatrix", "terms")) refuse(paste0("predict(type = \"", type, "\")"), object)
+  if (type == "lpmatrix") refuse("predict(type = \"lpmatrix\")", object)
   if (se.fit) refuse("predict(se.fit = TRUE)", object)
   newdata <- nce_predict_newdata(object, newdata, type)
+  if (type == "terms") return(mlp_predict_terms(object, newdata))
   fit <- mlp_log_density(object, newdata, intercept = type != "log_unnormalised")
   nce_finish_prediction(object, newdata, fit, rep(NA_real_, length(fit)), type, FALSE)
 }
 
 # g(x) + z'beta (+ the formula's offsets), with or without the intercept; NA at rows with NA.
 mlp_log_density <- function(object, newdata, intercept = TRUE) {
-  net <- object$network
-  n <- nrow(newdata)
-  out <- rep(NA_real_, n)
   if (!is.null(object$rest_fit)) {
     # Smooth terms beside the network: their fit's log density (-Inf outside the support).
     lin <- stats::predict(object$rest_fit, newdata, type = if (intercept) "link" else "log_unnormalised")
-    ok <- which(rows_finite(newdata[net$inputs]))
-    if (length(ok)) {
-      x <- mlp_inputs(newdata[ok, , drop = FALSE], net$inputs, net$center, net$scale)
-      out[ok] <- mlp_forward(net, x) + lin[ok]
-    }
-    return(out)
+    return(mlp_output(object, newdata) + lin)
   }
-  tt <- stats::delete.response(object$rest_terms)
-  mf <- stats::model.frame(tt, newdata, na.action = stats::na.pass, xlev = object$xlevels)
-  z <- stats::model.matrix(tt, mf, contrasts.arg = object$contrasts)
-  off <- stats::model.offset(mf)
+  z <- mlp_rest_matrix(object, newdata)
   beta <- stats::coef(object)
   beta[is.na(beta)] <- 0
   if (!intercept) beta[1L] <- 0
-  lin <- rep(NA_real_, n)
-  # model.matrix() may drop rows with NA: place its rows by name (newdata's own row names).
-  lin[match(rownames(z), rownames(mf))] <- drop(z %*% beta)
+  lin <- drop(z %*% beta)
+  off <- attr(z, "model.offset")
   if (!is.null(off)) lin <- lin + off
+  mlp_output(object, newdata) + lin
+}
+
+# The network's output g(x) at the rows of `newdata` (centred as fitted); NA where an input is
+# missing or not finite.
+mlp_output <- function(object, newdata) {
+  net <- object$network
+  g <- rep(NA_real_, nrow(newdata))
   ok <- which(rows_finite(newdata[net$inputs]))
-  if (length(ok)) {
-    x <- mlp_inputs(newdata[ok, , drop = FALSE], net$inputs, net$center, net$scale)
-    out[ok] <- mlp_forward(net, x) + lin[ok]
+  if (length(ok)) g[ok] <- mlp_forward(net, mlp_inputs(newdata[ok, , drop = FALSE], net$inputs, net$center, net$scale))
+  g
+}
+
+# The model matrix of the parametric terms beside the network at the rows of `newdata`, one row
+# each (NA rows where a covariate is missing), with the formula's offsets as "model.offset".
+mlp_rest_matrix <- function(object, newdata) {
+  tt <- stats::delete.response(object$rest_terms)
+  mf <- stats::model.frame(tt, newdata, na.action = stats::na.pass, xlev = object$xlevels)
+  z <- stats::model.matrix(tt, mf, contrasts.arg = object$contrasts)
+  out <- matrix(NA_real_, nrow(newdata), ncol(z), dimnames = list(rownames(newdata), colnames(z)))
+  # model.matrix() may drop rows with NA: place its rows by name (newdata's own row names).
+  out[match(rownames(z), rownames(mf)), ] <- z
+  attr(out, "assign") <- attr(z, "assign")
+  attr(out, "model.offset") <- stats::model.offset(mf)
+  out
+}
+
+# predict(type = "terms"): the network's column (named after the mlp() term) and the other
+# terms' columns, the intercept as attribute "constant" (see ?predict.nce_mlp).
+mlp_predict_terms <- function(object, newdata) {
+  labels <- attr(object$terms, "term.labels")
+  net_label <- labels[vapply(labels, function(l) {
+    e <- str2lang(l)
+    is.call(e) && identical(e[[1L]], as.name("mlp"))
+  }, TRUE)]
+  rest <- if (!is.null(object$rest_fit)) {
+    stats::predict(object$rest_fit, newdata, type = "terms")
+  } else {
+    z <- mlp_rest_matrix(object, newdata)
+    nce_predict_terms(z, stats::coef(object), object$vcov, attr(z, "assign"), stats::delete.response(object$rest_terms),
+                      newdata, FALSE)
   }
+  out <- cbind(mlp_output(object, newdata), rest)
+  colnames(out) <- c(net_label, colnames(rest))
+  rownames(out) <- rownames(newdata)
+  attr(out, "constant") <- attr(rest, "constant")
   out
 }
 

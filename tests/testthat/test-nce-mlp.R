@@ -205,6 +205,39 @@ test_that("mlp() terms are checked and refused where they cannot be fitted", {
   expect_true(is.na(predict(fit, data.frame(x = NA_real_))))
 })
 
+test_that("predict(type = \"terms\"): the network's column and the other terms add up to the link", {
+  set.seed(1)
+  d <- data.frame(y = rtexp(300, 2), z = runif(300), u = runif(300))
+  ref <- ref_uniform(y = c(0, 1), z = c(0, 1), u = c(0, 1))
+  new <- data.frame(y = c(0.1, 0.5, NA, 0.9), z = c(0.2, 0.4, 0.6, NA), u = c(0.3, 0.5, 0.7, 0.9))
+  # The network beside a parametric term, then beside a smooth term and a parametric one.
+  set.seed(2)
+  f1 <- nce(~ mlp(y, hidden = 8) + z, d, ref, ratio = 5, control = list(max_epochs = 10))
+  set.seed(3)
+  f2 <- nce(~ u + mlp(y, hidden = 8) + s(z, k = 5), d, ref, ratio = 5, control = list(max_epochs = 10, backfit = 2))
+  for (f in list(f1, f2)) {
+    tm <- predict(f, new, type = "terms")
+    expect_equal(colnames(tm)[1L], "mlp(y, hidden = 8)")
+    expect_equal(rownames(tm), rownames(new))
+    link <- predict(f, new, type = "link")
+    expect_equal(unname(rowSums(tm) + attr(tm, "constant")), unname(link), tolerance = 1e-10)
+    expect_true(all(is.na(link[3:4])))
+    expect_true(is.na(tm[3L, 1L]) && !is.na(tm[4L, 1L]))
+    # newdata defaults to the data rows.
+    tm0 <- predict(f, type = "terms")
+    expect_equal(nrow(tm0), nrow(d))
+    expect_equal(unname(rowSums(tm0) + attr(tm0, "constant")), unname(predict(f, type = "link")), tolerance = 1e-10)
+    expect_equal(dim(predict(f, new[0, ], type = "terms")), c(0L, ncol(tm)))
+    expect_error(predict(f, new, type = "terms", se.fit = TRUE), class = "nce_error_unsupported")
+  }
+  expect_equal(colnames(predict(f1, new, type = "terms")), c("mlp(y, hidden = 8)", "z"))
+  expect_equal(colnames(predict(f2, new, type = "terms")), c("mlp(y, hidden = 8)", "u", "s(z)"))
+  # The parametric column is z * its coefficient, the constant the intercept.
+  tm <- predict(f1, new, type = "terms")
+  expect_equal(unname(tm[, "z"]), new$z * coef(f1)[["z"]])
+  expect_equal(attr(tm, "constant"), coef(f1)[["(Intercept)"]])
+})
+
 test_that("the neural ratio classifier gives the exact posterior of a Gaussian mean", {
   sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
   summ <- function(x) cbind(m = rowMeans(x))
