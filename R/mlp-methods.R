@@ -13,11 +13,11 @@
 #' network held fixed*, which understates their uncertainty. For the same reason `"lpmatrix"`
 #' is refused: the network is not linear in its parameters.
 #'
-#' `type = "terms"` gives one column per term: the network's output \eqn{g(x)} (centred at the
-#' data rows, as fitted) in the column named after the `mlp()` term, first, then the other terms'
-#' contributions as [mgcv::predict.gam()] gives them (parametric terms uncentred, smooths under
-#' their constraints), with the intercept as attribute `"constant"`: `rowSums()` plus the
-#' constant (plus the formula's offsets) is `type = "link"` inside the reference's support.
+#' `type = "terms"` gives one column per term. The first, named after the `mlp()` term, is the
+#' network's output \eqn{g(x)}, centred at the data rows as fitted. The other terms follow as
+#' [mgcv::predict.gam()] gives them: parametric terms uncentred, smooths under their constraints.
+#' The intercept is attribute `"constant"`, so that `rowSums()` plus the constant, plus the
+#' formula's offsets, is `type = "link"` inside the reference's support.
 #'
 #' @param object An `nce_mlp` fit.
 #' @param newdata Data frame with the model's variables; the data by default. Rows with NA give
@@ -85,9 +85,7 @@ mlp_rest_matrix <- function(object, newdata) {
   out <- matrix(NA_real_, nrow(newdata), ncol(z), dimnames = list(rownames(newdata), colnames(z)))
   # model.matrix() may drop rows with NA: place its rows by name (newdata's own row names).
   out[match(rownames(z), rownames(mf)), ] <- z
-  attr(out, "assign") <- attr(z, "assign")
-  attr(out, "model.offset") <- stats::model.offset(mf)
-  out
+  structure(out, assign = attr(z, "assign"), model.offset = stats::model.offset(mf))
 }
 
 # predict(type = "terms"): the network's column (named after the mlp() term) and the other
