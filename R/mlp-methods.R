@@ -92,10 +92,7 @@ mlp_rest_matrix <- function(object, newdata) {
 # terms' columns, the intercept as attribute "constant" (see ?predict.nce_mlp).
 mlp_predict_terms <- function(object, newdata) {
   labels <- attr(object$terms, "term.labels")
-  net_label <- labels[vapply(labels, function(l) {
-    e <- str2lang(l)
-    is.call(e) && identical(e[[1L]], as.name("mlp"))
-  }, TRUE)]
+  net_label <- labels[is_mlp_label(labels)]
   rest <- if (!is.null(object$rest_fit)) {
     stats::predict(object$rest_fit, newdata, type = "terms")
   } else {

@@ -150,16 +150,21 @@ model_vars <- function(formula) {
   all.vars(strip(formula))
 }
 
+# Which term labels are an mlp() call.
+is_mlp_label <- function(labels) {
+  vapply(labels, function(l) {
+    e <- str2lang(l)
+    is.call(e) && identical(e[[1L]], as.name("mlp"))
+  }, TRUE, USE.NAMES = FALSE)
+}
+
 # The formula split into its one mlp() term (evaluated to its specification) and the rest (a
 # formula of the other terms, with the intercept).
 split_mlp_formula <- function(formula, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   tt <- stats::terms(formula, specials = "mlp")
   labels <- attr(tt, "term.labels")
-  is_mlp <- vapply(labels, function(l) {
-    e <- str2lang(l)
-    is.call(e) && identical(e[[1L]], as.name("mlp"))
-  }, TRUE, USE.NAMES = FALSE)
+  is_mlp <- is_mlp_label(labels)
   if (sum(is_mlp) != 1L || sum(vapply(labels, function(l) "mlp" %in% all.names(str2lang(l)), TRUE)) != 1L) {
     nce_abort(paste("`formula` must have exactly one mlp() term, added to the other terms (not inside an",
                     "interaction or a function): ~ mlp(x1, x2) + z"), "input", call = call)

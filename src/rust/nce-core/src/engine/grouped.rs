@@ -246,9 +246,7 @@ impl<'a> GroupedDesign<'a> {
                 }
                 match &self.a {
                     _ if nw == 0 => {}
-                    // Eight columns at a time: eight independent sums in registers instead of one
-                    // chain per column (each sum still adds its group's rows in row order, so the
-                    // bits are those of a column-by-column walk). No row-major copy of A.
+                    // Eight columns at a time (group_block()).
                     RowBlock::Dense(ad) => {
                         let mut j0 = 0;
                         while j0 < pa {
@@ -260,9 +258,8 @@ impl<'a> GroupedDesign<'a> {
                             };
                         }
                     }
-                    // Term by term, so that one term's distinct rows stay in cache. A mapped
-                    // term's columns eight (four, one) at a time in registers, as the dense block;
-                    // each sum adds its group's rows in row order from zero, as a walk of its own.
+                    // Term by term, so that one term's distinct rows stay in cache; a mapped
+                    // term's columns eight (four, one) at a time, as the dense block.
                     RowBlock::Discrete(ad) => {
                         for term in 0..ad.nterms() {
                             let (o, pt) = ad.term_cols(term);
@@ -350,9 +347,42 @@ impl<'a> GroupedDesign<'a> {
     }
 }
 
-/// Columns j0..j0 + B of the weighted group sums of a dense A for the groups `ts`:
-/// aws[l][j * m + t - t0] = sum over the rows r of group t, in row order, of ws[l][r] a_j[r].
-/// Returns B.
+/// Columns c0..c0 + B of the weighted group sums for the groups `ts`, `row(r)` giving row r's
+/// values in those columns: aws[l][(c0 + q) * m + t - t0] = sum over the rows r of group t, in
+/// row order, of ws[l][r] row(r)[q]. B independent sums in registers instead of one chain per
+/// column; each still adds its group's rows in row order, so the bits are those of a
+/// column-by-column walk. Returns B.
+fn group_block<'r, const B: usize>(
+    c0: usize,
+    ts: std::ops::Range<usize>,
+    ws: &[&[f64]],
+    rows_of: &impl Fn(usize) -> &'r [usize],
+    aws: &mut [Vec<f64>],
+    row: impl Fn(usize) -> [f64; B],
+) -> usize {
+    let m = ts.len();
+    let t0 = ts.start;
+    for t in ts {
+        let rows = rows_of(t);
+        for (w, aw) in ws.iter().zip(aws.iter_mut()) {
+            let mut acc = [0.0f64; B];
+            for &r in rows {
+                let wr = w[r];
+                let x = row(r);
+                for q in 0..B {
+                    acc[q] += wr * x[q];
+                }
+            }
+            for (q, a) in acc.iter().enumerate() {
+                aw[(c0 + q) * m + t - t0] = *a;
+            }
+        }
+    }
+    B
+}
+
+/// Columns j0..j0 + B of the weighted group sums of a dense A (group_block()); no row-major
+/// copy of A.
 fn dense_group_block<'r, const B: usize>(
     ad: &DenseDesign,
     j0: usize,
@@ -362,24 +392,7 @@ fn dense_group_block<'r, const B: usize>(
     aws: &mut [Vec<f64>],
 ) -> usize {
     let cols: [&[f64]; B] = std::array::from_fn(|q| ad.col(j0 + q));
-    let m = ts.len();
-    let t0 = ts.start;
-    for t in ts {
-        let rows = rows_of(t);
-        for (w, aw) in ws.iter().zip(aws.iter_mut()) {
-            let mut acc = [0.0f64; B];
-            for &r in rows {
-                let wr = w[r];
-                for q in 0..B {
-                    acc[q] += wr * cols[q][r];
-                }
-            }
-            for (q, a) in acc.iter().enumerate() {
-                aw[(j0 + q) * m + t - t0] = *a;
-            }
-        }
-    }
-    B
+    group_block::<B>(j0, ts, ws, rows_of, aws, |r| std::array::from_fn(|q| cols[q][r]))
 }
 
 /// A mapped term of a discretised A: its distinct rows (row-major), 1-based row index, width.
@@ -389,9 +402,8 @@ struct MappedTerm<'a> {
     p: usize,
 }
 
-/// Columns j..j + B of a mapped term whose first column is column o of A, as
-/// dense_group_block(): aws[l][(o + j + q) * m + t - t0] = sum over the rows r of group t, in
-/// row order, of ws[l][r] x_{r, j + q}. Returns B.
+/// Columns j..j + B of a mapped term whose first column is column o of A (group_block()), each
+/// row read from the term's distinct rows.
 fn mapped_group_block<'r, const B: usize>(
     term: &MappedTerm,
     (o, j): (usize, usize),
@@ -400,26 +412,11 @@ fn mapped_group_block<'r, const B: usize>(
     rows_of: &impl Fn(usize) -> &'r [usize],
     aws: &mut [Vec<f64>],
 ) -> usize {
-    let m = ts.len();
-    let t0 = ts.start;
-    for t in ts {
-        let rows = rows_of(t);
-        for (w, aw) in ws.iter().zip(aws.iter_mut()) {
-            let mut acc = [0.0f64; B];
-            for &r in rows {
-                let wr = w[r];
-                let a = (term.index[r] - 1) as usize * term.p + j;
-                let x = &term.vals[a..a + B];
-                for q in 0..B {
-                    acc[q] += wr * x[q];
-                }
-            }
-            for (q, v) in acc.iter().enumerate() {
-                aw[(o + j + q) * m + t - t0] = *v;
-            }
-        }
-    }
-    B
+    group_block::<B>(o + j, ts, ws, rows_of, aws, |r| {
+        let a = (term.index[r] - 1) as usize * term.p + j;
+        let x = &term.vals[a..a + B];
+        std::array::from_fn(|q| x[q])
+    })
 }
 
 /// [A'WA, cross; cross', B'W_gB] from the upper triangles of the diagonal blocks.
