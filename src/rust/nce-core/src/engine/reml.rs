@@ -153,7 +153,18 @@ pub(crate) trait RemlModel {
     fn working_start(&self, _pt: &Self::Point, _lo: &[f64], _hi: &[f64]) -> Option<Vec<f64>> {
         None
     }
+    /// Stop later inner fits at this relative change in deviance (None: the control's own);
+    /// false where the model has no performance iteration to gain from it.
+    fn set_loose_epsilon(&mut self, _epsilon: Option<f64>) -> bool {
+        false
+    }
 }
+
+/// The inner fits' convergence before the exact Newton phase (first point, performance
+/// rounds), which only choose where Newton starts; that point is then refitted in full. On the
+/// pooled LATKES problem (588,000 rows, 5 penalties) 12 inner iterations instead of 16, the same
+/// optimum (REML score to 1e-6, sp to 5 digits); 1e-3 saved one more, 1e-2 moved the optimum.
+const LOOSE_EPSILON: f64 = 1e-4;
 
 /// The outcome of the outer iteration.
 pub(crate) struct Outer<P> {
@@ -173,6 +184,8 @@ struct Ctx<'a, D: Design> {
     inner_iterations: usize,
     /// Saturated log-likelihood (for deviances).
     sat: f64,
+    /// See `LOOSE_EPSILON`.
+    loose_epsilon: Option<f64>,
 }
 
 /// Per-row dW/deta and d2W/deta2 (prior weights applied) from the fitted mean mu.
@@ -214,7 +227,18 @@ impl<D: Design> Ctx<'_, D> {
 
     /// Penalised IRLS (`pirls::newton`), warm-started from `start`.
     fn inner(&self, s: &DMatrix<f64>, start: Option<&[f64]>, interrupted: &mut dyn FnMut() -> bool) -> Result<Inner> {
-        let (cur, hessian, convergence) = pirls::newton(self, s, &self.ctrl.inner, start, interrupted)?;
+        let loose;
+        let ctrl = match self.loose_epsilon {
+            Some(epsilon) => {
+                loose = Control {
+                    epsilon,
+                    ..self.ctrl.inner.clone()
+                };
+                &loose
+            }
+            None => &self.ctrl.inner,
+        };
+        let (cur, hessian, convergence) = pirls::newton(self, s, ctrl, start, interrupted)?;
         let prob = self.prob;
         let mu = cur.eta.iter().map(|&e| prob.family.mean(e)).collect();
         Ok(Inner {
@@ -555,6 +579,7 @@ pub fn fit_reml<D: Design>(
         pens: penalties,
         ctrl,
         inner_iterations: 0,
+        loose_epsilon: None,
         sat,
     };
     let centre = auto_rho(d, prob, penalties);
@@ -639,6 +664,61 @@ impl<D: Design> RemlModel for Ctx<'_, D> {
             self.ctrl.max_step,
         )
     }
+    fn set_loose_epsilon(&mut self, epsilon: Option<f64>) -> bool {
+        self.loose_epsilon = epsilon;
+        true
+    }
+}
+
+/// Where the outer iteration starts: see `start_phase`.
+struct Start<'a> {
+    rho0: &'a [f64],
+    /// The caller's start of the first inner fit.
+    beta: Option<&'a [f64]>,
+    /// The fallback start (e.g. the offset-only intercept).
+    start0: Option<&'a [f64]>,
+    lo: &'a [f64],
+    hi: &'a [f64],
+    /// Whether to run the performance rounds (smoothing parameters free, none given to start).
+    performance: bool,
+}
+
+/// The first inner fit at `rho0`, then the performance iteration (a few rounds at most): each
+/// round moves rho to the working model's REML minimiser at the current weights by p x p
+/// algebra and costs one inner fit, while an exact Newton step also needs the derivative passes
+/// over the rows. A round is kept only if the exact score falls, so the end point is the exact
+/// optimum as before.
+fn start_phase<M: RemlModel>(ctx: &mut M, st: &Start<'_>, interrupted: &mut dyn FnMut() -> bool) -> Result<M::Point> {
+    // The offset-only start can leave rows with weights that vanish numerically (an
+    // unpenalised free intercept per group whose rows all have mu near 0 or 1): then the
+    // response-based start, whose weights are all positive.
+    let mut cur = match ctx.point(st.rho0, st.beta.or(st.start0), interrupted) {
+        Err(NceError::Numerical(_)) if st.start0.is_some() && st.beta.is_none() => {
+            ctx.point(st.rho0, None, interrupted)?
+        }
+        r => r?,
+    };
+    if st.performance {
+        for _ in 0..3 {
+            let Some(next) = ctx.working_start(&cur, st.lo, st.hi) else {
+                break;
+            };
+            let moved = next
+                .iter()
+                .zip(M::rho(&cur))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            if moved < 1e-2 {
+                break;
+            }
+            match ctx.point(&next, Some(M::beta(&cur)), interrupted) {
+                Ok(pt) if M::score(&pt) < M::score(&cur) => cur = pt,
+                Err(NceError::Interrupted) => return Err(NceError::Interrupted),
+                _ => break,
+            }
+        }
+    }
+    Ok(cur)
 }
 
 /// Newton's method on rho for any `RemlModel` with `m` smoothing parameters, from `centre`
@@ -663,39 +743,35 @@ pub(crate) fn optimise<M: RemlModel>(
         (None, Some(sp)) => clamp(&check_sp("initial_sp", sp, m)?),
         (None, None) => centre.to_vec(),
     };
-    // The offset-only start can leave rows with weights that vanish numerically (an
-    // unpenalised free intercept per group whose rows all have mu near 0 or 1): then the
-    // response-based start, whose weights are all positive.
-    let mut cur = match ctx.point(&rho0, user_start.or(start0.as_deref()), interrupted) {
-        Err(NceError::Numerical(_)) if start0.is_some() && user_start.is_none() => {
-            ctx.point(&rho0, None, interrupted)?
-        }
-        r => r?,
+    let loose = !fixed
+        && ctrl.initial_sp.is_none()
+        && ctrl.inner.epsilon < LOOSE_EPSILON
+        && ctx.set_loose_epsilon(Some(LOOSE_EPSILON));
+    let start = Start {
+        rho0: &rho0,
+        beta: user_start,
+        start0: start0.as_deref(),
+        lo: &lo,
+        hi: &hi,
+        performance: !fixed && ctrl.initial_sp.is_none(),
     };
-    // Performance iteration first (a few rounds at most): each round moves rho to the working
-    // model's REML minimiser at the current weights by p x p algebra and costs one inner fit,
-    // while an exact Newton step also needs the derivative passes over the rows. A round is
-    // kept only if the exact score falls, so the end point is the exact optimum as before.
-    if !fixed && ctrl.initial_sp.is_none() {
-        for _ in 0..3 {
-            let Some(next) = ctx.working_start(&cur, &lo, &hi) else {
-                break;
-            };
-            let moved = next
-                .iter()
-                .zip(M::rho(&cur))
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max);
-            if moved < 1e-2 {
-                break;
-            }
-            match ctx.point(&next, Some(M::beta(&cur)), interrupted) {
-                Ok(pt) if M::score(&pt) < M::score(&cur) => cur = pt,
-                Err(NceError::Interrupted) => return Err(NceError::Interrupted),
-                _ => break,
-            }
+    let mut cur = if loose {
+        // The loose phase ends with a full refit at its point; should any of it fail (a loose
+        // fit can wander where the exact one would not), the phase is run again in full.
+        let tried = start_phase(ctx, &start, interrupted).and_then(|pt| {
+            ctx.set_loose_epsilon(None);
+            let (rho, beta) = (M::rho(&pt).to_vec(), M::beta(&pt).to_vec());
+            ctx.point(&rho, Some(&beta), interrupted)
+        });
+        ctx.set_loose_epsilon(None);
+        match tried {
+            Err(NceError::Interrupted) => return Err(NceError::Interrupted),
+            Err(_) => start_phase(ctx, &start, interrupted)?,
+            Ok(pt) => pt,
         }
-    }
+    } else {
+        start_phase(ctx, &start, interrupted)?
+    };
     let mut der = ctx.derivs(&cur)?;
     let mut converged = fixed && M::inner_status(&cur).0;
     let mut message = String::new();
