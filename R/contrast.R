@@ -90,7 +90,16 @@ stack_rows <- function(a, b) {
     rownames(out) <- NULL
     return(out)
   }
-  out <- lapply(names(a), function(v) c(a[[v]], b[[v]]))
+  out <- lapply(names(a), function(v) {
+    x <- a[[v]]
+    y <- b[[v]]
+    # Same levels: the codes joined (c.factor matches every row's label again, a tenth of a
+    # second per 500,000 rows).
+    if (is.factor(x) && identical(levels(x), levels(y)) && identical(class(x), class(y))) {
+      return(structure(c(unclass(x), unclass(y)), levels = levels(x), class = class(x)))
+    }
+    c(x, y)
+  })
   attributes(out) <- list(names = names(a), class = "data.frame", row.names = .set_row_names(nrow(a) + nrow(b)))
   out
 }

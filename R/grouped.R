@@ -3,6 +3,24 @@
 # intercept of a transition, shared by its data and reference rows). Terms are set up with
 # mgcv's own constructors (smoothCon, PredictMat), without gam(), so set-up stays cheap.
 
+# The parametric terms `pt` of a set-up on `data`: model matrix `x` (rows unnamed) and the
+# factors' levels. With no variables (`~ 1`, the usual case of a kernel or intercept block), the
+# column of ones directly: model.frame() and model.matrix() on a pooled fit's rows cost a tenth
+# of a second and a name per row, which the garbage collector then walks.
+parametric_part <- function(pt, data) {
+  if (length(attr(pt, "term.labels")) == 0L && is.null(attr(pt, "offset")) && attr(pt, "response") == 0L &&
+        is.data.frame(data)) {
+    j <- attr(pt, "intercept")
+    x <- matrix(1, nrow(data), j, dimnames = list(NULL, if (j == 1L) "(Intercept)"))
+    attr(x, "assign") <- rep(0L, j)
+    return(list(x = x, xlevels = NULL))
+  }
+  pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
+  x <- stats::model.matrix(pt, pmf)
+  rownames(x) <- NULL
+  list(x = x, xlevels = stats::.getXlevels(pt, pmf))
+}
+
 # Model matrix and penalties of a formula's terms on `data`. With `blocks`, X is the list of
 # the terms' blocks (class "nce_blocks"), which the engine reads where they lie: binding them
 # into one matrix would hold the design twice at its peak. Without `rows`, X is NULL: each
@@ -11,11 +29,11 @@
 setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = FALSE, rows = TRUE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
-  pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
   # Factors are coded with the formula's intercept (treatment contrasts) even when the block
   # drops it: without `intercept` the constant lives in another block, and a full set of
   # dummies would be aliased with it.
-  xp <- stats::model.matrix(pt, pmf)
+  par <- parametric_part(pt, data)
+  xp <- par$x
   if (!intercept) xp <- xp[, colnames(xp) != "(Intercept)", drop = FALSE]
   parts <- list(xp)
   names_out <- colnames(xp)
@@ -58,7 +76,7 @@ setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = 
     colnames(x) <- names_out
   }
   list(X = x, ncol = p, colnames = names_out, penalties = penalties, smooth = smooth, pterms = pt,
-       xlevels = stats::.getXlevels(pt, pmf), contrasts = attr(xp, "contrasts"))
+       xlevels = par$xlevels, contrasts = attr(xp, "contrasts"))
 }
 
 # mgcv::smoothCon(absorb.cons = TRUE) with the usual sum-to-zero constraint absorbed here by
@@ -163,10 +181,10 @@ discrete_grid <- c(2000, 100, 25)
 setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE, fast_tp = FALSE) {
   gp <- mgcv::interpret.gam(formula)
   pt <- stats::terms(gp$pf)
-  pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
-  xp <- stats::model.matrix(pt, pmf)
+  par <- parametric_part(pt, data)
+  xp <- par$x
   if (!intercept) xp <- xp[, colnames(xp) != "(Intercept)", drop = FALSE]
-  n <- nrow(pmf)
+  n <- nrow(xp)
   storage.mode(xp) <- "double"
   terms <- list()
   if (ncol(xp) == 1L && all(xp == 1)) {
@@ -205,7 +223,7 @@ setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE, 
     for (sm in sms) add(sm, sm$X, seq_len(n))
   }
   list(terms = terms, colnames = names_out, ncol = p, penalties = penalties, smooth = smooth, pterms = pt,
-       xlevels = stats::.getXlevels(pt, pmf), contrasts = attr(xp, "contrasts"), assign = attr(xp, "assign"))
+       xlevels = par$xlevels, contrasts = attr(xp, "contrasts"), assign = attr(xp, "assign"))
 }
 
 # mgcv's side constraints (gam.side(), as gam() applies them) on a discretised set-up with an intercept:
