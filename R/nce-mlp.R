@@ -305,8 +305,8 @@ mlp_forward <- function(network, x) {
 
 # nce() with an mlp() term: train the network with the other terms, then refit the other terms
 # (the intercept: minus the log normaliser) by NCE logistic regression with the network fixed.
-nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prior_w, knots = NULL,
-                        call = caller_call()) {
+nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prior_w, knots = NULL, sp = NULL,
+                        discrete = FALSE, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   parts <- split_mlp_formula(formula, call)
   spec <- parts$spec
@@ -326,9 +326,15 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
   scaling <- list(center = center, scale = scale)
   if (parts$smooth) {
     return(nce_mlp_smooth_fit(formula, parts, x, scaling, frame, label, offset, control, nce_fields, prior_w,
-                              knots, call))
+                              knots, sp, discrete, call))
   }
+  # The same refusals as nce() without a network.
   if (!is.null(knots)) nce_abort("`knots` applies only to formulas with smooth terms", "input", call = call)
+  if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input", call = call)
+  if (discrete) {
+    nce_abort(paste("`discrete = TRUE` needs smooth terms (s(), te(), ti()) beside the mlp() term: it discretises",
+                    "their covariates; the network's inputs are used as they are"), "input", call = call)
+  }
   tt <- stats::terms(parts$rest)
   mf <- stats::model.frame(tt, frame, na.action = stats::na.fail)
   z <- stats::model.matrix(tt, mf)
@@ -402,14 +408,14 @@ mlp_result <- function(fields, tr, scaling, formula, nce_fields) {
 # not improved by `control$backfit_tol`; the round with the lowest held-out loss is kept. Its
 # smoothing parameters and covariances are those of its smooth fit, the network held fixed.
 nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset, control, nce_fields, prior_w,
-                               knots, call) {
+                               knots, sp, discrete, call) {
   rest_fields <- nce_fields
   rest_fields$nce_formula <- parts$rest
   rest_fields$control <- nce_control()
   setup <- NULL
   fit_rest <- function(off) {
-    r <- nce_smooth_fit(parts$rest, frame, label, off, knots, NULL, nce_control(), rest_fields, prior_w,
-                        setup = setup, keep_setup = is.null(setup))
+    r <- nce_smooth_fit(parts$rest, frame, label, off, knots, sp, nce_control(), rest_fields, prior_w,
+                        discrete = discrete, setup = setup, keep_setup = is.null(setup))
     # The rest's own terms at every row: its linear predictor without the offset passed in.
     r$rest_eta <- r$linear.predictors - off
     r

@@ -42,6 +42,7 @@
 #'   are set up in Rust in a rotation of mgcv's basis, whose penalty mgcv scales
 #'   differently: their smoothing parameters differ from [mgcv::gam()]'s on the same
 #'   model by a factor per term (the smoothing is the same); those of other terms are mgcv's.
+#'   Beside an [mlp()] term they are the smooth terms' in every backfitting round.
 #' @param weights Optional non-negative weights of the data points, evaluated
 #'   in `data` (a column name or an expression, as in [stats::glm()]): each
 #'   point's term in the objective and in the log-likelihood is multiplied by
@@ -113,7 +114,9 @@
 #'   smooths whose rounded values stay distinct in more than half the rows
 #'   (three or more covariates on few rows), where rounding saves nothing. Only
 #'   for formulas with smooth terms and `method = "logistic"`; not with
-#'   `given`, `start` or `model` (classed error `nce_error_input`).
+#'   `given`, `start` or `model` (classed error `nce_error_input`). Beside an
+#'   [mlp()] term it discretises the smooth terms' covariates; the network's
+#'   inputs are used as they are.
 #' @details
 #' **What the statistics mean.** The log-likelihood of a fit ([logLik.nce_fit()])
 #' is the data's log density under the fitted *normalised* model,
@@ -186,10 +189,9 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     merge_control(control, nce_mlp_control)
   }
   nonlinear <- !is.null(start) || !is.null(model)
-  if (neural && (!is.null(given) || nonlinear || discrete || !is.null(sp))) {
-    nce_abort(sprintf("an mlp() term cannot be fitted with `%s`",
-                      if (!is.null(given)) "given" else if (nonlinear) "start`/`model" else if (discrete) "discrete"
-                      else "sp"), "input")
+  if (neural && (!is.null(given) || nonlinear)) {
+    nce_abort(sprintf("an mlp() term cannot be fitted with `%s`", if (!is.null(given)) "given" else "start`/`model"),
+              "input")
   }
   if (discrete && (!is.null(given) || nonlinear)) {
     nce_abort(sprintf("`discrete = TRUE` applies to formulas with smooth terms, not to `%s` fits; use discrete = FALSE",
@@ -245,7 +247,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   if (neural) {
     if (method != "logistic") nce_abort("an mlp() term needs method = \"logistic\"", "input")
     nce_fields$lq_ref <- con$lq_ref
-    return(as_result(nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots),
+    return(as_result(nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots, sp, discrete),
                      rng = rng, env = parent.frame()))
   }
   smooths <- has_smooths(formula)
