@@ -9,6 +9,7 @@
 #   Rscript bench/shards.R            # S = 14
 #   NCE_SHARDS_S=4 Rscript bench/shards.R
 #   NCE_SHARDS_INTERCEPT=transition Rscript bench/shards.R   # one free intercept per transition
+#   NCE_SHARDS_S=560 NCE_SHARDS_ONLY=1 NCE_MAX_MEMORY=40e9 Rscript bench/shards.R   # the sharded fit alone
 suppressPackageStartupMessages(library(nce))
 n_subjects <- as.integer(Sys.getenv("NCE_SHARDS_S", "14"))
 window <- c(0, 1024, 0, 768)
@@ -30,6 +31,24 @@ worker_cpu <- function() {
 }
 
 cat(sprintf("load average at start: %s\n", paste(readLines("/proc/loadavg", warn = FALSE), collapse = " ")))
+# Peak resident memory (MB) of this process, and of each multisession worker.
+peak_mb <- function() as.numeric(sub("[^0-9]*([0-9]+).*", "\\1", grep("^VmHWM", readLines("/proc/self/status"), value = TRUE))) / 1024
+if (nzchar(Sys.getenv("NCE_SHARDS_ONLY"))) {
+  # Only the sharded fit on 2 workers (for S = 560, where the in-process fit is bench/scale.R's
+  # exact engine, in its own process).
+  if (nzchar(Sys.getenv("NCE_MAX_MEMORY"))) options(nce.max_memory = as.numeric(Sys.getenv("NCE_MAX_MEMORY")))
+  future::plan(future::multisession, workers = 2)
+  w0 <- worker_cpu()
+  st2 <- system.time(f2 <- fit(2))
+  w1 <- worker_cpu()
+  wpeak <- unlist(future.apply::future_lapply(1:2, function(i) peak_mb()))
+  future::plan(future::sequential)
+  cat(sprintf(paste("S = %d, %s rows, 2 shards on 2 multisession workers: wall %.1f s, CPU %.1f s here and %.1f s in the",
+                    "workers; peak RSS %.0f MB here, %s MB in the workers; total edf %.2f, converged %s\n"),
+              n_subjects, format(nrow(f2$nce_frame), big.mark = ","), st2[["elapsed"]], cpu(st2), w1 - w0, peak_mb(),
+              paste(sprintf("%.0f", wpeak), collapse = " and "), sum(f2$edf), f2$converged))
+  quit(save = "no")
+}
 st0 <- system.time(f0 <- fit())
 n <- nrow(f0$nce_frame)
 pa <- sum(vapply(f0$row_setup$smooth, function(s) s$last.para - s$first.para + 1, 0)) + !is.character(intercept)
