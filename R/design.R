@@ -116,18 +116,7 @@ design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = F
   ucall <- sys.call()
   check_simulator(simulator, summaries, prior, ucall)
   design <- check_design_vector(design, "design", ucall)
-  check_count(n, min = 40)
-  check_bool(batch)
-  check_count(n_shuffle, max = 100)
-  check_probability(holdout)
-  check_count(n_marginal, max = 1000)
-  check_count(folds, max = 20)
-  n_test <- if (folds == 1L) round(holdout * n) else floor(n / folds)
-  if (n_test < 20L || n - n_test < 20L) {
-    what <- if (folds == 1L) sprintf("`holdout` = %s", format(holdout)) else sprintf("`folds` = %d", as.integer(folds))
-    nce_abort(sprintf("%s leaves %d pairs to train and %d to test: each needs at least 20.",
-                      what, n - n_test, n_test), "input", call = ucall)
-  }
+  check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
@@ -427,17 +416,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   check_probability(level)
   check_count(n_final, min = 0)
   if (n_final > 0 && n_final < 40) check_fail("0 or a whole number >= 40", n_final, "n_final", ucall)
-  check_count(n, min = 40)
-  check_bool(batch)
-  check_count(n_shuffle, max = 100)
-  check_probability(holdout)
-  check_count(n_marginal, max = 1000)
-  check_count(folds, max = 20)
-  n_test <- if (folds == 1L) round(holdout * n) else floor(n / folds)
-  if (n_test < 20L || n - n_test < 20L) {
-    nce_abort("`holdout` (or `folds`) and `n` must leave at least 20 pairs to train and 20 to test.", "input",
-              call = ucall)
-  }
+  check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
@@ -822,4 +801,21 @@ prior_from_posterior <- function(object, n_points = 1000L, bandwidth = NULL) {
       ifelse(inside(theta), lk, -Inf)
     }
   )
+}
+
+# The simulation and classifier sizes of design_eig() and design_optimise(): at least 20 pairs
+# to train and 20 to test in each fold (or the single split).
+check_eig_sizes <- function(n, batch, n_shuffle, holdout, n_marginal, folds, call) {
+  check_count(n, min = 40, call = call)
+  check_bool(batch, call = call)
+  check_count(n_shuffle, max = 100, call = call)
+  check_probability(holdout, call = call)
+  check_count(n_marginal, max = 1000, call = call)
+  check_count(folds, max = 20, call = call)
+  n_test <- if (folds == 1L) round(holdout * n) else floor(n / folds)
+  if (n_test < 20L || n - n_test < 20L) {
+    what <- if (folds == 1L) sprintf("`holdout` = %s", format(holdout)) else sprintf("`folds` = %d", as.integer(folds))
+    nce_abort(sprintf("%s leaves %d pairs to train and %d to test: each needs at least 20.",
+                      what, n - n_test, n_test), "input", call = call)
+  }
 }

@@ -3,22 +3,30 @@
 # intercept of a transition, shared by its data and reference rows). Terms are set up with
 # mgcv's own constructors (smoothCon, PredictMat), without gam(), so set-up stays cheap.
 
-# The parametric terms `pt` of a set-up on `data`: model matrix `x` (rows unnamed) and the
-# factors' levels. With no variables (`~ 1`, the usual case of a kernel or intercept block), the
+# A set-up's formula read by mgcv (`gp`) and its parametric terms (`pt`) on `data`: model matrix
+# `x` (rows unnamed; without its "(Intercept)" column unless `intercept`) and the factors' levels.
+# Factors are coded with the formula's intercept (treatment contrasts) even when the block drops
+# it: without `intercept` the constant lives in another block, and a full set of dummies would be
+# aliased with it. With no variables (`~ 1`, the usual case of a kernel or intercept block), the
 # column of ones directly: model.frame() and model.matrix() on a pooled fit's rows cost a tenth
 # of a second and a name per row, which the garbage collector then walks.
-parametric_part <- function(pt, data) {
+parametric_part <- function(formula, data, intercept) {
+  gp <- mgcv::interpret.gam(formula)
+  pt <- stats::terms(gp$pf)
   if (length(attr(pt, "term.labels")) == 0L && is.null(attr(pt, "offset")) && attr(pt, "response") == 0L &&
         is.data.frame(data)) {
     j <- attr(pt, "intercept")
     x <- matrix(1, nrow(data), j, dimnames = list(NULL, if (j == 1L) "(Intercept)"))
     attr(x, "assign") <- rep(0L, j)
-    return(list(x = x, xlevels = NULL))
+    xlevels <- NULL
+  } else {
+    pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
+    x <- stats::model.matrix(pt, pmf)
+    rownames(x) <- NULL
+    xlevels <- stats::.getXlevels(pt, pmf)
   }
-  pmf <- stats::model.frame(pt, data, na.action = stats::na.fail)
-  x <- stats::model.matrix(pt, pmf)
-  rownames(x) <- NULL
-  list(x = x, xlevels = stats::.getXlevels(pt, pmf))
+  if (!intercept) x <- x[, colnames(x) != "(Intercept)", drop = FALSE]
+  list(gp = gp, pt = pt, x = x, xlevels = xlevels)
 }
 
 # Model matrix and penalties of a formula's terms on `data`. With `blocks`, X is the list of
@@ -27,14 +35,10 @@ parametric_part <- function(pt, data) {
 # smooth's basis on the rows is dropped as soon as its object is built (for shards, whose
 # workers compute their own rows: shard_design()), so at most one smooth's rows are held.
 setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = FALSE, rows = TRUE) {
-  gp <- mgcv::interpret.gam(formula)
-  pt <- stats::terms(gp$pf)
-  # Factors are coded with the formula's intercept (treatment contrasts) even when the block
-  # drops it: without `intercept` the constant lives in another block, and a full set of
-  # dummies would be aliased with it.
-  par <- parametric_part(pt, data)
+  par <- parametric_part(formula, data, intercept)
+  gp <- par$gp
+  pt <- par$pt
   xp <- par$x
-  if (!intercept) xp <- xp[, colnames(xp) != "(Intercept)", drop = FALSE]
   parts <- list(xp)
   names_out <- colnames(xp)
   smooth <- list()
@@ -179,11 +183,10 @@ absorb_constraints <- function(sm, cmat) {
 discrete_grid <- c(2000, 100, 25)
 
 setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE, fast_tp = FALSE) {
-  gp <- mgcv::interpret.gam(formula)
-  pt <- stats::terms(gp$pf)
-  par <- parametric_part(pt, data)
+  par <- parametric_part(formula, data, intercept)
+  gp <- par$gp
+  pt <- par$pt
   xp <- par$x
-  if (!intercept) xp <- xp[, colnames(xp) != "(Intercept)", drop = FALSE]
   n <- nrow(xp)
   storage.mode(xp) <- "double"
   terms <- list()

@@ -101,20 +101,22 @@ test_that("2-D: the density of a mixture of two Gaussians is recovered", {
   expect_silent(plot(fit))
 })
 
+# p(x1, x2, x3) = ring(x1, x2) x Beta(x3; 2, 5): radius 2 with radial sd 0.2, uniform angle.
+ring_beta_log_density <- function(d) {
+  r <- sqrt(d$x1^2 + d$x2^2)
+  dnorm(r, 2, 0.2, log = TRUE) - log(2 * pi * r) + dbeta(d$x3, 2, 5, log = TRUE)
+}
+ring_beta <- function(n) {
+  th <- runif(n, 0, 2 * pi)
+  r <- rnorm(n, 2, 0.2)
+  data.frame(x1 = r * cos(th), x2 = r * sin(th), x3 = rbeta(n, 2, 5))
+}
+
 test_that("smooth terms beside the network: a ring times a beta density", {
   # p(x1, x2, x3) = ring(x1, x2) x Beta(x3; 2, 5): the network of (x1, x2) beside s(x3), fitted by
   # backfitting, against the exact log density, the beta's shape, and the network of all three.
-  truth <- function(d) {
-    r <- sqrt(d$x1^2 + d$x2^2)
-    dnorm(r, 2, 0.2, log = TRUE) - log(2 * pi * r) + dbeta(d$x3, 2, 5, log = TRUE)
-  }
-  sim <- function(n) {
-    th <- runif(n, 0, 2 * pi)
-    r <- rnorm(n, 2, 0.2)
-    data.frame(x1 = r * cos(th), x2 = r * sin(th), x3 = rbeta(n, 2, 5))
-  }
   set.seed(1)
-  d <- sim(3000)
+  d <- ring_beta(3000)
   ref <- ref_uniform(x1 = c(-3, 3), x2 = c(-3, 3), x3 = c(0, 1))
   ctl <- list(max_epochs = 60)
   set.seed(2)
@@ -122,9 +124,9 @@ test_that("smooth terms beside the network: a ring times a beta density", {
   set.seed(2)
   all3 <- nce(~ mlp(x1, x2, x3, hidden = c(32, 32)), d, ref, ratio = 10, control = ctl)
   set.seed(9)
-  g <- sim(5000)
-  err <- mean(abs(predict(fit, g) - truth(g)))
-  err3 <- mean(abs(predict(all3, g) - truth(g)))
+  g <- ring_beta(5000)
+  err <- mean(abs(predict(fit, g) - ring_beta_log_density(g)))
+  err3 <- mean(abs(predict(all3, g) - ring_beta_log_density(g)))
   # Measured: 0.14 against 0.21 for the network of all three variables.
   expect_lt(err, 0.2)
   expect_lt(err, err3)
@@ -208,17 +210,8 @@ test_that("mlp() terms are checked and refused where they cannot be fitted", {
 test_that("sp and discrete reach the smooth terms beside the network", {
   # The ring x Beta(2, 5) model of the backfitting test: s(x3) discretised, or its smoothing
   # parameter fixed, against the exact log density.
-  truth <- function(d) {
-    r <- sqrt(d$x1^2 + d$x2^2)
-    dnorm(r, 2, 0.2, log = TRUE) - log(2 * pi * r) + dbeta(d$x3, 2, 5, log = TRUE)
-  }
-  sim <- function(n) {
-    th <- runif(n, 0, 2 * pi)
-    r <- rnorm(n, 2, 0.2)
-    data.frame(x1 = r * cos(th), x2 = r * sin(th), x3 = rbeta(n, 2, 5))
-  }
   set.seed(1)
-  d <- sim(3000)
+  d <- ring_beta(3000)
   ref <- ref_uniform(x1 = c(-3, 3), x2 = c(-3, 3), x3 = c(0, 1))
   f <- ~ mlp(x1, x2, hidden = c(32, 32)) + s(x3, bs = "cr")
   set.seed(2)
@@ -226,7 +219,7 @@ test_that("sp and discrete reach the smooth terms beside the network", {
   set.seed(2)
   fx <- nce(f, d, ref, ratio = 10, control = list(max_epochs = 60), sp = 1e4)
   set.seed(9)
-  g <- sim(5000)
+  g <- ring_beta(5000)
   x3 <- seq(0.05, 0.7, by = 0.05)
   shape <- function(fit) {
     a <- predict(fit, data.frame(x1 = 2, x2 = 0, x3 = x3)) - dbeta(x3, 2, 5, log = TRUE)
@@ -234,7 +227,7 @@ test_that("sp and discrete reach the smooth terms beside the network", {
   }
   # Measured: discrete 0.175 from the truth (exact fit 0.140), the beta's shape to 0.150 (0.142).
   expect_true(di$rest_fit$discrete)
-  expect_lt(mean(abs(predict(di, g) - truth(g))), 0.2)
+  expect_lt(mean(abs(predict(di, g) - ring_beta_log_density(g))), 0.2)
   expect_lt(shape(di), 0.3)
   ll <- logLik(di)
   expect_equal(attr(ll, "df"), sum(di$rest_fit$edf) + di$network$n_params)
