@@ -123,6 +123,7 @@ print.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
     edf <- vapply(x$rest_fit$smooth, function(sm) sum(x$rest_fit$edf[sm$first.para:sm$last.para]), 0)
     names(edf) <- vapply(x$rest_fit$smooth, function(sm) sm$label, "")
     print.default(format(edf, digits = digits), print.gap = 2L, quote = FALSE)
+    if (isTRUE(x$rest_fit$discrete)) cat(discrete_note(x$rest_fit$discrete_layout), " (smooth terms)\n", sep = "")
   }
   cat(sprintf("\nlog normalising constant (-(Intercept)): %s (importance-sampling check: %s)\n",
               format(x$log_normaliser, digits = digits), format(x$log_normaliser_is, digits = digits)))

@@ -227,6 +227,7 @@ test_that("sp and discrete reach the smooth terms beside the network", {
   }
   # Measured: discrete 0.175 from the truth (exact fit 0.140), the beta's shape to 0.150 (0.142).
   expect_true(di$rest_fit$discrete)
+  expect_output(print(di), "Discretised covariates")
   expect_lt(mean(abs(predict(di, g) - ring_beta_log_density(g))), 0.2)
   expect_lt(shape(di), 0.3)
   ll <- logLik(di)
