@@ -743,10 +743,6 @@ pub(crate) fn optimise<M: RemlModel>(
         (None, Some(sp)) => clamp(&check_sp("initial_sp", sp, m)?),
         (None, None) => centre.to_vec(),
     };
-    let loose = !fixed
-        && ctrl.initial_sp.is_none()
-        && ctrl.inner.epsilon < LOOSE_EPSILON
-        && ctx.set_loose_epsilon(Some(LOOSE_EPSILON));
     let start = Start {
         rho0: &rho0,
         beta: user_start,
@@ -755,15 +751,16 @@ pub(crate) fn optimise<M: RemlModel>(
         hi: &hi,
         performance: !fixed && ctrl.initial_sp.is_none(),
     };
+    let loose = start.performance && ctrl.inner.epsilon < LOOSE_EPSILON && ctx.set_loose_epsilon(Some(LOOSE_EPSILON));
     let mut cur = if loose {
         // The loose phase ends with a full refit at its point; should any of it fail (a loose
         // fit can wander where the exact one would not), the phase is run again in full.
-        let tried = start_phase(ctx, &start, interrupted).and_then(|pt| {
-            ctx.set_loose_epsilon(None);
+        let loose_pt = start_phase(ctx, &start, interrupted);
+        ctx.set_loose_epsilon(None);
+        let tried = loose_pt.and_then(|pt| {
             let (rho, beta) = (M::rho(&pt).to_vec(), M::beta(&pt).to_vec());
             ctx.point(&rho, Some(&beta), interrupted)
         });
-        ctx.set_loose_epsilon(None);
         match tried {
             Err(NceError::Interrupted) => return Err(NceError::Interrupted),
             Err(_) => start_phase(ctx, &start, interrupted)?,
