@@ -45,8 +45,7 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
   of <- NULL
   if (paired) {
     of <- rep(seq_len(n), each = ratio)
-    refs <- take_rows(data, of)
-    refs[vars] <- u[vars]
+    refs <- u[vars]
   } else {
     refs <- u
   }
@@ -55,15 +54,47 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
     nce_abort(sprintf("the reference%s's log density is -Inf at some of its own draws", if (kernel) " kernel" else ""),
               "reference", call = call)
   }
-  if (!is.null(transform)) {
-    data <- transform(data)
-    refs <- transform(refs)
+  if (paired) {
+    # The stacked rows built at once, then the (row-wise) transform on them: each column is
+    # allocated once, not as reference rows and again when stacked.
+    rows <- stack_paired(data, of, u, vars)
+    if (!is.null(transform)) {
+      data <- transform(data)
+      rows <- transform(rows)
+    }
+  } else {
+    if (!is.null(transform)) {
+      data <- transform(data)
+      refs <- transform(refs)
+    }
+    rows <- stack_rows(data, refs)
   }
   lq <- c(lq_data, lq_ref)
   offset <- log((if (is.null(weight_total)) n else weight_total) / m) - lq
   if (method == "poisson") offset[seq_len(n)] <- 0
-  list(rows = stack_rows(data, refs), y = rep(c(1, 0), c(n, m)), offset = offset, lq = lq, lq_data = lq_data,
+  list(rows = rows, y = rep(c(1, 0), c(n, m)), offset = offset, lq = lq, lq_data = lq_data,
        lq_ref = lq_ref, data = data, n_data = n, n_ref = m, of = of)
+}
+
+# The data rows stacked over their paired reference rows: reference row r copies data row
+# of[r], with the reference's columns `vars` from the draws `u`. One allocation per column
+# (one index over all rows); what stack_rows() cannot join goes through take_rows() and it.
+stack_paired <- function(data, of, u, vars) {
+  simple <- function(v) is.atomic(v) && length(dim(v)) < 2L && (!is.object(v) || is.factor(v))
+  if (!all(vapply(data, simple, TRUE))) {
+    refs <- take_rows(data, of)
+    refs[vars] <- u[vars]
+    return(stack_rows(data, refs))
+  }
+  idx <- c(seq_len(nrow(data)), of)
+  out <- lapply(names(data), function(v) {
+    x <- data[[v]]
+    if (v %in% vars) return(c(x, u[[v]]))
+    if (is.factor(x)) return(structure(unclass(x)[idx], levels = levels(x), class = class(x)))
+    x[idx]
+  })
+  attributes(out) <- list(names = names(data), class = "data.frame", row.names = .set_row_names(length(idx)))
+  out
 }
 
 # The one size check of the contrast: refuse, before drawing, n + m rows beyond R's row limit

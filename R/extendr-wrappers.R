@@ -39,6 +39,40 @@ nce_fit_reml_grouped <- function(a, b, group, response, cluster, penalties, sett
 #' @noRd
 nce_fit_reml_free_intercepts <- function(a, group, response, cluster, penalties, settings) .Call(wrap__nce_fit_reml_free_intercepts, a, group, response, cluster, penalties, settings)
 
+#' A cubic (`kind = "cr"`: `m` is the smooth's `F`) or cyclic cubic (`"cc"`: `m` is `BD`)
+#' spline basis on the rows `x` for the knots `knots`, built and held in Rust (a
+#' `RowsBlock`): list(ptr, nrow, ncol, means, max_row_sum), the column means being mgcv's
+#' sum-to-zero constraint and the largest absolute row sum `norm(X, "I")`, which scales the
+#' penalty. R allocates none of the n rows.
+#' @keywords internal
+#' @noRd
+nce_spline_block <- function(kind, x, knots, m, threads) .Call(wrap__nce_spline_block, kind, x, knots, m, threads)
+
+#' The block behind `ptr` with its sum-to-zero constraint (LINPACK reflection `householder`)
+#' absorbed in place: its new number of columns.
+#' @keywords internal
+#' @noRd
+nce_block_absorb <- function(ptr, householder) .Call(wrap__nce_block_absorb, ptr, householder)
+
+#' Frees the rows of the block behind `ptr` now (not when R next collects garbage).
+#' @keywords internal
+#' @noRd
+nce_block_release <- function(ptr) .Call(wrap__nce_block_release, ptr)
+
+#' A copy of the rows of the block behind `ptr` as an R matrix (for checks: fits read the
+#' block where it lies).
+#' @keywords internal
+#' @noRd
+nce_block_matrix <- function(ptr) .Call(wrap__nce_block_matrix, ptr)
+
+#' Knots of a one-covariate spline from the distinct values of `x`: R's
+#' `quantile(unique(x), probs)` (`place = FALSE`, mgcv's cr knots) or mgcv's
+#' `place.knots(x, nk)` (`place = TRUE`, with `nk` = length(probs), cc knots).
+#' list(knots, n_unique).
+#' @keywords internal
+#' @noRd
+nce_spline_knots <- function(x, probs, place) .Call(wrap__nce_spline_knots, x, probs, place)
+
 #' Rows of a cyclic cubic spline basis: `x` within the range of `knots` (the smooth's `xp`),
 #' the smooth's `BD`. Returns the n x (nk - 1) matrix mgcv's `Predict.matrix.cyclic.smooth`
 #' gives, allocated once in R and filled in place.
@@ -289,6 +323,12 @@ nce_vnce_tgm_vcov <- function(samples, params, settings) .Call(wrap__nce_vnce_tg
 #' @keywords internal
 #' @noRd
 nce_bilinear <- function(maps, which, x, y, window) .Call(wrap__nce_bilinear, maps, which, x, y, window)
+
+#' Length and direction of the saccades from (x0, y0) to (x1, y1): list(dist, angle), the
+#' angle in (-pi, pi] and 0 for a saccade of length zero.
+#' @keywords internal
+#' @noRd
+nce_saccades <- function(x1, y1, x0, y0) .Call(wrap__nce_saccades, x1, y1, x0, y0)
 
 #' `n` draws (0/1) from independent Bernoulli columns; a column-major n x d matrix.
 #' @keywords internal

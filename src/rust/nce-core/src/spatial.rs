@@ -108,6 +108,33 @@ pub fn bilinear(maps: &[Map], which: &[usize], x: &[f64], y: &[f64], window: [f6
         .collect())
 }
 
+/// Length and direction of the saccades from (x0, y0) to (x1, y1), with R's operations in
+/// R's order (`sqrt(dx^2 + dy^2)`, `atan2(dy, dx)`), so the features equal those computed in
+/// R: the direction lies in (-pi, pi] (atan2's -pi is pi) and a saccade of length zero has
+/// direction 0. Returns (dist, angle).
+pub fn saccades(x1: &[f64], y1: &[f64], x0: &[f64], y0: &[f64]) -> Result<(Vec<f64>, Vec<f64>)> {
+    let n = x1.len();
+    if y1.len() != n || x0.len() != n || y0.len() != n {
+        return Err(NceError::invalid("x", "the four coordinates must have the same length"));
+    }
+    let mut dist = vec![0.0; n];
+    let mut angle = vec![0.0; n];
+    for i in 0..n {
+        let dx = x1[i] - x0[i];
+        let dy = y1[i] - y0[i];
+        dist[i] = (dx * dx + dy * dy).sqrt();
+        let a = dy.atan2(dx);
+        angle[i] = if dx == 0.0 && dy == 0.0 {
+            0.0
+        } else if a == -std::f64::consts::PI {
+            std::f64::consts::PI
+        } else {
+            a
+        };
+    }
+    Ok((dist, angle))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +181,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got, vec![2.5, 1.0, 4.0, 10.0, 1.5]);
+    }
+
+    #[test]
+    fn saccades_follow_r_conventions() {
+        let (d, a) = saccades(
+            &[3.0, 1.0, -1.0, 2.0],
+            &[4.0, 1.0, -0.0, 2.0],
+            &[0.0, 1.0, 0.0, 2.0],
+            &[0.0, 1.0, 0.0, 3.0],
+        )
+        .unwrap();
+        assert_eq!(d, vec![5.0, 0.0, 1.0, 1.0]);
+        assert_eq!(a[0], 4.0f64.atan2(3.0));
+        assert_eq!(a[1], 0.0);
+        assert_eq!(a[2], std::f64::consts::PI);
+        assert_eq!(a[3], -std::f64::consts::FRAC_PI_2);
+        assert!(saccades(&[1.0], &[], &[1.0], &[1.0]).is_err());
     }
 
     #[test]

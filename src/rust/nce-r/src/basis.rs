@@ -1,10 +1,13 @@
 //! Binding of nce_core::engine::basis: thin-plate rows and eigen-decomposition. No numerics here.
 
-use crate::convert::{col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, threads_of, to_r_matrix};
+use crate::convert::{
+    col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, rows_block, threads_of, to_r_matrix, RowsBlock,
+};
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
-use nce_core::engine::constraint::{basis_stats, scale_absorb_into};
+use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb_into};
+use nce_core::engine::knots::{place_knots, quantiles_type7, sorted_unique};
 use nce_core::NceError;
 
 /// Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
@@ -151,8 +154,134 @@ fn nce_cc_basis(x: Robj, knots: Robj, bd: Robj, threads: i32) -> Robj {
     })
 }
 
+/// A cubic (`kind = "cr"`: `m` is the smooth's `F`) or cyclic cubic (`"cc"`: `m` is `BD`)
+/// spline basis on the rows `x` for the knots `knots`, built and held in Rust (a
+/// `RowsBlock`): list(ptr, nrow, ncol, means, max_row_sum), the column means being mgcv's
+/// sum-to-zero constraint and the largest absolute row sum `norm(X, "I")`, which scales the
+/// penalty. R allocates none of the n rows.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_spline_block(kind: &str, x: Robj, knots: Robj, m: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let xv = real_slice(&x, "x")?;
+        let kn = real_slice(&knots, "knots")?;
+        let mv = real_slice(&m, "m")?;
+        let threads = threads_of(threads)?;
+        let n = xv.len();
+        let k = match kind {
+            "cr" => kn.len(),
+            "cc" => kn.len().saturating_sub(1),
+            _ => return Err(NceError::invalid("kind", "must be \"cr\" or \"cc\"")),
+        };
+        if n == 0 || k == 0 || mv.len() != k * k {
+            return Err(NceError::invalid(
+                "m",
+                format!("must be a {k} x {k} matrix, for at least one row"),
+            ));
+        }
+        let (data, st) = run(threads, |_| {
+            let mut data = vec![0.0; n * k];
+            if kind == "cr" {
+                cr_basis_into(xv, kn, mv, &mut data)?;
+            } else {
+                cc_basis_into(xv, kn, mv, &mut data)?;
+            }
+            let st = basis_stats(&data, n, k, false)?;
+            Ok((data, st))
+        })?;
+        let ptr = ExternalPtr::new(RowsBlock { data, nrow: n, ncol: k });
+        let mut out = list!(
+            ptr = ptr,
+            nrow = n as f64,
+            ncol = k as i32,
+            means = st.means,
+            max_row_sum = st.max_row_sum
+        );
+        out.set_class(["nce_rust_block"])
+            .map_err(|e| NceError::invalid("result", e.to_string()))?;
+        Ok(out.into_robj())
+    })
+}
+
+/// The block behind `ptr` with its sum-to-zero constraint (LINPACK reflection `householder`)
+/// absorbed in place: its new number of columns.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_block_absorb(ptr: Robj, householder: Robj) -> Robj {
+    guard(|| {
+        let v = real_slice(&householder, "householder")?;
+        let mut ptr = ptr;
+        let p: &mut ExternalPtr<RowsBlock> = (&mut ptr)
+            .try_into()
+            .map_err(|_| NceError::invalid("ptr", "must hold a block built by the package"))?;
+        let b: &mut RowsBlock = p;
+        if b.data.len() != b.nrow * b.ncol {
+            return Err(NceError::invalid("ptr", "holds a block that was released"));
+        }
+        absorb_in_place(&mut b.data, b.nrow, b.ncol, v)?;
+        b.ncol -= 1;
+        Ok(Robj::from(b.ncol as i32))
+    })
+}
+
+/// Frees the rows of the block behind `ptr` now (not when R next collects garbage).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_block_release(ptr: Robj) -> Robj {
+    guard(|| {
+        let mut ptr = ptr;
+        if let Ok(p) = <&mut ExternalPtr<RowsBlock>>::try_from(&mut ptr) {
+            let b: &mut RowsBlock = p;
+            // Its shape is kept, so that reading it again is refused as released.
+            b.data = Vec::new();
+        }
+        Ok(Robj::from(()))
+    })
+}
+
+/// A copy of the rows of the block behind `ptr` as an R matrix (for checks: fits read the
+/// block where it lies).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_block_matrix(ptr: Robj) -> Robj {
+    guard(|| {
+        let b = rows_block(&ptr, "ptr")?;
+        Ok(col_major_matrix(b.data.clone(), b.nrow, b.ncol))
+    })
+}
+
+/// Knots of a one-covariate spline from the distinct values of `x`: R's
+/// `quantile(unique(x), probs)` (`place = FALSE`, mgcv's cr knots) or mgcv's
+/// `place.knots(x, nk)` (`place = TRUE`, with `nk` = length(probs), cc knots).
+/// list(knots, n_unique).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_spline_knots(x: Robj, probs: Robj, place: bool) -> Robj {
+    guard(|| {
+        let xv = real_slice(&x, "x")?;
+        let pv = real_slice(&probs, "probs")?;
+        let u = sorted_unique(xv)?;
+        let knots = if place {
+            place_knots(&u, pv.len())?
+        } else {
+            quantiles_type7(&u, pv)?
+        };
+        Ok(list!(knots = knots, n_unique = u.len() as f64).into_robj())
+    })
+}
+
 extendr_module! {
     mod basis;
+    fn nce_spline_block;
+    fn nce_block_absorb;
+    fn nce_block_release;
+    fn nce_block_matrix;
+    fn nce_spline_knots;
     fn nce_cc_basis;
     fn nce_cr_basis;
     fn nce_tprs_predict;

@@ -115,13 +115,45 @@ pub fn real_matrix<'a>(x: &'a Robj, arg: &str) -> Res<(&'a [f64], usize, usize)>
     }
 }
 
+/// A block of model-matrix rows built and held in Rust memory (R sees an external pointer in
+/// a list of class `"nce_rust_block"`): R's garbage collector neither counts nor copies it, and
+/// the fit reads it where it lies.
+#[derive(Debug, Default)]
+pub struct RowsBlock {
+    /// n x ncol, column-major.
+    pub data: Vec<f64>,
+    pub nrow: usize,
+    pub ncol: usize,
+}
+
 /// The blocks of a model matrix held as a list of double matrices with the same rows (class
-/// `"nce_blocks"`, so that R never binds them into a second copy), or one matrix.
+/// `"nce_blocks"`, so that R never binds them into a second copy), or one matrix. A block of
+/// class `"nce_rust_block"` is given as its external pointer.
 pub fn matrix_blocks(x: &Robj) -> Vec<Robj> {
     match x.as_list() {
-        Some(l) if x.inherits("nce_blocks") => l.values().collect(),
+        Some(l) if x.inherits("nce_blocks") => l
+            .values()
+            .map(|b| match b.as_list() {
+                Some(bl) if b.inherits("nce_rust_block") => {
+                    bl.iter().find(|(n, _)| *n == "ptr").map_or(b.clone(), |(_, p)| p)
+                }
+                _ => b,
+            })
+            .collect(),
         _ => vec![x.clone()],
     }
+}
+
+/// The rows block behind an external pointer (`nce_rust_block`'s `ptr`).
+pub fn rows_block<'a>(x: &'a Robj, arg: &str) -> Res<&'a RowsBlock> {
+    let p: &ExternalPtr<RowsBlock> = x
+        .try_into()
+        .map_err(|_| NceError::invalid(arg, "must hold a block built by the package"))?;
+    let b: &RowsBlock = p;
+    if b.data.len() != b.nrow * b.ncol {
+        return Err(NceError::invalid(arg, "holds a block that was released"));
+    }
+    Ok(b)
 }
 
 /// The columns of `matrix_blocks`, in order, and their common number of rows.
@@ -129,7 +161,12 @@ pub fn block_columns<'a>(blocks: &'a [Robj], arg: &str) -> Res<(Vec<&'a [f64]>, 
     let mut cols = Vec::new();
     let mut nrow = None;
     for b in blocks {
-        let (data, n, p) = real_matrix(b, arg)?;
+        let (data, n, p) = if b.is_external_pointer() {
+            let rb = rows_block(b, arg)?;
+            (rb.data.as_slice(), rb.nrow, rb.ncol)
+        } else {
+            real_matrix(b, arg)?
+        };
         if *nrow.get_or_insert(n) != n {
             return Err(NceError::invalid(
                 arg,

@@ -2,7 +2,7 @@
 
 use crate::convert::{guard, int_slice, real_matrix, real_slice};
 use extendr_api::prelude::*;
-use nce_core::spatial::{bilinear, Map};
+use nce_core::spatial::{bilinear, saccades, Map};
 use nce_core::NceError;
 
 /// Values of `maps` (a list of double matrices) at the points (x, y): point k reads map
@@ -44,7 +44,25 @@ fn nce_bilinear(maps: List, which: Robj, x: Robj, y: Robj, window: Robj) -> Robj
     })
 }
 
+/// Length and direction of the saccades from (x0, y0) to (x1, y1): list(dist, angle), the
+/// angle in (-pi, pi] and 0 for a saccade of length zero.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_saccades(x1: Robj, y1: Robj, x0: Robj, y0: Robj) -> Robj {
+    guard(|| {
+        let (dist, angle) = saccades(
+            real_slice(&x1, "x1")?,
+            real_slice(&y1, "y1")?,
+            real_slice(&x0, "x0")?,
+            real_slice(&y0, "y0")?,
+        )?;
+        Ok(list!(dist = dist, angle = angle).into_robj())
+    })
+}
+
 extendr_module! {
     mod spatial;
     fn nce_bilinear;
+    fn nce_saccades;
 }

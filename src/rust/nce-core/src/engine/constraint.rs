@@ -157,6 +157,43 @@ pub fn scale_absorb_into(
     Ok(())
 }
 
+/// The sum-to-zero constraint absorbed in place: as `scale_absorb_into` with unit scales (the
+/// same operations, so the same values), each column j overwritten by column j + 1 less its
+/// reflection, and the buffer cut to n x (k - 1). No second copy of the basis is held.
+pub fn absorb_in_place(x: &mut Vec<f64>, n: usize, k: usize, v: &[f64]) -> Result<()> {
+    check_basis(x, n, k)?;
+    if v.len() != k || v.iter().any(|e| !e.is_finite()) {
+        return Err(NceError::invalid("householder", format!("must be {k} finite numbers")));
+    }
+    if k < 2 {
+        return Err(NceError::invalid(
+            "x",
+            "must have at least two columns to absorb a constraint",
+        ));
+    }
+    let mut t = vec![0.0; n];
+    if v[0] != 0.0 {
+        for (col, vj) in x.chunks_exact(n).zip(v) {
+            t.iter_mut().zip(col).for_each(|(ti, e)| *ti += e * vj);
+        }
+        for ti in t.iter_mut() {
+            *ti /= v[0];
+        }
+    }
+    for j in 0..k - 1 {
+        let (head, tail) = x.split_at_mut((j + 1) * n);
+        let vj = v[j + 1];
+        head[j * n..]
+            .iter_mut()
+            .zip(&tail[..n])
+            .zip(&t)
+            .for_each(|((o, e), ti)| *o = e - ti * vj);
+    }
+    x.truncate(n * (k - 1));
+    x.shrink_to_fit();
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +271,20 @@ mod tests {
                 .install(|| scale_absorb(&x, n, k, &st.scale, Some(&v)).unwrap())
         };
         assert_eq!(run(1), run(2));
+    }
+
+    #[test]
+    fn absorbing_in_place_gives_the_copying_result() {
+        let (n, k) = (70, 6);
+        let x = basis(n, k);
+        let st = basis_stats(&x, n, k, false).unwrap();
+        let v = householder_of(&st.means);
+        let copied = scale_absorb(&x, n, k, &st.scale, Some(&v)).unwrap();
+        let mut inplace = x.clone();
+        absorb_in_place(&mut inplace, n, k, &v).unwrap();
+        assert_eq!(inplace, copied);
+        let mut short = vec![1.0; n];
+        assert!(absorb_in_place(&mut short, n, 1, &[1.0]).is_err());
     }
 
     #[test]

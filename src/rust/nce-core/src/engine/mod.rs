@@ -10,6 +10,7 @@ pub mod family;
 pub mod freml;
 pub mod grouped;
 pub mod irls;
+pub mod knots;
 mod newton;
 pub mod penalty;
 pub mod pirls;
