@@ -73,6 +73,12 @@ nce_block_matrix <- function(ptr) .Call(wrap__nce_block_matrix, ptr)
 #' @noRd
 nce_spline_knots <- function(x, probs, place) .Call(wrap__nce_spline_knots, x, probs, place)
 
+#' The covariates `cols` (a list of double vectors) rounded to grids of `m` values:
+#' list(grids, present, counts, index), `index` 1-based, or NULL where a value is not finite.
+#' @keywords internal
+#' @noRd
+nce_round_to_grids <- function(cols, m) .Call(wrap__nce_round_to_grids, cols, m)
+
 #' Rows of a cyclic cubic spline basis: `x` within the range of `knots` (the smooth's `xp`),
 #' the smooth's `BD`. Returns the n x (nk - 1) matrix mgcv's `Predict.matrix.cyclic.smooth`
 #' gives, allocated once in R and filled in place.

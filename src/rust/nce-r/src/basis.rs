@@ -8,6 +8,7 @@ use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
 use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb_into};
 use nce_core::engine::knots::{place_knots, quantiles_type7, sorted_unique};
+use nce_core::engine::rounding::round_to_grids;
 use nce_core::NceError;
 
 /// Rows of a thin-plate basis: `x` (n x d, shifted by the smooth's `shift`), the smooth's `Xu`
@@ -275,6 +276,28 @@ fn nce_spline_knots(x: Robj, probs: Robj, place: bool) -> Robj {
     })
 }
 
+/// The covariates `cols` (a list of double vectors) rounded to grids of `m` values:
+/// list(grids, present, counts, index), `index` 1-based, or NULL where a value is not finite.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_round_to_grids(cols: List, m: i32) -> Robj {
+    guard(|| {
+        let robjs: Vec<Robj> = cols.values().collect();
+        let views = robjs
+            .iter()
+            .map(|c| real_slice(c, "cols"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(r) = round_to_grids(&views, m.max(0) as usize)? else {
+            return Ok(Robj::from(()));
+        };
+        let grids = List::from_values(r.grids);
+        let counts: Vec<f64> = r.counts.iter().map(|&c| c as f64).collect();
+        let index: Vec<i32> = r.index.iter().map(|&i| i as i32 + 1).collect();
+        Ok(list!(grids = grids, present = r.present, counts = counts, index = index).into_robj())
+    })
+}
+
 extendr_module! {
     mod basis;
     fn nce_spline_block;
@@ -282,6 +305,7 @@ extendr_module! {
     fn nce_block_release;
     fn nce_block_matrix;
     fn nce_spline_knots;
+    fn nce_round_to_grids;
     fn nce_cc_basis;
     fn nce_cr_basis;
     fn nce_tprs_predict;

@@ -15,5 +15,6 @@ mod newton;
 pub mod penalty;
 pub mod pirls;
 pub mod reml;
+pub mod rounding;
 pub mod sandwich;
 pub mod shards;
