@@ -32,6 +32,20 @@ fn check_basis(x: &[f64], n: usize, k: usize) -> Result<()> {
     Ok(())
 }
 
+/// A constraint's reflection for a basis of `k` columns: `k` finite numbers, `k` >= 2.
+fn check_householder(v: &[f64], k: usize) -> Result<()> {
+    if v.len() != k || v.iter().any(|e| !e.is_finite()) {
+        return Err(NceError::invalid("householder", format!("must be {k} finite numbers")));
+    }
+    if k < 2 {
+        return Err(NceError::invalid(
+            "x",
+            "must have at least two columns to absorb a constraint",
+        ));
+    }
+    Ok(())
+}
+
 /// Column divisors, column means and largest absolute row sum of an n x k basis. With
 /// `rms_scale`, each column is first divided by its root mean square over the rows, as
 /// mgcv's tprs_setup() scales thin-plate bases (a zero column keeps divisor 1).
@@ -98,15 +112,7 @@ pub fn scale_absorb_into(
         return Err(NceError::invalid("scale", format!("must be {k} positive numbers")));
     }
     if let Some(v) = householder {
-        if v.len() != k || v.iter().any(|e| !e.is_finite()) {
-            return Err(NceError::invalid("householder", format!("must be {k} finite numbers")));
-        }
-        if k < 2 {
-            return Err(NceError::invalid(
-                "x",
-                "must have at least two columns to absorb a constraint",
-            ));
-        }
+        check_householder(v, k)?;
     }
     let cols = if householder.is_some() { k - 1 } else { k };
     if out.len() != n * cols {
@@ -162,15 +168,7 @@ pub fn scale_absorb_into(
 /// reflection, and the buffer cut to n x (k - 1). No second copy of the basis is held.
 pub fn absorb_in_place(x: &mut Vec<f64>, n: usize, k: usize, v: &[f64]) -> Result<()> {
     check_basis(x, n, k)?;
-    if v.len() != k || v.iter().any(|e| !e.is_finite()) {
-        return Err(NceError::invalid("householder", format!("must be {k} finite numbers")));
-    }
-    if k < 2 {
-        return Err(NceError::invalid(
-            "x",
-            "must have at least two columns to absorb a constraint",
-        ));
-    }
+    check_householder(v, k)?;
     let mut t = vec![0.0; n];
     if v[0] != 0.0 {
         for (col, vj) in x.chunks_exact(n).zip(v) {
