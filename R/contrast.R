@@ -80,8 +80,7 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
 # of[r], with the reference's columns `vars` from the draws `u`. One allocation per column
 # (one index over all rows); what stack_rows() cannot join goes through take_rows() and it.
 stack_paired <- function(data, of, u, vars) {
-  simple <- function(v) is.atomic(v) && length(dim(v)) < 2L && (!is.object(v) || is.factor(v))
-  if (!all(vapply(data, simple, TRUE))) {
+  if (!all(vapply(data, simple_column, TRUE))) {
     refs <- take_rows(data, of)
     refs[vars] <- u[vars]
     return(stack_rows(data, refs))
@@ -110,12 +109,15 @@ contrast_check_size <- function(n, ratio, k, copies, width, call) {
   check_size(8 * (as.double(n) + m) * (copies * k + width), "ratio", "the reference sample", call = call)
 }
 
+# A column that stack_rows() and stack_paired() join by c() and indexing: a plain vector or a
+# factor (no matrix columns, no other classes).
+simple_column <- function(v) is.atomic(v) && length(dim(v)) < 2L && (!is.object(v) || is.factor(v))
+
 # rbind() of two data frames with the same columns, column by column: rbind.data.frame's
 # factor and row-name handling took a tenth of a pooled fit's set-up. Factors get the union of
 # the levels (c.factor, as rbind); anything unusual goes through rbind.
 stack_rows <- function(a, b) {
-  simple <- function(v) is.atomic(v) && length(dim(v)) < 2L && (!is.object(v) || is.factor(v))
-  if (!identical(names(a), names(b)) || !all(vapply(a, simple, TRUE)) || !all(vapply(b, simple, TRUE)) ||
+  if (!identical(names(a), names(b)) || !all(vapply(a, simple_column, TRUE)) || !all(vapply(b, simple_column, TRUE)) ||
         !all(vapply(a, is.factor, TRUE) == vapply(b, is.factor, TRUE))) {
     out <- rbind(a, b)
     rownames(out) <- NULL

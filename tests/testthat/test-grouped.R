@@ -1,18 +1,26 @@
 # Grouped designs [A | B[group, ]]: a per-transition spline intercept evaluated once per
 # transition gives the same fit as mgcv::gam on the expanded design.
 
-test_that("a grouped REML fit equals gam on the expanded data", {
-  set.seed(51)
-  T <- 300
-  r <- 8
+# T transitions of a state on [0, 1] with r reference rows each: the data's next state near the
+# previous one, the reference uniform. `rows` (transition t, state x, label, x_prev, distance d,
+# offset) and the previous states `xp`.
+transition_rows <- function(T, r) {
   xp <- runif(T)
-  # data: next state near the previous one; reference: uniform on [0, 1]
   xd <- pmin(pmax(xp + rnorm(T, 0, 0.15), 0), 1)
   rows <- data.frame(t = c(seq_len(T), rep(seq_len(T), each = r)), x = c(xd, runif(T * r)),
                      .label = rep(c(1, 0), c(T, T * r)))
   rows$x_prev <- xp[rows$t]
   rows$d <- abs(rows$x - rows$x_prev)
   rows$.offset <- log(1 / r)
+  list(rows = rows, xp = xp)
+}
+
+test_that("a grouped REML fit equals gam on the expanded data", {
+  set.seed(51)
+  T <- 300
+  tr <- transition_rows(T, 8)
+  rows <- tr$rows
+  xp <- tr$xp
   fit <- nce:::fit_grouped(~ s(d, bs = "cr", k = 8), rows, ~ s(x_prev, bs = "cr", k = 6),
                            data.frame(x_prev = xp), rows$t, rows$.label, rows$.offset,
                            cluster = seq_len(T))
@@ -107,18 +115,12 @@ test_that("cubic and cyclic splines set up in Rust equal mgcv's set-up, rows and
 
 test_that("a pooled exact fit with Rust-held rows equals one set up by mgcv", {
   set.seed(59)
-  T <- 400
-  r <- 6
-  xp <- runif(T)
-  xd <- pmin(pmax(xp + rnorm(T, 0, 0.15), 0), 1)
-  rows <- data.frame(t = c(seq_len(T), rep(seq_len(T), each = r)), x = c(xd, runif(T * r)),
-                     .label = rep(c(1, 0), c(T, T * r)))
-  rows$a <- atan2(rows$x - xp[rows$t], 0.1)
-  rows$d <- abs(rows$x - xp[rows$t])
-  rows$.offset <- log(1 / r)
+  tr <- transition_rows(400, 6)
+  rows <- tr$rows
+  xp <- tr$xp
+  rows$a <- atan2(rows$x - rows$x_prev, 0.1)
   fit <- nce:::fit_grouped(~ s(d, bs = "cr", k = 8) + s(a, bs = "cc", k = 8), rows, ~ s(x_prev, bs = "cr", k = 6),
                            data.frame(x_prev = xp), rows$t, rows$.label, rows$.offset)
-  rows$x_prev <- xp[rows$t]
   g <- mgcv::gam(.label ~ s(d, bs = "cr", k = 8) + s(a, bs = "cc", k = 8) + s(x_prev, bs = "cr", k = 6), binomial,
                  rows, offset = .offset, method = "REML")
   # As close as the fit set up by mgcv was (the REML optima agree to gam's convergence).

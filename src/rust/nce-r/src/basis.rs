@@ -1,7 +1,8 @@
 //! Binding of nce_core::engine::basis: thin-plate rows and eigen-decomposition. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, rows_block, threads_of, to_r_matrix, RowsBlock,
+    col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, rows_block, rows_block_mut, threads_of,
+    to_r_matrix, RowsBlock,
 };
 use crate::run::run;
 use extendr_api::prelude::*;
@@ -214,10 +215,7 @@ fn nce_block_absorb(ptr: Robj, householder: Robj) -> Robj {
     guard(|| {
         let v = real_slice(&householder, "householder")?;
         let mut ptr = ptr;
-        let p: &mut ExternalPtr<RowsBlock> = (&mut ptr)
-            .try_into()
-            .map_err(|_| NceError::invalid("ptr", "must hold a block built by the package"))?;
-        let b: &mut RowsBlock = p;
+        let b = rows_block_mut(&mut ptr, "ptr")?;
         if b.data.len() != b.nrow * b.ncol {
             return Err(NceError::invalid("ptr", "holds a block that was released"));
         }
@@ -234,9 +232,9 @@ fn nce_block_absorb(ptr: Robj, householder: Robj) -> Robj {
 fn nce_block_release(ptr: Robj) -> Robj {
     guard(|| {
         let mut ptr = ptr;
-        if let Ok(p) = <&mut ExternalPtr<RowsBlock>>::try_from(&mut ptr) {
-            let b: &mut RowsBlock = p;
-            // Its shape is kept, so that reading it again is refused as released.
+        // Anything else is left alone. The shape is kept, so that reading the block again is
+        // refused as released.
+        if let Ok(b) = rows_block_mut(&mut ptr, "ptr") {
             b.data = Vec::new();
         }
         Ok(Robj::from(()))

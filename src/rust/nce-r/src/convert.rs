@@ -156,6 +156,14 @@ pub fn rows_block<'a>(x: &'a Robj, arg: &str) -> Res<&'a RowsBlock> {
     Ok(b)
 }
 
+/// The rows block behind an external pointer, to change (absorb a constraint, release).
+pub fn rows_block_mut<'a>(x: &'a mut Robj, arg: &str) -> Res<&'a mut RowsBlock> {
+    let p: &mut ExternalPtr<RowsBlock> = x
+        .try_into()
+        .map_err(|_| NceError::invalid(arg, "must hold a block built by the package"))?;
+    Ok(p)
+}
+
 /// The columns of `matrix_blocks`, in order, and their common number of rows.
 pub fn block_columns<'a>(blocks: &'a [Robj], arg: &str) -> Res<(Vec<&'a [f64]>, usize)> {
     let mut cols = Vec::new();
