@@ -15,8 +15,8 @@
 # `copies` copies of the data's columns and `width` doubles of its own (design, working
 # vectors). The reference is drawn with the same RNG calls, in the same order, as each fit did
 # before sharing this worker, so fits under set.seed() are unchanged.
-# Returns the stacked `rows`, `y` (1 data, 0 reference), `offset`, `lq` (log q of every row;
-# also `lq_data` and `lq_ref`), the (transformed) `data` rows, `n_data`, `n_ref` and `of`
+# Returns the stacked `rows`, `y` (1 data, 0 reference), `offset`, `lq_data` and `lq_ref` (log q
+# of the data and the reference rows), the (transformed) `data` rows, `n_data`, `n_ref` and `of`
 # (each reference row's data row when paired).
 contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight_total = NULL, transform = NULL,
                      method = "logistic", data_rows = NULL, copies = 3, width = 12, call = caller_call()) {
@@ -41,15 +41,18 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
     }
     nce_abort(msg, "support", call = call)
   }
-  u <- if (kernel) kernel_draw(reference, prev, ratio) else ref_draw(reference, m)
-  of <- NULL
-  if (paired) {
-    of <- rep(seq_len(n), each = ratio)
-    refs <- u[vars]
+  of <- if (paired) rep(seq_len(n), each = ratio)
+  if (!kernel || inherits(reference, "nce_reference")) {
+    # A global reference (also when it serves as the kernel): its draws do not depend on `prev`.
+    dr <- ref_draw_logq(reference, m)
+    u <- dr$draws
+    lq_ref <- dr$logq
+    refs <- if (paired) u[vars] else u
   } else {
-    refs <- u
+    u <- kernel_draw(reference, prev, ratio)
+    refs <- u[vars]
+    lq_ref <- kernel_logq(reference, refs, prev[of, , drop = FALSE])
   }
-  lq_ref <- if (kernel) kernel_logq(reference, refs[vars], prev[of, , drop = FALSE]) else ref_logq(reference, u)
   if (any(lq_ref == -Inf)) {
     nce_abort(sprintf("the reference%s's log density is -Inf at some of its own draws", if (kernel) " kernel" else ""),
               "reference", call = call)
@@ -69,10 +72,11 @@ contrast <- function(data, reference, ratio, paired = FALSE, prev = NULL, weight
     }
     rows <- stack_rows(data, refs)
   }
-  lq <- c(lq_data, lq_ref)
-  offset <- log((if (is.null(weight_total)) n else weight_total) / m) - lq
+  # One allocation: the subtraction reuses c()'s fresh vector (log q of every row is
+  # c(lq_data, lq_ref), not kept: the pooled fits hold millions of rows).
+  offset <- log((if (is.null(weight_total)) n else weight_total) / m) - c(lq_data, lq_ref)
   if (method == "poisson") offset[seq_len(n)] <- 0
-  list(rows = rows, y = rep(c(1, 0), c(n, m)), offset = offset, lq = lq, lq_data = lq_data,
+  list(rows = rows, y = rep(c(1, 0), c(n, m)), offset = offset, lq_data = lq_data,
        lq_ref = lq_ref, data = data, n_data = n, n_ref = m, of = of)
 }
 

@@ -128,6 +128,15 @@ nce_scale_absorb <- function(x, scale, householder, threads) .Call(wrap__nce_sca
 #' @noRd
 nce_ref_sample <- function(spec, n, seed, threads) .Call(wrap__nce_ref_sample, spec, n, seed, threads)
 
+#' `n` draws from a built-in reference with their log density, in one pass: a list of the d
+#' columns (plain vectors, which R joins into a data frame without copying) and `log_density`.
+#' The same draws as `nce_ref_sample()` with the same seed, and the same log densities as
+#' `nce_ref_log_density()` on them; R never holds the draws as a matrix (pooled fits draw
+#' millions of rows).
+#' @keywords internal
+#' @noRd
+nce_ref_sample_columns <- function(spec, n, seed, threads) .Call(wrap__nce_ref_sample_columns, spec, n, seed, threads)
+
 #' log q of a built-in reference at the rows of a matrix.
 #' @keywords internal
 #' @noRd

@@ -188,21 +188,22 @@ predict_raw_fixations <- function(object, newdata, type, se_fit, normalise, grid
   if (!is.null(g) && !g %in% names(newdata)) {
     nce_abort(sprintf("raw fixations in `newdata` need the group column %s", g), "input", call = NULL)
   }
+  fit <- rep(NA_real_, nrow(newdata))
+  se <- rep(NA_real_, nrow(newdata))
+  names(fit) <- names(se) <- rownames(newdata)
+  if (nrow(newdata) == 0L) return(if (se_fit) list(fit = fit, se.fit = se) else fit)  # no fixations: empty
   d <- newdata
   d$.row <- seq_len(nrow(d))
   prep <- suppressWarnings(latkes_prepare(d, xc, yc, g, object$window, "drop", object$order,
                                           names(object[["maps"]]), drop_points = object[["drop_points"]]))
   st <- tryCatch(suppressWarnings(sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)),
                  nce_error_data = function(e) NULL)
-  fit <- rep(NA_real_, nrow(newdata))
-  se <- rep(NA_real_, nrow(newdata))
   if (!is.null(st)) {
     p <- predict.latkes_fit(object, st$trans, type = type, se.fit = TRUE, normalise = normalise, grid = grid,
                             refine = refine, extrapolate = extrapolate, se_type = se_type)
     fit[st$trans$.row] <- p$fit
     se[st$trans$.row] <- p$se.fit
   }
-  names(fit) <- names(se) <- rownames(newdata)
   if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 

@@ -38,7 +38,7 @@ nce_nonlinear <- function(formula, data, reference, ratio, method, start, model,
   frame <- con$rows
   label <- con$y
   offset <- con$offset
-  lq <- con$lq
+  lq <- c(con$lq_data, con$lq_ref)
 
   # Check the model at the start: finite values and a gradient of the right shape.
   eval_start <- nl_evaluate(model, start, frame, call)

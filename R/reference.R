@@ -236,6 +236,25 @@ ref_draw.nce_ref_custom <- function(ref, n) {
   x
 }
 
+# n draws (`draws`, a data frame) with log q at them (`logq`), as ref_draw() then ref_logq():
+# the same RNG calls and values. Built-in references do both in one Rust pass and hand over
+# plain columns, so R holds the draws once (the contrast step of a pooled fit draws millions).
+ref_draw_logq <- function(ref, n) UseMethod("ref_draw_logq")
+
+#' @export
+ref_draw_logq.default <- function(ref, n) {
+  u <- ref_draw(ref, n)
+  list(draws = u, logq = ref_logq(ref, u))
+}
+
+#' @export
+ref_draw_logq.nce_ref_builtin <- function(ref, n) {
+  r <- rs(nce_ref_sample_columns(ref_spec(ref), as.double(n), draw_seed(), nce_threads()))
+  u <- r$columns
+  attributes(u) <- list(names = ref$vars, class = "data.frame", row.names = .set_row_names(as.integer(n)))
+  list(draws = u, logq = r$log_density)
+}
+
 # log q at the rows of a data frame holding the reference's columns.
 ref_logq <- function(ref, data) UseMethod("ref_logq")
 

@@ -208,7 +208,7 @@ forget_shards <- function(store) {
 fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, penalties, sp, control) {
   on.exit(forget_shards(store), add = TRUE)
   nce_fit_reml_grouped_sharded(shard_runner(store), b, as.integer(group),
-                               list(y = as.double(y), weights = rep(1, length(y)), offset = as.double(offset)),
+                               list(y = as.double(y), weights = NULL, offset = as.double(offset)),
                                if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
                                     control = control, threads = nce_threads(), shards = store$n, pa = store$pa))
@@ -219,7 +219,7 @@ fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, pen
 fit_free_sharded <- function(store, ngroups, group, y, offset, family, cluster, penalties, sp, control) {
   on.exit(forget_shards(store), add = TRUE)
   nce_fit_reml_free_intercepts_sharded(shard_runner(store), as.integer(group),
-                                       list(y = as.double(y), weights = rep(1, length(y)), offset = as.double(offset)),
+                                       list(y = as.double(y), weights = NULL, offset = as.double(offset)),
                                        if (is.null(cluster)) NULL else as.integer(cluster), penalties,
                                        list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
                                             control = control, threads = nce_threads(), ngroups = as.integer(ngroups),

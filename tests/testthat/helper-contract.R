@@ -113,6 +113,8 @@ expect_contract <- function(case) {
       if (length(v) != length(p0)) v <- v[!is.na(v)]
       expect_equal(unname(v), unname(p0), tolerance = 1e-8,
                    info = info("predict(newdata = the fitted data) equals the in-sample prediction"))
+      d0 <- stats::predict(fit, newdata = utils::head(case$data, 0L))
+      expect_equal(NROW(d0), 0L, info = info("predict() at 0 rows of the fitted data's kind is empty"))
       v
     })
   }

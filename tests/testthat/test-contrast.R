@@ -11,7 +11,8 @@ test_that("contrast() stacks data and reference rows with labels and offsets", {
   expect_identical(con$y, rep(c(1, 0), c(3, 8)))
   expect_identical(c(con$n_data, con$n_ref), c(3L, 8L))
   expect_equal(con$offset, log(3 / 8) - rep(-log(2), 11))
-  expect_identical(con$lq, c(con$lq_data, con$lq_ref))
+  expect_identical(con$lq_ref, nce:::ref_logq(ref, u))
+  expect_null(con$lq)
   expect_null(con$of)
   # weights and the Poisson transform
   set.seed(1)
@@ -27,7 +28,7 @@ test_that("paired contrast copies each data row's other columns into its referen
   con <- nce:::contrast(d, ref, ratio = 3L, paired = TRUE)
   expect_identical(con$of, rep(1:2, each = 3))
   expect_identical(as.character(con$rows$z), c("a", "b", rep(c("a", "b"), each = 3)))
-  expect_identical(con$offset, log(1 / 3) - con$lq)
+  expect_identical(con$offset, log(1 / 3) - c(con$lq_data, con$lq_ref))
   # a transition kernel draws at the previous states
   k <- kernel_normal(c(y = 0.1), window = list(y = c(0, 1)))
   prev <- data.frame(y = c(0.3, 0.6))
@@ -56,4 +57,22 @@ test_that("contrast() refuses, with the argument named, before drawing", {
   # the fits share it: the same refusal from each
   expect_error(nce(~ y, dd, ref, ratio = 5), class = "nce_error_size")
   expect_error(snce(~ I(y * y_prev), dd, ref, ratio = 5), class = "nce_error_size")
+})
+
+test_that("built-in references draw and score in one pass: the same draws and log densities", {
+  refs <- list(ref_uniform(u = c(-1, 2), v = c(0, 5)),
+               ref_normal(u = 0.5, v = -1, cov = matrix(c(2, 0.6, 0.6, 1), 2)))
+  for (ref in refs) {
+    set.seed(4)
+    one <- nce:::ref_draw_logq(ref, 1000)
+    next_one <- stats::runif(1)
+    set.seed(4)
+    u <- nce:::ref_draw(ref, 1000)
+    expect_identical(one$draws, u)
+    expect_identical(one$logq, nce:::ref_logq(ref, u))
+    expect_identical(next_one, stats::runif(1))  # the RNG stream goes on as after ref_draw()
+  }
+  # closed form of the uniform's log density; no draws
+  expect_equal(nce:::ref_draw_logq(refs[[1]], 3)$logq, rep(-log(15), 3))
+  expect_identical(nrow(nce:::ref_draw_logq(refs[[1]], 0)$draws), 0L)
 })

@@ -22,17 +22,27 @@ use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
 /// The rows' response of a fit, from `response = list(y, weights, offset)` (double vectors,
-/// one entry per row); the R objects are kept so that the fit borrows their data.
+/// one entry per row); the R objects are kept so that the fit borrows their data. `weights`
+/// NULL means 1 for every row (held here, so R need not allocate a vector of ones per fit).
 pub(crate) struct Response {
     y: Robj,
     weights: Robj,
+    unit_weights: Vec<f64>,
     offset: Robj,
 }
 
 pub(crate) fn response_of(response: &List) -> Res<Response> {
+    let y = list_get(response, "y", "response")?;
+    let weights = list_get(response, "weights", "response")?;
+    let unit_weights = if weights.is_null() {
+        vec![1.0; real_slice(&y, "response$y")?.len()]
+    } else {
+        Vec::new()
+    };
     Ok(Response {
-        y: list_get(response, "y", "response")?,
-        weights: list_get(response, "weights", "response")?,
+        y,
+        weights,
+        unit_weights,
         offset: list_get(response, "offset", "response")?,
     })
 }
@@ -40,9 +50,14 @@ pub(crate) fn response_of(response: &List) -> Res<Response> {
 impl Response {
     /// The response with the family of `settings` (the penalty comes separately).
     pub(crate) fn problem(&self, settings: &FitSettings) -> Res<Problem<'_>> {
+        let weights = if self.weights.is_null() {
+            &self.unit_weights[..]
+        } else {
+            real_slice(&self.weights, "response$weights")?
+        };
         Ok(Problem::new(
             real_slice(&self.y, "response$y")?,
-            real_slice(&self.weights, "response$weights")?,
+            weights,
             real_slice(&self.offset, "response$offset")?,
             settings.family,
         ))
