@@ -306,10 +306,23 @@ impl<D: Design> Ctx<'_, D> {
         }
         let ld = pens.log_det(&pt.rho)?;
 
+        // The row vectors are ordered so that at most m + 2 are held at once (pooled fits have
+        // millions of rows): leverages first, folded into w1 lev (summed at once) and w2 lev;
+        // then the m linear predictors X b_j, whose pair sums with w2 lev are taken before they
+        // are scaled in place by w1 for the cross-product pass.
+        let mut lev = vec![0.0; n];
+        d.row_quadratic_forms(&hinv, &mut lev);
+        let w1lev: Vec<f64> = w1.iter().zip(&lev).map(|(a, b)| a * b).collect();
+        let u = d.crossprod_vec(&w1lev);
+        drop(w1lev);
+        let mut w2lev = lev;
+        w2lev.iter_mut().zip(&w2).for_each(|(l, b)| *l *= b);
+        drop(w2);
+
         // First order.
         let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
         let bj: Vec<DVector<f64>> = (0..m).map(|j| &hinv * &sb[j] * (-lam[j])).collect();
-        let ej: Vec<Vec<f64>> = bj
+        let mut ej: Vec<Vec<f64>> = bj
             .iter()
             .map(|b| {
                 let mut e = vec![0.0; n];
@@ -317,13 +330,16 @@ impl<D: Design> Ctx<'_, D> {
                 e
             })
             .collect();
-        let vj: Vec<Vec<f64>> = ej
-            .iter()
-            .map(|e| w1.iter().zip(e).map(|(a, b)| a * b).collect())
-            .collect();
-        let vref: Vec<&[f64]> = vj.iter().map(|v| v.as_slice()).collect();
+        let pairs: Vec<(usize, usize)> = (0..m).flat_map(|j| (j..m).map(move |k| (j, k))).collect();
+        let w2_pairs: Vec<f64> = pairs.iter().map(|&(j, k)| ws_dot3(&w2lev, &ej[j], &ej[k])).collect();
+        drop(w2lev);
+        for e in &mut ej {
+            e.iter_mut().zip(&w1).for_each(|(v, a)| *v *= a);
+        }
+        drop(w1);
+        let vref: Vec<&[f64]> = ej.iter().map(|v| v.as_slice()).collect();
         let mj = d.weighted_crossprods(&vref);
-        drop(vj);
+        drop(ej);
         let hj: Vec<DMatrix<f64>> = mj
             .into_iter()
             .enumerate()
@@ -345,12 +361,6 @@ impl<D: Design> Ctx<'_, D> {
         let grad: Vec<f64> = (0..m)
             .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj(j).trace() - 0.5 * ld.grad[j])
             .collect();
-        // Leverages and X'(w1 lev).
-        let mut lev = vec![0.0; n];
-        d.row_quadratic_forms(&hinv, &mut lev);
-        let w1lev: Vec<f64> = w1.iter().zip(&lev).map(|(a, b)| a * b).collect();
-        let u = d.crossprod_vec(&w1lev);
-        let w2lev: Vec<f64> = w2.iter().zip(&lev).map(|(a, b)| a * b).collect();
 
         // Second order. The pairs' products go through blocked matrix products: A_k b_j for all j
         // at once, H^{-1} S_j b_k for all k at once, and tr(A_k A_j) = vec(A_k')' vec(A_j) as one
@@ -368,10 +378,10 @@ impl<D: Design> Ctx<'_, D> {
         let avec_t = DMatrix::from_fn(p * p, m, |i, k| avec[(i / p + (i % p) * p, k)]);
         let cross = avec_t.tr_mul(&avec);
         drop(avec_t);
-        let pairs: Vec<(usize, usize)> = (0..m).flat_map(|j| (j..m).map(move |k| (j, k))).collect();
         let entries: Vec<f64> = pairs
             .par_iter()
-            .map(|&(j, k)| {
+            .zip(w2_pairs.par_iter())
+            .map(|(&(j, k), &w2_jk)| {
                 // d2b/drho_j drho_k = [j == k] b_j - H^{-1} (dH_k b_j + lambda_j S_j b_k).
                 let mut bjk = -ab[k].column(j) - hsb[j].column(k) * lam[j];
                 if j == k {
@@ -383,7 +393,7 @@ impl<D: Design> Ctx<'_, D> {
                     0.0
                 };
                 tr += u.dot(&bjk);
-                tr += ws_dot3(&w2lev, &ej[j], &ej[k]);
+                tr += w2_jk;
                 let mut v = lam[j] * bj[k].dot(&sb[j]) + 0.5 * (tr - cross[(k, j)]) - 0.5 * ld.hess[(j, k)];
                 if j == k {
                     v += 0.5 * lam[j] * beta.dot(&sb[j]);
