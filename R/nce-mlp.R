@@ -329,8 +329,7 @@ nce_mlp_fit <- function(formula, frame, label, offset, control, nce_fields, prio
                               knots, sp, discrete, call))
   }
   # The same refusals as nce() without a network.
-  if (!is.null(knots)) nce_abort("`knots` applies only to formulas with smooth terms", "input", call = call)
-  if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input", call = call)
+  refuse_smooth_args(knots, sp, call = call)
   if (discrete) {
     nce_abort(paste("`discrete = TRUE` needs smooth terms (s(), te(), ti()) beside the mlp() term: it discretises",
                     "their covariates; the network's inputs are used as they are"), "input", call = call)

@@ -35,7 +35,7 @@
 #'   [nce_vocabulary].
 #' @param method `"logistic"` (NCE) or `"poisson"` (Poisson transform with an
 #'   importance-sampling integral).
-#' @param knots Knots for smooth terms, as for [mgcv::gam()].
+#' @param knots Knots for smooth terms, as for [mgcv::gam()]; refused for a formula without them.
 #' @param sp Fixed smoothing parameters (one per penalty, in mgcv's order);
 #'   `NULL` estimates them by REML. They are on the scale of the fit's own `sp`, so
 #'   `sp = fit$sp` refits the same model. Thin-plate terms of two or more covariates
@@ -263,9 +263,19 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     return(as_result(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete),
                      rng = rng, env = parent.frame()))
   }
-  if (!is.null(sp)) nce_abort("`sp` applies only to formulas with smooth terms", "input")
+  refuse_smooth_args(knots, sp)
   as_result(nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w),
             rng = rng, env = parent.frame())
+}
+
+# `knots` and `sp` reach only smooth terms: given to a formula without them, a classed refusal
+# naming the argument (nce() and nce() with an mlp() term alone).
+refuse_smooth_args <- function(knots, sp, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  given <- c(knots = !is.null(knots), sp = !is.null(sp))
+  if (any(given)) {
+    nce_abort(sprintf("`%s` applies only to formulas with smooth terms", names(given)[given][1L]), "input", call = call)
+  }
 }
 
 # `weights`: NULL or one finite number >= 0 per row of the data.

@@ -47,6 +47,7 @@ test_that("hostile inputs give classed errors", {
          "nce_error_input"),
     list("ratio overflow (rows)", function() nce(~ y, d, u, ratio = 1e12), "nce_error_size"),
     list("sp without smooths", function() nce(~ y, d, u, sp = 1), "nce_error_input"),
+    list("knots without smooths", function() nce(~ y, d, u, knots = list(y = c(0, 1))), "nce_error_input"),
     list("sp wrong length", function() nce(~ s(y, k = 4), d, u, sp = c(1, 2)), "nce_error_input"),
     list("sp negative", function() nce(~ s(y, k = 4), d, u, sp = -1), "nce_error_input"),
     list("smooth with poisson", function() nce(~ s(y, k = 4), d, u, method = "poisson"), "nce_error_input"),
