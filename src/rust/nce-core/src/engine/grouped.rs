@@ -338,11 +338,9 @@ impl<'a> GroupedDesign<'a> {
             .map(|k| {
                 let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
                 let (sums, _, aws) = self.group_sums_range(t0..t1, ws, &[]);
-                let bm = self.b_matrix();
-                let b = bm.rows(t0, t1 - t0);
                 let cross = aws
                     .iter()
-                    .map(|a| DMatrixView::from_slice(a, t1 - t0, pa).transpose() * b)
+                    .map(|a| self.chunk_cross(DMatrixView::from_slice(a, t1 - t0, pa), t0))
                     .collect();
                 (sums, cross)
             })
@@ -374,12 +372,16 @@ impl<'a> GroupedDesign<'a> {
         (0..ng.div_ceil(CHUNK_ROWS))
             .into_par_iter()
             .map(|k| {
-                // One matrix product per chunk (blocked, vectorised).
                 let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
-                let awc = DMatrixView::from_slice(aw, ng, pa).rows(t0, t1 - t0).transpose();
-                awc * self.b_matrix().rows(t0, t1 - t0)
+                self.chunk_cross(DMatrixView::from_slice(aw, ng, pa).rows(t0, t1 - t0), t0)
             })
             .collect()
+    }
+
+    /// One chunk's term of `cross_block`: aw' B[t0.., ] for the chunk's rows `aw` of A'W (groups
+    /// t0..t0 + aw.nrows()), one matrix product (blocked, vectorised).
+    fn chunk_cross(&self, aw: DMatrixView<'_, f64>, t0: usize) -> DMatrix<f64> {
+        aw.transpose() * self.b_matrix().rows(t0, aw.nrows())
     }
 
     /// Assemble [A'WA, cross; cross', B'W_gB] from the upper triangles of the blocks.
