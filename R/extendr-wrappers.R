@@ -123,19 +123,13 @@ nce_basis_stats <- function(x, rms_scale) .Call(wrap__nce_basis_stats, x, rms_sc
 #' @noRd
 nce_scale_absorb <- function(x, scale, householder, threads) .Call(wrap__nce_scale_absorb, x, scale, householder, threads)
 
-#' Draw `n` points from a built-in reference; a column-major n x d matrix.
+#' `n` draws from a built-in reference: a list of the d `columns` (plain vectors, which R joins
+#' into a data frame without copying; R never holds the draws as a matrix, and pooled fits draw
+#' millions of rows) and, with `log_density = TRUE`, their log density from the same pass
+#' (NULL otherwise), the same values as `nce_ref_log_density()` on the draws.
 #' @keywords internal
 #' @noRd
-nce_ref_sample <- function(spec, n, seed, threads) .Call(wrap__nce_ref_sample, spec, n, seed, threads)
-
-#' `n` draws from a built-in reference with their log density, in one pass: a list of the d
-#' columns (plain vectors, which R joins into a data frame without copying) and `log_density`.
-#' The same draws as `nce_ref_sample()` with the same seed, and the same log densities as
-#' `nce_ref_log_density()` on them; R never holds the draws as a matrix (pooled fits draw
-#' millions of rows).
-#' @keywords internal
-#' @noRd
-nce_ref_sample_columns <- function(spec, n, seed, threads) .Call(wrap__nce_ref_sample_columns, spec, n, seed, threads)
+nce_ref_sample <- function(spec, n, seed, log_density, threads) .Call(wrap__nce_ref_sample, spec, n, seed, log_density, threads)
 
 #' log q of a built-in reference at the rows of a matrix.
 #' @keywords internal

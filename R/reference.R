@@ -208,11 +208,7 @@ ref_spec <- function(ref) ref[setdiff(names(ref), "vars")]
 ref_draw <- function(ref, n) UseMethod("ref_draw")
 
 #' @export
-ref_draw.nce_ref_builtin <- function(ref, n) {
-  x <- rs(nce_ref_sample(ref_spec(ref), as.double(n), draw_seed(), nce_threads()))
-  colnames(x) <- ref$vars
-  as.data.frame(x)
-}
+ref_draw.nce_ref_builtin <- function(ref, n) builtin_draws(ref, n, FALSE)$draws
 
 #' @export
 ref_draw.nce_ref_custom <- function(ref, n) {
@@ -248,8 +244,12 @@ ref_draw_logq.default <- function(ref, n) {
 }
 
 #' @export
-ref_draw_logq.nce_ref_builtin <- function(ref, n) {
-  r <- rs(nce_ref_sample_columns(ref_spec(ref), as.double(n), draw_seed(), nce_threads()))
+ref_draw_logq.nce_ref_builtin <- function(ref, n) builtin_draws(ref, n, TRUE)
+
+# A built-in reference's n draws as a data frame of the columns Rust hands over (`draws`), with
+# their log density from the same pass when `logq` (else NULL).
+builtin_draws <- function(ref, n, logq) {
+  r <- rs(nce_ref_sample(ref_spec(ref), as.double(n), draw_seed(), logq, nce_threads()))
   u <- r$columns
   attributes(u) <- list(names = ref$vars, class = "data.frame", row.names = .set_row_names(as.integer(n)))
   list(draws = u, logq = r$log_density)

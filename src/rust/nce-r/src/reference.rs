@@ -26,30 +26,14 @@ fn reference_from(spec: &List) -> Res<Reference> {
     }
 }
 
-/// Draw `n` points from a built-in reference; a column-major n x d matrix.
+/// `n` draws from a built-in reference: a list of the d `columns` (plain vectors, which R joins
+/// into a data frame without copying; R never holds the draws as a matrix, and pooled fits draw
+/// millions of rows) and, with `log_density = TRUE`, their log density from the same pass
+/// (NULL otherwise), the same values as `nce_ref_log_density()` on the draws.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_ref_sample(spec: List, n: f64, seed: f64, threads: i32) -> Robj {
-    guard(|| {
-        let n = count_of(n, "n", 0)?;
-        let seed = seed_of(seed)?;
-        let r = reference_from(&spec)?;
-        let d = r.dim();
-        let draws = run::run(threads_of(threads)?, |_| r.sample(n, seed))?;
-        Ok(col_major_matrix(draws, n, d))
-    })
-}
-
-/// `n` draws from a built-in reference with their log density, in one pass: a list of the d
-/// columns (plain vectors, which R joins into a data frame without copying) and `log_density`.
-/// The same draws as `nce_ref_sample()` with the same seed, and the same log densities as
-/// `nce_ref_log_density()` on them; R never holds the draws as a matrix (pooled fits draw
-/// millions of rows).
-/// @keywords internal
-/// @noRd
-#[extendr]
-fn nce_ref_sample_columns(spec: List, n: f64, seed: f64, threads: i32) -> Robj {
+fn nce_ref_sample(spec: List, n: f64, seed: f64, log_density: bool, threads: i32) -> Robj {
     guard(|| {
         let n = count_of(n, "n", 0)?;
         let seed = seed_of(seed)?;
@@ -57,11 +41,16 @@ fn nce_ref_sample_columns(spec: List, n: f64, seed: f64, threads: i32) -> Robj {
         let d = r.dim();
         let (draws, lq) = run::run(threads_of(threads)?, |_| {
             let draws = r.sample(n, seed)?;
-            let lq = r.log_density(&draws, n)?;
+            let lq = if log_density {
+                Some(r.log_density(&draws, n)?)
+            } else {
+                None
+            };
             Ok((draws, lq))
         })?;
         let columns = List::from_values((0..d).map(|j| draws[j * n..(j + 1) * n].into_robj()));
-        Ok(list!(columns = columns, log_density = lq).into_robj())
+        let log_density = lq.map_or_else(|| ().into_robj(), |v| v.into_robj());
+        Ok(list!(columns = columns, log_density = log_density).into_robj())
     })
 }
 
@@ -136,7 +125,6 @@ fn nce_kernel_normal_log_density(sd: Robj, lower: Robj, upper: Robj, x: Robj, pr
 extendr_module! {
     mod reference;
     fn nce_ref_sample;
-    fn nce_ref_sample_columns;
     fn nce_ref_log_density;
     fn nce_kernel_normal_sample;
     fn nce_kernel_normal_log_density;
