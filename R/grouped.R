@@ -148,24 +148,13 @@ spline_con_rust <- function(spec, data, knots) {
   x <- data[[spec$term]]
   nk <- if (spec$bs.dim < 0) 10L else spec$bs.dim
   if (!is.double(x) || length(x) < 2L || anyNA(x) || nk < (if (cyclic) 4L else 3L)) return(NULL)
-  k <- knots[[spec$term]]
-  if (cyclic) {
-    if (is.null(k) || length(k) == 2L) {
-      k <- rs(nce_spline_knots(if (is.null(k)) x else c(as.double(k), x), rep(0, nk), TRUE))$knots
-    }
-    if (length(k) != nk || min(x) < min(k) || max(x) > max(k)) return(NULL)
-    skeleton <- list(x[1:2])
-  } else {
-    kn <- rs(nce_spline_knots(x, seq(0, 1, length = nk), FALSE))
-    if (kn$n_unique < nk) return(NULL)
-    if (is.null(k)) k <- kn$knots
-    if (length(k) != nk || anyDuplicated(k) > 0L || is.unsorted(k)) return(NULL)
-    skeleton <- list(as.numeric(k))
-  }
+  k <- cubic_knots(x, nk, knots[[spec$term]], cyclic)
+  if (is.null(k)) return(NULL)
+  skeleton <- list(if (cyclic) x[1:2] else k)
   skeleton <- structure(skeleton, names = spec$term, class = "data.frame",
                         row.names = .set_row_names(length(skeleton[[1L]])))
   knots <- as.list(knots)
-  knots[[spec$term]] <- as.numeric(k)
+  knots[[spec$term]] <- k
   sm <- mgcv::smoothCon(spec, data = skeleton, knots = knots, absorb.cons = FALSE, scale.penalty = FALSE,
                         null.space.penalty = FALSE)[[1L]]
   if (!is.null(sm$Cp) || !is.null(sm$g.index) || !identical(nrow(sm$C), 1L)) return(NULL)

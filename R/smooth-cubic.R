@@ -4,6 +4,27 @@
 # rows is written once into one R matrix (mgcv's C routine for `cr` and R code for `cc` make two
 # to six temporary copies of it, which on millions of rows dominate the set-up's memory).
 
+# The `nk` knots of a cubic (`cyclic = FALSE`) or cyclic cubic spline of `x` as mgcv's
+# constructors choose them: the supplied `k`, else the type-7 quantiles of the distinct values
+# (cr) or place.knots() (cc, also when `k` gives only the two ends), from one Rust sort. NULL
+# where mgcv's own constructor must decide: fewer than `nk` distinct values (cr), knots it
+# would refuse, rows beyond the cyclic range. Shared by the constructors below and by the
+# Rust-held rows of spline_con_rust().
+cubic_knots <- function(x, nk, k, cyclic) {
+  if (cyclic) {
+    if (is.null(k) || length(k) == 2L) {
+      k <- rs(nce_spline_knots(if (is.null(k)) x else c(as.double(k), x), rep(0, nk), TRUE))$knots
+    }
+    if (length(k) != nk || min(x) < min(k) || max(x) > max(k)) return(NULL)
+    return(as.numeric(k))
+  }
+  kn <- rs(nce_spline_knots(x, seq(0, 1, length = nk), FALSE))
+  if (kn$n_unique < nk) return(NULL)
+  if (is.null(k)) k <- kn$knots
+  if (length(k) != nk || anyDuplicated(k) > 0L || is.unsorted(k)) return(NULL)
+  as.numeric(k)
+}
+
 #' mgcv's cubic regression spline (`bs = "cr"`), basis computed in Rust
 #'
 #' The constructor behind `s(..., bs = "cr")` in the package's fits: the knots are mgcv's (the
@@ -24,17 +45,13 @@ smooth.construct.ncecr.smooth.spec <- function(object, data, knots) {  # nolint:
       length(x) < 1L) {
     return(mgcv::smooth.construct(object, data, knots))
   }
-  # mgcv's check and knots: enough distinct values, knots at their quantiles unless supplied.
-  xu <- unique(x)
-  if (length(xu) < nk) return(mgcv::smooth.construct(object, data, knots))
-  k <- knots[[object$term]]
-  if (is.null(k)) k <- stats::quantile(xu, seq(0, 1, length = nk))
-  if (length(k) != nk || anyDuplicated(k) > 0L || is.unsorted(k)) return(mgcv::smooth.construct(object, data, knots))
+  k <- cubic_knots(as.double(x), nk, knots[[object$term]], FALSE)
+  if (is.null(k)) return(mgcv::smooth.construct(object, data, knots))
   knots <- as.list(knots)
   knots[[object$term]] <- k
   # Knots given in full: mgcv's constructor uses the data only for the basis on the rows, and
   # the knots themselves are enough distinct values for its check.
-  on_knots <- list(as.numeric(k))
+  on_knots <- list(k)
   names(on_knots) <- object$term
   sm <- mgcv::smooth.construct(object, on_knots, knots)
   sm$X <- rs(nce_cr_basis(as.double(x), as.double(sm$xp), as.double(sm$F), nce_threads()))
@@ -58,12 +75,12 @@ smooth.construct.ncecc.smooth.spec <- function(object, data, knots) {  # nolint:
   class(object) <- "cc.smooth.spec"
   x <- data[[object$term]]
   nk <- if (object$bs.dim < 0) 10L else object$bs.dim
-  k <- knots[[object$term]]
-  if (is.null(k)) k <- mgcv::place.knots(x, nk) else if (length(k) == 2L) k <- mgcv::place.knots(c(k, x), nk)
-  if (length(object$term) != 1L || nk < 4L || length(k) != nk || !is.numeric(x) || anyNA(x) || length(x) < 1L ||
-      min(x) < min(k) || max(x) > max(k)) {
+  if (length(object$term) != 1L || nk < 4L || !is.numeric(x) || anyNA(x) || length(x) < 1L) {
     return(mgcv::smooth.construct(object, data, knots))
   }
+  k <- cubic_knots(as.double(x), nk, knots[[object$term]], TRUE)
+  if (is.null(k)) return(mgcv::smooth.construct(object, data, knots))
+  knots <- as.list(knots)
   knots[[object$term]] <- k
   # Knots given in full: mgcv's constructor uses the data only for the basis on the rows.
   few <- lapply(data, function(v) v[seq_len(min(length(v), 2L))])

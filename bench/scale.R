@@ -11,6 +11,7 @@
 #     (NCE_MAX_MEMORY sets options(nce.max_memory): the up-front size check of the reference rows
 #     assumes four copies of every row: it asks 28 GB for S = 560, whose discrete fit peaked at 10.4 GB)
 #   Rscript bench/scale.R --one <engine> <S> <dir>   (one worker; engines: exact, discrete, bam)
+#   Rscript bench/scale.R --session [S]      (the three fits one after another in one R process)
 args <- commandArgs(trailingOnly = TRUE)
 window <- c(0, 1024, 0, 768)
 truth <- list(radius = function(r) -r / 200, dist = function(d) -d / 120, angle = function(a) 0.4 * cos(4 * a))
@@ -54,6 +55,40 @@ if (length(args) >= 1 && args[1] == "--one") {
     if (engine == "exact") saveRDS(model.frame(fit), file.path(dir, sprintf("frame-%d.rds", n_subjects)))
     saveRDS(list(time = st[["elapsed"]], cpu = cpu_time(st), rows = nrow(fit$nce_frame), edf = sum(fit$edf), eta = fit$linear.predictors,
                  converged = fit$converged, data_mb = data_mb), out)
+  }
+  quit(save = "no")
+}
+
+# The three fits one after another in one R session, as a user runs them (issue 34: the ratio
+# must hold there too): discrete, exact, bam, then bam, exact, discrete, so that neither engine
+# always meets the heap the other left. Same data and bam call as above.
+if (length(args) >= 1 && args[1] == "--session") {
+  n_subjects <- if (length(args) >= 2) as.integer(args[2]) else 14L
+  suppressPackageStartupMessages({
+    library(mgcv)
+    library(nce)
+  })
+  cat(sprintf("one session, S = %d; load average at start: %s\n", n_subjects,
+              paste(readLines("/proc/loadavg", warn = FALSE), collapse = " ")))
+  d <- simulate_scale(n_subjects)
+  mf <- NULL
+  fit_one <- function(engine) {
+    if (engine == "bam") {
+      return(system.time(bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
+                             knots = list(angle = c(-pi, pi)), nthreads = 2))[["elapsed"]])
+    }
+    extra <- if (engine == "discrete") list(discrete = TRUE) else list()
+    st <- system.time(fit <- do.call(latkes, c(list(d, group = "sequence", window = window, ratio = 20,
+                                                    kernel = kernel, intercept = intercept), extra)))
+    if (is.null(mf)) mf <<- model.frame(fit)
+    st[["elapsed"]]
+  }
+  for (order in list(c("discrete", "exact", "bam"), c("bam", "exact", "discrete"))) {
+    if (order[1] == "bam" && is.null(mf)) next
+    t <- vapply(order, fit_one, 0)
+    cat(sprintf("  %s; bam / exact %.2fx, bam / discrete %.2fx\n",
+                paste(sprintf("%s %.2f s", order, t), collapse = ", "), t[["bam"]] / t[["exact"]],
+                t[["bam"]] / t[["discrete"]]))
   }
   quit(save = "no")
 }
