@@ -27,6 +27,18 @@ simulate_scale <- function(n_subjects) {
   d
 }
 
+# The fits every mode times: latkes() exact or discretised on the simulated data, and bam on the
+# exact fit's model frame.
+fit_latkes <- function(d, engine) {
+  extra <- if (engine == "discrete") list(discrete = TRUE) else list()
+  do.call(nce::latkes, c(list(d, group = "sequence", window = window, ratio = 20, kernel = kernel,
+                              intercept = intercept), extra))
+}
+fit_bam <- function(mf) {
+  mgcv::bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
+            knots = list(angle = c(-pi, pi)), nthreads = 2)
+}
+
 # CPU seconds of the process (all threads), beside the elapsed time: the machine is shared.
 cpu_time <- function(st) sum(st[c("user.self", "sys.self")])
 
@@ -42,15 +54,12 @@ if (length(args) >= 1 && args[1] == "--one") {
   out <- file.path(dir, sprintf("%s-%d.rds", engine, n_subjects))
   if (engine == "bam") {
     mf <- readRDS(file.path(dir, sprintf("frame-%d.rds", n_subjects)))
-    st <- system.time(b <- bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
-                               knots = list(angle = c(-pi, pi)), nthreads = 2))
+    st <- system.time(b <- fit_bam(mf))
     saveRDS(list(time = st[["elapsed"]], cpu = cpu_time(st), rows = nrow(mf), edf = sum(b$edf), eta = b$linear.predictors,
                  converged = b$outer.info$conv), out)
   } else {
     d <- simulate_scale(n_subjects)
-    extra <- if (engine == "discrete") list(discrete = TRUE) else list()
-    st <- system.time(fit <- do.call(latkes, c(list(d, group = "sequence", window = window, ratio = 20,
-                                                    kernel = kernel, intercept = intercept), extra)))
+    st <- system.time(fit <- fit_latkes(d, engine))
     data_mb <- as.numeric(utils::object.size(fit$nce_frame)) / 2^20
     if (engine == "exact") saveRDS(model.frame(fit), file.path(dir, sprintf("frame-%d.rds", n_subjects)))
     saveRDS(list(time = st[["elapsed"]], cpu = cpu_time(st), rows = nrow(fit$nce_frame), edf = sum(fit$edf), eta = fit$linear.predictors,
@@ -72,19 +81,14 @@ if (length(args) >= 1 && args[1] == "--session") {
               paste(readLines("/proc/loadavg", warn = FALSE), collapse = " ")))
   d <- simulate_scale(n_subjects)
   mf <- NULL
+  # bam's frame is the first latkes fit's (the first order fits before bam).
   fit_one <- function(engine) {
-    if (engine == "bam") {
-      return(system.time(bam(bam_form, family = binomial, data = mf, method = "fREML", discrete = TRUE,
-                             knots = list(angle = c(-pi, pi)), nthreads = 2))[["elapsed"]])
-    }
-    extra <- if (engine == "discrete") list(discrete = TRUE) else list()
-    st <- system.time(fit <- do.call(latkes, c(list(d, group = "sequence", window = window, ratio = 20,
-                                                    kernel = kernel, intercept = intercept), extra)))
+    if (engine == "bam") return(system.time(fit_bam(mf))[["elapsed"]])
+    st <- system.time(fit <- fit_latkes(d, engine))
     if (is.null(mf)) mf <<- model.frame(fit)
     st[["elapsed"]]
   }
   for (order in list(c("discrete", "exact", "bam"), c("bam", "exact", "discrete"))) {
-    if (order[1] == "bam" && is.null(mf)) next
     t <- vapply(order, fit_one, 0)
     cat(sprintf("  %s; bam / exact %.2fx, bam / discrete %.2fx\n",
                 paste(sprintf("%s %.2f s", order, t), collapse = ", "), t[["bam"]] / t[["exact"]],
