@@ -40,6 +40,12 @@ pub trait Design: Sync {
         None
     }
 
+    /// X as one dense n x p matrix, for designs held dense (`None` otherwise): the REML
+    /// derivatives by pairs of rows (`engine::row_pairs`) work on it when the rows are few.
+    fn dense_matrix(&self) -> Option<DMatrix<f64>> {
+        None
+    }
+
     /// out_i = x_i' M x_i for a symmetric p x p matrix M (e.g. leverages with M = H^{-1}).
     fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
         let (n, p) = (self.nrow(), self.ncol());
@@ -297,6 +303,14 @@ impl Design for DenseDesign<'_> {
 
     fn intercept_column(&self) -> Option<usize> {
         (0..self.ncol).find(|&j| self.col(j).iter().all(|&v| v == 1.0))
+    }
+
+    fn dense_matrix(&self) -> Option<DMatrix<f64>> {
+        let mut x = DMatrix::zeros(self.nrow, self.ncol);
+        for j in 0..self.ncol {
+            x.column_mut(j).copy_from_slice(self.col(j));
+        }
+        Some(x)
     }
 }
 

@@ -16,5 +16,6 @@ pub mod penalty;
 pub mod pirls;
 pub mod reml;
 pub mod rounding;
+mod row_pairs;
 pub mod sandwich;
 pub mod shards;

@@ -16,6 +16,7 @@ use crate::engine::irls::{Control, GlmFit, Problem};
 use crate::engine::newton::newton_step;
 use crate::engine::penalty::PenaltySet;
 use crate::engine::pirls::{self, Cand};
+use crate::engine::row_pairs::{row_pair_traces, row_pairs_pay};
 use crate::error::{NceError, Result};
 use crate::linalg::aliased_columns;
 use nalgebra::{Cholesky, DMatrix, DMatrixView, DVector, Dyn};
@@ -295,6 +296,11 @@ impl<D: Design> Ctx<'_, D> {
     /// everything else is p x p algebra. tr(H^{-1} X' diag(w1 X b_jk) X) = (X'(w1 lev))' b_jk
     /// needs no pass per pair.
     fn derivs(&self, pt: &Point) -> Result<Derivs> {
+        self.derivs_by(pt, row_pairs_pay(self.d.nrow(), self.pens))
+    }
+
+    /// `derivs`, by pairs of rows where `by_rows` and the design is dense.
+    fn derivs_by(&self, pt: &Point, by_rows: bool) -> Result<Derivs> {
         let (d, pens, prob) = (self.d, self.pens, self.prob);
         let (n, m) = (d.nrow(), pens.len());
         let beta = DVector::from_column_slice(&pt.fit.beta);
@@ -315,6 +321,10 @@ impl<D: Design> Ctx<'_, D> {
         let w1lev: Vec<f64> = w1.iter().zip(&lev).map(|(a, b)| a * b).collect();
         let u = d.crossprod_vec(&w1lev);
         drop(w1lev);
+        // By pairs of rows (engine::row_pairs) where the design is dense and that is cheaper:
+        // it needs the leverages again.
+        let dense = if by_rows { d.dense_matrix() } else { None };
+        let lev_kept = dense.as_ref().map(|_| lev.clone());
         let mut w2lev = lev;
         w2lev.iter_mut().zip(&w2).for_each(|(l, b)| *l *= b);
         drop(w2);
@@ -333,66 +343,104 @@ impl<D: Design> Ctx<'_, D> {
         let pairs: Vec<(usize, usize)> = (0..m).flat_map(|j| (j..m).map(move |k| (j, k))).collect();
         let w2_pairs: Vec<f64> = pairs.iter().map(|&(j, k)| ws_dot3(&w2lev, &ej[j], &ej[k])).collect();
         drop(w2lev);
-        for e in &mut ej {
-            e.iter_mut().zip(&w1).for_each(|(v, a)| *v *= a);
-        }
-        drop(w1);
-        let vref: Vec<&[f64]> = ej.iter().map(|v| v.as_slice()).collect();
-        let mj = d.weighted_crossprods(&vref);
-        drop(ej);
-        let hj: Vec<DMatrix<f64>> = mj
-            .into_iter()
-            .enumerate()
-            .map(|(j, mut mm)| {
-                pens.add_to(j, &mut mm, lam[j]);
-                mm
-            })
-            .collect();
-        // A_j = H^{-1} dH_j, stored as the columns vec(A_j) of one p^2 x m matrix (each product on
-        // its own thread), so that the pairs' traces below are one matrix product.
         let p = hinv.nrows();
-        let mut avec = DMatrix::<f64>::zeros(p * p, m);
-        avec.as_mut_slice()
-            .par_chunks_mut(p * p)
-            .zip(hj.par_iter())
-            .for_each(|(col, h)| col.copy_from_slice((&hinv * h).as_slice()));
-        drop(hj);
-        let aj = |j: usize| DMatrixView::from_slice(&avec.as_slice()[j * p * p..(j + 1) * p * p], p, p);
+        // Second order: tr(A_j), tr(A_k A_j) and u' d2b/drho_j drho_k for the pairs j <= k, with
+        // d2b/drho_j drho_k = [j == k] b_j - H^{-1} (dH_k b_j + lambda_j S_j b_k).
+        let (tra, cross, u_d2b) = match (dense, lev_kept) {
+            (Some(x), Some(lev)) => {
+                // By pairs of rows (engine::row_pairs). With h = H^{-1} u and z = X h,
+                // u' H^{-1} X' diag(w1 X b_k) X b_j = sum_i z_i w1_i (X b_k)_i (X b_j)_i.
+                let h = &hinv * &u;
+                let mut z = vec![0.0; n];
+                d.linear_predictor(h.as_slice(), &mut z);
+                z.iter_mut().zip(&w1).for_each(|(a, b)| *a *= b);
+                let zee: Vec<f64> = pairs.iter().map(|&(j, k)| ws_dot3(&z, &ej[j], &ej[k])).collect();
+                drop(z);
+                let sh: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, h.as_slice())).collect();
+                let u_d2b: Vec<f64> = pairs
+                    .iter()
+                    .zip(&zee)
+                    .map(|(&(j, k), &zjk)| {
+                        let ab = zjk + lam[k] * sh[k].dot(&bj[j]);
+                        let hs = lam[j] * sh[j].dot(&bj[k]);
+                        let own = if j == k { u.dot(&bj[j]) } else { 0.0 };
+                        own - ab - hs
+                    })
+                    .collect();
+                let v = DMatrix::from_fn(n, m, |i, j| w1[i] * ej[j][i]);
+                drop(ej);
+                let (tra, cross) = row_pair_traces(&x, &hinv, &v, &lev, pens, &lam);
+                (tra, cross, u_d2b)
+            }
+            _ => {
+                for e in &mut ej {
+                    e.iter_mut().zip(&w1).for_each(|(v, a)| *v *= a);
+                }
+                let vref: Vec<&[f64]> = ej.iter().map(|v| v.as_slice()).collect();
+                let mj = d.weighted_crossprods(&vref);
+                drop(ej);
+                let hj: Vec<DMatrix<f64>> = mj
+                    .into_iter()
+                    .enumerate()
+                    .map(|(j, mut mm)| {
+                        pens.add_to(j, &mut mm, lam[j]);
+                        mm
+                    })
+                    .collect();
+                // A_j = H^{-1} dH_j, stored as the columns vec(A_j) of one p^2 x m matrix (each
+                // product on its own thread), so that the pairs' traces below are one matrix product.
+                let mut avec = DMatrix::<f64>::zeros(p * p, m);
+                avec.as_mut_slice()
+                    .par_chunks_mut(p * p)
+                    .zip(hj.par_iter())
+                    .for_each(|(col, h)| col.copy_from_slice((&hinv * h).as_slice()));
+                drop(hj);
+                let aj = |j: usize| DMatrixView::from_slice(&avec.as_slice()[j * p * p..(j + 1) * p * p], p, p);
+                let tra: Vec<f64> = (0..m).map(|j| aj(j).trace()).collect();
+                // The pairs' products go through blocked matrix products: A_k b_j for all j at
+                // once, H^{-1} S_j b_k for all k at once, and tr(A_k A_j) = vec(A_k')' vec(A_j) as
+                // one product (pair by pair, each would re-read p x p matrices from memory).
+                let bmat = DMatrix::from_fn(p, m, |i, j| bj[j][i]);
+                let ab: Vec<DMatrix<f64>> = (0..m).into_par_iter().map(|k| aj(k) * &bmat).collect();
+                let hsb: Vec<DMatrix<f64>> = (0..m)
+                    .into_par_iter()
+                    .map(|j| {
+                        let (start, c) = pens.right_mul(j, &hinv);
+                        let kj = c.ncols();
+                        c * bmat.rows(start, kj)
+                    })
+                    .collect();
+                let avec_t = DMatrix::from_fn(p * p, m, |i, k| avec[(i / p + (i % p) * p, k)]);
+                let cross = avec_t.tr_mul(&avec);
+                drop(avec_t);
+                let u_d2b: Vec<f64> = pairs
+                    .par_iter()
+                    .map(|&(j, k)| {
+                        let mut bjk = -ab[k].column(j) - hsb[j].column(k) * lam[j];
+                        if j == k {
+                            bjk += &bj[j];
+                        }
+                        u.dot(&bjk)
+                    })
+                    .collect();
+                (tra, cross, u_d2b)
+            }
+        };
+        drop(w1);
         let grad: Vec<f64> = (0..m)
-            .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * aj(j).trace() - 0.5 * ld.grad[j])
+            .map(|j| 0.5 * lam[j] * beta.dot(&sb[j]) + 0.5 * tra[j] - 0.5 * ld.grad[j])
             .collect();
-
-        // Second order. The pairs' products go through blocked matrix products: A_k b_j for all j
-        // at once, H^{-1} S_j b_k for all k at once, and tr(A_k A_j) = vec(A_k')' vec(A_j) as one
-        // product (pair by pair, each would re-read p x p matrices from memory).
-        let bmat = DMatrix::from_fn(p, m, |i, j| bj[j][i]);
-        let ab: Vec<DMatrix<f64>> = (0..m).into_par_iter().map(|k| aj(k) * &bmat).collect();
-        let hsb: Vec<DMatrix<f64>> = (0..m)
-            .into_par_iter()
-            .map(|j| {
-                let (start, c) = pens.right_mul(j, &hinv);
-                let kj = c.ncols();
-                c * bmat.rows(start, kj)
-            })
-            .collect();
-        let avec_t = DMatrix::from_fn(p * p, m, |i, k| avec[(i / p + (i % p) * p, k)]);
-        let cross = avec_t.tr_mul(&avec);
-        drop(avec_t);
         let entries: Vec<f64> = pairs
             .par_iter()
             .zip(w2_pairs.par_iter())
-            .map(|(&(j, k), &w2_jk)| {
-                // d2b/drho_j drho_k = [j == k] b_j - H^{-1} (dH_k b_j + lambda_j S_j b_k).
-                let mut bjk = -ab[k].column(j) - hsb[j].column(k) * lam[j];
-                if j == k {
-                    bjk += &bj[j];
-                }
+            .zip(u_d2b.par_iter())
+            .map(|((&(j, k), &w2_jk), &u_jk)| {
                 let mut tr = if j == k {
                     lam[j] * pens.trace_with(j, &hinv)
                 } else {
                     0.0
                 };
-                tr += u.dot(&bjk);
+                tr += u_jk;
                 tr += w2_jk;
                 let mut v = lam[j] * bj[k].dot(&sb[j]) + 0.5 * (tr - cross[(k, j)]) - 0.5 * ld.hess[(j, k)];
                 if j == k {
@@ -1097,6 +1145,176 @@ mod tests {
             assert!((a - b).abs() < 1e-8);
         }
         assert!((f1.reml - f2.reml).abs() < 1e-9);
+    }
+
+    /// The design of `DenseDesign` without its dense matrix: the derivatives by products.
+    struct ByProducts<'a>(DenseDesign<'a>);
+
+    impl Design for ByProducts<'_> {
+        fn nrow(&self) -> usize {
+            self.0.nrow()
+        }
+        fn ncol(&self) -> usize {
+            self.0.ncol()
+        }
+        fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
+            self.0.linear_predictor(beta, out)
+        }
+        fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
+            self.0.weighted_crossprod(w, v)
+        }
+        fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
+            self.0.weighted_crossprods(weights)
+        }
+        fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
+            self.0.crossprod_vec(v)
+        }
+        fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
+            self.0.row_quadratic_forms(m, out)
+        }
+    }
+
+    /// Few rows, many coefficients and penalties: the derivatives by pairs of rows give the fit,
+    /// gradient and Hessian of the derivatives by weighted cross-products.
+    #[test]
+    fn row_pairs_give_the_same_fit_and_hessian() {
+        let (n, kc) = (80, 30);
+        let p = kc + 2;
+        let x: Vec<f64> = (0..n).map(|i| ((i * 29 % n) as f64 + 0.5) / n as f64).collect();
+        let mut xm = vec![0.0; n * p];
+        for (i, &t) in x.iter().enumerate() {
+            xm[i] = 1.0;
+            xm[n + i] = t;
+            for k in 1..=kc {
+                xm[(k + 1) * n + i] = (k as f64 * std::f64::consts::PI * t).cos();
+            }
+        }
+        // One penalty per pair of cosine terms, diag(k^4).
+        let pens: Vec<Penalty> = (0..kc / 2)
+            .map(|b| Penalty {
+                start: 2 + 2 * b,
+                s: DMatrix::from_fn(2, 2, |i, j| if i == j { ((2 * b + i + 1) as f64).powi(4) } else { 0.0 }),
+            })
+            .collect();
+        let pens = PenaltySet::new(p, pens).unwrap();
+        assert!(row_pairs_pay(n, &pens));
+        let y = labels(&x, |t| (5.0 * t).sin());
+        let (w, o) = (vec![1.0; n], vec![0.0; n]);
+        let prob = Problem::new(&y, &w, &o, Family::Binomial);
+        let d = DenseDesign::new(&xm, n, p).unwrap();
+        let ctrl = RemlControl::default();
+        let f1 = fit_reml(&d, &prob, &pens, &ctrl, &mut || false).unwrap();
+        let f2 = fit_reml(&ByProducts(d), &prob, &pens, &ctrl, &mut || false).unwrap();
+        assert!(f1.convergence.converged && f2.convergence.converged);
+        assert!((f1.reml - f2.reml).abs() < 1e-8, "{} {}", f1.reml, f2.reml);
+        for (a, b) in f1.rho.iter().zip(&f2.rho) {
+            assert!((a - b).abs() < 1e-4, "rho {a} {b}");
+        }
+        for (a, b) in f1.coefficients.iter().zip(&f2.coefficients) {
+            assert!((a - b).abs() < 1e-5, "coefficient {a} {b}");
+        }
+        let scale = f2.hessian.amax();
+        assert!(
+            (&f1.hessian - &f2.hessian).amax() < 1e-6 * scale,
+            "{}",
+            (&f1.hessian - &f2.hessian).amax()
+        );
+        for (a, b) in f1.gradient.iter().zip(&f2.gradient) {
+            assert!((a - b).abs() < 1e-6, "gradient {a} {b}");
+        }
+        // At the same smoothing parameters, the same derivatives to rounding.
+        let fixed = RemlControl {
+            sp: Some(f2.sp.clone()),
+            ..Default::default()
+        };
+        let g1 = fit_reml(&d, &prob, &pens, &fixed, &mut || false).unwrap();
+        let g2 = fit_reml(&ByProducts(d), &prob, &pens, &fixed, &mut || false).unwrap();
+        let diff = (&g1.hessian - &g2.hessian).amax();
+        assert!(diff < 1e-10 * g2.hessian.amax(), "Hessian differs by {diff}");
+        for (a, b) in g1.gradient.iter().zip(&g2.gradient) {
+            assert!((a - b).abs() < 1e-10 * (1.0 + b.abs()), "gradient {a} {b}");
+        }
+    }
+
+    /// Times of the derivatives by pairs of rows and by products, on random designs of the
+    /// shapes of the package's classifiers, beside `row_pairs_pay`'s modelled costs:
+    /// `cargo test --release -p nce-core --lib time_row_pairs -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn time_row_pairs() {
+        use rand::{Rng, SeedableRng};
+        let shapes = [
+            (1000, 383, 87, 8),
+            (2000, 383, 87, 8),
+            (4000, 383, 87, 8),
+            (8000, 383, 87, 8),
+            (4000, 266, 60, 8),
+            (10000, 266, 60, 8),
+            (4000, 353, 32, 16),
+            (2000, 100, 20, 8),
+            (2000, 50, 4, 16),
+            (20000, 60, 6, 10),
+        ];
+        for &(n, p, m, k) in &shapes {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+            let mut xm: Vec<f64> = (0..n * p).map(|_| rng.gen::<f64>() - 0.5).collect();
+            xm[..n].iter_mut().for_each(|v| *v = 1.0);
+            let y: Vec<f64> = (0..n).map(|i| ((i * 7 + 3) % 5 < 2) as u8 as f64).collect();
+            // Pairs of penalties on disjoint blocks, as ti() terms have: the two margins' penalties.
+            let k = k.min(2 * (p - 1) / m);
+            let pens: Vec<Penalty> = (0..m)
+                .map(|j| Penalty {
+                    start: 1 + (j / 2) * k,
+                    s: DMatrix::from_fn(k, k, |a, b| if a == b && (a + j) % 2 == 0 { 1.0 } else { 0.0 }),
+                })
+                .collect();
+            let pens = PenaltySet::new(p, pens).unwrap();
+            let (w, o) = (vec![1.0; n], vec![0.0; n]);
+            let prob = Problem::new(&y, &w, &o, Family::Binomial);
+            let d = DenseDesign::new(&xm, n, p).unwrap();
+            let bp = ByProducts(d);
+            let ctrl = RemlControl::default();
+            let mut c1 = Ctx {
+                d: &d,
+                prob: &prob,
+                pens: &pens,
+                ctrl: &ctrl,
+                inner_iterations: 0,
+                loose_epsilon: None,
+                sat: prob.saturated_loglik(),
+            };
+            let rho = vec![0.0; m];
+            let pt = c1.point(&rho, None, &mut || false).unwrap();
+            let c2 = Ctx {
+                d: &bp,
+                prob: &prob,
+                pens: &pens,
+                ctrl: &ctrl,
+                inner_iterations: 0,
+                loose_epsilon: None,
+                sat: prob.saturated_loglik(),
+            };
+            let time = |f: &dyn Fn()| {
+                let mut best = f64::INFINITY;
+                for _ in 0..3 {
+                    let t0 = std::time::Instant::now();
+                    f();
+                    best = best.min(t0.elapsed().as_secs_f64());
+                }
+                best
+            };
+            let t1 = time(&|| {
+                c1.derivs_by(&pt, true).unwrap();
+            });
+            let t2 = time(&|| {
+                c2.derivs_by(&pt, false).unwrap();
+            });
+            println!(
+                "n {n:6} p {p:4} m {m:3}: rows {t1:.3} s, products {t2:.3} s, ratio {:.2}; chosen {}",
+                t2 / t1,
+                if row_pairs_pay(n, &pens) { "rows" } else { "products" }
+            );
+        }
     }
 
     #[test]
