@@ -120,7 +120,7 @@ mod tests {
     /// The traces by pairs of rows equal those of the matrices A_j formed in full.
     #[test]
     fn traces_match_full_matrices() {
-        let (n, p) = (300, 12);
+        let (n, p) = (700, 12);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let x = DMatrix::from_fn(n, p, |_, _| rng.gen::<f64>() - 0.5);
         let mut pens = Vec::new();
@@ -150,6 +150,18 @@ mod tests {
                 &hinv * dh
             })
             .collect();
+        // Bit for bit the same on 1 and 2 threads.
+        let on = |t: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+                .install(|| row_pair_traces(&x, &hinv, &v, &lev, &pens, &lambda))
+        };
+        let (one, two) = (on(1), on(2));
+        assert_eq!(one.0, two.0);
+        assert_eq!(one.1, two.1);
+        assert_eq!(one.1, cross);
         for j in 0..m {
             assert!((tra[j] - a[j].trace()).abs() < 1e-10 * a[j].trace().abs().max(1.0));
             for k in 0..m {
