@@ -294,7 +294,9 @@ impl<D: Design> Ctx<'_, D> {
     /// are: X b_j (m linear predictors), the m matrices X' diag(w1 X b_j) X (one multi-weight
     /// cross-product pass), the leverages x_i' H^{-1} x_i (one pass), and X'(w1 lev) (one pass);
     /// everything else is p x p algebra. tr(H^{-1} X' diag(w1 X b_jk) X) = (X'(w1 lev))' b_jk
-    /// needs no pass per pair.
+    /// needs no pass per pair. A dense design with few rows against its coefficients and
+    /// penalties takes the pairs' traces by pairs of rows instead (`engine::row_pairs`), with no
+    /// cross-product per penalty.
     fn derivs(&self, pt: &Point) -> Result<Derivs> {
         self.derivs_by(pt, row_pairs_pay(self.d.nrow(), self.pens))
     }
