@@ -1274,7 +1274,6 @@ mod tests {
             let (w, o) = (vec![1.0; n], vec![0.0; n]);
             let prob = Problem::new(&y, &w, &o, Family::Binomial);
             let d = DenseDesign::new(&xm, n, p).unwrap();
-            let bp = ByProducts(d);
             let ctrl = RemlControl::default();
             let mut c1 = Ctx {
                 d: &d,
@@ -1287,15 +1286,6 @@ mod tests {
             };
             let rho = vec![0.0; m];
             let pt = c1.point(&rho, None, &mut || false).unwrap();
-            let c2 = Ctx {
-                d: &bp,
-                prob: &prob,
-                pens: &pens,
-                ctrl: &ctrl,
-                inner_iterations: 0,
-                loose_epsilon: None,
-                sat: prob.saturated_loglik(),
-            };
             let time = |f: &dyn Fn()| {
                 let mut best = f64::INFINITY;
                 for _ in 0..3 {
@@ -1309,7 +1299,7 @@ mod tests {
                 c1.derivs_by(&pt, true).unwrap();
             });
             let t2 = time(&|| {
-                c2.derivs_by(&pt, false).unwrap();
+                c1.derivs_by(&pt, false).unwrap();
             });
             println!(
                 "n {n:6} p {p:4} m {m:3}: rows {t1:.3} s, products {t2:.3} s, ratio {:.2}; chosen {}",
