@@ -596,6 +596,10 @@ fn tail_steps(step: &mut [f64], der: &Derivs, free: &[usize], max_step: f64, tar
     }
 }
 
+/// The smallest step in every log smoothing parameter worth an inner fit: step halving stops
+/// below it (a change of 0.01% in each smoothing parameter moves the fit by rounding only).
+const MIN_STEP: f64 = 1e-4;
+
 /// Fit with smoothing parameters chosen by REML (or fixed by `ctrl.sp`).
 ///
 /// `prob.penalty` must be `None`: the penalty is `penalties` weighted by the smoothing
@@ -863,6 +867,8 @@ pub(crate) fn optimise<M: RemlModel>(
                 0.5 * ctrl.tol * (1.0 + cur_score.abs()),
             );
             let mut accepted = None;
+            // A step that starts below MIN_STEP (near convergence) keeps all its halvings.
+            let cut = step.iter().any(|s| s.abs() >= MIN_STEP);
             for _ in 0..=ctrl.max_halving {
                 let trial: Vec<f64> = clamp(&cur_rho.iter().zip(&step).map(|(r, s)| r + s).collect::<Vec<_>>());
                 // Warm start from the first-order prediction beta + sum_j (d beta / d rho_j) drho_j.
@@ -880,6 +886,9 @@ pub(crate) fn optimise<M: RemlModel>(
                     }
                     Err(NceError::Interrupted) => return Err(NceError::Interrupted),
                     _ => step.iter_mut().for_each(|s| *s *= 0.5),
+                }
+                if cut && step.iter().all(|s| s.abs() < MIN_STEP) {
+                    break;
                 }
             }
             match accepted {
@@ -1328,5 +1337,62 @@ mod tests {
         assert!(fit_reml(&d, &prob, pens, &ctrl, &mut || false).is_err());
         let e = fit_reml(&d, &prob, pens, &RemlControl::default(), &mut || true).unwrap_err();
         assert_eq!(e, NceError::Interrupted);
+    }
+
+    /// A one-parameter score D(rho) = rho^2 whose reported gradient has the wrong sign, so that
+    /// no step along it lowers the score (a wall, as where a REML fit's derivatives lose accuracy).
+    struct Wall {
+        fits: usize,
+    }
+
+    struct WallPoint {
+        rho: Vec<f64>,
+        score: f64,
+    }
+
+    impl RemlModel for Wall {
+        type Point = WallPoint;
+        fn point(&mut self, rho: &[f64], _: Option<&[f64]>, _: &mut dyn FnMut() -> bool) -> Result<WallPoint> {
+            self.fits += 1;
+            Ok(WallPoint {
+                rho: rho.to_vec(),
+                score: rho[0] * rho[0],
+            })
+        }
+        fn derivs(&self, pt: &WallPoint) -> Result<Derivs> {
+            Ok(Derivs {
+                grad: vec![-2.0 * pt.rho[0]],
+                hess: DMatrix::from_element(1, 1, 2.0),
+                dbeta: vec![DVector::zeros(0)],
+            })
+        }
+        fn score(pt: &WallPoint) -> f64 {
+            pt.score
+        }
+        fn rho(pt: &WallPoint) -> &[f64] {
+            &pt.rho
+        }
+        fn beta(_: &WallPoint) -> &[f64] {
+            &[]
+        }
+        fn inner_status(_: &WallPoint) -> (bool, &str) {
+            (true, "")
+        }
+    }
+
+    #[test]
+    fn step_halving_stops_at_the_smallest_useful_step() {
+        // Newton's step is 3 (gradient -6, curvature 2); halving reaches MIN_STEP = 1e-4 after
+        // 15 halvings: 15 trial fits and the first, where max_halving would allow 31 trials.
+        let mut wall = Wall { fits: 0 };
+        let o = optimise(&mut wall, 1, &[3.0], &RemlControl::default(), None, None, &mut || false).unwrap();
+        assert_eq!(o.pt.rho, vec![3.0]);
+        assert!(!o.convergence.converged);
+        assert!(
+            o.convergence.message.starts_with("step halving failed"),
+            "{}",
+            o.convergence.message
+        );
+        assert_eq!(wall.fits, 16);
     }
 }
