@@ -50,7 +50,7 @@
 #'   0.02-0.09 (t1) and 0.04-0.11 (t2) from the exact ones and the sds 0.87-1.15 and 1.14-1.25
 #'   times the exact ones; with 2,000 pairs 0.04-0.07 and 0.01-0.13, sds 1.03-1.22 and
 #'   1.08-1.28 times. The GAM with its default formula on the same 1,000 pairs (3 seeds,
-#'   2026-11-28): 27-42 s (165-221 s before the REML engine took its derivatives by pairs of
+#'   2026-11-28): 19-34 s (165-221 s before the REML engine took its derivatives by pairs of
 #'   rows), means 0.03-0.07 and 0.02-0.09 off, sds 1.10-1.19 and 1.12-1.29 times.
 #'
 #'   `"auto"` takes the GAM when `formula` or `discrete` is given, the network when `hidden` or
