@@ -1340,7 +1340,8 @@ mod tests {
     }
 
     /// A one-parameter score D(rho) = rho^2 whose reported gradient has the wrong sign, so that
-    /// no step along it lowers the score (a wall, as where a REML fit's derivatives lose accuracy).
+    /// no step along it lowers the score: a wall, as at the end of ARCH(1)'s classifier fits,
+    /// where every step that would lower the score leaves a coefficient aliased.
     struct Wall {
         fits: usize,
     }
