@@ -67,7 +67,8 @@
 #'   [ratio_amortised()]'s default, which is too stiff here (see above).
 #' @param classifier,hidden,control The classifier: `"gam"` (default, the GAM of `formula`) or
 #'   `"mlp"`, a neural network of the parameters and summaries with hidden layers of `hidden`
-#'   units trained as [nce_mlp_control()] `control` says (see [ratio_amortised()]).
+#'   units trained as [nce_mlp_control()] `control` says (see [ratio_amortised()]); one
+#'   network per fold (the folds' cross-fitting already averages classifiers).
 #' @param n_shuffle Shuffled pairs per joint pair in the classifier's training set. The
 #'   default, 5, fills the corners of the product of marginals that joint pairs rarely reach;
 #'   with 1, the classifier separates joint from shuffled pairs there almost perfectly and its
@@ -201,7 +202,7 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
     if (clf$classifier == "mlp") {
       return(ratio_amortised(sim_d, summaries, prior, n = length(rows), batch = batch, n_shuffle = n_shuffle,
                              simulations = subset_simulations(sims, rows), classifier = "mlp",
-                             hidden = clf$hidden, control = clf$control))
+                             hidden = clf$hidden, control = clf$control, n_networks = 1L))
     }
     ratio_amortised(sim_d, summaries, prior, n = length(rows), formula = formula, batch = batch,
                     n_shuffle = n_shuffle, simulations = subset_simulations(sims, rows))

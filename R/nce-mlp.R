@@ -473,8 +473,10 @@ nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset,
 
 # The neural ratio classifier of ratio_amortised(classifier = "mlp"): joint pairs (label 1)
 # against shuffled ones (0), the network of all parameters and summaries, each mapped to normal
-# scores by the joint pairs' quantiles; the intercept refitted with the network fixed.
-ratio_mlp_fit <- function(th, s, n_shuffle, spec, control, call) {
+# scores by the joint pairs' quantiles. `n_networks` networks are trained on the same pairs, each
+# from its own random start and held-out rows, and their outputs averaged (an ensemble: the
+# average's error is less set by one start's chance); the intercept is refitted with it fixed.
+ratio_mlp_fit <- function(th, s, n_shuffle, spec, control, n_networks, call) {
   m <- nrow(th)
   perm <- unlist(lapply(seq_len(n_shuffle), function(k) sample.int(m)))
   pairs <- rbind(data.frame(th, s, check.names = FALSE),
@@ -488,14 +490,24 @@ ratio_mlp_fit <- function(th, s, n_shuffle, spec, control, call) {
   w <- rep(1, nrow(x))
   t0 <- proc.time()[["elapsed"]]
   spec$vars <- vars
-  tr <- train_mlp(x, z, y, w, rep(0, nrow(x)), spec, control, -log(n_shuffle), call = call)
-  tr$network$quantiles <- quantiles
-  tr$network$shift <- 0
-  g <- mlp_forward(tr$network, x)
+  networks <- training <- vector("list", n_networks)
+  for (k in seq_len(n_networks)) {
+    tr <- train_mlp(x, z, y, w, rep(0, nrow(x)), spec, control, -log(n_shuffle), call = call)
+    tr$network$quantiles <- quantiles
+    tr$network$shift <- 0
+    networks[[k]] <- tr$network
+    training[[k]] <- tr$training
+  }
+  g <- ensemble_forward(networks, x)
   res <- rs(nce_fit_glm(z, list(y = y, weights = w, offset = g), as.integer(y),
                         list(family = "binomial", control = nce_control(), threads = nce_threads())), call = call)
   eta <- g + res$coefficients[1L]
   pairs$y <- y
-  list(network = tr$network, training = tr$training, intercept = res$coefficients[1L], pairs = pairs,
+  list(networks = networks, training = training, intercept = res$coefficients[1L], pairs = pairs,
        fitted.values = stats::plogis(eta), time_fit = proc.time()[["elapsed"]] - t0)
+}
+
+# The mean output of an ensemble of networks at the rows of `x`.
+ensemble_forward <- function(networks, x) {
+  Reduce(`+`, lapply(networks, mlp_forward, x = x)) / length(networks)
 }

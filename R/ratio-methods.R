@@ -422,7 +422,8 @@ plot.nce_ratio_posterior <- function(x, ...) {
 }
 
 # The neural classifier (ratio_amortised(classifier = "mlp"), class nce_ratio_mlp): the log ratio
-# is the network's output plus the intercept plus log(n_shuffle). What needs the GAM is refused.
+# is the networks' mean output plus the intercept plus log(n_shuffle). What needs the GAM is
+# refused.
 
 #' @export
 predict.nce_ratio_mlp <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix"),
@@ -432,12 +433,12 @@ predict.nce_ratio_mlp <- function(object, newdata = NULL, type = c("link", "resp
   if (type == "lpmatrix") refuse("predict(type = \"lpmatrix\")", object)
   if (se.fit) refuse("predict(se.fit = TRUE)", object)
   nd <- if (is.null(newdata)) object$pairs else ratio_newdata(object, newdata)
-  net <- object$network
+  net <- object$networks[[1L]]
   out <- rep(NA_real_, nrow(nd))
   ok <- which(rows_finite(nd[net$inputs]))
   if (length(ok)) {
     x <- mlp_inputs(nd[ok, , drop = FALSE], net$inputs, quantiles = net$quantiles)
-    out[ok] <- mlp_forward(net, x) + object$intercept + log(object$n_shuffle)
+    out[ok] <- ensemble_forward(object$networks, x) + object$intercept + log(object$n_shuffle)
   }
   if (type == "link") out else exp(out)
 }
@@ -450,11 +451,11 @@ model.frame.nce_ratio_mlp <- function(formula, ...) formula$pairs
 
 #' @export
 logLik.nce_ratio_mlp <- function(object, ...) {
-  # The classification's Bernoulli log-likelihood; df counts every network parameter and the
-  # intercept (an upper bound on the effective number).
+  # The classification's Bernoulli log-likelihood; df counts every parameter of every network and
+  # the intercept (an upper bound on the effective number).
   p <- object$fitted.values
   y <- object$pairs$y
-  structure(sum(stats::dbinom(y, 1, p, log = TRUE)), df = object$network$n_params + 1,
+  structure(sum(stats::dbinom(y, 1, p, log = TRUE)), df = ensemble_n_params(object$networks) + 1,
             nobs = nrow(object$pairs), class = "logLik")
 }
 
@@ -482,9 +483,9 @@ tidy.nce_ratio_mlp <- function(x, ...) refuse("tidy", x)  # nolint: object_name_
 #' @exportS3Method generics::glance
 glance.nce_ratio_mlp <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
-  data.frame(n_pairs = x$n, n_shuffle = x$n_shuffle, nobs = stats::nobs(x), df = attr(ll, "df"),
-             logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll),
-             held_out_loss = x$training$held_out_loss, simulation_time = unname(x$time[["simulation"]]),
+  data.frame(n_pairs = x$n, n_shuffle = x$n_shuffle, n_networks = length(x$networks), nobs = stats::nobs(x),
+             df = attr(ll, "df"), logLik = as.numeric(ll), AIC = stats::AIC(ll), BIC = stats::BIC(ll),
+             held_out_loss = mean(held_out_losses(x)), simulation_time = unname(x$time[["simulation"]]),
              fitting_time = unname(x$time[["fitting"]]), stringsAsFactors = FALSE)
 }
 
@@ -496,14 +497,28 @@ augment.nce_ratio_mlp <- function(x, newdata = NULL, ...) {  # nolint: object_na
   out
 }
 
+held_out_losses <- function(x) vapply(x$training, function(t) t$held_out_loss, 0)
+
+ensemble_n_params <- function(networks) sum(vapply(networks, function(net) net$n_params, 0))
+
 #' @export
 print.nce_ratio_mlp <- function(x, ...) {
   cat("Amortised ratio estimator (neural classifier between joint and shuffled (theta, s) pairs)\n")
   cat(sprintf("%d joint pairs, %d shuffled per pair; parameters %s; summaries %s\n", x$n, x$n_shuffle,
               paste(x$parameters, collapse = ", "), paste(x$summary_names, collapse = ", ")))
-  cat(sprintf("Network: ReLU, hidden layers %s, %d parameters; best epoch %d, held-out loss %.5f\n",
-              paste(x$network$hidden, collapse = "-"), x$network$n_params, x$training$best_epoch,
-              x$training$held_out_loss))
+  net <- x$networks[[1L]]
+  k <- length(x$networks)
+  epochs <- vapply(x$training, function(t) as.integer(t$best_epoch), 0L)
+  loss <- held_out_losses(x)
+  if (k == 1L) {
+    cat(sprintf("Network: ReLU, hidden layers %s, %d parameters; best epoch %d, held-out loss %.5f\n",
+                paste(net$hidden, collapse = "-"), net$n_params, epochs, loss))
+  } else {
+    cat(sprintf("Ensemble of %d networks, outputs averaged: ReLU, hidden layers %s, %d parameters each\n", k,
+                paste(net$hidden, collapse = "-"), net$n_params))
+    cat(sprintf("Best epochs %s; held-out loss %.5f (mean; %.5f-%.5f)\n", paste(epochs, collapse = ", "), mean(loss),
+                min(loss), max(loss)))
+  }
   cat(sprintf("Simulation %.2f s, fitting %.2f s\n", x$time[["simulation"]], x$time[["fitting"]]))
   invisible(x)
 }

@@ -1,8 +1,10 @@
 # Neural ratio estimation on ARCH(1) (the simulator vignette's model: 17 summaries, uniform
 # prior on (t1, t2) in [-1, 1] x [0, 1], observed series at t1 = 0.3, t2 = 0.7): the posterior of
 # ratio_amortised(classifier = "mlp") against the exact posterior on a 41 x 41 grid.
-# Run: Rscript bench/ratio-mlp.R [gam]   ("gam" also fits the GAM classifier with its default
-# formula at 1,000 pairs, 27-42 s, for the time ratio).
+# One network and the default ensemble of 5 on the same simulations, 1,000 and 5,000 pairs.
+# Run: Rscript bench/ratio-mlp.R [from:to] [gam]   (simulation seeds, default 13:42, about 8 min;
+# "gam" also fits the GAM classifier with its default formula at 1,000 pairs, 19-34 s, for the
+# time ratio).
 suppressMessages(library(nce))
 arch_simulate <- function(theta, n, n_obs = 100L) {
   t1 <- theta[, "t1"]
@@ -46,6 +48,8 @@ gh <- local({
   e <- eigen(J, symmetric = TRUE)
   list(x = e$values, w = e$vectors[1, ]^2)
 })
+args <- commandArgs(TRUE)
+seeds <- if (length(args) && grepl("^[0-9]+:[0-9]+$", args[1])) eval(str2lang(args[1])) else 13:42
 set.seed(7)
 y_obs <- arch_simulate(cbind(t1 = 0.3, t2 = 0.7), 1)
 prior <- prior_uniform(t1 = c(-1, 1), t2 = c(0, 1))
@@ -63,12 +67,17 @@ row <- function(label, n, seed, sec, est) {
   data.frame(classifier = label, pairs = n, seed = seed, seconds = sec, err_mean_t1 = est[1] - ex[1],
              err_mean_t2 = est[2] - ex[2], sd_ratio_t1 = est[3] / ex[3], sd_ratio_t2 = est[4] / ex[4])
 }
+# One network against the default ensemble of 5 (n_networks), on the same simulations per seed.
 out <- list()
-for (n in c(1000, 2000)) for (seed in 1:4) {
+for (n in c(1000, 5000)) for (seed in seeds) {
   set.seed(seed)
-  sec <- system.time(r <- ratio_amortised(arch_simulate, arch_summaries, prior, n = n, batch = TRUE,
-                                          classifier = "mlp"))[["elapsed"]]
-  out[[length(out) + 1L]] <- row("mlp", n, seed, sec, moments(predict(r, nd)))
+  sims <- simulate_summaries(arch_simulate, arch_summaries, prior$sample(n), batch = TRUE)
+  for (k in c(1L, 5L)) {
+    set.seed(seed + 5000)
+    sec <- system.time(r <- ratio_amortised(arch_simulate, arch_summaries, prior, simulations = sims, batch = TRUE,
+                                            classifier = "mlp", n_networks = k))[["elapsed"]]
+    out[[length(out) + 1L]] <- row(sprintf("mlp x %d", k), n, seed, sec, moments(predict(r, nd)))
+  }
 }
 if ("gam" %in% commandArgs(TRUE)) {
   set.seed(1)
@@ -77,4 +86,21 @@ if ("gam" %in% commandArgs(TRUE)) {
   out[[length(out) + 1L]] <- row("gam (default formula)", 1000, 1, sec, moments(predict(r, nd)))
 }
 cat(sprintf("Exact posterior: means %.3f, %.3f; sds %.3f, %.3f\n", ex[1], ex[2], ex[3], ex[4]))
-print(do.call(rbind, out), digits = 3, row.names = FALSE)
+res <- do.call(rbind, out)
+print(res, digits = 3, row.names = FALSE)
+# Per classifier and size: ranges over the seeds, root-mean-square errors of the means and of the
+# log sd ratios, and how many seeds have both sd ratios within 1/1.2-1.2 ("sd ok") and, besides,
+# both means within 0.05 ("all ok").
+worst <- pmax(res$sd_ratio_t1, 1 / res$sd_ratio_t1, res$sd_ratio_t2, 1 / res$sd_ratio_t2)
+res$sd_ok <- worst <= 1.2
+res$all_ok <- res$sd_ok & abs(res$err_mean_t1) <= 0.05 & abs(res$err_mean_t2) <= 0.05
+for (key in unique(paste(res$classifier, res$pairs))) {
+  d <- res[paste(res$classifier, res$pairs) == key, ]
+  rms <- function(v) sqrt(mean(v^2))
+  cat(sprintf(paste("%s pairs: %.1f-%.1f s; |mean error| max %.3f, %.3f, rms %.3f, %.3f; sd ratios %.2f-%.2f,",
+                    "%.2f-%.2f, rms of logs %.3f, %.3f; sd ok %d, all ok %d of %d\n"),
+              key, min(d$seconds), max(d$seconds), max(abs(d$err_mean_t1)), max(abs(d$err_mean_t2)),
+              rms(d$err_mean_t1), rms(d$err_mean_t2), min(d$sd_ratio_t1), max(d$sd_ratio_t1), min(d$sd_ratio_t2),
+              max(d$sd_ratio_t2), rms(log(d$sd_ratio_t1)), rms(log(d$sd_ratio_t2)), sum(d$sd_ok), sum(d$all_ok),
+              nrow(d)))
+}

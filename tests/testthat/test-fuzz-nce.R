@@ -280,6 +280,15 @@ test_that("hostile inputs to network energies and neural classifiers give classe
     list("mlp classifier bad hidden", function() {
       ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "mlp", hidden = 0)
     }, "nce_error_input"),
+    list("mlp classifier n_networks 0", function() {
+      ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "mlp", n_networks = 0)
+    }, "nce_error_input"),
+    list("mlp classifier n_networks 1.5", function() {
+      ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, n_networks = 1.5)
+    }, "nce_error_input"),
+    list("mlp classifier n_networks huge", function() {
+      ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, n_networks = 1e6)
+    }, "nce_error_input"),
     list("mlp classifier bad control", function() {
       ratio_amortised(sim, summ, pr, n = 20, batch = TRUE, classifier = "mlp", control = list(foo = 1))
     }, "nce_error_input")

@@ -293,7 +293,11 @@ test_that("the neural ratio classifier gives the exact posterior of a Gaussian m
     expect_equal(sqrt(vcov(post)[1, 1]), sqrt(1 / 20), tolerance = 0.2)
   }
   expect_equal(fitted(r), predict(r, type = "response"))
-  expect_equal(attr(logLik(r), "df"), r$network$n_params + 1)
+  # The default ensemble: 5 networks from their own starts, outputs averaged.
+  expect_length(r$networks, 5L)
+  expect_false(identical(r$networks[[1]]$params, r$networks[[2]]$params))
+  expect_equal(attr(logLik(r), "df"), 5 * r$networks[[1]]$n_params + 1)
+  if (requireNamespace("broom", quietly = TRUE)) expect_identical(broom::glance(r)$n_networks, 5L)
   expect_error(predict(r, se.fit = TRUE), class = "nce_error_unsupported")
   expect_error(coef(r), class = "nce_error_unsupported")
   expect_error(ratio_posterior(r, x_obs, method = "metropolis", engine = "rust"), class = "nce_error_unsupported")
@@ -303,7 +307,9 @@ test_that("the neural ratio classifier gives the exact posterior of a Gaussian m
                                hidden = 4), class = "nce_error_input")
   expect_error(ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 50, batch = TRUE, hidden = 4,
                                formula = ~ mu), class = "nce_error_input")
-  expect_identical(update(r)$network$params, r$network$params)
+  expect_error(ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 50, batch = TRUE, classifier = "gam",
+                               n_networks = 2), class = "nce_error_input")
+  expect_identical(update(r)$networks, r$networks)
 })
 
 test_that("classifier = 'auto' takes the GAM for few parameter-summary pairs and the network beyond", {
