@@ -83,7 +83,8 @@
 #'   posterior means 0.058 and 0.067 against one network's 0.062 and 0.073 (1,000 pairs), 0.049
 #'   and 0.037 against 0.056 and 0.040 (5,000 pairs), and of the log sd ratios 0.108 and 0.199
 #'   against 0.196 and 0.235, 0.098 and 0.144 against 0.121 and 0.160, at 5 times the training
-#'   time. Their spread is not an error bar for the posterior.
+#'   time. Their spread is not an error bar for the posterior; [ratio_coverage()] checks whether
+#'   the posteriors are as wide as they should be.
 #' @param hidden With the network: units of each hidden layer.
 #' @param control With the network: [nce_mlp_control()] or a list of some of its
 #'   arguments.
