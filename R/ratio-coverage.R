@@ -36,9 +36,9 @@
 #'   standard error at nominal coverage, \eqn{\sqrt{\alpha(1-\alpha)/n}}), `z` (their
 #'   difference in standard errors) and `verdict` (`"calibrated"` within 3 standard errors,
 #'   `"too wide"` or `"too narrow"`; 3, not 2, because several levels are tested at once and the
-#'   importance-sampling posteriors add their own error). Attributes: `credible_levels` (each pair's credible level
-#'   of its true theta; uniform on (0, 1) when calibrated), `ess` (each pair's importance
-#'   sampling effective sample size), `time`.
+#'   importance-sampling posteriors add their own error). Attributes: `credible_levels` (each
+#'   pair's credible level of its true theta; uniform on (0, 1) when calibrated), `ess` (each
+#'   pair's importance-sampling effective sample size), `time`.
 #' @section What it refuses:
 #' * `object` not a ratio estimator, `n` not a whole number in 10..100000, `n_draws` not a whole
 #'   number in 100..1e6, `levels` not numbers in (0, 1) (`nce_error_input`);
@@ -77,14 +77,14 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
   lp_true <- pr$log_density(th)
   # Pairs in blocks of about 50,000 rows per predict() call.
   block <- max(1L, floor(5e4 / (n_draws + 1)))
-  level_of <- function(i) {
+  rows_of <- function(i) {
     rows <- rbind(draws, th[i, , drop = FALSE])
     sm <- s[rep(i, nrow(rows)), , drop = FALSE]
     list(rows = rows, sm = sm)
   }
   cred <- ess <- numeric(length(ok))
   for (b in split(seq_along(ok), ceiling(seq_along(ok) / block))) {
-    parts <- lapply(b, level_of)
+    parts <- lapply(b, rows_of)
     h <- ratio_log_ratio(object, do.call(rbind, lapply(parts, `[[`, "rows")), do.call(rbind, lapply(parts, `[[`, "sm")))
     h <- matrix(h, n_draws + 1L)
     for (j in seq_along(b)) {

@@ -175,6 +175,20 @@ test_that("the methods of an amortised ratio refuse bad input with classed error
   expect_error(confint(post, level = 1.5), class = "nce_error_input")
   expect_error(generics::tidy(post, conf.level = 5), class = "nce_error_input")
   expect_error(simulate(r), class = "nce_error_unsupported")
+  # ratio_coverage(): hostile sizes, levels and objects.
+  cov_cases <- list(
+    function() ratio_coverage("fit"),
+    function() ratio_coverage(post),
+    function() ratio_coverage(r, n = -1),
+    function() ratio_coverage(r, n = NA),
+    function() ratio_coverage(r, n = 1e12),
+    function() ratio_coverage(r, n_draws = "a"),
+    function() ratio_coverage(r, n_draws = 1e12),
+    function() ratio_coverage(r, levels = NA),
+    function() ratio_coverage(r, levels = c(0, 0.5)),
+    function() ratio_coverage(r, levels = list(0.5))
+  )
+  for (f in cov_cases) expect_error(f(), class = "nce_error_input")
   set.seed(4)
   other <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 60, batch = TRUE, formula = ~ s(mu, k = 4) + s(m, k = 4))
   expect_error(anova(r, other), class = "nce_error_input")
