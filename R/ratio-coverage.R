@@ -89,8 +89,9 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
     h <- matrix(h, n_draws + 1L)
     for (j in seq_along(b)) {
       i <- b[j]
-      w <- normalise_log_weights(h[seq_len(n_draws), j])
-      dens <- lp_draws + h[seq_len(n_draws), j]
+      h_draws <- h[seq_len(n_draws), j]
+      w <- normalise_log_weights(h_draws)
+      dens <- lp_draws + h_draws
       truth <- lp_true[i] + h[n_draws + 1L, j]
       cred[i] <- if (is.finite(truth)) sum(w[dens > truth]) else NA_real_
       ess[i] <- 1 / sum(w^2)

@@ -94,9 +94,9 @@ print(res, digits = 3, row.names = FALSE)
 worst <- pmax(res$sd_ratio_t1, 1 / res$sd_ratio_t1, res$sd_ratio_t2, 1 / res$sd_ratio_t2)
 res$sd_ok <- worst <= 1.2
 res$all_ok <- res$sd_ok & abs(res$err_mean_t1) <= 0.05 & abs(res$err_mean_t2) <= 0.05
+rms <- function(v) sqrt(mean(v^2))
 for (key in unique(paste(res$classifier, res$pairs))) {
   d <- res[paste(res$classifier, res$pairs) == key, ]
-  rms <- function(v) sqrt(mean(v^2))
   cat(sprintf(paste("%s pairs: %.1f-%.1f s; |mean error| max %.3f, %.3f, rms %.3f, %.3f; sd ratios %.2f-%.2f,",
                     "%.2f-%.2f, rms of logs %.3f, %.3f; sd ok %d, all ok %d of %d\n"),
               key, min(d$seconds), max(d$seconds), max(abs(d$err_mean_t1)), max(abs(d$err_mean_t2)),
