@@ -166,18 +166,21 @@ nce_latkes_normaliser <- function(terms, maps, transitions, settings) .Call(wrap
 #' Start training a network energy by NCE. `x`: the network's (standardised) inputs, rows x
 #' inputs; `z`: the other columns (the intercept among them), rows x p; `response` = list(y,
 #' weights, offset, held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs,
-#' step, weight_decay, step_patience, patience, n_starts, seed, threads, beta_start,
-#' warm_start). Returns the session (an external pointer) for `nce_mlp_session_run`.
+#' step, weight_decay, step_patience, patience, n_starts, seed, beta_start, warm_start).
+#' Returns the session (an external pointer) for `nce_mlp_sessions_run`.
 #' @keywords internal
 #' @noRd
 nce_mlp_session <- function(x, z, response, settings) .Call(wrap__nce_mlp_session, x, z, response, settings)
 
-#' Run epochs of a session for about `seconds` (at least one epoch, unless training is over).
-#' Returns list(reports = the epochs run, as `epoch_matrix`; done = whether every start is
-#' finished).
+#' Run epochs of several sessions side by side, each for about `seconds` (at least one epoch,
+#' unless its training is over), in one pool of `threads` threads: one network per thread is
+#' faster than one network's small minibatch products split over threads. Each session's
+#' epochs are what they would be alone (its blocks are summed in a fixed order), so the
+#' networks do not depend on the thread count. Returns a list with one entry per session:
+#' list(reports = the epochs run, as `epoch_matrix`; done = whether every start is finished).
 #' @keywords internal
 #' @noRd
-nce_mlp_session_run <- function(session, seconds) .Call(wrap__nce_mlp_session_run, session, seconds)
+nce_mlp_sessions_run <- function(sessions, seconds, threads) .Call(wrap__nce_mlp_sessions_run, sessions, seconds, threads)
 
 #' The result of a finished session: params, beta, held_out_loss, best_start, best_epoch
 #' (1-based), history (epochs x 5: start, epoch, train_loss, held_out_loss, step) and starts

@@ -179,14 +179,28 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
                        out, list(time = c(simulation = t_sim, fitting = out$time_fit))),
                      class = c("nce_ratio_mlp", "nce_ratio", "nce_result")))
   }
-  if (is.null(formula)) formula <- default_ratio_formula(prior$names, snames, cbind(th, s))
+  out <- ratio_gam_fit(th, s, prior$names, formula, n_shuffle, discrete, ucall)
+  structure(list(call = call, rng_state = rng, rng_fit = rng_fit,
+                 gam = out$gam, formula = out$formula, prior = prior, parameters = prior$names,
+                 summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
+                 simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
+                 classifier = "gam", time = c(simulation = t_sim, fitting = out$time_fit)),
+            class = c("nce_ratio", "nce_result"))
+}
+
+# The GAM classifier (classifier = "gam"): the joint pairs against n_shuffle shuffles of theta, by
+# penalised REML with `formula` (the default formula when NULL).
+ratio_gam_fit <- function(th, s, pars, formula, n_shuffle, discrete, ucall) {
+  snames <- colnames(s)
+  m <- nrow(th)
+  if (is.null(formula)) formula <- default_ratio_formula(pars, snames, cbind(th, s))
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
-  unknown <- setdiff(all.vars(formula), c(prior$names, snames))
+  unknown <- setdiff(all.vars(formula), c(pars, snames))
   if (length(unknown)) {
     nce_abort(sprintf("`formula` uses %s, neither a parameter (%s) nor a summary (%s).",
-                      toString(unknown), toString(prior$names), toString(snames)), "input", call = ucall)
+                      toString(unknown), toString(pars), toString(snames)), "input", call = ucall)
   }
   big <- snames[apply(abs(s), 2L, max) > 1e150]
   if (length(big)) {
@@ -212,12 +226,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NU
   })
   t_fit <- proc.time()[["elapsed"]] - t0
   class(g) <- c("gam", "glm", "lm")
-  structure(list(call = call, rng_state = rng, rng_fit = rng_fit,
-                 gam = g, formula = formula, prior = prior, parameters = prior$names,
-                 summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
-                 simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
-                 classifier = "gam", time = c(simulation = t_sim, fitting = t_fit)),
-            class = c("nce_ratio", "nce_result"))
+  list(gam = g, formula = formula, time_fit = t_fit)
 }
 
 # classifier = "auto": a formula or discrete = TRUE asks for the GAM, hidden or control for the

@@ -312,6 +312,37 @@ test_that("the neural ratio classifier gives the exact posterior of a Gaussian m
   expect_identical(update(r)$networks, r$networks)
 })
 
+test_that("an ensemble trained side by side is the same for any thread count", {
+  sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+  summ <- function(x) cbind(m = rowMeans(x), v = apply(x, 1, var))
+  fit <- function() {
+    set.seed(4)
+    ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 300, batch = TRUE, classifier = "mlp",
+                    n_networks = 3, control = list(max_epochs = 6))
+  }
+  a <- fit()
+  old <- options(nce.threads = 1L)
+  on.exit(options(old))
+  b <- fit()
+  expect_identical(b$networks, a$networks)
+  expect_identical(b$training, a$training)
+  # The networks are those of one training after another: the first is the one network of the
+  # same draws.
+  set.seed(4)
+  one <- ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 300, batch = TRUE, classifier = "mlp",
+                         n_networks = 1, control = list(max_epochs = 6))
+  expect_identical(one$networks[[1]]$params, a$networks[[1]]$params)
+  # The runner refuses one session twice (two mutable borrows of it) and what is not a session.
+  s <- nce:::nce_mlp_session(matrix(0, 4, 1), matrix(1, 4, 1),
+                             list(y = c(1, 0, 1, 0), weights = rep(1, 4), offset = rep(0, 4),
+                                  held_out = c(FALSE, FALSE, TRUE, TRUE)),
+                             list(inputs = 1L, hidden = 2, activation = "relu", batch = 2L, max_epochs = 2L,
+                                  step = 1e-3, weight_decay = 0, step_patience = 5L, patience = 5L, n_starts = 1L,
+                                  seed = 1, beta_start = 0, warm_start = NULL))
+  expect_error(nce:::rs(nce:::nce_mlp_sessions_run(list(s, s), 0.1, 1L)), class = "nce_error_input")
+  expect_error(nce:::rs(nce:::nce_mlp_sessions_run(list(1), 0.1, 1L)), class = "nce_error_input")
+})
+
 test_that("classifier = 'auto' takes the GAM for few parameter-summary pairs and the network beyond", {
   # Gaussian mean with 6 summaries (6 pairs > 4: the network); the first alone (1 pair: the GAM).
   sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)

@@ -9,6 +9,7 @@ use nce_core::estimators::mlp::{
 };
 use nce_core::sampling::metropolis::{metropolis, ChainControl};
 use nce_core::NceError;
+use rayon::prelude::*;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -103,7 +104,6 @@ struct MlpSession {
     net: Network,
     rows: SessionRows,
     trainer: Option<Trainer>,
-    threads: usize,
 }
 
 /// `f` on the training session behind the external pointer `session`.
@@ -116,8 +116,8 @@ fn with_session<T>(session: Robj, f: impl FnOnce(&mut MlpSession) -> Res<T>) -> 
 /// Start training a network energy by NCE. `x`: the network's (standardised) inputs, rows x
 /// inputs; `z`: the other columns (the intercept among them), rows x p; `response` = list(y,
 /// weights, offset, held_out); `settings` = list(inputs, hidden, activation, batch, max_epochs,
-/// step, weight_decay, step_patience, patience, n_starts, seed, threads, beta_start,
-/// warm_start). Returns the session (an external pointer) for `nce_mlp_session_run`.
+/// step, weight_decay, step_patience, patience, n_starts, seed, beta_start, warm_start).
+/// Returns the session (an external pointer) for `nce_mlp_sessions_run`.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -126,7 +126,6 @@ fn nce_mlp_session(x: Robj, z: Robj, response: List, settings: List) -> Robj {
         let net = network_of(&settings)?;
         let (_, _, p) = real_matrix(&z, "z")?;
         let s = train_settings(&settings, p)?;
-        let threads = list_count(&settings, "threads", "settings", 1)?;
         let (x, n) = row_major(&x, "x", net.inputs())?;
         let (z, nz) = row_major(&z, "z", p)?;
         if nz != n {
@@ -155,49 +154,68 @@ fn nce_mlp_session(x: Robj, z: Robj, response: List, settings: List) -> Robj {
             net,
             rows,
             trainer: Some(trainer),
-            threads,
         };
         Ok(ExternalPtr::new(session).into())
     })
 }
 
-/// Run epochs of a session for about `seconds` (at least one epoch, unless training is over).
-/// Returns list(reports = the epochs run, as `epoch_matrix`; done = whether every start is
-/// finished).
+/// Run epochs of several sessions side by side, each for about `seconds` (at least one epoch,
+/// unless its training is over), in one pool of `threads` threads: one network per thread is
+/// faster than one network's small minibatch products split over threads. Each session's
+/// epochs are what they would be alone (its blocks are summed in a fixed order), so the
+/// networks do not depend on the thread count. Returns a list with one entry per session:
+/// list(reports = the epochs run, as `epoch_matrix`; done = whether every start is finished).
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_mlp_session_run(session: Robj, seconds: f64) -> Robj {
+fn nce_mlp_sessions_run(sessions: List, seconds: f64, threads: i32) -> Robj {
     guard(|| {
-        with_session(session, |sess| {
-            let MlpSession {
-                net,
-                rows,
-                trainer,
-                threads,
-            } = sess;
-            let trainer = trainer
-                .as_mut()
-                .ok_or_else(|| NceError::invalid("session", "has already returned its result"))?;
-            let budget = Duration::from_secs_f64(if seconds.is_finite() {
-                seconds.clamp(0.0, 60.0)
-            } else {
-                0.0
-            });
-            let reports = run::run(*threads, |stop| {
-                let data = rows.view();
-                let began = Instant::now();
-                let mut reports: Vec<EpochReport> = Vec::new();
-                while let Some(rep) = trainer.epoch(net, &data, &|| stop.load(Ordering::Relaxed))? {
-                    reports.push(rep);
-                    if began.elapsed() >= budget {
-                        break;
+        let bad = || NceError::invalid("sessions", "must be a list of distinct training sessions");
+        let mut ptrs: Vec<ExternalPtr<MlpSession>> = sessions
+            .values()
+            .map(|s| s.try_into().map_err(|_| bad()))
+            .collect::<Res<_>>()?;
+        let mut sess: Vec<&mut MlpSession> = ptrs
+            .iter_mut()
+            .map(|p| p.try_addr_mut().map_err(|_| bad()))
+            .collect::<Res<_>>()?;
+        // Two entries for one session would be two mutable borrows of it.
+        let mut addr: Vec<usize> = sess.iter().map(|s| &**s as *const MlpSession as usize).collect();
+        addr.sort_unstable();
+        if addr.windows(2).any(|w| w[0] == w[1]) {
+            return Err(bad());
+        }
+        let threads = crate::convert::count_of(threads as f64, "threads", 1)?;
+        let budget = Duration::from_secs_f64(if seconds.is_finite() {
+            seconds.clamp(0.0, 60.0)
+        } else {
+            0.0
+        });
+        let out = run::run(threads, |stop| {
+            sess.par_iter_mut()
+                .map(|s| {
+                    let MlpSession { net, rows, trainer, .. } = &mut **s;
+                    let mut reports: Vec<EpochReport> = Vec::new();
+                    let trainer = trainer
+                        .as_mut()
+                        .ok_or_else(|| NceError::invalid("sessions", "holds a session that has returned its result"))?;
+                    let data = rows.view();
+                    let began = Instant::now();
+                    while let Some(rep) = trainer.epoch(net, &data, &|| stop.load(Ordering::Relaxed))? {
+                        reports.push(rep);
+                        if began.elapsed() >= budget {
+                            break;
+                        }
                     }
-                }
-                Ok(reports)
-            })?;
-            Ok(list!(reports = epoch_matrix(&reports), done = trainer.done()).into_robj())
-        })
+                    Ok((reports, trainer.done()))
+                })
+                .collect::<Res<Vec<_>>>()
+        })?;
+        Ok(List::from_values(
+            out.iter()
+                .map(|(r, done)| list!(reports = epoch_matrix(r), done = *done).into_robj()),
+        )
+        .into_robj())
     })
 }
 
@@ -320,7 +338,7 @@ fn nce_mlp_metropolis(params: Robj, settings: List, lower: Robj, upper: Robj, st
 extendr_module! {
     mod mlp;
     fn nce_mlp_session;
-    fn nce_mlp_session_run;
+    fn nce_mlp_sessions_run;
     fn nce_mlp_session_result;
     fn nce_mlp_forward;
     fn nce_mlp_metropolis;
