@@ -15,7 +15,13 @@
 #' turns it into a posterior for an observed data set without new simulations.
 #'
 #' @inheritParams lfire
-#' @param n Number of joint simulations.
+#' @param n Number of joint simulations. The default, 10,000, was chosen on the ARCH(1) model of
+#'   the simulator vignette with the default network ensemble (`bench/ratio-mlp.R`, 30
+#'   simulation sets): both posterior sds within 1.2 times the exact ones for 28 of the 30 sets
+#'   (sd ratios 0.80-1.05 and 1.00-1.21), against 21 of 30 with 5,000 pairs (0.82-1.17 and
+#'   0.99-1.35); the fit takes 11-16 s on 2 threads. On the 5-parameter Gaussian of that vignette
+#'   it is not better (3 seeds, importance sampling): the sd of theta2 is 0.77-0.84 times exact
+#'   with 10,000 pairs against 0.86-0.95 times with 5,000.
 #' @param formula The classifier's right-hand side in the parameter and summary names
 #'   (e.g. `~ s(mu) + s(m) + ti(mu, m)`); by default, a smooth of each parameter and each
 #'   summary plus a tensor-product interaction `ti(theta_j, s_k, k = 4)` of every pair.
@@ -48,11 +54,11 @@
 #'   5 networks are trained (`n_networks`) and their outputs averaged. Measured on the ARCH(1)
 #'   model of the simulator vignette (17 summaries, uniform prior, observed series of
 #'   `bench/ratio-mlp.R`, exact posterior by quadrature, 30 simulation sets (seeds 13-42), 2
-#'   threads, 2026-11-28): with 1,000 pairs the 5 networks take 1.6-2.9 s, the posterior means
+#'   threads, 2026-11-29): with 1,000 pairs the 5 networks take 1.0-1.7 s, the posterior means
 #'   are at most 0.097 (t1) and 0.120 (t2) from the exact ones and the sds 0.81-1.23 and
 #'   1.03-1.32 times the exact ones; one network takes 0.3-0.6 s, its means are at most 0.121
 #'   and 0.155 off and its sds 0.73-1.54 and 1.04-1.53 times exact.
-#'   With 5,000 pairs, see below. The GAM with its default formula on 1,000 pairs (3 seeds,
+#'   With 5,000 and 10,000 pairs, see below. The GAM with its default formula on 1,000 pairs (3 seeds,
 #'   2026-11-28): 19-34 s (165-221 s before the REML engine took its derivatives by pairs of
 #'   rows), means 0.03-0.07 and 0.02-0.09 off, sds 1.10-1.19 and 1.12-1.29 times.
 #'
@@ -67,11 +73,13 @@
 #'   With 8 the GAM takes 2.7-4.1 s against 1.4-2.4 s, its mean of t2 is 0.11-0.15 off (the
 #'   network's within 0.05), its sds 1.06-1.17 and 1.19-1.31 times exact (0.87-0.94 and
 #'   1.03-1.25); with 16 it takes 33-65 s against 1.3-2.0 s. On all 17 summaries (34
-#'   interactions) at the default 5,000 pairs (seeds 13-42) the 5 networks fit in 8.5-11.8 s
-#'   with posterior sds 0.82-1.17 and 0.99-1.35 times the exact ones (both within 1.2 times for
-#'   21 of the 30 simulation sets) and means at most 0.090 and 0.094 from exact; one network
-#'   fits in 1.4-3.1 s with sds 0.71-1.34 and 0.93-1.39 times exact (20 of 30 within 1.2 times)
-#'   and means at most 0.122 and 0.095 off. The GAM takes minutes there.
+#'   interactions) at the default 10,000 pairs (seeds 13-42) the 5 networks fit in 10.9-16.3 s
+#'   with posterior sds 0.80-1.05 and 1.00-1.21 times the exact ones (both within 1.2 times for
+#'   28 of the 30 simulation sets) and means at most 0.072 and 0.090 from exact; one network
+#'   fits in 2.9-5.3 s with sds 0.80-1.14 and 0.94-1.29 times exact (22 of 30 within 1.2 times)
+#'   and means at most 0.085 and 0.120 off. At 5,000 pairs: 5 networks 5.1-7.9 s, sds 0.82-1.17
+#'   and 0.99-1.35 times exact (21 of 30 within 1.2 times); one network 1.4-3.1 s (20 of 30).
+#'   The GAM takes minutes there.
 #'   The fit says which it took (`$classifier`).
 #' @param n_networks With the network: how many networks are trained on the same pairs, each
 #'   from its own random start and held-out rows; the log ratio is their mean output (an
@@ -82,8 +90,10 @@
 #'   share). Over the 30 simulation sets above, 5 networks gave root-mean-square errors of the
 #'   posterior means 0.058 and 0.067 against one network's 0.062 and 0.073 (1,000 pairs), 0.049
 #'   and 0.037 against 0.056 and 0.040 (5,000 pairs), and of the log sd ratios 0.108 and 0.199
-#'   against 0.196 and 0.235, 0.098 and 0.144 against 0.121 and 0.160, at 5 times the training
-#'   time. Their spread is not an error bar for the posterior; [ratio_coverage()] checks whether
+#'   against 0.196 and 0.235, 0.098 and 0.144 against 0.121 and 0.160; at 10,000 pairs 0.042 and
+#'   0.042 against 0.046 and 0.057, log sd ratios 0.089 and 0.106 against 0.111 and 0.123. The
+#'   networks train side by side, one per thread, so 5 take about 3 times one network's time on
+#'   2 threads (the same networks for any thread count). Their spread is not an error bar for the posterior; [ratio_coverage()] checks whether
 #'   the posteriors are as wide as they should be.
 #' @param hidden With the network: units of each hidden layer.
 #' @param control With the network: [nce_mlp_control()] or a list of some of its
@@ -117,7 +127,7 @@
 #' post <- ratio_posterior(r, matrix(rnorm(20, 0.5), 1), n_draws = 2000)
 #' summary(post)
 #' @export
-ratio_amortised <- function(simulator, summaries, prior, n = 5000L, formula = NULL, batch = FALSE, n_shuffle = NULL,
+ratio_amortised <- function(simulator, summaries, prior, n = 10000L, formula = NULL, batch = FALSE, n_shuffle = NULL,
                             simulations = NULL, discrete = FALSE, classifier = c("auto", "gam", "mlp"),
                             hidden = c(64, 64), control = NULL, n_networks = NULL) {
   rng <- rng_state()

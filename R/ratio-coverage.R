@@ -23,8 +23,8 @@
 #' log ratio, coverages were within 2 standard errors of nominal; with the exact log ratio
 #' halved (posteriors 1.41 times too wide) and doubled (0.71 times) the check reported
 #' `"too wide"` and `"too narrow"` (`tests/testthat/test-ratio-coverage.R`). On ARCH(1) (the
-#' simulator vignette's model, 17 summaries, `ratio_amortised()` defaults, 5,000 pairs), see
-#' `bench/README.md`.
+#' simulator vignette's model, 17 summaries, the network ensemble of `ratio_amortised()` on
+#' 5,000 pairs), see `bench/README.md`.
 #'
 #' @param object An `nce_ratio` from [ratio_amortised()] (or an `nce_eig` / `nce_design` whose
 #'   classifier serves, as in [ratio_posterior()]).

@@ -10,10 +10,10 @@
 # classifier = "auto" takes the neural network), "gam" (the GAM's default formula: a smooth of
 # each parameter and summary and pairwise ti() terms), "A" or "B" (the three-way terms of the
 # vignette's table); discrete: "discrete" for ratio_amortised(discrete = TRUE). Only the default
-# call (5000 pairs, defaults, exact) writes the CSV the vignette plots.
+# call (10,000 pairs, the default of ratio_amortised(), defaults, exact) writes the CSV the vignette plots.
 suppressPackageStartupMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
-n_sim <- if (length(args)) as.integer(args[1]) else 5000L
+n_sim <- if (length(args)) as.integer(args[1]) else 10000L
 form_name <- if (length(args) > 1L) args[2] else "default"
 discrete <- length(args) > 2L && identical(args[3], "discrete")
 default_formula_g5 <- function() {
@@ -28,7 +28,7 @@ form <- switch(form_name,
   B = stats::update(smooths, ~ . + ti(t1, m1, t3, k = 5) + ti(t2, m2, t4, k = 5) + ti(t1, m1, t5, k = 4) +
                       ti(t2, m2, t5, k = 4)),
   stop("formula must be default, gam, A or B"))
-write_csv <- n_sim == 5000L && form_name == "default" && !discrete
+write_csv <- n_sim == 10000L && form_name == "default" && !discrete
 options(nce.threads = 2L)
 
 here <- dirname(sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE)))

@@ -1,10 +1,11 @@
 # Neural ratio estimation on ARCH(1) (the simulator vignette's model: 17 summaries, uniform
 # prior on (t1, t2) in [-1, 1] x [0, 1], observed series at t1 = 0.3, t2 = 0.7): the posterior of
 # ratio_amortised(classifier = "mlp") against the exact posterior on a 41 x 41 grid.
-# One network and the default ensemble of 5 on the same simulations, 1,000 and 5,000 pairs.
-# Run: Rscript bench/ratio-mlp.R [from:to] [gam]   (simulation seeds, default 13:42, about 8 min;
-# "gam" also fits the GAM classifier with its default formula at 1,000 pairs, 19-34 s, for the
-# time ratio).
+# One network and the default ensemble of 5 on the same simulations, 1,000, 5,000 and 10,000
+# (the default) pairs.
+# Run: Rscript bench/ratio-mlp.R [from:to] [pairs=1000,5000,10000] [gam]   (simulation seeds,
+# default 13:42, about 20 min; "gam" also fits the GAM classifier with its default formula at
+# 1,000 pairs, 19-34 s, for the time ratio).
 suppressMessages(library(nce))
 arch_simulate <- function(theta, n, n_obs = 100L) {
   t1 <- theta[, "t1"]
@@ -50,6 +51,8 @@ gh <- local({
 })
 args <- commandArgs(TRUE)
 seeds <- if (length(args) && grepl("^[0-9]+:[0-9]+$", args[1])) eval(str2lang(args[1])) else 13:42
+pairs_arg <- grep("^pairs=", args, value = TRUE)
+sizes <- if (length(pairs_arg)) as.numeric(strsplit(sub("^pairs=", "", pairs_arg), ",")[[1]]) else c(1000, 5000, 10000)
 set.seed(7)
 y_obs <- arch_simulate(cbind(t1 = 0.3, t2 = 0.7), 1)
 prior <- prior_uniform(t1 = c(-1, 1), t2 = c(0, 1))
@@ -69,7 +72,7 @@ row <- function(label, n, seed, sec, est) {
 }
 # One network against the default ensemble of 5 (n_networks), on the same simulations per seed.
 out <- list()
-for (n in c(1000, 5000)) for (seed in seeds) {
+for (n in sizes) for (seed in seeds) {
   set.seed(seed)
   sims <- simulate_summaries(arch_simulate, arch_summaries, prior$sample(n), batch = TRUE)
   for (k in c(1L, 5L)) {
