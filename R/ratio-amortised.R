@@ -93,8 +93,9 @@
 #'   against 0.196 and 0.235, 0.098 and 0.144 against 0.121 and 0.160; at 10,000 pairs 0.042 and
 #'   0.042 against 0.046 and 0.057, log sd ratios 0.089 and 0.106 against 0.111 and 0.123. The
 #'   networks train side by side, one per thread, so 5 take about 3 times one network's time on
-#'   2 threads (the same networks for any thread count). Their spread is not an error bar for the posterior; [ratio_coverage()] checks whether
-#'   the posteriors are as wide as they should be.
+#'   2 threads (the same networks for any thread count). Their spread is not an error bar for
+#'   the posterior; [ratio_coverage()] checks whether the posteriors are as wide as they should
+#'   be.
 #' @param hidden With the network: units of each hidden layer.
 #' @param control With the network: [nce_mlp_control()] or a list of some of its
 #'   arguments.
