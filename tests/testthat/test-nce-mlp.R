@@ -179,6 +179,27 @@ test_that("training reports each epoch and its held-out loss to progressr", {
                                       h$epoch[nrow(h)], h$held_out_loss[nrow(h)]))
 })
 
+test_that("an ensemble trained side by side reports every network's epochs", {
+  skip_if_not_installed("progressr")
+  old <- options(progressr.enable = TRUE)
+  on.exit(options(old))
+  sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+  summ <- function(x) cbind(m = rowMeans(x))
+  msgs <- character()
+  set.seed(6)
+  r <- withCallingHandlers(
+    ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 200, batch = TRUE, classifier = "mlp",
+                    n_networks = 3, control = list(max_epochs = 4)),
+    progression = function(c) if (identical(c$type, "update")) msgs <<- c(msgs, conditionMessage(c))
+  )
+  expected <- unlist(lapply(seq_along(r$training), function(k) {
+    h <- r$training[[k]]$history
+    sprintf("network %d, start %d, epoch %d: held-out loss %.5f", k, h$start, h$epoch, h$held_out_loss)
+  }))
+  expect_setequal(msgs, expected)
+  expect_length(msgs, length(expected))
+})
+
 test_that("mlp() terms are checked and refused where they cannot be fitted", {
   d <- mlp_gauss(200)
   r <- ref_normal(x = 0, cov = 4)
