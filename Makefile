@@ -81,7 +81,7 @@ readme-test: install
 test: setup lint cargo-test readme-test check site
 
 # Gates (run by `make test`): Rust formatting and clippy over the workspace, lintr over R/
-# (.lintr states the project's choices). `make lint-r` alone prints the lints and their counts.
+# (.lintr states the project's choices) and no R function over 100 lines (tools/function-length.R). `make lint-r` alone prints the lints and their counts.
 .PHONY: lint lint-rust lint-r
 lint: lint-rust lint-r
 
@@ -91,6 +91,7 @@ lint-rust:
 
 lint-r:
 	Rscript -e 'l <- lintr::lint_package("."); print(l); d <- as.data.frame(l); if (nrow(d) > 0) { print(table(d$$filename, d$$linter)); quit(status = 1) }'
+	Rscript tools/function-length.R
 
 # pkgdown site in docs/ (offline; fails on a broken example or article). Part of `make test`.
 site: install
