@@ -81,7 +81,8 @@ readme-test: install
 test: setup lint cargo-test readme-test check site
 
 # Gates (run by `make test`): Rust formatting and clippy over the workspace, lintr over R/
-# (.lintr states the project's choices) and no R function over 100 lines (tools/function-length.R). `make lint-r` alone prints the lints and their counts.
+# (.lintr states the project's choices) and no R function over 100 lines (tools/function-length.R).
+# `make lint-r` alone prints the lints and their counts.
 .PHONY: lint lint-rust lint-r
 lint: lint-rust lint-r
 

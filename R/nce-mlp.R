@@ -268,9 +268,10 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
   with_simulation_progress(control$max_epochs * control$n_starts * n_networks, function(p) {
     done <- logical(n_networks)
     while (!all(done)) {
-      steps <- rs(nce_mlp_sessions_run(sessions[!done], 0.2, threads), call = call)
+      live <- which(!done)
+      steps <- rs(nce_mlp_sessions_run(sessions[live], 0.2, threads), call = call)
       for (j in seq_along(steps)) {
-        k <- which(!done)[j]
+        k <- live[j]
         r <- steps[[j]]$reports
         if (!is.null(p)) {
           for (i in seq_len(nrow(r))) {
@@ -279,7 +280,7 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
           }
         }
       }
-      done[!done] <- vapply(steps, function(st) isTRUE(st$done), TRUE)
+      done[live] <- vapply(steps, function(st) isTRUE(st$done), TRUE)
     }
   })
   lapply(seq_len(n_networks), function(k) {

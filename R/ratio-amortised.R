@@ -182,21 +182,19 @@ ratio_amortised <- function(simulator, summaries, prior, n = 10000L, formula = N
   if (classifier == "mlp") {
     n_networks <- as.integer(n_networks %||% 5L)
     out <- ratio_mlp_fit(th, s, n_shuffle, spec, control, n_networks, ucall)
-    return(structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, formula = NULL, prior = prior,
-                            parameters = prior$names, summary_names = snames, n = m, n_shuffle = n_shuffle,
-                            simulations = simulations, simulator = simulator, summaries = summaries, batch = batch,
-                            discrete = FALSE, classifier = "mlp", hidden = spec$hidden, control = control,
-                            n_networks = n_networks),
-                       out, list(time = c(simulation = t_sim, fitting = out$time_fit))),
-                     class = c("nce_ratio_mlp", "nce_ratio", "nce_result")))
+    own <- c(list(formula = NULL, hidden = spec$hidden, control = control, n_networks = n_networks), out)
+    cls <- c("nce_ratio_mlp", "nce_ratio", "nce_result")
+  } else {
+    out <- ratio_gam_fit(th, s, prior$names, formula, n_shuffle, discrete, ucall)
+    own <- out[c("gam", "formula")]
+    cls <- c("nce_ratio", "nce_result")
   }
-  out <- ratio_gam_fit(th, s, prior$names, formula, n_shuffle, discrete, ucall)
-  structure(list(call = call, rng_state = rng, rng_fit = rng_fit,
-                 gam = out$gam, formula = out$formula, prior = prior, parameters = prior$names,
-                 summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
-                 simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
-                 classifier = "gam", time = c(simulation = t_sim, fitting = out$time_fit)),
-            class = c("nce_ratio", "nce_result"))
+  structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, prior = prior, parameters = prior$names,
+                   summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
+                   simulator = simulator, summaries = summaries, batch = batch, discrete = discrete,
+                   classifier = classifier),
+              own, list(time = c(simulation = t_sim, fitting = out$time_fit))),
+            class = cls)
 }
 
 # The GAM classifier (classifier = "gam"): the joint pairs against n_shuffle shuffles of theta, by

@@ -1,7 +1,9 @@
 //! Binding of nce_core::estimators::mlp: training a network energy by NCE, evaluating it, and
 //! Metropolis draws from it. Conversions only; no numerics here.
 
-use crate::convert::{guard, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of};
+use crate::convert::{
+    guard, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of, threads_of,
+};
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::estimators::mlp::{
@@ -185,7 +187,7 @@ fn nce_mlp_sessions_run(sessions: List, seconds: f64, threads: i32) -> Robj {
         if addr.windows(2).any(|w| w[0] == w[1]) {
             return Err(bad());
         }
-        let threads = crate::convert::count_of(threads as f64, "threads", 1)?;
+        let threads = threads_of(threads)?;
         let budget = Duration::from_secs_f64(if seconds.is_finite() {
             seconds.clamp(0.0, 60.0)
         } else {
