@@ -136,6 +136,13 @@ nce_ref_sample <- function(spec, n, seed, log_density, threads) .Call(wrap__nce_
 #' @noRd
 nce_ref_log_density <- function(spec, x, threads) .Call(wrap__nce_ref_log_density, spec, x, threads)
 
+#' A Gaussian mixture fitted by EM to the rows of `x`; `settings` = list(components, n_starts,
+#' max_iter, tol, seed, threads). Returns list(weights, means (d x G), sigmas (d x d x G, flat),
+#' loglik, iterations, converged).
+#' @keywords internal
+#' @noRd
+nce_mixture_fit <- function(x, settings) .Call(wrap__nce_mixture_fit, x, settings)
+
 #' `n` draws per previous state (rows of `prev`) from the truncated normal random walk.
 #' @keywords internal
 #' @noRd

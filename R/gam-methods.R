@@ -56,6 +56,7 @@ summary.nce_gam <- function(object, se_type = c("sandwich", "naive"), ...) {
   s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(v[1L, 1L]))
   s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(max(v[1L, 1L], 0)))
   s$nce <- list(n = object$n, m = object$m, ratio = object$ratio, reference = object$reference,
+                relative = object$relative,
                 se_type = se_type, formula = object$nce_formula, converged = object$converged)
   s[c("logLik", "aic")] <- summary_loglik(object)
   class(s) <- c("summary.nce_gam", class(s))
@@ -82,7 +83,7 @@ print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
               format(x$log_normaliser[["se"]], digits = digits)))
   format_loglik(x, digits, "normalised model; total edf")
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
-              x$nce$n, x$nce$m, x$nce$ratio, x$nce$reference$kind,
+              x$nce$n, x$nce$m, x$nce$ratio, reference_label(x$nce$reference, x$nce$relative),
               paste(x$nce$reference$vars, collapse = ", ")))
   cat(sprintf("REML score: %s%s\n", format(x$sp.criterion, digits = digits + 2L),
               if (isTRUE(x$nce$converged)) "" else " (NOT CONVERGED)"))
@@ -149,6 +150,11 @@ predict.nce_gam <- function(object, newdata, type = c("link", "log_density", "re
   if (empty) x <- x[0L, , drop = FALSE]
   if (type == "lpmatrix") {
     rownames(x) <- rownames(newdata)
+    if (isTRUE(object$relative)) {
+      off <- attr(x, "model.offset")
+      off <- (if (length(off)) off else 0) + relative_log_q(object, newdata)
+      attr(x, "model.offset") <- off  # nolint: object_name_linter.
+    }
     return(x)
   }
   off <- attr(x, "model.offset")

@@ -186,7 +186,7 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
   cat(sprintf("\nlog normalising constant: %s (importance-sampling check %s)\n",
               format(x$log_normaliser[["estimate"]], digits = digits), format(x$log_normaliser_is, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
-              x$n, x$m, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
+              x$n, x$m, x$ratio, reference_label(x$reference, x$relative), paste(x$reference$vars, collapse = ", ")))
   format_loglik(x, digits, "normalised model; df, all network parameters")
   invisible(x)
 }
@@ -200,7 +200,8 @@ mlp_smooth_summary <- function(object, type = c("sandwich", "naive"), ...) {
   structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = type,
                    log_normaliser = c(estimate = ln, se = g$log_normaliser[["se"]]), n = object$n, m = object$m,
                    ratio = object$ratio, method = object$method, converged = object$converged,
-                   iterations = object$iterations, reference = object$reference), summary_loglik(object)),
+                   iterations = object$iterations, reference = object$reference, relative = object$relative),
+                 summary_loglik(object)),
             class = "summary.nce_fit")
 }
 
@@ -274,8 +275,8 @@ simulate.nce_mlp <- function(object, nsim = 1, seed = NULL, method = c("metropol
   check_whole(burnin, "burnin", min = 0)
   check_count(thin, "thin", max = 10000)
   if (!mlp_alone(object)) {
-    nce_abort(paste("method = \"metropolis\" samples the network alone; with terms beside mlp(), or variables",
-                    "of the reference outside the network, use method = \"sir\""), "input")
+    nce_abort(paste("method = \"metropolis\" samples the network alone; with terms beside mlp(), variables",
+                    "of the reference outside the network, or `relative = TRUE`, use method = \"sir\""), "input")
   }
   n <- object$n
   check_nsim(nsim, 8 * n * (length(net$inputs) + 1))
@@ -291,7 +292,7 @@ simulate.nce_mlp <- function(object, nsim = 1, seed = NULL, method = c("metropol
 # TRUE when the log density is the network alone (with the intercept) over every variable of the
 # reference: the case the Metropolis sampler of the network serves.
 mlp_alone <- function(object) {
-  is.null(object$rest_fit) && setequal(object$network$inputs, object$reference$vars) &&
+  !isTRUE(object$relative) && is.null(object$rest_fit) && setequal(object$network$inputs, object$reference$vars) &&
     ncol(stats::model.matrix(object$rest_terms, object$nce_frame[1L, , drop = FALSE])) == 1L
 }
 

@@ -125,7 +125,7 @@ summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
                  log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
                  n = object$n, m = object$m, ratio = object$ratio, method = object$method,
                  converged = object$converged, iterations = object$iterations,
-                 reference = object$reference), summary_loglik(object)),
+                 reference = object$reference, relative = object$relative), summary_loglik(object)),
             class = "summary.nce_fit")
 }
 
@@ -139,7 +139,7 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
               format(x$log_normaliser[["estimate"]], digits = digits),
               format(x$log_normaliser[["se"]], digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
-              x$n, x$m, x$ratio, x$reference$kind, paste(x$reference$vars, collapse = ", ")))
+              x$n, x$m, x$ratio, reference_label(x$reference, x$relative), paste(x$reference$vars, collapse = ", ")))
   format_loglik(x, digits, "normalised model; df")
   cat(sprintf("Newton iterations: %d%s\n", x$iterations, if (x$converged) "" else " (NOT CONVERGED)"))
   invisible(x)
@@ -182,7 +182,8 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
   mm <- nce_model_matrix(object, newdata)
   x <- mm$x
   if (type == "lpmatrix") {
-    if (!is.null(mm$offset)) attr(x, "model.offset") <- mm$offset  # nolint: object_name_linter.
+    off <- (if (is.null(mm$offset)) 0 else mm$offset) + relative_log_q(object, newdata)
+    if (!is.null(mm$offset) || isTRUE(object$relative)) attr(x, "model.offset") <- off  # nolint: object_name_linter.
     rownames(x) <- rownames(newdata)
     return(x)
   }
@@ -226,6 +227,7 @@ nce_predict_newdata <- function(object, newdata, type = "link", call = caller_ca
 
 # Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
 nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
+  fit <- fit + relative_log_q(object, newdata)
   out <- nce_outside_support(object$reference, newdata)
   out[attr(newdata, "nce_infinite")] <- TRUE
   fit[out] <- -Inf
@@ -237,6 +239,24 @@ nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
   }
   names(fit) <- names(se) <- rownames(newdata)
   if (se_fit) list(fit = fit, se.fit = se) else fit
+}
+
+# The reference's kind as printed, saying when the model is relative to it.
+reference_label <- function(ref, relative) {
+  paste0(ref$kind, if (isTRUE(relative)) " (the model relative to it)" else "")
+}
+
+# log q at the rows of `newdata` for a fit relative to its reference (log p = log q + f + nu; NA
+# at incomplete rows), else 0.
+relative_log_q <- function(object, newdata) {
+  if (!isTRUE(object$relative) || !nrow(newdata)) return(0)
+  lq <- rep(NA_real_, nrow(newdata))
+  d <- newdata[object$reference$vars]
+  ok <- which(rows_finite(d))
+  if (length(ok)) lq[ok] <- ref_logq(object$reference, d[ok, , drop = FALSE])
+  # -Inf outside the support is set by nce_finish_prediction(); keep the sum finite here.
+  lq[is.infinite(lq)] <- 0
+  lq
 }
 
 # TRUE at complete rows where the reference's density is 0.

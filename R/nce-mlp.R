@@ -435,6 +435,7 @@ mlp_result <- function(fields, tr, scaling, formula, nce_fields) {
 nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset, control, nce_fields, prior_w,
                                knots, sp, discrete, call) {
   rest_fields <- nce_fields
+  rest_fields$relative <- FALSE  # the outer fit adds log q once
   rest_fields$nce_formula <- parts$rest
   rest_fields$control <- nce_control()
   setup <- NULL

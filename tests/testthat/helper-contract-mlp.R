@@ -31,6 +31,18 @@ contract_cases_mlp <- function() {
            nce(~ s(z, k = 5), d2(), ref_uniform(y = c(0, 1), z = c(0, 1)), ratio = 5)
          },
          newdata = d2()[1:5, ], newdata_index = 1:5, data = d2(),
+         unsupported = c("predict_se", "predict_lpmatrix", "model.matrix", "anova")),
+    list(name = "nce_mlp (network relative to a normal reference)",
+         fit = function() {
+           set.seed(2)
+           nce(~ mlp(y, hidden = 8), d(), ref_normal(y = c(0.5, 0.5)), ratio = 5, relative = TRUE,
+               control = list(max_epochs = 10))
+         },
+         nested = function() {
+           set.seed(2)
+           nce(~ y, d(), ref_normal(y = c(0.5, 0.5)), ratio = 5, relative = TRUE)
+         },
+         newdata = d()[1:5, , drop = FALSE], newdata_index = 1:5, data = d(),
          unsupported = c("predict_se", "predict_lpmatrix", "model.matrix", "anova"))
   )
 }

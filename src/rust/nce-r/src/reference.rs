@@ -2,11 +2,13 @@
 //! log densities. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, count_of, guard, list_get, list_vec, real_matrix, real_slice, seed_of, threads_of, Res,
+    col_major_matrix, count_of, guard, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of,
+    threads_of, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::sampling::kernel::NormalKernel;
+use nce_core::sampling::mixture_fit::{fit_mixture, MixtureControl};
 use nce_core::sampling::reference::Reference;
 use nce_core::NceError;
 
@@ -19,6 +21,7 @@ fn reference_from(spec: &List) -> Res<Reference> {
     match kind {
         "uniform" => Reference::uniform(vecf("lower")?, vecf("upper")?),
         "normal" => Reference::normal(vecf("mean")?, &vecf("sigma")?),
+        "mixture" => Reference::mixture(vecf("weights")?, &vecf("means")?, &vecf("sigmas")?),
         other => Err(NceError::invalid(
             "reference",
             format!("no built-in sampler of kind '{other}'"),
@@ -70,6 +73,37 @@ fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
         }
         let out = run::run(threads_of(threads)?, |_| r.log_density(xd, n))?;
         Ok(out.into_robj())
+    })
+}
+
+/// A Gaussian mixture fitted by EM to the rows of `x`; `settings` = list(components, n_starts,
+/// max_iter, tol, seed, threads). Returns list(weights, means (d x G), sigmas (d x d x G, flat),
+/// loglik, iterations, converged).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_mixture_fit(x: Robj, settings: List) -> Robj {
+    guard(|| {
+        let (xd, n, d) = real_matrix(&x, "x")?;
+        let control = MixtureControl {
+            components: list_count(&settings, "components", "settings", 1)?,
+            n_starts: list_count(&settings, "n_starts", "settings", 1)?,
+            max_iter: list_count(&settings, "max_iter", "settings", 1)?,
+            tol: list_number(&settings, "tol", "settings")?,
+            seed: seed_of(list_number(&settings, "seed", "settings")?)?,
+        };
+        let threads = list_count(&settings, "threads", "settings", 1)?;
+        let fit = run::run(threads, |stop| fit_mixture(xd, n, d, &control, stop))?;
+        let g = fit.weights.len();
+        Ok(list!(
+            weights = fit.weights,
+            means = col_major_matrix(fit.means, d, g),
+            sigmas = fit.covs,
+            loglik = fit.loglik,
+            iterations = fit.iterations as i32,
+            converged = fit.converged
+        )
+        .into_robj())
     })
 }
 
@@ -126,6 +160,7 @@ extendr_module! {
     mod reference;
     fn nce_ref_sample;
     fn nce_ref_log_density;
+    fn nce_mixture_fit;
     fn nce_kernel_normal_sample;
     fn nce_kernel_normal_log_density;
 }

@@ -5,6 +5,7 @@
 pub mod kernel;
 pub mod latkes_sim;
 pub mod metropolis;
+pub mod mixture_fit;
 pub mod ref_discrete;
 pub mod ref_steps;
 pub mod reference;

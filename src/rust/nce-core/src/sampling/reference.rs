@@ -30,6 +30,12 @@ pub enum Reference {
         log_det: f64,
         df: f64,
     },
+    /// Mixture of normals: cumulative weights (for drawing), log weights and components.
+    Mixture {
+        cumulative: Vec<f64>,
+        log_weights: Vec<f64>,
+        components: Vec<Reference>,
+    },
 }
 
 impl Reference {
@@ -98,10 +104,95 @@ impl Reference {
         }
     }
 
+    /// Mixture of `weights.len()` normals: `means` d x G and `covs` d x d x G, column-major.
+    pub fn mixture(weights: Vec<f64>, means: &[f64], covs: &[f64]) -> Result<Self> {
+        let g = weights.len();
+        if g == 0 || means.len() % g != 0 {
+            return Err(NceError::invalid(
+                "means",
+                "must be a d x G matrix, one column per weight",
+            ));
+        }
+        let d = means.len() / g;
+        if d == 0 || covs.len() != d * d * g {
+            return Err(NceError::invalid("sigmas", format!("must be {d} x {d} x {g}")));
+        }
+        if weights.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+            return Err(NceError::invalid("weights", "must be finite and positive"));
+        }
+        let total: f64 = weights.iter().sum();
+        let mut acc = 0.0;
+        let mut cumulative = Vec::with_capacity(g);
+        for w in &weights {
+            acc += w / total;
+            cumulative.push(acc);
+        }
+        let components = (0..g)
+            .map(|k| Reference::normal(means[k * d..(k + 1) * d].to_vec(), &covs[k * d * d..(k + 1) * d * d]))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Reference::Mixture {
+            cumulative,
+            log_weights: weights.iter().map(|w| (w / total).ln()).collect(),
+            components,
+        })
+    }
+
     pub fn dim(&self) -> usize {
         match self {
             Reference::Uniform { lower, .. } => lower.len(),
             Reference::Normal { mean, .. } | Reference::StudentT { mean, .. } => mean.len(),
+            Reference::Mixture { components, .. } => components[0].dim(),
+        }
+    }
+
+    /// log q at one point (`row`, length d; finite).
+    fn log_density_row(&self, row: &[f64]) -> f64 {
+        let d = row.len();
+        match self {
+            Reference::Uniform { lower, upper } => {
+                let mut lq = 0.0;
+                for j in 0..d {
+                    let v = row[j];
+                    if !(v >= lower[j] && v <= upper[j]) {
+                        return f64::NEG_INFINITY;
+                    }
+                    lq -= (upper[j] - lower[j]).ln();
+                }
+                lq
+            }
+            Reference::Normal { mean, chol, log_det } => {
+                let r = DVector::from_fn(d, |j, _| row[j] - mean[j]);
+                let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
+                -0.5 * (d as f64 * (2.0 * std::f64::consts::PI).ln() + log_det + z.norm_squared())
+            }
+            Reference::StudentT {
+                mean,
+                chol,
+                log_det,
+                df,
+            } => {
+                let r = DVector::from_fn(d, |j, _| row[j] - mean[j]);
+                let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
+                let dd = d as f64;
+                ln_gamma(0.5 * (df + dd))
+                    - ln_gamma(0.5 * df)
+                    - 0.5 * dd * (df * std::f64::consts::PI).ln()
+                    - 0.5 * log_det
+                    - 0.5 * (df + dd) * (z.norm_squared() / df).ln_1p()
+            }
+            Reference::Mixture {
+                log_weights,
+                components,
+                ..
+            } => {
+                let l: Vec<f64> = components
+                    .iter()
+                    .zip(log_weights)
+                    .map(|(c, lw)| lw + c.log_density_row(row))
+                    .collect();
+                let mx = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                mx + l.iter().map(|v| (v - mx).exp()).sum::<f64>().ln()
+            }
         }
     }
 
@@ -136,6 +227,13 @@ impl Reference {
                     }
                     out[i] = mean[i] + f * s;
                 }
+            }
+            Reference::Mixture {
+                cumulative, components, ..
+            } => {
+                let u: f64 = rng.gen();
+                let k = cumulative.iter().position(|&c| u < c).unwrap_or(components.len() - 1);
+                components[k].draw_row(rng, out);
             }
         }
     }
@@ -172,39 +270,15 @@ impl Reference {
         }
         let out = (0..n)
             .into_par_iter()
-            .map(|i| match self {
-                Reference::Uniform { lower, upper } => {
-                    let mut lq = 0.0;
-                    for j in 0..d {
-                        let v = x[j * n + i];
-                        if !(v >= lower[j] && v <= upper[j]) {
-                            return f64::NEG_INFINITY;
-                        }
-                        lq -= (upper[j] - lower[j]).ln();
+            .map_init(
+                || vec![0.0; d],
+                |row, i| {
+                    for (j, v) in row.iter_mut().enumerate() {
+                        *v = x[j * n + i];
                     }
-                    lq
-                }
-                Reference::Normal { mean, chol, log_det } => {
-                    let r = DVector::from_fn(d, |j, _| x[j * n + i] - mean[j]);
-                    let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
-                    -0.5 * (d as f64 * (2.0 * std::f64::consts::PI).ln() + log_det + z.norm_squared())
-                }
-                Reference::StudentT {
-                    mean,
-                    chol,
-                    log_det,
-                    df,
-                } => {
-                    let r = DVector::from_fn(d, |j, _| x[j * n + i] - mean[j]);
-                    let z = chol.solve_lower_triangular(&r).expect("Cholesky factor is nonsingular");
-                    let dd = d as f64;
-                    ln_gamma(0.5 * (df + dd))
-                        - ln_gamma(0.5 * df)
-                        - 0.5 * dd * (df * std::f64::consts::PI).ln()
-                        - 0.5 * log_det
-                        - 0.5 * (df + dd) * (z.norm_squared() / df).ln_1p()
-                }
-            })
+                    self.log_density_row(row)
+                },
+            )
             .collect();
         Ok(out)
     }
@@ -235,6 +309,30 @@ mod tests {
         let c01 = (0..n).map(|i| (x[i] - m0) * (x[n + i] - m1)).sum::<f64>() / n as f64;
         assert!((m0 - 1.0).abs() < 0.02 && (m1 + 1.0).abs() < 0.02);
         assert!((c01 - 0.5).abs() < 0.02, "cov {c01}");
+    }
+
+    #[test]
+    fn mixture_density_and_draws() {
+        // 1-D: 0.3 N(-2, 1) + 0.7 N(1, 0.25).
+        let r = Reference::mixture(vec![0.3, 0.7], &[-2.0, 1.0], &[1.0, 0.25]).unwrap();
+        let dn =
+            |x: f64, m: f64, v: f64| (-(x - m) * (x - m) / (2.0 * v)).exp() / (2.0 * std::f64::consts::PI * v).sqrt();
+        let l = r.log_density(&[0.5, -2.0], 2).unwrap();
+        for (i, x) in [0.5, -2.0].iter().enumerate() {
+            let want = (0.3 * dn(*x, -2.0, 1.0) + 0.7 * dn(*x, 1.0, 0.25)).ln();
+            assert!((l[i] - want).abs() < 1e-13, "{} {}", l[i], want);
+        }
+        let n = 200_000;
+        let a = with_threads(1, || r.sample(n, 9)).unwrap().unwrap();
+        let b = with_threads(2, || r.sample(n, 9)).unwrap().unwrap();
+        assert_eq!(a, b);
+        let mean = a.iter().sum::<f64>() / n as f64;
+        let left = a.iter().filter(|v| **v < -0.5).count() as f64 / n as f64;
+        assert!((mean - 0.1).abs() < 0.01, "mean {mean}");
+        // P(x < -0.5) = 0.3 Phi(1.5) + 0.7 Phi(-3) = 0.28084.
+        assert!((left - 0.28084).abs() < 0.004, "share {left}");
+        assert!(Reference::mixture(vec![0.5, -0.5], &[0.0, 1.0], &[1.0, 1.0]).is_err());
+        assert!(Reference::mixture(vec![0.5, 0.5], &[0.0, 1.0], &[1.0]).is_err());
     }
 
     #[test]
