@@ -126,8 +126,9 @@
 #'   `simulate()` include it. It pays when the reference is close to the data, as a
 #'   mixture fitted by [ref_fit()] is to clustered data: on 8 Gaussian clusters in 6
 #'   and 10 dimensions (`bench/deep-ebm-highdim.R`) a network relative to
-#'   `ref_fit(family = "mixture")` reached mclust's accuracy where a network alone
-#'   was 40-60 times further from the truth (see `bench/README.md`). For formula fits
+#'   `ref_fit(family = "mixture")` had 0.97 and 1.22 times the KL divergence of
+#'   mclust's fit from the truth, where a network alone had 42 and 61 times (see
+#'   `bench/README.md`); on curved, non-Gaussian targets the network alone did better. For formula fits
 #'   (linear, smooth, [mlp()]); refused with `given`, `start` or `model`. Draws of a
 #'   relative network fit are by sampling-importance-resampling from the reference.
 #' @details

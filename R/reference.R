@@ -133,7 +133,8 @@ ref_normal_build <- function(mean, cov, call) {
 #' reproduces the fit, on any number of threads). On 20,000 draws of an
 #' 8-component mixture in 6 dimensions (`bench/deep-ebm-highdim.R`) it chose 8
 #' components, and its KL divergence from the truth was that of
-#' `mclust::densityMclust()` (see `bench/README.md`).
+#' `mclust::densityMclust()` (0.0045); in 10 dimensions it chose 9, at 1.22 times
+#' mclust's KL (0.0148 against 0.0121; see `bench/README.md`).
 #'
 #' @param data Data frame.
 #' @param family `"normal"`, `"uniform"` or `"mixture"`.
@@ -208,6 +209,9 @@ ref_mixture_fit <- function(x, components, inflate, call) {
                       paste(flat, collapse = ", ")), "input", call = call)
   }
   components <- sort(unique(as.integer(components)))
+  # The rows, and 64 chunks' statistics (a weight, a mean and a covariance per component).
+  check_size(8 * (2 * n * d + 64 * max(components) * (1 + d + d * (d + 1) / 2)), "components", "ref_fit()",
+             call = call)
   ok <- components[components * (d + 1) <= n]
   if (!length(ok)) {
     nce_abort(sprintf("`data` has %d rows, too few for %d component(s) of %d variables (at least %d rows)",

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rows per parallel chunk; partial sums are added in chunk order.
 const CHUNK: usize = 1024;
+/// Chunks whose statistics are held at once.
+const GROUP: usize = 64;
 const LN_2PI: f64 = 1.837_877_066_409_345_3;
 /// Ridge added to each covariance, relative to the data's variance of each column: keeps a
 /// component that shrinks onto a few points positive definite, far below any fitted spread.
@@ -322,60 +324,66 @@ fn e_step(rows: &[f64], n: usize, d: usize, p: &Params) -> Result<Stats> {
         }
     }
     let means: Vec<f64> = p.means.iter().flat_map(|m| m.iter().copied()).collect();
-    let parts: Vec<Stats> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .map(|c| {
-            let mut s = Stats::zeros(g, d);
-            let mut lk = vec![0.0; g];
-            let mut diff = vec![0.0; g * d];
-            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                let r = &rows[i * d..(i + 1) * d];
-                for k in 0..g {
-                    let dk = &mut diff[k * d..(k + 1) * d];
-                    for j in 0..d {
-                        dk[j] = r[j] - means[k * d + j];
-                    }
-                    let w = &whiten[k * tri..(k + 1) * tri];
-                    let mut q = 0.0;
-                    let mut t = 0;
-                    for a in 0..d {
-                        let z: f64 = w[t..t + a + 1].iter().zip(&dk[..=a]).map(|(x, y)| x * y).sum();
-                        t += a + 1;
-                        q += z * z;
-                    }
-                    lk[k] = consts[k] - 0.5 * q;
+    let chunk_stats = |c: usize| {
+        let mut s = Stats::zeros(g, d);
+        let mut lk = vec![0.0; g];
+        let mut diff = vec![0.0; g * d];
+        for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+            let r = &rows[i * d..(i + 1) * d];
+            for k in 0..g {
+                let dk = &mut diff[k * d..(k + 1) * d];
+                for j in 0..d {
+                    dk[j] = r[j] - means[k * d + j];
                 }
-                let mx = lk.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                lk.iter_mut().for_each(|v| *v = (*v - mx).exp());
-                let se: f64 = lk.iter().sum();
-                s.loglik += mx + se.ln();
-                for k in 0..g {
-                    let w = lk[k] / se;
-                    if w == 0.0 {
-                        continue;
+                let w = &whiten[k * tri..(k + 1) * tri];
+                let mut q = 0.0;
+                let mut t = 0;
+                for a in 0..d {
+                    let z: f64 = w[t..t + a + 1].iter().zip(&dk[..=a]).map(|(x, y)| x * y).sum();
+                    t += a + 1;
+                    q += z * z;
+                }
+                lk[k] = consts[k] - 0.5 * q;
+            }
+            let mx = lk.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            lk.iter_mut().for_each(|v| *v = (*v - mx).exp());
+            let se: f64 = lk.iter().sum();
+            s.loglik += mx + se.ln();
+            for k in 0..g {
+                let w = lk[k] / se;
+                if w == 0.0 {
+                    continue;
+                }
+                s.nk[k] += w;
+                let dk = &diff[k * d..(k + 1) * d];
+                for (acc, v) in s.s1[k * d..(k + 1) * d].iter_mut().zip(dk) {
+                    *acc += w * v;
+                }
+                let s2 = &mut s.s2[k * tri..(k + 1) * tri];
+                let mut t = 0;
+                for a in 0..d {
+                    let wa = w * dk[a];
+                    for (acc, v) in s2[t..t + a + 1].iter_mut().zip(&dk[..=a]) {
+                        *acc += wa * v;
                     }
-                    s.nk[k] += w;
-                    let dk = &diff[k * d..(k + 1) * d];
-                    for (acc, v) in s.s1[k * d..(k + 1) * d].iter_mut().zip(dk) {
-                        *acc += w * v;
-                    }
-                    let s2 = &mut s.s2[k * tri..(k + 1) * tri];
-                    let mut t = 0;
-                    for a in 0..d {
-                        let wa = w * dk[a];
-                        for (acc, v) in s2[t..t + a + 1].iter_mut().zip(&dk[..=a]) {
-                            *acc += wa * v;
-                        }
-                        t += a + 1;
-                    }
+                    t += a + 1;
                 }
             }
-            s
-        })
-        .collect();
+        }
+        s
+    };
+    // Chunks in groups, each group's statistics added in chunk order: memory is bounded by one
+    // group, and the sums do not depend on the thread count.
+    let chunks = n.div_ceil(CHUNK);
     let mut total = Stats::zeros(g, d);
-    for part in &parts {
-        total.add(part);
+    for first in (0..chunks).step_by(GROUP) {
+        let parts: Vec<Stats> = (first..(first + GROUP).min(chunks))
+            .into_par_iter()
+            .map(chunk_stats)
+            .collect();
+        for part in &parts {
+            total.add(part);
+        }
     }
     if !total.loglik.is_finite() {
         return Err(NceError::Numerical("the mixture's log-likelihood is not finite".into()));
