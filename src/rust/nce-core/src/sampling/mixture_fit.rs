@@ -21,6 +21,8 @@ const LN_2PI: f64 = 1.837_877_066_409_345_3;
 const RIDGE: f64 = 1e-6;
 /// Lloyd iterations of the k-means start.
 const LLOYD: usize = 10;
+/// EM iterations of each start before the best is continued.
+const SHORT: usize = 20;
 
 /// Settings of [`fit_mixture`].
 #[derive(Debug, Clone)]
@@ -123,17 +125,35 @@ pub fn fit_mixture(x: &[f64], n: usize, d: usize, control: &MixtureControl, stop
         d,
         ridge: &ridge,
     };
-    let mut best: Option<MixtureFit> = None;
+    // Short runs from every start, then the best continued to convergence ("small EM" starts,
+    // Biernacki, Celeux and Govaert 2003): the starts' later iterations are the cost, and a
+    // start behind after a few iterations rarely ends ahead.
+    let mut best: Option<Run> = None;
     for start in 0..control.n_starts {
-        let fit = em(&data, g, control, start as u64, stop)?;
-        if best.as_ref().map_or(true, |b| fit.loglik > b.loglik) {
-            best = Some(fit);
+        let assign = kmeans_start(&rows, n, d, g, control.seed, start as u64);
+        let first = Run::new(m_step_hard(&rows, n, d, g, &assign, &ridge));
+        let run = em(&data, first, SHORT.min(control.max_iter), control.tol, stop)?;
+        if best.as_ref().map_or(true, |b| run.loglik > b.loglik) {
+            best = Some(run);
         }
     }
-    Ok(best.expect("n_starts >= 1"))
+    let run = best.expect("n_starts >= 1");
+    let run = if run.converged {
+        run
+    } else {
+        em(&data, run, control.max_iter, control.tol, stop)?
+    };
+    let p = run.params;
+    Ok(MixtureFit {
+        weights: p.weights.clone(),
+        means: p.means.iter().flat_map(|m| m.iter().copied()).collect(),
+        covs: p.covs.iter().flat_map(|c| c.iter().copied()).collect(),
+        loglik: run.loglik,
+        iterations: run.iterations,
+        converged: run.converged,
+    })
 }
 
-/// One EM run from a k-means++ start (stream `start` of the seed).
 /// The rows (row-major), their sizes and the covariances' ridge.
 struct Rows<'a> {
     rows: &'a [f64],
@@ -142,39 +162,54 @@ struct Rows<'a> {
     ridge: &'a [f64],
 }
 
-fn em(data: &Rows, g: usize, control: &MixtureControl, start: u64, stop: &AtomicBool) -> Result<MixtureFit> {
+/// An EM run: its parameters, the log-likelihood at them (once computed), and its iterations.
+struct Run {
+    params: Params,
+    loglik: f64,
+    iterations: usize,
+    converged: bool,
+}
+
+impl Run {
+    fn new(params: Params) -> Self {
+        Run {
+            params,
+            loglik: f64::NEG_INFINITY,
+            iterations: 0,
+            converged: false,
+        }
+    }
+}
+
+/// EM iterations on `run` until its log-likelihood changes by less than `tol` times its size,
+/// or `max_iter` iterations in all. The parameters returned are those its log-likelihood was
+/// computed at.
+fn em(data: &Rows, mut run: Run, max_iter: usize, tol: f64, stop: &AtomicBool) -> Result<Run> {
     let Rows { rows, n, d, ridge } = *data;
-    let assign = kmeans_start(rows, n, d, g, control.seed, start);
-    let mut p = m_step_hard(rows, n, d, g, &assign, ridge);
-    let mut old = f64::NEG_INFINITY;
-    let mut converged = false;
-    let mut iterations = 0;
-    let mut loglik = f64::NEG_INFINITY;
-    for it in 1..=control.max_iter {
+    // A run resumed after its log-likelihood was computed steps from its parameters first.
+    let mut stats = if run.loglik.is_finite() {
+        Some(e_step(rows, n, d, &run.params)?)
+    } else {
+        None
+    };
+    while run.iterations < max_iter {
         if stop.load(Ordering::Relaxed) {
             return Err(NceError::Interrupted);
         }
-        let stats = e_step(rows, n, d, &p)?;
-        loglik = stats.loglik;
-        iterations = it;
-        if (loglik - old).abs() <= control.tol * loglik.abs() {
-            converged = true;
+        if let Some(s) = stats.take() {
+            run.params = m_step(&run.params, &s, n, ridge);
+        }
+        let s = e_step(rows, n, d, &run.params)?;
+        let previous = run.loglik;
+        run.loglik = s.loglik;
+        run.iterations += 1;
+        if (run.loglik - previous).abs() <= tol * run.loglik.abs() {
+            run.converged = true;
             break;
         }
-        old = loglik;
-        p = m_step(&p, &stats, n, ridge);
+        stats = Some(s);
     }
-    let weights = p.weights.clone();
-    let means = p.means.iter().flat_map(|m| m.iter().copied()).collect();
-    let covs = p.covs.iter().flat_map(|c| c.iter().copied()).collect();
-    Ok(MixtureFit {
-        weights,
-        means,
-        covs,
-        loglik,
-        iterations,
-        converged,
-    })
+    Ok(run)
 }
 
 /// k-means++ centres, then a few Lloyd iterations: each row's nearest centre.
