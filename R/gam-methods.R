@@ -23,6 +23,7 @@ print.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(sprintf("REML score: %s; %d data points, %d reference points (ratio %g)%s\n",
               format(x$gcv.ubre, digits = digits + 2L), x$n, x$m, x$ratio,
               if (x$converged) "" else "; NOT CONVERGED"))
+  if (isTRUE(x$relative)) cat(relative_note(x$reference), "\n", sep = "")
   if (isTRUE(x$discrete)) cat(discrete_note(x$discrete_layout), "\n", sep = "")
   invisible(x)
 }

@@ -128,6 +128,7 @@ print.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(sprintf("\nlog normalising constant (-(Intercept)): %s (importance-sampling check: %s)\n",
               format(x$log_normaliser, digits = digits), format(x$log_normaliser_is, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g)\n", x$n, x$m, x$ratio))
+  if (isTRUE(x$relative)) cat(relative_note(x$reference), "\n", sep = "")
   invisible(x)
 }
 

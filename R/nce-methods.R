@@ -101,6 +101,7 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(sprintf("\nlog normalising constant (-(Intercept)): %s\n", format(x$log_normaliser, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g)%s\n", x$n, x$m, x$ratio,
               if (x$converged) "" else "; NOT CONVERGED"))
+  if (isTRUE(x$relative)) cat(relative_note(x$reference), "\n", sep = "")
   invisible(x)
 }
 
@@ -244,6 +245,11 @@ nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
 # The reference's kind as printed, saying when the model is relative to it.
 reference_label <- function(ref, relative) {
   paste0(ref$kind, if (isTRUE(relative)) " (the model relative to it)" else "")
+}
+
+# print()'s line for a fit relative to its reference.
+relative_note <- function(ref) {
+  sprintf("The model is relative to the %s reference: log density = log q + the terms above.", ref$kind)
 }
 
 # log q at the rows of `newdata` for a fit relative to its reference (log p = log q + f + nu; NA

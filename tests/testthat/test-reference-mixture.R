@@ -89,6 +89,7 @@ test_that("a fit relative to a normal reference has the closed-form coefficients
                tolerance = 1e-12)
   expect_equal(as.numeric(logLik(fit)), sum(predict(fit)), tolerance = 1e-12)
   expect_output(print(summary(fit)), "the model relative to it")
+  expect_output(print(fit), "relative to the normal reference")
   # Not relative, the same model must learn the whole log density: its x^2 term is -1/2.
   plain <- nce(~ I(x^2), df, ref_normal(x = c(0, 2)), ratio = 10)
   expect_equal(coef(plain)[[2]] - coef(fit)[[2]], -1 / 8, tolerance = 0.15)
