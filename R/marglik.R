@@ -81,8 +81,11 @@
 #'   the single classifier against the normal reference is more accurate than
 #'   `control$switch`, i.e. the two barely overlap), `"normal"`, `"t"`
 #'   (multivariate Student t with `df` degrees of freedom and the draws'
-#'   covariance, for heavy tails) or `"warped"` (fitted marginals and a
-#'   Gaussian copula; see Details).
+#'   covariance, for heavy tails), `"warped"` (fitted marginals and a
+#'   Gaussian copula; see Details) or `"mixture"` (a mixture of normals fitted
+#'   by EM, 1-9 components chosen by BIC, as [ref_fit()] fits it: for posteriors
+#'   with separated modes, which a single normal covers with most of its mass
+#'   between them; no telescoping).
 #' @param df Degrees of freedom of the t reference.
 #' @param n_ref Number of reference draws (a count, not a ratio per draw);
 #'   by default as many as the draws in the estimate.
@@ -163,8 +166,9 @@
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
-marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf, reference = c("auto", "normal", "t", "warped"),
-                        df = 5, n_ref = NULL, split = TRUE, ess = NULL, chains = NULL,
+marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
+                        reference = c("auto", "normal", "t", "warped", "mixture"), df = 5, n_ref = NULL,
+                        split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
   rng <- rng_state()
   call <- match.call()
@@ -231,7 +235,7 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf, reference = c("
   ref <- est$ref
   tele <- NULL
   if (waymarks != "none" && !fit$separated) {
-    if (est$family == "t") {
+    if (est$family %in% c("t", "mixture")) {
       if (waymarks == "always") nce_abort("telescoping needs `reference = \"normal\"`", "input", call = ucall)
     } else if (waymarks == "always" || est$accuracy > control$switch) {
       tele <- marglik_telescope(est$xf, est$xe, est$r1, est$r2, est$log_density, est$lb, est$ub, control$accuracy,

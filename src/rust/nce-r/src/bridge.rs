@@ -94,6 +94,7 @@ impl ReferenceSettings {
             n_ref: self.n_ref,
             seed: self.seed,
             shrink: self.shrink,
+            stop: None,
         }
     }
 }
@@ -125,8 +126,12 @@ fn nce_marglik_reference(fit: Robj, est: Robj, lb: Robj, ub: Robj, settings: Lis
             .zip(ub)
             .map(|(&a, &b)| Bounds::new(a, b))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let m = run::run(settings.threads, |_| {
-            bridge::marglik_reference(xf, nf, xe, ne, &bounds, &settings.options())
+        let m = run::run(settings.threads, |stop| {
+            let options = ReferenceOptions {
+                stop: Some(stop),
+                ..settings.options()
+            };
+            bridge::marglik_reference(xf, nf, xe, ne, &bounds, &options)
         })?;
         Ok(list!(
             mean = m.mean,

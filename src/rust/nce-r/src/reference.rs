@@ -8,7 +8,7 @@ use crate::convert::{
 use crate::run;
 use extendr_api::prelude::*;
 use nce_core::sampling::kernel::NormalKernel;
-use nce_core::sampling::mixture_fit::{fit_mixture, MixtureControl};
+use nce_core::sampling::mixture_fit::{fit_mixture_bic, MixtureControl};
 use nce_core::sampling::reference::Reference;
 use nce_core::NceError;
 
@@ -76,32 +76,41 @@ fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
     })
 }
 
-/// A Gaussian mixture fitted by EM to the rows of `x`; `settings` = list(components, n_starts,
-/// max_iter, tol, seed, threads). Returns list(weights, means (d x G), sigmas (d x d x G, flat),
-/// loglik, iterations, converged).
+/// Gaussian mixtures fitted by EM to the rows of `x`, one per number of `components`, and the
+/// one BIC chooses; `settings` = list(components, n_starts, max_iter, tol, seed, threads).
+/// Returns list(components, loglik, bic, iterations, converged: one per number tried; chosen
+/// (1-based); weights, means (d x G), sigmas (d x d x G, flat) of the chosen fit).
 /// @keywords internal
 /// @noRd
 #[extendr]
 fn nce_mixture_fit(x: Robj, settings: List) -> Robj {
     guard(|| {
         let (xd, n, d) = real_matrix(&x, "x")?;
+        let components = list_vec(&settings, "components", "settings")?
+            .into_iter()
+            .map(|g| count_of(g, "components", 1))
+            .collect::<Res<Vec<usize>>>()?;
         let control = MixtureControl {
-            components: list_count(&settings, "components", "settings", 1)?,
+            components: 1,
             n_starts: list_count(&settings, "n_starts", "settings", 1)?,
             max_iter: list_count(&settings, "max_iter", "settings", 1)?,
             tol: list_number(&settings, "tol", "settings")?,
             seed: seed_of(list_number(&settings, "seed", "settings")?)?,
         };
         let threads = list_count(&settings, "threads", "settings", 1)?;
-        let fit = run::run(threads, |stop| fit_mixture(xd, n, d, &control, stop))?;
-        let g = fit.weights.len();
+        let sel = run::run(threads, |stop| fit_mixture_bic(xd, n, d, &components, &control, stop))?;
+        let best = &sel.fits[sel.chosen];
+        let g = best.weights.len();
         Ok(list!(
-            weights = fit.weights,
-            means = col_major_matrix(fit.means, d, g),
-            sigmas = fit.covs,
-            loglik = fit.loglik,
-            iterations = fit.iterations as i32,
-            converged = fit.converged
+            components = sel.components.iter().map(|&g| g as i32).collect::<Vec<i32>>(),
+            loglik = sel.fits.iter().map(|f| f.loglik).collect::<Vec<f64>>(),
+            bic = sel.bic,
+            iterations = sel.fits.iter().map(|f| f.iterations as i32).collect::<Vec<i32>>(),
+            converged = sel.fits.iter().map(|f| f.converged).collect::<Vec<bool>>(),
+            chosen = (sel.chosen + 1) as i32,
+            weights = best.weights.clone(),
+            means = col_major_matrix(best.means.clone(), d, g),
+            sigmas = best.covs.clone()
         )
         .into_robj())
     })

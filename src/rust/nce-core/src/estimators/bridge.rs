@@ -25,8 +25,13 @@
 use crate::convergence::Convergence;
 use crate::engine::family::sigmoid;
 use crate::error::{NceError, Result};
+use crate::sampling::mixture_fit::{fit_mixture_bic, MixtureControl};
 use crate::sampling::reference::Reference;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
+
+/// Most components of a mixture reference (as mclust's default, 1-9).
+const MIXTURE_COMPONENTS: usize = 9;
 
 /// Terms per chunk of a sum; fixed so results do not depend on the thread count.
 const CHUNK: usize = 4096;
@@ -559,10 +564,12 @@ pub struct MarglikReference {
     pub ref_logref: Vec<f64>,
 }
 
-/// The reference of `marglik_reference`: a normal (`family = "normal"`) or Student t (`"t"`,
-/// `df` degrees of freedom, scale matching the fitted covariance when df > 2), with `n_ref`
-/// draws of its own on stream `seed`; with `shrink` its correlations are shrunk towards zero by
-/// the Ledoit-Wolf intensity (`shrink_cov`).
+/// The reference of `marglik_reference`: a normal (`family = "normal"`), Student t (`"t"`,
+/// `df` degrees of freedom, scale matching the fitted covariance when df > 2) or mixture of
+/// normals (`"mixture"`, EM with 1-9 components chosen by BIC, its starts on stream `seed`),
+/// with `n_ref` draws of its own on stream `seed`; with `shrink` its correlations are shrunk
+/// towards zero by the Ledoit-Wolf intensity (`shrink_cov`). `stop` is polled by the mixture's
+/// EM (a user interrupt).
 #[derive(Debug, Clone, Copy)]
 pub struct ReferenceOptions<'a> {
     pub family: &'a str,
@@ -570,6 +577,7 @@ pub struct ReferenceOptions<'a> {
     pub n_ref: usize,
     pub seed: u64,
     pub shrink: bool,
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// Fit the reference `opts` describes to the `fit` draws (column-major nf x d) on the
@@ -589,6 +597,7 @@ pub fn marglik_reference(
         n_ref,
         seed,
         shrink,
+        stop,
     } = *opts;
     let d = bounds.len();
     let (uf, _) = to_unconstrained(fit, nf, bounds)?;
@@ -604,9 +613,24 @@ pub fn marglik_reference(
             let scale: Vec<f64> = cov.iter().map(|v| v * k).collect();
             Reference::student_t(mean.clone(), &scale, df)
         }
+        "mixture" => {
+            let never = AtomicBool::new(false);
+            let control = MixtureControl {
+                components: 1,
+                n_starts: 3,
+                max_iter: 1000,
+                tol: 1e-6,
+                // Its own streams: the reference's draws use `seed`'s.
+                seed: seed.wrapping_add(0x9E37_79B9_7F4A_7C15),
+            };
+            let components: Vec<usize> = (1..=MIXTURE_COMPONENTS).collect();
+            let sel = fit_mixture_bic(&uf, nf, d, &components, &control, stop.unwrap_or(&never))?;
+            let f = &sel.fits[sel.chosen];
+            Reference::mixture(f.weights.clone(), &f.means, &f.covs)
+        }
         other => Err(NceError::invalid(
             "reference",
-            format!("must be \"normal\" or \"t\", got '{other}'"),
+            format!("must be \"normal\", \"t\" or \"mixture\", got '{other}'"),
         )),
     }
     .map_err(|e| match e {
@@ -876,6 +900,7 @@ mod tests {
                 n_ref: n,
                 seed: 17,
                 shrink: false,
+                stop: None,
             },
         )
         .unwrap();
@@ -917,6 +942,7 @@ mod tests {
                 n_ref: 300,
                 seed: 4,
                 shrink: false,
+                stop: None,
             },
         )
         .unwrap();
@@ -944,7 +970,8 @@ mod tests {
                 df: 1.0,
                 n_ref: 1,
                 seed: 1,
-                shrink: false
+                shrink: false,
+                stop: None,
             }
         )
         .is_err());

@@ -154,6 +154,70 @@ pub fn fit_mixture(x: &[f64], n: usize, d: usize, control: &MixtureControl, stop
     })
 }
 
+/// Fits for several numbers of components, and the one BIC chooses.
+#[derive(Debug, Clone)]
+pub struct MixtureSelection {
+    /// One fit per number of components tried, in the order given.
+    pub fits: Vec<MixtureFit>,
+    /// The numbers of components tried (those the rows allow: at least G (d + 1) rows).
+    pub components: Vec<usize>,
+    /// BIC = -2 log L + p log n, p = (G - 1) + G d + G d (d + 1) / 2.
+    pub bic: Vec<f64>,
+    /// Index of the lowest BIC.
+    pub chosen: usize,
+}
+
+/// [`fit_mixture`] for each number of `components` the rows allow (`control.components` is
+/// ignored), and the fit with the lowest BIC, as mclust chooses.
+pub fn fit_mixture_bic(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    components: &[usize],
+    control: &MixtureControl,
+    stop: &AtomicBool,
+) -> Result<MixtureSelection> {
+    let tried: Vec<usize> = components
+        .iter()
+        .copied()
+        .filter(|&g| g >= 1 && n >= g * (d + 1))
+        .collect();
+    if tried.is_empty() {
+        let g = components.iter().copied().min().unwrap_or(1).max(1);
+        return Err(NceError::invalid(
+            "components",
+            format!(
+                "{n} rows are too few for {g} component(s) of {d} variables (at least {})",
+                g * (d + 1)
+            ),
+        ));
+    }
+    let mut fits = Vec::with_capacity(tried.len());
+    let mut bic = Vec::with_capacity(tried.len());
+    for &g in &tried {
+        let fit = fit_mixture(
+            x,
+            n,
+            d,
+            &MixtureControl {
+                components: g,
+                ..control.clone()
+            },
+            stop,
+        )?;
+        let p = (g - 1) + g * d + g * d * (d + 1) / 2;
+        bic.push(-2.0 * fit.loglik + p as f64 * (n as f64).ln());
+        fits.push(fit);
+    }
+    let chosen = (0..bic.len()).fold(0, |b, i| if bic[i] < bic[b] { i } else { b });
+    Ok(MixtureSelection {
+        fits,
+        components: tried,
+        bic,
+        chosen,
+    })
+}
+
 /// The rows (row-major), their sizes and the covariances' ridge.
 struct Rows<'a> {
     rows: &'a [f64],
@@ -516,6 +580,18 @@ mod tests {
         assert!((f1.weights[k] - 0.75).abs() < 0.02, "{:?}", f1.weights);
         assert!((f1.means[2 * k] + 3.0).abs() < 0.06 && (f1.means[2 * (1 - k)] - 3.0).abs() < 0.1);
         assert!((f1.covs[4 * k + 1] - 0.5).abs() < 0.08, "{:?}", f1.covs);
+    }
+
+    #[test]
+    fn bic_chooses_two_separated_components() {
+        let a = Reference::normal(vec![-4.0], &[1.0]).unwrap();
+        let b = Reference::normal(vec![4.0], &[1.0]).unwrap();
+        let mut x = a.sample(2000, 1).unwrap();
+        x.extend(b.sample(2000, 2).unwrap());
+        let sel = fit_mixture_bic(&x, 4000, 1, &[1, 2, 3, 4], &control(1), &AtomicBool::new(false)).unwrap();
+        assert_eq!(sel.components[sel.chosen], 2);
+        assert_eq!(sel.fits.len(), 4);
+        assert!(fit_mixture_bic(&x[..3], 3, 1, &[2, 3], &control(1), &AtomicBool::new(false)).is_err());
     }
 
     #[test]
