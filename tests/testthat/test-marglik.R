@@ -162,4 +162,7 @@ test_that("a mixture reference fits a posterior with two separated modes", {
   expect_lt(abs(mix$logml - 2.5), 0.01)
   expect_error(marglik_nce(x, log_density, reference = "mixture", waymarks = "always"), "telescoping",
                class = "nce_error_input")
+  # A constant parameter has no mixture density: refused as the normal reference refuses it.
+  x[, "b"] <- 1
+  expect_error(marglik_nce(x, log_density, reference = "mixture"), "constant", class = "nce_error_input")
 })

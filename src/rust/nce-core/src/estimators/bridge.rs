@@ -624,9 +624,10 @@ pub fn marglik_reference(
                 seed: seed.wrapping_add(0x9E37_79B9_7F4A_7C15),
             };
             let components: Vec<usize> = (1..=MIXTURE_COMPONENTS).collect();
-            let sel = fit_mixture_bic(&uf, nf, d, &components, &control, stop.unwrap_or(&never))?;
-            let f = &sel.fits[sel.chosen];
-            Reference::mixture(f.weights.clone(), &f.means, &f.covs)
+            fit_mixture_bic(&uf, nf, d, &components, &control, stop.unwrap_or(&never)).and_then(|sel| {
+                let f = &sel.fits[sel.chosen];
+                Reference::mixture(f.weights.clone(), &f.means, &f.covs)
+            })
         }
         other => Err(NceError::invalid(
             "reference",

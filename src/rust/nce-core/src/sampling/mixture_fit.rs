@@ -111,14 +111,17 @@ pub fn fit_mixture(x: &[f64], n: usize, d: usize, control: &MixtureControl, stop
     }
     // Row-major rows, and each column's variance for the ridge.
     let rows: Vec<f64> = (0..n).flat_map(|i| (0..d).map(move |j| x[j * n + i])).collect();
-    let ridge: Vec<f64> = (0..d)
-        .map(|j| {
-            let col = &x[j * n..(j + 1) * n];
-            let m = col.iter().sum::<f64>() / n as f64;
-            let v = col.iter().map(|c| (c - m) * (c - m)).sum::<f64>() / n as f64;
-            RIDGE * v.max(1e-300)
-        })
-        .collect();
+    let mut ridge = Vec::with_capacity(d);
+    for j in 0..d {
+        let col = &x[j * n..(j + 1) * n];
+        let m = col.iter().sum::<f64>() / n as f64;
+        let v = col.iter().map(|c| (c - m) * (c - m)).sum::<f64>() / n as f64;
+        // A constant column has no density a normal can give: refused, not ridged into a spike.
+        if !(v > 0.0) {
+            return Err(NceError::invalid("x", format!("column {} is constant", j + 1)));
+        }
+        ridge.push(RIDGE * v);
+    }
     let data = Rows {
         rows: &rows,
         n,
@@ -600,5 +603,6 @@ mod tests {
         assert!(fit_mixture(&x, 4, 1, &control(3), &AtomicBool::new(false)).is_err());
         assert!(fit_mixture(&x, 2, 2, &control(0), &AtomicBool::new(false)).is_err());
         assert!(fit_mixture(&[f64::NAN, 1.0, 2.0, 3.0], 4, 1, &control(1), &AtomicBool::new(false)).is_err());
+        assert!(fit_mixture(&[1.0, 1.0, 1.0, 1.0], 4, 1, &control(1), &AtomicBool::new(false)).is_err());
     }
 }
