@@ -136,9 +136,10 @@ nce_ref_sample <- function(spec, n, seed, log_density, threads) .Call(wrap__nce_
 #' @noRd
 nce_ref_log_density <- function(spec, x, threads) .Call(wrap__nce_ref_log_density, spec, x, threads)
 
-#' A Gaussian mixture fitted by EM to the rows of `x`; `settings` = list(components, n_starts,
-#' max_iter, tol, seed, threads). Returns list(weights, means (d x G), sigmas (d x d x G, flat),
-#' loglik, iterations, converged).
+#' Gaussian mixtures fitted by EM to the rows of `x`, one per number of `components`, and the
+#' one BIC chooses; `settings` = list(components, n_starts, max_iter, tol, seed, threads).
+#' Returns list(components, loglik, bic, iterations, converged: one per number tried; chosen
+#' (1-based); weights, means (d x G), sigmas (d x d x G, flat) of the chosen fit).
 #' @keywords internal
 #' @noRd
 nce_mixture_fit <- function(x, settings) .Call(wrap__nce_mixture_fit, x, settings)

@@ -128,9 +128,10 @@
 #'   and 10 dimensions (`bench/deep-ebm-highdim.R`) a network relative to
 #'   `ref_fit(family = "mixture")` had 0.97 and 1.22 times the KL divergence of
 #'   mclust's fit from the truth, where a network alone had 42 and 61 times (see
-#'   `bench/README.md`); on curved, non-Gaussian targets the network alone did better. For formula fits
-#'   (linear, smooth, [mlp()]); refused with `given`, `start` or `model`. Draws of a
-#'   relative network fit are by sampling-importance-resampling from the reference.
+#'   `bench/README.md`); on curved, non-Gaussian targets the network alone did
+#'   better. For formula fits (linear, smooth, [mlp()]); refused with `given`,
+#'   `start` or `model`. Draws of a relative network fit are by
+#'   sampling-importance-resampling from the reference.
 #' @details
 #' **What the statistics mean.** The log-likelihood of a fit ([logLik.nce_fit()])
 #' is the data's log density under the fitted *normalised* model,

@@ -125,9 +125,10 @@ ref_normal_build <- function(mean, cov, call) {
 #' used in flow-contrastive estimation).
 #'
 #' **The mixture** has full covariances (mclust's `"VVV"`), fitted by EM in Rust
-#' for each number of components in `components`, from the best of 3 k-means++
-#' starts, to a relative change of the log-likelihood below 1e-6; the number with
-#' the lowest BIC is kept (`$selection` holds the table). Each covariance carries
+#' for each number of components in `components`: 20 iterations from each of 3
+#' k-means++ starts, then the best continued to a relative change of the
+#' log-likelihood below 1e-6; the number with the lowest BIC is kept
+#' (`$selection` holds the table). Each covariance carries
 #' a ridge of 1e-6 times its column's variance, so a component that shrinks onto a
 #' few points stays proper. The starts use R's random numbers (`set.seed()`
 #' reproduces the fit, on any number of threads). On 20,000 draws of an
