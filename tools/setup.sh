@@ -9,6 +9,7 @@ pkgs=(r-base-dev r-cran-mgcv r-cran-testthat r-cran-knitr r-cran-rmarkdown
       r-cran-roxygen2 pandoc r-cran-future r-cran-future.apply r-cran-survival
       r-cran-bridgesampling r-cran-nlme r-cran-matrix r-cran-tmvtnorm r-cran-png
       r-cran-broom r-cran-progressr r-cran-lintr r-cran-glmnet r-cran-pkgdown r-cran-covr
+      r-cran-mclust
       libjs-mathjax devscripts qpdf)
 
 missing=()
