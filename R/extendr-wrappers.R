@@ -138,7 +138,7 @@ nce_ref_log_density <- function(spec, x, threads) .Call(wrap__nce_ref_log_densit
 
 #' Gaussian mixtures fitted by EM to the rows of `x`, one per number of `components`, and the
 #' one BIC chooses; `settings` = list(components, n_starts, max_iter, tol, seed, threads).
-#' Returns list(components, loglik, bic, iterations, converged: one per number tried; chosen
+#' Returns list(components, df, loglik, bic, iterations, converged: one per number tried; chosen
 #' (1-based); weights, means (d x G), sigmas (d x d x G, flat) of the chosen fit).
 #' @keywords internal
 #' @noRd

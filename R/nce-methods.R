@@ -207,7 +207,9 @@ nce_predict_newdata <- function(object, newdata, type = "link", call = caller_ca
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (missing(newdata) || is.null(newdata)) return(data_rows(object))
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
-  missing <- setdiff(model_vars(object$nce_formula), names(newdata))
+  # A fit relative to its reference has a density over every column of the reference.
+  needed <- union(model_vars(object$nce_formula), if (isTRUE(object$relative)) object$reference$vars)
+  missing <- setdiff(needed, names(newdata))
   if (length(missing)) {
     nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
   }
@@ -228,8 +230,10 @@ nce_predict_newdata <- function(object, newdata, type = "link", call = caller_ca
 
 # Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
 nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
-  fit <- fit + relative_log_q(object, newdata)
-  out <- nce_outside_support(object$reference, newdata)
+  lq <- reference_log_q(object$reference, newdata)
+  out <- !is.na(lq) & lq == -Inf
+  # Relative to the reference, log p = log q + f + nu (NA at incomplete rows, -Inf set below).
+  if (isTRUE(object$relative)) fit <- fit + ifelse(out, 0, lq)
   out[attr(newdata, "nce_infinite")] <- TRUE
   fit[out] <- -Inf
   se[out] <- NA_real_
@@ -252,27 +256,25 @@ relative_note <- function(ref) {
   sprintf("The model is relative to the %s reference: log density = log q + the terms above.", ref$kind)
 }
 
-# log q at the rows of `newdata` for a fit relative to its reference (log p = log q + f + nu; NA
-# at incomplete rows), else 0.
+# The offset a fit relative to its reference adds to its model matrix's rows (`"lpmatrix"`):
+# log q at the rows of `newdata` (NA at incomplete rows, 0 outside the support, whose density
+# nce_finish_prediction() sets to 0), else 0.
 relative_log_q <- function(object, newdata) {
-  if (!isTRUE(object$relative) || !nrow(newdata)) return(0)
-  lq <- rep(NA_real_, nrow(newdata))
-  d <- newdata[object$reference$vars]
-  ok <- which(rows_finite(d))
-  if (length(ok)) lq[ok] <- ref_logq(object$reference, d[ok, , drop = FALSE])
-  # -Inf outside the support is set by nce_finish_prediction(); keep the sum finite here.
+  if (!isTRUE(object$relative)) return(0)
+  lq <- reference_log_q(object$reference, newdata)
   lq[is.infinite(lq)] <- 0
   lq
 }
 
-# TRUE at complete rows where the reference's density is 0.
-nce_outside_support <- function(ref, newdata) {
-  out <- rep(FALSE, nrow(newdata))
-  if (!all(ref$vars %in% names(newdata)) || !nrow(newdata)) return(out)
+# log q of the reference at the rows of `newdata`: NA at incomplete rows, and at every row when
+# `newdata` lacks a column of the reference.
+reference_log_q <- function(ref, newdata) {
+  lq <- rep(NA_real_, nrow(newdata))
+  if (!all(ref$vars %in% names(newdata)) || !nrow(newdata)) return(lq)
   d <- newdata[ref$vars]
   ok <- which(rows_finite(d))
-  if (length(ok)) out[ok] <- ref_logq(ref, d[ok, , drop = FALSE]) == -Inf
-  out
+  if (length(ok)) lq[ok] <- ref_logq(ref, d[ok, , drop = FALSE])
+  lq
 }
 
 # Each term's contribution (uncentred, as mgcv), with the intercept as attribute "constant".

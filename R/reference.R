@@ -213,10 +213,6 @@ ref_mixture_fit <- function(x, components, inflate, call) {
   # The rows, and 64 chunks' statistics (a weight, a mean and a covariance per component).
   check_size(8 * (2 * n * d + 64 * max(components) * (1 + d + d * (d + 1) / 2)), "components", "ref_fit()",
              call = call)
-  if (!any(components * (d + 1) <= n)) {
-    nce_abort(sprintf("`data` has %d rows, too few for %d component(s) of %d variables (at least %d rows)",
-                      n, components[1L], d, components[1L] * (d + 1)), "input", call = call)
-  }
   f <- rs(nce_mixture_fit(x, list(components = as.double(components), n_starts = 3, max_iter = 1000, tol = 1e-6,
                                    seed = draw_seed(), threads = nce_threads())), call = call)
   if (!f$converged[f$chosen]) {
@@ -227,8 +223,7 @@ ref_mixture_fit <- function(x, components, inflate, call) {
   ref <- new_reference("mixture", colnames(x), weights = f$weights,
                        means = matrix(f$means, d, g, dimnames = list(colnames(x), NULL)),
                        sigmas = array(inflate * f$sigmas, c(d, d, g)),
-                       selection = data.frame(components = f$components, loglik = f$loglik,
-                                              df = f$components - 1 + f$components * d * (d + 3) / 2, bic = f$bic,
+                       selection = data.frame(components = f$components, loglik = f$loglik, df = f$df, bic = f$bic,
                                               iterations = f$iterations, chosen = seq_along(f$bic) == f$chosen))
   rs(nce_ref_log_density(ref_spec(ref), matrix(f$means[seq_len(d)], 1L), 1L), call = call)
   ref

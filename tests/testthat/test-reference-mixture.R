@@ -109,3 +109,17 @@ test_that("a network relative to a fitted mixture: SIR draws, and Metropolis ref
   s <- simulate(fit, seed = 1)
   expect_equal(mean(s$y < 0), 0.6, tolerance = 0.05 / 0.6)
 })
+
+test_that("a relative fit's density needs every column of its reference in newdata", {
+  set.seed(8)
+  d <- data.frame(x1 = rnorm(300), x2 = rnorm(300))
+  fit <- nce(~ I(x1^2), d, ref_normal(x1 = c(0, 2), x2 = c(0, 1)), ratio = 5, relative = TRUE)
+  expect_error(predict(fit, data.frame(x1 = 0)), "lacks column\\(s\\) x2", class = "nce_error_input")
+  # With both columns: log q of both plus the model's term.
+  nd <- data.frame(x1 = 0.5, x2 = -1)
+  lq <- dnorm(0.5, 0, 2, log = TRUE) + dnorm(-1, log = TRUE)
+  expect_equal(unname(predict(fit, nd)), lq + coef(fit)[[1]] + coef(fit)[[2]] * 0.25, tolerance = 1e-12)
+  # The same model not relative predicts from x1 alone.
+  plain <- nce(~ I(x1^2), d, ref_normal(x1 = c(0, 2), x2 = c(0, 1)), ratio = 5)
+  expect_length(predict(plain, data.frame(x1 = 0)), 1L)
+})

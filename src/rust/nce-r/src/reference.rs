@@ -78,7 +78,7 @@ fn nce_ref_log_density(spec: List, x: Robj, threads: i32) -> Robj {
 
 /// Gaussian mixtures fitted by EM to the rows of `x`, one per number of `components`, and the
 /// one BIC chooses; `settings` = list(components, n_starts, max_iter, tol, seed, threads).
-/// Returns list(components, loglik, bic, iterations, converged: one per number tried; chosen
+/// Returns list(components, df, loglik, bic, iterations, converged: one per number tried; chosen
 /// (1-based); weights, means (d x G), sigmas (d x d x G, flat) of the chosen fit).
 /// @keywords internal
 /// @noRd
@@ -91,7 +91,6 @@ fn nce_mixture_fit(x: Robj, settings: List) -> Robj {
             .map(|g| count_of(g, "components", 1))
             .collect::<Res<Vec<usize>>>()?;
         let control = MixtureControl {
-            components: 1,
             n_starts: list_count(&settings, "n_starts", "settings", 1)?,
             max_iter: list_count(&settings, "max_iter", "settings", 1)?,
             tol: list_number(&settings, "tol", "settings")?,
@@ -103,6 +102,7 @@ fn nce_mixture_fit(x: Robj, settings: List) -> Robj {
         let g = best.weights.len();
         Ok(list!(
             components = sel.components.iter().map(|&g| g as i32).collect::<Vec<i32>>(),
+            df = sel.df.iter().map(|&p| p as f64).collect::<Vec<f64>>(),
             loglik = sel.fits.iter().map(|f| f.loglik).collect::<Vec<f64>>(),
             bic = sel.bic,
             iterations = sel.fits.iter().map(|f| f.iterations as i32).collect::<Vec<i32>>(),

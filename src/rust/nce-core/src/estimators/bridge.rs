@@ -616,7 +616,6 @@ pub fn marglik_reference(
         "mixture" => {
             let never = AtomicBool::new(false);
             let control = MixtureControl {
-                components: 1,
                 n_starts: 3,
                 max_iter: 1000,
                 tol: 1e-6,

@@ -5,6 +5,7 @@
 //! not depend on the thread count.
 
 use crate::error::{NceError, Result};
+use crate::linalg::LN_2PI;
 use crate::rng::stream_rng;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
@@ -15,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const CHUNK: usize = 1024;
 /// Chunks whose statistics are held at once.
 const GROUP: usize = 64;
-const LN_2PI: f64 = 1.837_877_066_409_345_3;
 /// Ridge added to each covariance, relative to the data's variance of each column: keeps a
 /// component that shrinks onto a few points positive definite, far below any fitted spread.
 const RIDGE: f64 = 1e-6;
@@ -24,10 +24,9 @@ const LLOYD: usize = 10;
 /// EM iterations of each start before the best is continued.
 const SHORT: usize = 20;
 
-/// Settings of [`fit_mixture`].
+/// Settings of [`fit_mixture_bic`].
 #[derive(Debug, Clone)]
 pub struct MixtureControl {
-    pub components: usize,
     pub n_starts: usize,
     pub max_iter: usize,
     /// Stop when the log-likelihood changes by less than `tol` times its size.
@@ -81,61 +80,68 @@ impl Stats {
     }
 }
 
-/// Fit a `components`-component Gaussian mixture to the rows of `x` (n x d, column-major).
-/// `stop` is polled at every EM iteration (a user interrupt).
-pub fn fit_mixture(x: &[f64], n: usize, d: usize, control: &MixtureControl, stop: &AtomicBool) -> Result<MixtureFit> {
-    let g = control.components;
-    if d == 0 || x.len() != n * d {
-        return Err(NceError::invalid(
-            "x",
-            format!("must be an n x d matrix with n = {n}, d = {d}"),
-        ));
-    }
-    if g == 0 || control.n_starts == 0 || control.max_iter == 0 || !(control.tol > 0.0) {
-        return Err(NceError::invalid(
-            "control",
-            "components, n_starts and max_iter must be at least 1 and tol > 0",
-        ));
-    }
-    if n < g * (d + 1) {
-        return Err(NceError::invalid(
-            "components",
-            format!(
-                "{g} components of {d} variables need at least {} rows, not {n}",
-                g * (d + 1)
-            ),
-        ));
-    }
-    if x.iter().any(|v| !v.is_finite()) {
-        return Err(NceError::invalid("x", "must be finite"));
-    }
-    // Row-major rows, and each column's variance for the ridge.
-    let rows: Vec<f64> = (0..n).flat_map(|i| (0..d).map(move |j| x[j * n + i])).collect();
-    let mut ridge = Vec::with_capacity(d);
-    for j in 0..d {
-        let col = &x[j * n..(j + 1) * n];
-        let m = col.iter().sum::<f64>() / n as f64;
-        let v = col.iter().map(|c| (c - m) * (c - m)).sum::<f64>() / n as f64;
-        // A constant column has no density a normal can give: refused, not ridged into a spike.
-        if !(v > 0.0) {
-            return Err(NceError::invalid("x", format!("column {} is constant", j + 1)));
+/// The rows of `x` transposed to row-major, and each column's ridge, once per call: the
+/// checks every fit needs.
+struct Prepared {
+    rows: Vec<f64>,
+    n: usize,
+    d: usize,
+    ridge: Vec<f64>,
+}
+
+impl Prepared {
+    fn new(x: &[f64], n: usize, d: usize, control: &MixtureControl) -> Result<Self> {
+        if d == 0 || x.len() != n * d {
+            return Err(NceError::invalid(
+                "x",
+                format!("must be an n x d matrix with n = {n}, d = {d}"),
+            ));
         }
-        ridge.push(RIDGE * v);
+        if control.n_starts == 0 || control.max_iter == 0 || !(control.tol > 0.0) {
+            return Err(NceError::invalid(
+                "control",
+                "n_starts and max_iter must be at least 1 and tol > 0",
+            ));
+        }
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(NceError::invalid("x", "must be finite"));
+        }
+        let mut ridge = Vec::with_capacity(d);
+        for j in 0..d {
+            let col = &x[j * n..(j + 1) * n];
+            let m = col.iter().sum::<f64>() / n as f64;
+            let v = col.iter().map(|c| (c - m) * (c - m)).sum::<f64>() / n as f64;
+            // A constant column has no density a normal can give: refused, not ridged into a spike.
+            if !(v > 0.0) {
+                return Err(NceError::invalid("x", format!("column {} is constant", j + 1)));
+            }
+            ridge.push(RIDGE * v);
+        }
+        let rows = (0..n).flat_map(|i| (0..d).map(move |j| x[j * n + i])).collect();
+        Ok(Prepared { rows, n, d, ridge })
     }
-    let data = Rows {
-        rows: &rows,
-        n,
-        d,
-        ridge: &ridge,
-    };
+
+    fn rows(&self) -> Rows<'_> {
+        Rows {
+            rows: &self.rows,
+            n: self.n,
+            d: self.d,
+            ridge: &self.ridge,
+        }
+    }
+}
+
+/// `g` components fitted to prepared rows (at least g (d + 1) of them).
+fn fit_prepared(data: &Rows, g: usize, control: &MixtureControl, stop: &AtomicBool) -> Result<MixtureFit> {
+    let Rows { rows, n, d, ridge } = *data;
     // Short runs from every start, then the best continued to convergence ("small EM" starts,
     // Biernacki, Celeux and Govaert 2003): the starts' later iterations are the cost, and a
     // start behind after a few iterations rarely ends ahead.
     let mut best: Option<Run> = None;
     for start in 0..control.n_starts {
-        let assign = kmeans_start(&rows, n, d, g, control.seed, start as u64);
-        let first = Run::new(m_step_hard(&rows, n, d, g, &assign, &ridge));
-        let run = em(&data, first, SHORT.min(control.max_iter), control.tol, stop)?;
+        let assign = kmeans_start(rows, n, d, g, control.seed, start as u64);
+        let first = Run::new(m_step_hard(rows, n, d, g, &assign, ridge));
+        let run = em(data, first, SHORT.min(control.max_iter), control.tol, stop)?;
         if best.as_ref().map_or(true, |b| run.loglik > b.loglik) {
             best = Some(run);
         }
@@ -144,11 +150,11 @@ pub fn fit_mixture(x: &[f64], n: usize, d: usize, control: &MixtureControl, stop
     let run = if run.converged {
         run
     } else {
-        em(&data, run, control.max_iter, control.tol, stop)?
+        em(data, run, control.max_iter, control.tol, stop)?
     };
     let p = run.params;
     Ok(MixtureFit {
-        weights: p.weights.clone(),
+        weights: p.weights,
         means: p.means.iter().flat_map(|m| m.iter().copied()).collect(),
         covs: p.covs.iter().flat_map(|c| c.iter().copied()).collect(),
         loglik: run.loglik,
@@ -164,14 +170,17 @@ pub struct MixtureSelection {
     pub fits: Vec<MixtureFit>,
     /// The numbers of components tried (those the rows allow: at least G (d + 1) rows).
     pub components: Vec<usize>,
-    /// BIC = -2 log L + p log n, p = (G - 1) + G d + G d (d + 1) / 2.
+    /// Free parameters p = (G - 1) + G d + G d (d + 1) / 2 of each.
+    pub df: Vec<usize>,
+    /// BIC = -2 log L + p log n.
     pub bic: Vec<f64>,
     /// Index of the lowest BIC.
     pub chosen: usize,
 }
 
-/// [`fit_mixture`] for each number of `components` the rows allow (`control.components` is
-/// ignored), and the fit with the lowest BIC, as mclust chooses.
+/// A mixture fitted to the rows of `x` (n x d, column-major) for each number of `components`
+/// the rows allow, and the fit with the lowest BIC, as mclust chooses. `stop` is polled at every
+/// EM iteration (a user interrupt).
 pub fn fit_mixture_bic(
     x: &[f64],
     n: usize,
@@ -195,20 +204,13 @@ pub fn fit_mixture_bic(
             ),
         ));
     }
+    let prepared = Prepared::new(x, n, d, control)?;
+    let data = prepared.rows();
     let mut fits = Vec::with_capacity(tried.len());
+    let df: Vec<usize> = tried.iter().map(|&g| (g - 1) + g * d + g * d * (d + 1) / 2).collect();
     let mut bic = Vec::with_capacity(tried.len());
-    for &g in &tried {
-        let fit = fit_mixture(
-            x,
-            n,
-            d,
-            &MixtureControl {
-                components: g,
-                ..control.clone()
-            },
-            stop,
-        )?;
-        let p = (g - 1) + g * d + g * d * (d + 1) / 2;
+    for (&g, &p) in tried.iter().zip(&df) {
+        let fit = fit_prepared(&data, g, control, stop)?;
         bic.push(-2.0 * fit.loglik + p as f64 * (n as f64).ln());
         fits.push(fit);
     }
@@ -216,6 +218,7 @@ pub fn fit_mixture_bic(
     Ok(MixtureSelection {
         fits,
         components: tried,
+        df,
         bic,
         chosen,
     })
@@ -533,9 +536,13 @@ mod tests {
     use crate::engine::design::with_threads;
     use crate::sampling::reference::Reference;
 
-    fn control(g: usize) -> MixtureControl {
+    /// One fit of `g` components.
+    fn fit_mixture(x: &[f64], n: usize, d: usize, g: usize) -> Result<MixtureFit> {
+        fit_mixture_bic(x, n, d, &[g], &control(), &AtomicBool::new(false)).map(|sel| sel.fits[0].clone())
+    }
+
+    fn control() -> MixtureControl {
         MixtureControl {
-            components: g,
             n_starts: 3,
             max_iter: 500,
             tol: 1e-10,
@@ -548,7 +555,7 @@ mod tests {
         let r = Reference::normal(vec![1.0, -2.0], &[2.0, 0.6, 0.6, 1.0]).unwrap();
         let n = 5000;
         let x = r.sample(n, 3).unwrap();
-        let f = fit_mixture(&x, n, 2, &control(1), &AtomicBool::new(false)).unwrap();
+        let f = fit_mixture(&x, n, 2, 1).unwrap();
         let m0 = x[..n].iter().sum::<f64>() / n as f64;
         let m1 = x[n..].iter().sum::<f64>() / n as f64;
         let c01 = (0..n).map(|i| (x[i] - m0) * (x[n + i] - m1)).sum::<f64>() / n as f64;
@@ -570,12 +577,8 @@ mod tests {
             x.extend_from_slice(&xa[j * na..(j + 1) * na]);
             x.extend_from_slice(&xb[j * nb..(j + 1) * nb]);
         }
-        let f1 = with_threads(1, || fit_mixture(&x, n, 2, &control(2), &AtomicBool::new(false)))
-            .unwrap()
-            .unwrap();
-        let f2 = with_threads(2, || fit_mixture(&x, n, 2, &control(2), &AtomicBool::new(false)))
-            .unwrap()
-            .unwrap();
+        let f1 = with_threads(1, || fit_mixture(&x, n, 2, 2)).unwrap().unwrap();
+        let f2 = with_threads(2, || fit_mixture(&x, n, 2, 2)).unwrap().unwrap();
         assert_eq!(f1.means, f2.means);
         assert_eq!(f1.covs, f2.covs);
         assert!(f1.converged);
@@ -591,18 +594,18 @@ mod tests {
         let b = Reference::normal(vec![4.0], &[1.0]).unwrap();
         let mut x = a.sample(2000, 1).unwrap();
         x.extend(b.sample(2000, 2).unwrap());
-        let sel = fit_mixture_bic(&x, 4000, 1, &[1, 2, 3, 4], &control(1), &AtomicBool::new(false)).unwrap();
+        let sel = fit_mixture_bic(&x, 4000, 1, &[1, 2, 3, 4], &control(), &AtomicBool::new(false)).unwrap();
         assert_eq!(sel.components[sel.chosen], 2);
         assert_eq!(sel.fits.len(), 4);
-        assert!(fit_mixture_bic(&x[..3], 3, 1, &[2, 3], &control(1), &AtomicBool::new(false)).is_err());
+        assert!(fit_mixture_bic(&x[..3], 3, 1, &[2, 3], &control(), &AtomicBool::new(false)).is_err());
     }
 
     #[test]
     fn refuses_too_few_rows_and_bad_settings() {
         let x = vec![0.0, 1.0, 2.0, 3.0];
-        assert!(fit_mixture(&x, 4, 1, &control(3), &AtomicBool::new(false)).is_err());
-        assert!(fit_mixture(&x, 2, 2, &control(0), &AtomicBool::new(false)).is_err());
-        assert!(fit_mixture(&[f64::NAN, 1.0, 2.0, 3.0], 4, 1, &control(1), &AtomicBool::new(false)).is_err());
-        assert!(fit_mixture(&[1.0, 1.0, 1.0, 1.0], 4, 1, &control(1), &AtomicBool::new(false)).is_err());
+        assert!(fit_mixture(&x, 4, 1, 3).is_err());
+        assert!(fit_mixture(&x, 2, 2, 0).is_err());
+        assert!(fit_mixture(&[f64::NAN, 1.0, 2.0, 3.0], 4, 1, 1).is_err());
+        assert!(fit_mixture(&[1.0, 1.0, 1.0, 1.0], 4, 1, 1).is_err());
     }
 }
