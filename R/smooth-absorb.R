@@ -27,14 +27,20 @@
 smooth.construct.nceabs.smooth.spec <- function(object, data, knots) {  # nolint: object_name_linter.
   inner <- object
   inner["xt"] <- list(object$xt$xt)
+  sm <- NULL
   if (identical(object$xt$bs, "ncetp")) {
     class(inner) <- "tp.smooth.spec"
     sm <- tp_construct(inner, data, knots, absorb = TRUE)
-    if (!is.null(sm)) return(sm)
   } else {
     class(inner) <- paste0(object$xt$bs, ".smooth.spec")
   }
-  absorb_sum_to_zero(mgcv::smooth.construct(inner, data, knots))
+  if (is.null(sm)) sm <- absorb_sum_to_zero(mgcv::smooth.construct(inner, data, knots))
+  # gam_setup() applies mgcv's side constraints itself on a subsample of the rows (side_constraints()).
+  if (isTRUE(object$xt$defer_side) && !identical(sm$side.constrain, FALSE)) {
+    sm$side.constrain <- FALSE
+    sm$nce_defer_side <- TRUE
+  }
+  sm
 }
 
 # smoothCon(absorb.cons = TRUE)'s penalty scaling (by norm(X, "I")^2, of the basis before the
@@ -97,5 +103,70 @@ restore_absorbed <- function(setup) {
     if (length(sm$S.scale) == length(a$S.scale)) sm$S.scale <- a$S.scale
     setup$smooth[[i]] <- sm
   }
+  setup
+}
+
+# Rows from which gam_setup() finds mgcv's side constraints on a subsample (side_rows of them).
+side_rows_min <- 10000L
+side_rows <- 5000L
+
+# mgcv's side constraints (gam.side()) for a set-up whose smooths were built with them deferred
+# (by the "nceabs" constructor): gam.side() itself, on side_rows evenly spaced rows of each term's
+# columns, then its deletions applied to the design, the penalties and the parameter bookkeeping
+# as gam.setup() lays them out. The columns it deletes (the linear part of s(u, v) beside s(u) and
+# s(v)) repeat nested terms exactly, on these rows as on all. NULL where a deletion would remove a
+# whole penalty, or the set-up has parts laid out by penalty (paraPen, linked or fixed smoothing
+# parameters): gam_setup() then lets mgcv set it up.
+deferred_side_constraints <- function(setup) {
+  sm <- setup$smooth
+  deferred <- vapply(sm, function(s) isTRUE(s$nce_defer_side), TRUE)
+  if (!any(deferred)) return(setup)
+  for (i in which(deferred)) {
+    sm[[i]]$side.constrain <- TRUE
+    sm[[i]]$nce_defer_side <- NULL
+  }
+  n <- nrow(setup$X)
+  sub <- unique(round(seq(1, n, length.out = min(n, max(side_rows, 4L * ncol(setup$X))))))
+  xs <- setup$X[sub, , drop = FALSE]
+  for (i in seq_along(sm)) sm[[i]]$X <- xs[, sm[[i]]$first.para:sm[[i]]$last.para, drop = FALSE]
+  # Its one warning (repeated one-covariate smooths) was given by gam()'s own call already.
+  sc <- suppressWarnings(mgcv::gam.side(sm, xs[, seq_len(setup$nsdf), drop = FALSE], tol = .Machine$double.eps^0.5))
+  dels <- lapply(sc, attr, "del.index")
+  for (i in seq_along(sm)) sm[[i]]$X <- NULL
+  if (all(vapply(dels, is.null, TRUE))) {
+    setup$smooth <- sm
+    return(setup)
+  }
+  if (any(lengths(lapply(sc, `[[`, "S")) != lengths(lapply(sm, `[[`, "S"))) || !is.null(setup$pP) ||
+      !is.null(setup$L) || !is.null(setup$H) || !is.null(setup$P) || !is.null(setup$g.index)) {
+    return(NULL)
+  }
+  drop <- unlist(lapply(seq_along(sm), function(i) if (!is.null(dels[[i]])) sm[[i]]$first.para - 1L + dels[[i]]))
+  setup$X <- setup$X[, -drop, drop = FALSE]
+  setup$cmX <- setup$cmX[-drop]
+  p <- setup$nsdf
+  names_out <- setup$term.names[seq_len(p)]
+  setup$S <- list()
+  setup$off <- setup$rank <- numeric(0)
+  setup$min.edf <- setup$nsdf
+  for (i in seq_along(sc)) {
+    s <- sc[[i]]
+    s$X <- NULL
+    s$vn <- NULL
+    k <- s$last.para - s$first.para + 1L - length(dels[[i]])
+    s$first.para <- p + 1
+    s$last.para <- p + k
+    for (j in seq_along(s$S)) {
+      setup$S[[length(setup$S) + 1L]] <- s$S[[j]]
+      setup$off <- c(setup$off, p + 1)
+      setup$rank <- c(setup$rank, s$rank[j])
+    }
+    setup$min.edf <- setup$min.edf + s$null.space.dim
+    names_out <- c(names_out, paste0(s$label, ".", seq_len(k)))
+    p <- p + k
+    sc[[i]] <- s
+  }
+  setup$term.names <- names_out
+  setup$smooth <- sc
   setup
 }

@@ -314,7 +314,7 @@ tp_poly <- function(x, m) {
 # against 15.6 on a 2-D term). One-covariate thin-plate terms and terms with their own `sp`
 # (s(..., sp =)) keep mgcv's constructor, so their smoothing parameters are mgcv's (a one-covariate
 # term on 55,000 rows would set up 3.6x faster in Rust, but with an `sp` 1.6 times mgcv's).
-nce_basis_formula <- function(formula) {
+nce_basis_formula <- function(formula, defer_side = FALSE) {
   swap <- function(e) {
     if (!is.call(e)) return(e)
     if (identical(e[[1L]], quote(s)) || identical(e[[1L]], quote(mgcv::s))) {
@@ -331,7 +331,7 @@ nce_basis_formula <- function(formula) {
         bs <- paste0("nce", bs)
       }
       mc$bs <- "nceabs"
-      mc$xt <- call("list", bs = bs, xt = args$xt)
+      mc$xt <- call("list", bs = bs, xt = args$xt, defer_side = defer_side)
       return(mc)
     }
     for (i in seq_along(e)[-1L]) if (!is.null(e[[i]])) e[[i]] <- swap(e[[i]])

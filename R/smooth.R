@@ -15,11 +15,23 @@ has_smooths <- function(formula) {
 # mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
 # Thin-plate and cyclic s() terms are set up by the package's constructors (R/smooth-basis.R),
 # which return mgcv's own smooth objects; the formula kept is the user's.
-gam_setup <- function(formula, data, family, offset, knots) {
+gam_setup <- function(formula, data, family, offset, knots, defer_side = nrow(data) >= side_rows_min) {
   data$.nce_offset <- offset
+  # On many rows, mgcv's side constraints (gam.side(): pivoted QRs of every row) are found on a
+  # subsample (deferred_side_constraints()), when every smooth is built by the "nceabs" constructor.
+  bf <- nce_basis_formula(formula, defer_side)
+  if (defer_side && !all(vapply(mgcv::interpret.gam(bf)$smooth.spec, inherits, TRUE, "nceabs.smooth.spec"))) {
+    return(gam_setup(formula, data[names(data) != ".nce_offset"], family, offset, knots, FALSE))
+  }
   # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
-  setup <- do.call(mgcv::gam, list(formula = nce_basis_formula(formula), family = family, data = data,
+  setup <- do.call(mgcv::gam, list(formula = bf, family = family, data = data,
                                    offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
+  if (defer_side) {
+    setup <- deferred_side_constraints(setup)
+    if (is.null(setup)) {
+      return(gam_setup(formula, data[names(data) != ".nce_offset"], family, offset, knots, FALSE))
+    }
+  }
   setup <- restore_absorbed(setup)
   setup$formula <- formula
   setup
@@ -57,7 +69,8 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     setup$terms_discrete <- NULL
   } else {
     x <- setup$X
-    storage.mode(x) <- "double"
+    # Not storage.mode<- on a double matrix: it would copy the design.
+    if (!is.double(x)) storage.mode(x) <- "double"
   }
   rfam <- if (family == "binomial") "binomial" else "poisson"
   res <- rs(nce_fit_reml(x, list(y = y, weights = as.double(weights), offset = as.double(setup$offset)),

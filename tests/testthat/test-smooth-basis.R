@@ -291,3 +291,42 @@ test_that("tensor products of cr and cc margins: the margins' rows from Rust, mg
     expect_equal(mgcv::PredictMat(ours, nd), mgcv::PredictMat(theirs, nd), tolerance = 1e-12, label = sp$label)
   }
 })
+
+test_that("side constraints found on a subsample of many rows equal mgcv's on all of them", {
+  # From 10,000 rows gam_setup() builds the smooths with gam.side() deferred and applies it on
+  # 5,000 evenly spaced rows (deferred_side_constraints()); mgcv's own pass over every row is the truth.
+  set.seed(3)
+  n <- 12000
+  dat <- data.frame(u = runif(n), v = rbeta(n, 2, 3), y = rbinom(n, 1, 0.5))
+  newd <- data.frame(u = c(0.1, 0.5, 0.93), v = c(0.2, 0.7, 0.4))
+  forms <- list(y ~ s(u, bs = "cr", k = 10) + s(v, bs = "cr", k = 10) + s(u, v, k = 30),  # 2 columns deleted
+                y ~ s(u, bs = "cr", k = 5) + s(u, k = 5),                                 # 1 column
+                y ~ s(u) + s(v) + te(u, v, k = 4),                                        # te(): mgcv's path
+                y ~ s(u, bs = "cr", k = 19) + s(u, bs = "cr", k = 4))                     # a whole penalty: mgcv's
+  n_del <- c(2L, 1L, 2L, 3L)
+  for (f in seq_along(forms)) {
+    a <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, binomial(), rep(0, n), NULL))
+    b <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, binomial(), rep(0, n), NULL, defer_side = FALSE))
+    expect_identical(a$X, b$X)
+    for (nm in c("S", "off", "rank", "term.names", "cmX", "min.edf", "nsdf", "sp")) expect_identical(a[[nm]], b[[nm]])
+    expect_identical(sum(lengths(lapply(a$smooth, attr, "del.index"))), n_del[f])
+    for (i in seq_along(a$smooth)) {
+      sa <- a$smooth[[i]]
+      sb <- b$smooth[[i]]
+      expect_identical(sort(attr(sa, "del.index")), sort(attr(sb, "del.index")))
+      for (nm in c("S", "rank", "null.space.dim", "df", "first.para", "last.para", "S.scale", "side.constrain")) {
+        expect_identical(sa[[nm]], sb[[nm]])
+      }
+      expect_null(sa$nce_defer_side)
+      expect_identical(mgcv::PredictMat(sa, newd), mgcv::PredictMat(sb, newd))
+    }
+  }
+  # The deferred path warns once of repeated one-covariate smooths, as mgcv does.
+  w <- character(0)
+  withCallingHandlers(nce:::gam_setup(forms[[2]], dat, binomial(), rep(0, n), NULL),
+                      warning = function(c) {
+                        w <<- c(w, conditionMessage(c))
+                        invokeRestart("muffleWarning")
+                      })
+  expect_identical(w, "model has repeated 1-d smooths of same variable.")
+})

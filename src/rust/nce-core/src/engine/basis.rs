@@ -5,7 +5,7 @@
 //! Matrices are column-major slices, as R stores them.
 
 use crate::error::{NceError, Result};
-use nalgebra::{DMatrix, SymmetricEigen};
+use nalgebra::{DMatrix, DMatrixView, SymmetricEigen};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -596,25 +596,70 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
     Ok(e)
 }
 
-/// E * V, rows in parallel.
-fn sym_times(e: &DMatrix<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
-    // Fixed panels of rows, each one product with all of V: E is read (and packed by the
-    // matrix product) once per product, not once per few columns of V; the panels do not
-    // depend on the thread count.
-    const PANEL: usize = 256;
-    let n = e.nrows();
+/// Rows per panel of the products below. The panels are fixed, so every product (and the order
+/// of every sum over panels) is the same on any number of threads.
+const PANEL: usize = 256;
+
+/// A * B for a tall A, its row panels in parallel.
+fn panel_times(a: DMatrixView<f64>, b: DMatrixView<f64>) -> DMatrix<f64> {
+    let n = a.nrows();
     let parts: Vec<DMatrix<f64>> = (0..n.div_ceil(PANEL))
         .into_par_iter()
         .map(|c| {
             let lo = c * PANEL;
-            e.rows(lo, PANEL.min(n - lo)) * v
+            a.rows(lo, PANEL.min(n - lo)) * b
         })
         .collect();
-    let mut out = DMatrix::<f64>::zeros(n, v.ncols());
+    let mut out = DMatrix::<f64>::zeros(n, b.ncols());
     for (c, p) in parts.iter().enumerate() {
         out.rows_mut(c * PANEL, p.nrows()).copy_from(p);
     }
     out
+}
+
+/// A' B for tall A and B with the same rows: one product per row panel in parallel, summed in
+/// panel order.
+fn panel_tr_times(a: DMatrixView<f64>, b: DMatrixView<f64>) -> DMatrix<f64> {
+    let n = a.nrows();
+    let parts: Vec<DMatrix<f64>> = (0..n.div_ceil(PANEL))
+        .into_par_iter()
+        .map(|c| {
+            let lo = c * PANEL;
+            let len = PANEL.min(n - lo);
+            // An explicit transpose: nalgebra's tr_mul is dot products, not a blocked product.
+            a.rows(lo, len).transpose() * b.rows(lo, len)
+        })
+        .collect();
+    let mut out = DMatrix::<f64>::zeros(a.ncols(), b.ncols());
+    for p in &parts {
+        out += p;
+    }
+    out
+}
+
+/// n x s column-major storage that grows by whole columns without copying what it holds
+/// (the Krylov basis Q and its image E Q).
+struct Columns {
+    n: usize,
+    data: Vec<f64>,
+}
+
+impl Columns {
+    fn new(n: usize) -> Self {
+        Columns { n, data: Vec::new() }
+    }
+
+    fn ncols(&self) -> usize {
+        self.data.len() / self.n.max(1)
+    }
+
+    fn push(&mut self, m: &DMatrix<f64>) {
+        self.data.extend_from_slice(m.as_slice());
+    }
+
+    fn view(&self) -> DMatrixView<'_, f64> {
+        DMatrixView::from_slice(&self.data, self.n, self.ncols())
+    }
 }
 
 /// The `k` eigenpairs of largest magnitude of the symmetric matrix `e`, eigenvalues in
@@ -659,8 +704,8 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
     let mut rng = ChaCha8Rng::seed_from_u64(0x7470_7273);
     let mut v = DMatrix::<f64>::from_fn(n, b, |_, _| rng.gen::<f64>() - 0.5);
     v = v.qr().q();
-    let mut q = DMatrix::<f64>::zeros(n, 0);
-    let mut eq = DMatrix::<f64>::zeros(n, 0);
+    let mut q = Columns::new(n);
+    let mut eq = Columns::new(n);
     let mut t_prev = DMatrix::<f64>::zeros(0, 0);
     let mut iter = 0usize;
     let max_dim = n.min(40 * b);
@@ -670,17 +715,15 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
     let mut best = f64::INFINITY;
     let mut stalls = 0usize;
     loop {
-        let w = sym_times(e, &v);
+        let w = panel_times(e.as_view(), v.as_view());
         let s0 = q.ncols();
         let s = s0 + v.ncols();
-        q = q.resize_horizontally(s, 0.0);
-        q.columns_mut(s0, v.ncols()).copy_from(&v);
-        eq = eq.resize_horizontally(s, 0.0);
-        eq.columns_mut(s0, v.ncols()).copy_from(&w);
+        q.push(&v);
+        eq.push(&w);
         // Projected matrix Q'EQ, extended by the new block's rows and columns only.
         let mut tn = DMatrix::<f64>::zeros(s, s);
         tn.view_mut((0, 0), (s0, s0)).copy_from(&t_prev);
-        let cross = q.transpose() * &w;
+        let cross = panel_tr_times(q.view(), w.as_view());
         for c in 0..v.ncols() {
             for r in 0..s {
                 let val = if r >= s0 {
@@ -697,7 +740,7 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
         if iter < next_check && s + b <= max_dim {
             // No Rayleigh-Ritz (the dense eigen-decomposition of T, dearer than a block product
             // once T has a few hundred rows) where the residuals cannot be small yet.
-            v = next_block(&q, w, 0.0).ok_or_else(|| NceError::Numerical("empty Krylov block".into()))?;
+            v = next_block(q.view(), w, 0.0).ok_or_else(|| NceError::Numerical("empty Krylov block".into()))?;
             continue;
         }
         let se = SymmetricEigen::new(tn);
@@ -707,8 +750,8 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
             y.set_column(c, &se.eigenvectors.column(i));
         }
         let vals: Vec<f64> = idx.iter().map(|&i| se.eigenvalues[i]).collect();
-        let u = &q * &y;
-        let eu = &eq * &y;
+        let u = panel_times(q.view(), y.as_view());
+        let eu = panel_times(eq.view(), y.as_view());
         let scale = vals.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         let mut worst = 0.0f64;
         for c in 0..k {
@@ -742,7 +785,7 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
                 worst, scale
             )));
         }
-        match next_block(&q, w, 1e-13 * scale.max(1e-300)) {
+        match next_block(q.view(), w, 1e-13 * scale.max(1e-300)) {
             Some(nv) => v = nv,
             // Krylov space exhausted: the basis is invariant, so the Ritz pairs are exact.
             None => return Ok((vals, u)),
@@ -776,21 +819,45 @@ fn next_check_after(iter: usize, rho: f64, last: Option<(usize, f64)>, tol: f64)
 
 /// The next Krylov block: `w` = E V orthogonalised against the basis `q` (twice, for
 /// stability), orthonormalised, and once more against `q`. None when it has vanished.
-fn next_block(q: &DMatrix<f64>, w: DMatrix<f64>, small: f64) -> Option<DMatrix<f64>> {
-    let mut nv = w;
-    for _ in 0..2 {
-        let c = q.transpose() * &nv;
-        nv -= q * c;
-    }
-    let qr = nv.qr();
-    let rmax = qr.r().diagonal().iter().fold(0.0f64, |a, v| a.max(v.abs()));
+fn next_block(q: DMatrixView<f64>, w: DMatrix<f64>, small: f64) -> Option<DMatrix<f64>> {
+    let project_out = |mut x: DMatrix<f64>| -> DMatrix<f64> {
+        let c = panel_tr_times(q, x.as_view());
+        x -= panel_times(q, c.as_view());
+        x
+    };
+    let nv = project_out(project_out(w));
+    let rmax = nv.column_iter().fold(0.0f64, |a, c| a.max(c.norm()));
     if rmax <= small {
         return None;
     }
-    let mut v = qr.q();
-    let c = q.transpose() * &v;
-    v -= q * c;
-    Some(v.qr().q())
+    Some(orthonormalise(project_out(orthonormalise(nv))))
+}
+
+/// An orthonormal basis of the columns of `x` (tall, full rank), by Cholesky QR twice (products
+/// of the whole block rather than Householder's column by column), or Householder QR where `x`
+/// is too ill-conditioned for the Gram matrix (condition above 1e5).
+fn orthonormalise(x: DMatrix<f64>) -> DMatrix<f64> {
+    let chol_qr = |x: &DMatrix<f64>| -> Option<DMatrix<f64>> {
+        let g = panel_tr_times(x.as_view(), x.as_view());
+        let l = g.cholesky()?.unpack();
+        let d = l.diagonal();
+        let (lo, hi) = d
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
+        if !(lo > 1e-5 * hi) {
+            return None;
+        }
+        // X R^-1 with R = L': solve L Z' = I for Z = R^-1's transpose... Z = L^-T.
+        let mut z = DMatrix::<f64>::identity(l.nrows(), l.nrows());
+        if !l.tr_solve_lower_triangular_mut(&mut z) {
+            return None;
+        }
+        Some(panel_times(x.as_view(), z.as_view()))
+    };
+    match chol_qr(&x).and_then(|y| chol_qr(&y)) {
+        Some(y) => y,
+        None => x.qr().q(),
+    }
 }
 
 #[cfg(test)]
