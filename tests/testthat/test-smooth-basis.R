@@ -297,13 +297,15 @@ test_that("side constraints found on a subsample of many rows equal mgcv's on al
   # 5,000 evenly spaced rows (deferred_side_constraints()); mgcv's own pass over every row is the truth.
   set.seed(3)
   n <- 12000
-  dat <- data.frame(u = runif(n), v = rbeta(n, 2, 3), y = rbinom(n, 1, 0.5))
-  newd <- data.frame(u = c(0.1, 0.5, 0.93), v = c(0.2, 0.7, 0.4))
+  dat <- data.frame(u = runif(n), v = rbeta(n, 2, 3), w = rnorm(n), y = rbinom(n, 1, 0.5))
+  dat$u[c(5, 70)] <- NA  # rows gam() drops
+  newd <- data.frame(u = c(0.1, 0.5, 0.93), v = c(0.2, 0.7, 0.4), w = c(-1, 0, 2))
   forms <- list(y ~ s(u, bs = "cr", k = 10) + s(v, bs = "cr", k = 10) + s(u, v, k = 30),  # 2 columns deleted
                 y ~ s(u, bs = "cr", k = 5) + s(u, k = 5),                                 # 1 column
                 y ~ s(u) + s(v) + te(u, v, k = 4),                                        # te(): mgcv's path
-                y ~ s(u, bs = "cr", k = 19) + s(u, bs = "cr", k = 4))                     # a whole penalty: mgcv's
-  n_del <- c(2L, 1L, 2L, 3L)
+                y ~ s(u, bs = "cr", k = 19) + s(u, bs = "cr", k = 4),                     # a whole penalty: mgcv's
+                y ~ s(u, v, k = 20) + s(v, w, k = 20) + s(u))                             # 2-D beside 2-D
+  n_del <- c(2L, 1L, 2L, 3L, 2L)
   for (f in seq_along(forms)) {
     a <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, binomial(), rep(0, n), NULL))
     b <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, binomial(), rep(0, n), NULL, defer_side = FALSE))
