@@ -35,7 +35,7 @@ smooth.construct.nceabs.smooth.spec <- function(object, data, knots) {  # nolint
     class(inner) <- paste0(object$xt$bs, ".smooth.spec")
   }
   if (is.null(sm)) sm <- absorb_sum_to_zero(mgcv::smooth.construct(inner, data, knots))
-  # gam_setup() applies mgcv's side constraints itself on a subsample of the rows (side_constraints()).
+  # gam_setup() applies mgcv's side constraints itself on a subsample of the rows (deferred_side_constraints()).
   if (isTRUE(object$xt$defer_side) && !identical(sm$side.constrain, FALSE)) {
     sm$side.constrain <- FALSE
     sm$nce_defer_side <- TRUE
