@@ -16,21 +16,20 @@ has_smooths <- function(formula) {
 # Thin-plate and cyclic s() terms are set up by the package's constructors (R/smooth-basis.R),
 # which return mgcv's own smooth objects; the formula kept is the user's.
 gam_setup <- function(formula, data, family, offset, knots, defer_side = nrow(data) >= side_rows_min) {
-  data$.nce_offset <- offset
   # On many rows, mgcv's side constraints (gam.side(): pivoted QRs of every row) are found on a
   # subsample (deferred_side_constraints()), when every smooth is built by the "nceabs" constructor.
   bf <- nce_basis_formula(formula, defer_side)
   if (defer_side && !all(vapply(mgcv::interpret.gam(bf)$smooth.spec, inherits, TRUE, "nceabs.smooth.spec"))) {
-    return(gam_setup(formula, data[names(data) != ".nce_offset"], family, offset, knots, FALSE))
+    return(gam_setup(formula, data, family, offset, knots, FALSE))
   }
+  data$.nce_offset <- offset
   # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
   setup <- do.call(mgcv::gam, list(formula = bf, family = family, data = data,
                                    offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
   if (defer_side) {
     setup <- deferred_side_constraints(setup)
-    if (is.null(setup)) {
-      return(gam_setup(formula, data[names(data) != ".nce_offset"], family, offset, knots, FALSE))
-    }
+    # NULL (a whole penalty deleted, or parts laid out by penalty): mgcv sets the model up itself.
+    if (is.null(setup)) return(gam_setup(formula, data, family, offset, knots, FALSE))
   }
   setup <- restore_absorbed(setup)
   setup$formula <- formula

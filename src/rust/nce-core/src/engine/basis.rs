@@ -600,17 +600,24 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
 /// of every sum over panels) is the same on any number of threads.
 const PANEL: usize = 256;
 
-/// A * B for a tall A, its row panels in parallel.
-fn panel_times(a: DMatrixView<f64>, b: DMatrixView<f64>) -> DMatrix<f64> {
-    let n = a.nrows();
-    let parts: Vec<DMatrix<f64>> = (0..n.div_ceil(PANEL))
+/// `f(lo, len)` for each row panel of `n` rows, in parallel, the results in panel order.
+fn per_panel<F>(n: usize, f: F) -> Vec<DMatrix<f64>>
+where
+    F: Fn(usize, usize) -> DMatrix<f64> + Sync,
+{
+    (0..n.div_ceil(PANEL))
         .into_par_iter()
         .map(|c| {
             let lo = c * PANEL;
-            a.rows(lo, PANEL.min(n - lo)) * b
+            f(lo, PANEL.min(n - lo))
         })
-        .collect();
-    let mut out = DMatrix::<f64>::zeros(n, b.ncols());
+        .collect()
+}
+
+/// A * B for a tall A, its row panels in parallel.
+fn panel_times(a: DMatrixView<f64>, b: DMatrixView<f64>) -> DMatrix<f64> {
+    let parts = per_panel(a.nrows(), |lo, len| a.rows(lo, len) * b);
+    let mut out = DMatrix::<f64>::zeros(a.nrows(), b.ncols());
     for (c, p) in parts.iter().enumerate() {
         out.rows_mut(c * PANEL, p.nrows()).copy_from(p);
     }
@@ -620,16 +627,8 @@ fn panel_times(a: DMatrixView<f64>, b: DMatrixView<f64>) -> DMatrix<f64> {
 /// A' B for tall A and B with the same rows: one product per row panel in parallel, summed in
 /// panel order.
 fn panel_tr_times(a: DMatrixView<f64>, b: DMatrixView<f64>) -> DMatrix<f64> {
-    let n = a.nrows();
-    let parts: Vec<DMatrix<f64>> = (0..n.div_ceil(PANEL))
-        .into_par_iter()
-        .map(|c| {
-            let lo = c * PANEL;
-            let len = PANEL.min(n - lo);
-            // An explicit transpose: nalgebra's tr_mul is dot products, not a blocked product.
-            a.rows(lo, len).transpose() * b.rows(lo, len)
-        })
-        .collect();
+    // An explicit transpose: nalgebra's tr_mul is dot products, not a blocked product.
+    let parts = per_panel(a.nrows(), |lo, len| a.rows(lo, len).transpose() * b.rows(lo, len));
     let mut out = DMatrix::<f64>::zeros(a.ncols(), b.ncols());
     for p in &parts {
         out += p;
