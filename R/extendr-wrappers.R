@@ -13,7 +13,8 @@ nce_fit_glm <- function(x, response, sample, settings) .Call(wrap__nce_fit_glm, 
 #' compressed (no alias handling then: the caller's set-up keeps the design identifiable) or
 #' expanded into one dense block as the cost model or `settings$layout` says; the result then
 #' names it in `layout`. `response` and `settings` as for `nce_fit_glm`, `settings$sp` the fixed
-#' smoothing parameters or NULL.
+#' smoothing parameters or NULL. `x` may also be a list of blocks (class `"nce_blocks"`: R
+#' matrices and Rust-held rows), read in place.
 #' @keywords internal
 #' @noRd
 nce_fit_reml <- function(x, response, sample, penalties, settings) .Call(wrap__nce_fit_reml, x, response, sample, penalties, settings)
@@ -65,6 +66,11 @@ nce_block_release <- function(ptr) .Call(wrap__nce_block_release, ptr)
 #' @noRd
 nce_block_matrix <- function(ptr) .Call(wrap__nce_block_matrix, ptr)
 
+#' The rows `rows` (1-based) of the block behind `ptr` as an R matrix.
+#' @keywords internal
+#' @noRd
+nce_block_rows <- function(ptr, rows) .Call(wrap__nce_block_rows, ptr, rows)
+
 #' Knots of a one-covariate spline from the distinct values of `x`: R's
 #' `quantile(unique(x), probs)` (`place = FALSE`, mgcv's cr knots) or mgcv's
 #' `place.knots(x, nk)` (`place = TRUE`, with `nk` = length(probs), cc knots).
@@ -98,6 +104,15 @@ nce_cr_basis <- function(x, knots, f, threads) .Call(wrap__nce_cr_basis, x, knot
 #' @keywords internal
 #' @noRd
 nce_tprs_predict <- function(x, m, xu, uz, threads) .Call(wrap__nce_tprs_predict, x, m, xu, uz, threads)
+
+#' The rows of `nce_tprs_predict` built and held in Rust (a `RowsBlock`), their columns divided by
+#' their root mean squares, as mgcv's thin-plate set-up scales them: list(ptr, nrow, ncol, scale,
+#' means, max_row_sum), with the divisors, the scaled columns' means (mgcv's sum-to-zero constraint)
+#' and largest absolute row sum (`norm(X, "I")`, which scales the penalty). R allocates none of the
+#' n rows.
+#' @keywords internal
+#' @noRd
+nce_tprs_block <- function(x, m, xu, uz, threads) .Call(wrap__nce_tprs_block, x, m, xu, uz, threads)
 
 #' The k eigenpairs of largest magnitude of the thin-plate matrix E of the points `xu` (nu x d,
 #' distinct), values in decreasing order: list(values, vectors).

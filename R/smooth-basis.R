@@ -35,9 +35,9 @@ smooth.construct.ncetp.smooth.spec <- function(object, data, knots) {  # nolint:
 }
 
 # The steps of smooth.construct.tp.smooth.spec and tprs.c's tprs_setup(); NULL where mgcv
-# should build the term itself. With `absorb`, the smooth comes with its sum-to-zero constraint
-# absorbed (absorb_sum_to_zero()).
-tp_construct <- function(object, data, knots, absorb = FALSE) {
+# should build the term itself. With `rust_rows`, rows computed from knots are built and kept in
+# Rust (an "nce_rust_block" carrying the scaled columns' means and largest absolute row sum).
+tp_construct <- function(object, data, knots, rust_rows = FALSE) {
   if (!is.null(attr(object, "shrink"))) return(NULL)
   max_knots <- if (is.null(object$xt$max.knots)) 2000 else object$xt$max.knots
   seed <- if (is.null(object$xt$seed)) 1 else object$xt$seed
@@ -96,14 +96,14 @@ tp_construct <- function(object, data, knots, absorb = FALSE) {
   s_mat <- matrix(0, k, k)
   s_mat[seq_len(kz), seq_len(kz)] <- crossprod(z, v * z)
   threads <- nce_threads(call = NULL)
-  if (use_knots) {
-    xmat <- rs(nce_tprs_predict(xs, as.integer(object$p.order[1L]), xu, uz, threads))
+  # Columns scaled to root mean square 1 over the data rows, as tprs_setup() does (in Rust).
+  if (use_knots && rust_rows) {
+    stats <- rs(nce_tprs_block(xs, as.integer(object$p.order[1L]), xu, uz, threads))
   } else {
-    xmat <- cbind((u * rep(v, each = nu)) %*% z, tmat)[idx, , drop = FALSE]
+    xmat <- if (use_knots) rs(nce_tprs_predict(xs, as.integer(object$p.order[1L]), xu, uz, threads)) else
+      cbind((u * rep(v, each = nu)) %*% z, tmat)[idx, , drop = FALSE]
+    stats <- rs(nce_basis_stats(xmat, TRUE))
   }
-  # Columns scaled to root mean square 1 over the data rows, as tprs_setup() does (in Rust, with
-  # the statistics absorb_sum_to_zero() needs).
-  stats <- rs(nce_basis_stats(xmat, TRUE))
   w <- stats$scale
   uz <- uz / rep(w, each = nu + m_big)
   s_mat <- s_mat / outer(w, w)
@@ -118,8 +118,12 @@ tp_construct <- function(object, data, knots, absorb = FALSE) {
   object$drop.null <- 0
   # mgcv's class, with the rows of predictions evaluated in Rust (Predict.matrix.ncetprs.smooth()).
   class(object) <- c("ncetprs.smooth", "tprs.smooth")
-  if (absorb) return(absorb_sum_to_zero(object, xmat, stats))
-  object$X <- rs(nce_scale_absorb(xmat, w, NULL, threads))
+  if (inherits(stats, "nce_rust_block")) {
+    stats$scale <- NULL
+    object$X <- stats
+  } else {
+    object$X <- rs(nce_scale_absorb(xmat, w, NULL, threads))
+  }
   object
 }
 
@@ -298,46 +302,5 @@ tp_poly <- function(x, m) {
       }
     }
   }
-  out
-}
-
-# Route the smooth terms of a model formula whose set-up the package does faster to its own
-# constructors: s() terms in two or more covariates without a fixed `sp` on the thin-plate basis
-# (given or default) are built by tp_construct(), cubic and cyclic ones by the constructors of
-# R/smooth-cubic.R, and every plain term (no `by`, `id` or `pc`) of the thin-plate, cr, cc or ps
-# basis goes through the "nceabs" constructor, which absorbs its sum-to-zero constraint in Rust
-# (R/smooth-absorb.R; gam_setup() then calls restore_absorbed()). All return mgcv's own objects.
-# The Rust set-up spans the same space with the same penalty as mgcv's, but in a rotated basis,
-# and smoothCon()'s penalty scaling depends on the basis, so the smoothing parameters of these
-# terms are on the package's scale, not mgcv's. Fits with a fixed `sp` take the same constructor,
-# so that `sp = fit$sp` refits the fit itself (with mgcv's, it meant other smoothing: edf 16.6
-# against 15.6 on a 2-D term). One-covariate thin-plate terms and terms with their own `sp`
-# (s(..., sp =)) keep mgcv's constructor, so their smoothing parameters are mgcv's (a one-covariate
-# term on 55,000 rows would set up 3.6x faster in Rust, but with an `sp` 1.6 times mgcv's).
-nce_basis_formula <- function(formula, defer_side = FALSE) {
-  swap <- function(e) {
-    if (!is.call(e)) return(e)
-    if (identical(e[[1L]], quote(s)) || identical(e[[1L]], quote(mgcv::s))) {
-      mc <- tryCatch(match.call(mgcv::s, e), error = function(err) NULL)
-      if (is.null(mc)) return(e)
-      args <- as.list(mc)[-1L]
-      if (!is.null(args$by) || !is.null(args$id) || !is.null(args$pc)) return(e)
-      n_vars <- if (is.null(names(args))) length(args) else sum(!nzchar(names(args)))
-      bs <- if (is.null(args$bs)) "tp" else args$bs
-      if (!is.character(bs) || length(bs) != 1L || !bs %in% c("tp", "cr", "cc", "ps")) return(e)
-      if (bs == "tp" && n_vars >= 2L && is.null(args$sp)) {
-        bs <- "ncetp"
-      } else if (bs %in% c("cc", "cr")) {
-        bs <- paste0("nce", bs)
-      }
-      mc$bs <- "nceabs"
-      mc$xt <- call("list", bs = bs, xt = args$xt, defer_side = defer_side)
-      return(mc)
-    }
-    for (i in seq_along(e)[-1L]) if (!is.null(e[[i]])) e[[i]] <- swap(e[[i]])
-    e
-  }
-  out <- formula
-  out[[length(out)]] <- swap(formula[[length(formula)]])
   out
 }

@@ -12,28 +12,141 @@ has_smooths <- function(formula) {
   length(mgcv::interpret.gam(formula)$smooth.spec) > 0L
 }
 
-# mgcv's set-up of a response formula on `data`, with `offset` and no fitting.
-# Thin-plate and cyclic s() terms are set up by the package's constructors (R/smooth-basis.R),
-# which return mgcv's own smooth objects; the formula kept is the user's.
-gam_setup <- function(formula, data, family, offset, knots, defer_side = nrow(data) >= side_rows_min) {
-  # On many rows, mgcv's side constraints (gam.side(): pivoted QRs of every row) are found on a
-  # subsample (deferred_side_constraints()), when every smooth is built by the "nceabs" constructor.
-  bf <- nce_basis_formula(formula, defer_side)
-  if (defer_side && !all(vapply(mgcv::interpret.gam(bf)$smooth.spec, inherits, TRUE, "nceabs.smooth.spec"))) {
-    return(gam_setup(formula, data, family, offset, knots, FALSE))
+# The fields of mgcv's gam(fit = FALSE) set-up that fit_penalised() and the gam methods read, for the
+# response formula `formula` on `data` with `offset`, built without gam(): the terms by setup_terms()
+# (the design `X` a list of blocks, "nce_blocks": R matrices and Rust-held rows, which the engine reads
+# where they lie) or, with `discrete`, by setup_terms_discrete() (`terms_discrete`, list(values, index)
+# per block); then mgcv's side constraints (side_constraints()).
+gam_setup <- function(formula, data, offset, knots, discrete = FALSE, side_rows = 5000L) {
+  gp <- mgcv::interpret.gam(formula)
+  if (any(vapply(gp$smooth.spec, function(s) !is.null(s$id), TRUE))) {
+    nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input", call = NULL)
   }
-  data$.nce_offset <- offset
-  # do.call keeps `offset = .nce_offset` unevaluated, so gam() finds it in `data`.
-  setup <- do.call(mgcv::gam, list(formula = bf, family = family, data = data,
-                                   offset = quote(.nce_offset), knots = knots, method = "REML", fit = FALSE))
-  if (defer_side) {
-    setup <- deferred_side_constraints(setup)
-    # NULL (a whole penalty deleted, or parts laid out by penalty): mgcv sets the model up itself.
-    if (is.null(setup)) return(gam_setup(formula, data, family, offset, knots, FALSE))
+  rhs <- formula[-2L]
+  a <- if (discrete) setup_terms_discrete(rhs, data, knots, intercept = TRUE, fast_tp = TRUE) else
+    setup_terms(rhs, data, knots, intercept = TRUE, blocks = TRUE)
+  blocks <- if (discrete) a$terms else unclass(a$X)
+  # A discretised set-up without parametric columns has no block for them: a 0-column one meanwhile.
+  no_par <- length(blocks) == length(a$smooth)
+  if (no_par) blocks <- c(list(matrix(0, nrow(data), 0L)), blocks)
+  a <- side_constraints(a, blocks, data, side_rows)
+  if (no_par) a$blocks <- a$blocks[-1L]
+  mf <- stats::model.frame(gp$fake.formula, data, na.action = stats::na.fail)
+  n <- nrow(mf)
+  # Offsets written in the formula are added to the caller's, as gam() does.
+  f_offset <- stats::model.offset(mf)
+  if (!is.null(f_offset)) offset <- offset + f_offset
+  sm <- a$smooth
+  # Each smooth's smoothing parameters in the fit's `sp`, as gam() numbers them.
+  n_sp <- 0
+  for (i in seq_along(sm)) {
+    if (length(sm[[i]]$S)) {
+      sm[[i]]$first.sp <- n_sp + 1
+      n_sp <- sm[[i]]$last.sp <- n_sp + length(sm[[i]]$S)
+    }
   }
-  setup <- restore_absorbed(setup)
-  setup$formula <- formula
-  setup
+  variable_summary <- utils::getFromNamespace("variable.summary", "mgcv")
+  sp <- unlist(lapply(sm, function(s) if (is.null(s$sp)) rep(-1, length(s$S)) else s$sp))
+  names(sp) <- unlist(lapply(sm, function(s) {
+    if (length(s$S) == 1L) s$label else if (length(s$S)) paste0(s$label, seq_along(s$S))
+  }))
+  nsdf <- if (no_par) 0L else block_ncol(a$blocks[[1L]])
+  list(X = if (!discrete) structure(a$blocks, class = "nce_blocks"), terms_discrete = if (discrete) a$blocks,
+       S = lapply(a$penalties, `[[`, "S"), off = vapply(a$penalties, function(pen) pen$start + 1, 0), sp = sp,
+       L = NULL, y = stats::model.response(mf), offset = offset, term.names = a$colnames, smooth = sm,
+       nsdf = nsdf, formula = formula,
+       var.summary = variable_summary(gp$pf, as.list(mf)[all.vars(gp$fake.formula[-2L])], n),
+       cmX = stats::setNames(unlist(lapply(a$blocks, block_means, n)), a$colnames), mf = mf, terms = stats::terms(mf),
+       pred.formula = gp$pred.formula,
+       # The parametric frame's terms with the response, as gam() keeps them: predict.gam() finds
+       # offsets by their "dataClasses".
+       pterms = attr(stats::model.frame(gp$pf, data, na.action = stats::na.fail), "terms"),
+       assign = if (discrete) a$assign else attr(a$blocks[[1L]], "assign"),
+       contrasts = a$contrasts, xlevels = a$xlevels, Xcentre = NULL,
+       min.edf = nsdf + sum(vapply(sm, function(s) as.numeric(s$null.space.dim), 0)), pP = NULL)
+}
+
+# Columns of a block of a design: an R matrix, Rust-held rows ("nce_rust_block") or a discretised
+# term (list(values, index)).
+block_ncol <- function(x) {
+  if (inherits(x, "nce_rust_block")) x$ncol else if (is.matrix(x)) ncol(x) else ncol(x$values)
+}
+
+# Column means of a block over its n rows (a discretised term's distinct rows weighted by how often
+# they occur). Rust-held rows are a smooth's with its sum-to-zero constraint absorbed: their means are
+# 0 (to rounding).
+block_means <- function(x, n) {
+  if (inherits(x, "nce_rust_block")) return(rep(0, x$ncol))
+  if (is.matrix(x)) return(colMeans(x))
+  if (is.null(x$index)) colMeans(x$values) else colSums(x$values * tabulate(x$index, nrow(x$values))) / n
+}
+
+# The rows `sub` of a parametric block (an R matrix or a discretised term).
+block_rows <- function(x, sub) {
+  if (is.matrix(x)) return(x[sub, , drop = FALSE])
+  if (is.null(x$index)) x$values[sub, , drop = FALSE] else x$values[x$index[sub], , drop = FALSE]
+}
+
+# A block without its columns `drop` (Rust-held rows are copied into R first).
+block_drop <- function(x, drop) {
+  if (inherits(x, "nce_rust_block")) {
+    m <- rs(nce_block_matrix(x$ptr))
+    nce_block_release(x$ptr)
+    x <- m
+  }
+  keep <- setdiff(seq_len(block_ncol(x)), drop)  # positive indices: a third of the time of x[, -drop]
+  if (is.matrix(x)) return(x[, keep, drop = FALSE])
+  x$values <- x$values[, keep, drop = FALSE]
+  x
+}
+
+# mgcv's side constraints (gam.side(), as gam() applies them) on a term set-up `a` whose design is
+# `blocks` (the parametric block, then one per smooth): where a smooth nests others (s(u) + s(v) +
+# s(u, v)), the columns of the larger one that repeat the smaller ones are deleted (attr "del.index",
+# which PredictMat() honours), with its penalties, and the columns, names and penalties renumbered.
+# gam.side() finds the dependence by pivoted QRs of its rows; here on at most `side_rows` evenly spaced
+# rows (at least 4 per column), where the nested terms repeat each other exactly as on all rows. The rows
+# are the exact bases: a discretised term's are computed anew (PredictMat()), as its rounded rows,
+# rounded to different grids, would be nearly, not exactly, aliased. Returns `a` with the design in `blocks`.
+side_constraints <- function(a, blocks, data, side_rows) {
+  sm <- a$smooth
+  a$blocks <- blocks
+  # gam.side() changes nothing unless some covariate is in two smooths.
+  vn <- unlist(lapply(sm, function(s) {
+    v <- s$term
+    if (s$by != "NA") v <- paste0(v, s$by)
+    if (!is.null(s$by.level)) v <- paste0(v, s$by.level)
+    v
+  }))
+  if (!anyDuplicated(vn)) return(a)
+  n <- nrow(data)
+  sub <- unique(round(seq(1, n, length.out = min(n, max(side_rows, 4L * a$ncol)))))
+  rows <- data[sub, , drop = FALSE]
+  for (i in seq_along(sm)) {
+    b <- blocks[[i + 1L]]
+    sm[[i]]$X <- if (is.matrix(b)) b[sub, , drop = FALSE] else
+      if (inherits(b, "nce_rust_block")) rs(nce_block_rows(b$ptr, as.integer(sub))) else mgcv::PredictMat(sm[[i]], rows)
+  }
+  sm <- mgcv::gam.side(sm, block_rows(blocks[[1L]], sub), tol = .Machine$double.eps^0.5)
+  for (i in seq_along(sm)) {
+    sm[[i]]$X <- NULL
+    ind <- attr(sm[[i]], "del.index")
+    if (!is.null(ind)) blocks[[i + 1L]] <- block_drop(blocks[[i + 1L]], ind)
+  }
+  # Columns, names and penalties renumbered after the deletions.
+  p <- block_ncol(blocks[[1L]])
+  names_out <- a$colnames[seq_len(p)]
+  penalties <- list()
+  for (i in seq_along(sm)) {
+    k <- block_ncol(blocks[[i + 1L]])
+    sm[[i]]$first.para <- p + 1L
+    sm[[i]]$last.para <- p + k
+    for (S in sm[[i]]$S) penalties[[length(penalties) + 1L]] <- list(start = p, S = S, label = sm[[i]]$label)
+    names_out <- c(names_out, if (k) paste0(sm[[i]]$label, ".", seq_len(k)))
+    p <- p + k
+  }
+  a[c("smooth", "blocks", "penalties", "colnames", "ncol")] <- list(sm, blocks, penalties, names_out, p)
+  a
 }
 
 # Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE
@@ -46,10 +159,12 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)
   if (is.null(weights)) weights <- rep(1, n)
+  # Rust-held rows of a set-up built here and not kept are freed after the fit (R would free them only
+  # when it next collects garbage, not knowing their size).
+  own <- is.null(setup) && !keep_setup
   if (is.null(setup)) {
     # discrete: the covariates of the smooths rounded and the design kept compressed (R/grouped.R).
-    setup <- if (discrete) discrete_gam_setup(formula, data, offset, knots) else
-      gam_setup(formula, data, fam, offset, knots)
+    setup <- gam_setup(formula, data, offset, knots, discrete)
     # The formula's own offsets, so a kept set-up can be refitted with another `offset`.
     if (keep_setup) setup$formula_offset <- setup$offset - offset
   } else {
@@ -68,8 +183,6 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     setup$terms_discrete <- NULL
   } else {
     x <- setup$X
-    # Not storage.mode<- on a double matrix: it would copy the design.
-    if (!is.double(x)) storage.mode(x) <- "double"
   }
   rfam <- if (family == "binomial") "binomial" else "poisson"
   res <- rs(nce_fit_reml(x, list(y = y, weights = as.double(weights), offset = as.double(setup$offset)),
@@ -77,6 +190,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
                          c(list(family = rfam, sp = if (is.null(sp)) NULL else as.double(sp),
                                 control = control, threads = nce_threads()),
                            if (discrete) list(layout = discrete_layout()))))
+  if (own && !discrete) release_rust_blocks(x)
   rm(x)
   cn <- setup$term.names
   p <- length(cn)

@@ -49,6 +49,11 @@ expect_same_smooth <- function(pair, y, tol = 1e-8, knots_rows = FALSE) {
   expect_equal(mgcv::Predict.matrix(b, nd2)[-2L, ], ours[-2L, ])
 }
 
+# A set-up's design as one matrix: its blocks (R matrices and Rust-held rows) bound.
+dense_design <- function(x) {
+  do.call(cbind, lapply(x, function(b) if (inherits(b, "nce_rust_block")) nce:::nce_block_matrix(b$ptr) else b))
+}
+
 test_that("2-D thin plate on all distinct points: same basis and penalty as mgcv", {
   set.seed(11)
   n <- 400
@@ -164,18 +169,22 @@ test_that("string_ranks() ranks numbers as their strings sort, formatting few of
   for (x in cases) expect_identical(nce:::string_ranks(x), by_strings(x))
 })
 
-test_that("gam()'s set-up with the constraints absorbed in Rust equals mgcv's to rounding", {
+test_that("the set-up of penalised fits (setup_terms(), side constraints) equals gam()'s to rounding", {
   set.seed(11)
   n <- 3000
   dat <- data.frame(u = runif(n), v = runif(n), w = runif(n), w2 = runif(n), w3 = runif(n), g = factor(sample(letters[1:3], n, TRUE)),
                     y = rbinom(n, 1, 0.5))
-  # Plain terms of each basis go through the "nceabs" constructor; `by` and `pc` terms, and a
-  # basis it does not take (cs), are checked too. (mgcv's gam.side() fails on fx = TRUE terms.)
+  # Plain terms of each basis (cubic and cyclic with their rows in Rust), `by` and `pc` terms, and
+  # a basis the package leaves to mgcv (cs). (mgcv's gam.side() fails on fx = TRUE terms.)
   f <- y ~ s(u, bs = "cr", k = 10) + s(v, bs = "ps") + s(w) + s(w2, bs = "cc") + s(u, by = g, bs = "cr") +
     s(v, bs = "cr", pc = 0.5) + s(u, v, k = 12) + s(w3, bs = "cs")
-  expect_match(deparse(nce:::nce_basis_formula(f)[[3]]), "nceabs", all = FALSE)
   g0 <- mgcv::gam(f, data = dat, family = binomial, fit = FALSE)
-  g1 <- nce:::gam_setup(f, dat, binomial(), rep(0, n), NULL)
+  g1 <- nce:::gam_setup(f, dat, rep(0, n), NULL)
+  expect_s3_class(g1$X, "nce_blocks")
+  g1$X <- dense_design(g1$X)
+  expect_identical(g1$term.names, g0$term.names)
+  expect_equal(g1$cmX, stats::setNames(g0$cmX, g0$term.names), tolerance = 1e-12)
+  for (nm in c("off", "nsdf", "min.edf", "sp")) expect_equal(g1[[nm]], g0[[nm]], ignore_attr = TRUE, label = nm)
   expect_equal(length(g1$smooth), length(g0$smooth))
   newd <- data.frame(u = c(0.1, 0.5, 0.93), v = c(0.2, 0.7, 0.4), w = c(0.05, 0.5, 0.99), w2 = c(0.3, 0.6, 0.9), w3 = c(0.2, 0.3, 0.4),
                      g = factor(c("a", "b", "c")))
@@ -293,12 +302,11 @@ test_that("tensor products of cr and cc margins: the margins' rows from Rust, mg
 })
 
 test_that("side constraints found on a subsample of many rows equal mgcv's on all of them", {
-  # From 10,000 rows gam_setup() builds the smooths with gam.side() deferred and applies it on
-  # 5,000 evenly spaced rows (deferred_side_constraints()); mgcv's own pass over every row is the truth.
+  # gam_setup() applies gam.side() on 5,000 evenly spaced rows (side_constraints()); gam.side() over
+  # every row is the truth, and mgcv's own set-up where the bases are mgcv's (no 2-D thin plate).
   set.seed(3)
   n <- 12000
   dat <- data.frame(u = runif(n), v = rbeta(n, 2, 3), w = rnorm(n), y = rbinom(n, 1, 0.5))
-  dat$u[c(5, 70)] <- NA  # rows gam() drops
   newd <- data.frame(u = c(0.1, 0.5, 0.93), v = c(0.2, 0.7, 0.4), w = c(-1, 0, 2))
   forms <- list(y ~ s(u, bs = "cr", k = 10) + s(v, bs = "cr", k = 10) + s(u, v, k = 30),  # 2 columns deleted
                 y ~ s(u, bs = "cr", k = 5) + s(u, k = 5),                                 # 1 column
@@ -307,9 +315,15 @@ test_that("side constraints found on a subsample of many rows equal mgcv's on al
                 y ~ s(u, v, k = 20) + s(v, w, k = 20) + s(u))                             # 2-D beside 2-D
   n_del <- c(2L, 1L, 2L, 3L, 2L)
   for (f in seq_along(forms)) {
-    a <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, binomial(), rep(0, n), NULL))
-    b <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, binomial(), rep(0, n), NULL, defer_side = FALSE))
-    expect_identical(a$X, b$X)
+    a <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, rep(0, n), NULL))
+    b <- suppressWarnings(nce:::gam_setup(forms[[f]], dat, rep(0, n), NULL, side_rows = Inf))
+    expect_identical(dense_design(a$X), dense_design(b$X))
+    if (f %in% 2:4) {
+      g <- suppressWarnings(mgcv::gam(forms[[f]], data = dat, family = binomial, fit = FALSE))
+      del <- function(x) lapply(x$smooth, function(s) sort(attr(s, "del.index")))
+      expect_identical(del(a), del(g))
+      expect_equal(dense_design(a$X), g$X, tolerance = 1e-10, ignore_attr = TRUE)
+    }
     for (nm in c("S", "off", "rank", "term.names", "cmX", "min.edf", "nsdf", "sp")) expect_identical(a[[nm]], b[[nm]])
     expect_identical(sum(lengths(lapply(a$smooth, attr, "del.index"))), n_del[f])
     for (i in seq_along(a$smooth)) {
@@ -319,16 +333,40 @@ test_that("side constraints found on a subsample of many rows equal mgcv's on al
       for (nm in c("S", "rank", "null.space.dim", "df", "first.para", "last.para", "S.scale", "side.constrain")) {
         expect_identical(sa[[nm]], sb[[nm]])
       }
-      expect_null(sa$nce_defer_side)
       expect_identical(mgcv::PredictMat(sa, newd), mgcv::PredictMat(sb, newd))
     }
   }
-  # The deferred path warns once of repeated one-covariate smooths, as mgcv does.
+  # It warns once of repeated one-covariate smooths, as mgcv does.
   w <- character(0)
-  withCallingHandlers(nce:::gam_setup(forms[[2]], dat, binomial(), rep(0, n), NULL),
+  withCallingHandlers(nce:::gam_setup(forms[[2]], dat, rep(0, n), NULL),
                       warning = function(c) {
                         w <<- c(w, conditionMessage(c))
                         invokeRestart("muffleWarning")
                       })
   expect_identical(w, "model has repeated 1-d smooths of same variable.")
+})
+
+test_that("thin-plate rows kept in Rust give the smooth smoothCon() gives", {
+  # tp_con_rust(): with knots (more distinct points than max.knots) the rows are a Rust block; the
+  # object must be the one smoothCon(absorb.cons = FALSE) then absorb_constraints() give.
+  set.seed(1)
+  n <- 3000
+  dat <- data.frame(u = runif(n), v = rbeta(n, 2, 3))
+  specs <- list(mgcv::s(u, v, k = 30), mgcv::s(u, v, k = 12, fx = TRUE), mgcv::s(u, v, k = 20, xt = list(max.knots = 500)),
+                mgcv::s(u, log(v), k = 15))
+  for (sp in specs) {
+    ours <- nce:::smooth_con(sp, dat, NULL, rust_rows = TRUE)[[1]]
+    expect_s3_class(ours$X, "nce_rust_block")
+    ncetp <- sp
+    class(ncetp) <- "ncetp.smooth.spec"
+    theirs <- mgcv::smoothCon(ncetp, dat, NULL, absorb.cons = FALSE, scale.penalty = TRUE, null.space.penalty = FALSE)[[1]]
+    theirs <- nce:::absorb_constraints(theirs, theirs$C)
+    expect_equal(nce:::nce_block_matrix(ours$X$ptr), theirs$X, tolerance = 1e-12, label = sp$label)
+    expect_identical(class(ours), class(theirs))
+    expect_setequal(names(ours), names(theirs))
+    for (nm in setdiff(names(theirs), "X")) expect_equal(ours[[nm]], theirs[[nm]], tolerance = 1e-13, label = nm)
+    expect_equal(attributes(ours)[c("qrc", "nCons")], attributes(theirs)[c("qrc", "nCons")], tolerance = 1e-13)
+    sub <- c(3L, 1L, 2999L)
+    expect_identical(nce:::nce_block_rows(ours$X$ptr, sub), nce:::nce_block_matrix(ours$X$ptr)[sub, ])
+  }
 })

@@ -2,12 +2,12 @@
 
 use crate::convert::{
     col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, rows_block, rows_block_mut, threads_of,
-    to_r_matrix, RowsBlock,
+    to_r_matrix, zero_based, Res, RowsBlock,
 };
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
-use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb_into};
+use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb, scale_absorb_into};
 use nce_core::engine::knots::{place_knots, quantiles_type7, sorted_unique};
 use nce_core::engine::rounding::round_to_grids;
 use nce_core::NceError;
@@ -19,25 +19,68 @@ use nce_core::NceError;
 #[extendr]
 fn nce_tprs_predict(x: Robj, m: i32, xu: Robj, uz: Robj, threads: i32) -> Robj {
     guard(|| {
-        let (xv, n, d) = real_matrix(&x, "x")?;
-        let (xuv, nu, du) = real_matrix(&xu, "Xu")?;
-        let (uzv, _, k) = real_matrix(&uz, "UZ")?;
-        if du != d {
-            return Err(NceError::invalid("Xu", format!("must have {d} columns, as x")));
-        }
-        let m = m.max(0) as usize;
-        let threads = threads_of(threads)?;
-        let basis = TprsBasis {
-            d,
-            m,
-            xu: xuv,
-            nu,
-            uz: uzv,
-            k,
-        };
-        let out = run(threads, |_| tprs_predict(xv, n, &basis))?;
+        let (out, n, k) = tprs_rows(&x, m, &xu, &uz, threads, |data, _, _| Ok(data))?;
         Ok(col_major_matrix(out, n, k))
     })
+}
+
+/// The rows of `nce_tprs_predict` built and held in Rust (a `RowsBlock`), their columns divided by
+/// their root mean squares, as mgcv's thin-plate set-up scales them: list(ptr, nrow, ncol, scale,
+/// means, max_row_sum), with the divisors, the scaled columns' means (mgcv's sum-to-zero constraint)
+/// and largest absolute row sum (`norm(X, "I")`, which scales the penalty). R allocates none of the
+/// n rows.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tprs_block(x: Robj, m: i32, xu: Robj, uz: Robj, threads: i32) -> Robj {
+    guard(|| {
+        let ((data, st), n, k) = tprs_rows(&x, m, &xu, &uz, threads, |data, n, k| {
+            let st = basis_stats(&data, n, k, true)?;
+            Ok((scale_absorb(&data, n, k, &st.scale, None)?, st))
+        })?;
+        let ptr = ExternalPtr::new(RowsBlock { data, nrow: n, ncol: k });
+        let mut out = list!(
+            ptr = ptr,
+            nrow = n as f64,
+            ncol = k as i32,
+            scale = st.scale,
+            means = st.means,
+            max_row_sum = st.max_row_sum
+        );
+        out.set_class(["nce_rust_block"])
+            .map_err(|e| NceError::invalid("result", e.to_string()))?;
+        Ok(out.into_robj())
+    })
+}
+
+/// The thin-plate rows of `nce_tprs_predict`'s arguments, then `finish(rows, n, k)`, on the
+/// per-call pool: (its result, n, k).
+fn tprs_rows<T: Send>(
+    x: &Robj,
+    m: i32,
+    xu: &Robj,
+    uz: &Robj,
+    threads: i32,
+    finish: impl FnOnce(Vec<f64>, usize, usize) -> Res<T> + Send,
+) -> Res<(T, usize, usize)> {
+    let (xv, n, d) = real_matrix(x, "x")?;
+    let (xuv, nu, du) = real_matrix(xu, "Xu")?;
+    let (uzv, _, k) = real_matrix(uz, "UZ")?;
+    if du != d {
+        return Err(NceError::invalid("Xu", format!("must have {d} columns, as x")));
+    }
+    let m = m.max(0) as usize;
+    let threads = threads_of(threads)?;
+    let basis = TprsBasis {
+        d,
+        m,
+        xu: xuv,
+        nu,
+        uz: uzv,
+        k,
+    };
+    let out = run(threads, |_| finish(tprs_predict(xv, n, &basis)?, n, k))?;
+    Ok((out, n, k))
 }
 
 /// The k eigenpairs of largest magnitude of the thin-plate matrix E of the points `xu` (nu x d,
@@ -253,6 +296,25 @@ fn nce_block_matrix(ptr: Robj) -> Robj {
     })
 }
 
+/// The rows `rows` (1-based) of the block behind `ptr` as an R matrix.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_block_rows(ptr: Robj, rows: Robj) -> Robj {
+    guard(|| {
+        let b = rows_block(&ptr, "ptr")?;
+        let idx = zero_based(&rows, "rows", b.nrow)?;
+        let mut out = RMatrix::<f64>::new(idx.len(), b.ncol);
+        let slice = out.data_mut();
+        for (j, col) in b.data.chunks_exact(b.nrow.max(1)).take(b.ncol).enumerate() {
+            for (o, &i) in slice[j * idx.len()..(j + 1) * idx.len()].iter_mut().zip(&idx) {
+                *o = col[i];
+            }
+        }
+        Ok(out.into_robj())
+    })
+}
+
 /// Knots of a one-covariate spline from the distinct values of `x`: R's
 /// `quantile(unique(x), probs)` (`place = FALSE`, mgcv's cr knots) or mgcv's
 /// `place.knots(x, nk)` (`place = TRUE`, with `nk` = length(probs), cc knots).
@@ -302,11 +364,13 @@ extendr_module! {
     fn nce_block_absorb;
     fn nce_block_release;
     fn nce_block_matrix;
+    fn nce_block_rows;
     fn nce_spline_knots;
     fn nce_round_to_grids;
     fn nce_cc_basis;
     fn nce_cr_basis;
     fn nce_tprs_predict;
+    fn nce_tprs_block;
     fn nce_tprs_eigen;
     fn nce_tprs_e;
     fn nce_basis_stats;

@@ -212,7 +212,8 @@ fn nce_fit_glm(x: Robj, response: List, sample: Robj, settings: List) -> Robj {
 /// compressed (no alias handling then: the caller's set-up keeps the design identifiable) or
 /// expanded into one dense block as the cost model or `settings$layout` says; the result then
 /// names it in `layout`. `response` and `settings` as for `nce_fit_glm`, `settings$sp` the fixed
-/// smoothing parameters or NULL.
+/// smoothing parameters or NULL. `x` may also be a list of blocks (class `"nce_blocks"`: R
+/// matrices and Rust-held rows), read in place.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -245,12 +246,22 @@ fn nce_fit_reml(x: Robj, response: List, sample: Robj, penalties: List, settings
             })?;
             return Ok(with_layout(reml_result(fit, sandwich, vec![false; p]), layout));
         }
-        let (xd, n, p) = real_matrix(&x, "x")?;
+        // A list of blocks ("nce_blocks": R matrices and Rust-held rows) is read where it lies.
+        let blocks = matrix_blocks(&x);
+        let cols;
+        let design = if x.inherits("nce_blocks") {
+            let n;
+            (cols, n) = block_columns(&blocks, "x")?;
+            DenseDesign::from_columns(&cols, n)?
+        } else {
+            let (xd, n, p) = real_matrix(&x, "x")?;
+            DenseDesign::new(xd, n, p)?
+        };
+        let n = design.nrow();
         let prob = response.problem(&settings)?;
         let sample = sample_of(&sample, n)?;
-        let pens = penalties_from(&penalties, p)?;
+        let pens = penalties_from(&penalties, design.ncol())?;
         let ctrl = settings.reml()?;
-        let design = DenseDesign::new(xd, n, p)?;
         dense_reml_result(threads, &design, &prob, &pens, &ctrl, sample.as_deref())
     })
 }
