@@ -71,6 +71,11 @@ nce_block_matrix <- function(ptr) .Call(wrap__nce_block_matrix, ptr)
 #' @noRd
 nce_block_rows <- function(ptr, rows) .Call(wrap__nce_block_rows, ptr, rows)
 
+#' The block behind `ptr` without its columns `cols` (1-based), in place: its new number of columns.
+#' @keywords internal
+#' @noRd
+nce_block_drop <- function(ptr, cols) .Call(wrap__nce_block_drop, ptr, cols)
+
 #' Knots of a one-covariate spline from the distinct values of `x`: R's
 #' `quantile(unique(x), probs)` (`place = FALSE`, mgcv's cr knots) or mgcv's
 #' `place.knots(x, nk)` (`place = TRUE`, with `nk` = length(probs), cc knots).

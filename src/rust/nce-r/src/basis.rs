@@ -296,6 +296,32 @@ fn nce_block_matrix(ptr: Robj) -> Robj {
     })
 }
 
+/// The block behind `ptr` without its columns `cols` (1-based), in place: its new number of columns.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_block_drop(ptr: Robj, cols: Robj) -> Robj {
+    guard(|| {
+        let mut ptr = ptr;
+        let b = rows_block_mut(&mut ptr, "ptr")?;
+        if b.data.len() != b.nrow * b.ncol {
+            return Err(NceError::invalid("ptr", "holds a block that was released"));
+        }
+        let drop = zero_based(&cols, "cols", b.ncol)?;
+        let n = b.nrow;
+        let mut kept = 0;
+        for j in 0..b.ncol {
+            if !drop.contains(&j) {
+                b.data.copy_within(j * n..(j + 1) * n, kept * n);
+                kept += 1;
+            }
+        }
+        b.data.truncate(kept * n);
+        b.ncol = kept;
+        Ok(Robj::from(kept as i32))
+    })
+}
+
 /// The rows `rows` (1-based) of the block behind `ptr` as an R matrix.
 /// @keywords internal
 /// @noRd
@@ -365,6 +391,7 @@ extendr_module! {
     fn nce_block_release;
     fn nce_block_matrix;
     fn nce_block_rows;
+    fn nce_block_drop;
     fn nce_spline_knots;
     fn nce_round_to_grids;
     fn nce_cc_basis;
