@@ -71,6 +71,25 @@ nce_block_matrix <- function(ptr) .Call(wrap__nce_block_matrix, ptr)
 #' @noRd
 nce_block_rows <- function(ptr, rows) .Call(wrap__nce_block_rows, ptr, rows)
 
+#' The 1-based positions of the numbers in `x` whose strings R must format before
+#' `nce_print_ranks` (engine::print_order::tiny_positions), or NULL where only the strings can
+#' rank them.
+#' @keywords internal
+#' @noRd
+nce_tiny_positions <- function(x) .Call(wrap__nce_tiny_positions, x)
+
+#' Ranks of `x` in the C-locale order of its strings (engine::print_order::print_order_ranks),
+#' `sci` 1-based, or NULL where the strings must decide.
+#' @keywords internal
+#' @noRd
+nce_print_ranks <- function(x, sci, sci_key, sci_erank) .Call(wrap__nce_print_ranks, x, sci, sci_key, sci_erank)
+
+#' The distinct rows of columns given by their ranks (a list of integer vectors, one per column)
+#' in the order R's `order(..., method = "radix")` gives: list(first, index), both 1-based.
+#' @keywords internal
+#' @noRd
+nce_unique_ranked_rows <- function(ranks) .Call(wrap__nce_unique_ranked_rows, ranks)
+
 #' The block behind `ptr` without its columns `cols` (1-based), in place: its new number of columns.
 #' @keywords internal
 #' @noRd

@@ -183,26 +183,13 @@ tp_eigen <- function(xu, m, k) {
 # the same "index" attribute, without pasting the columns into one string per row: mgcv orders
 # the strings paste0(x[, 1], "*", x[, 2], ...) in the C locale, and as "*" sorts before every
 # character of a number's string, that is the order of the columns' own strings taken in turn,
-# which a radix sort of the columns' string ranks (string_ranks()) gives directly. Equal rows
-# keep the first.
+# which a sort of the columns' string ranks (string_ranks(), then nce_unique_ranked_rows()) gives.
+# Equal rows keep the first.
 unique_rows <- function(x) {
-  n <- nrow(x)
   if (ncol(x) == 1L) return(mgcv::uniquecombs(x, TRUE))
-  rk <- lapply(seq_len(ncol(x)), function(j) string_ranks(x[, j]))
-  o <- do.call(order, c(rk, list(method = "radix")))
-  first <- rep(TRUE, n)
-  if (n > 1L) {
-    same <- rep(TRUE, n - 1L)
-    for (r in rk) {
-      rj <- r[o]
-      same <- same & rj[-1L] == rj[-n]
-    }
-    first[-1L] <- !same
-  }
-  index <- integer(n)
-  index[o] <- cumsum(first)
-  xu <- x[o[first], , drop = FALSE]
-  attr(xu, "index") <- index
+  u <- rs(nce_unique_ranked_rows(lapply(seq_len(ncol(x)), function(j) string_ranks(x[, j]))))
+  xu <- x[u$first, , drop = FALSE]
+  attr(xu, "index") <- u$index
   xu
 }
 
@@ -211,61 +198,41 @@ unique_rows <- function(x) {
 # with 0.0011 <= |x| < 9.99 prints in fixed notation ("0.ddd" or "d.ddd"), whose strings sort as
 # the numbers do, negatives ("-" first) before the rest and by |x|; two such numbers print the same
 # only if they agree to 15 digits, which is checked for (numbers closer than 2e-14 relative send
-# the column to the strings). Numbers below 0.0011 in size are formatted; those printed as
+# the column to the strings). Numbers below 0.0011 in size are formatted here; those printed as
 # "M e-XX" sort after every string that starts with the mantissa M, that is just below M + one
-# unit of M's last digit, and among themselves by the exponent string. Anything else (|x| >= 9.99,
-# non-finite values, or mantissa bounds within 1e-13 of another number) ranks by the strings.
+# unit of M's last digit, and among themselves by the exponent string. The ranking, with its
+# checks, is Rust's (nce_print_ranks()). Anything else (|x| >= 9.99, non-finite values, or
+# mantissa bounds within 1e-13 of another number) ranks by the strings.
 string_ranks <- function(x) {
   x <- as.double(x)
   by_strings <- function() {
     s <- as.character(x)
     match(s, sort(unique(s), method = "radix"))
   }
-  a <- abs(x)
-  if (!length(x) || anyNA(a) || any(a >= 9.99)) return(by_strings())
-  key <- a
-  erank <- integer(length(x))
-  tiny <- which(a > 0 & a < 0.0011)
+  tiny <- rs(nce_tiny_positions(x))
+  if (is.null(tiny)) return(by_strings())
+  sci <- integer(0)
+  up <- numeric(0)
+  erank <- integer(0)
   if (length(tiny)) {
-    s <- as.character(a[tiny])
-    sci <- grepl("e", s, fixed = TRUE)
-    if (any(sci)) {
-      m <- sub("e.*", "", s[sci])
-      e <- sub(".*e", "", s[sci])
+    s <- as.character(abs(x[tiny]))
+    is_sci <- grepl("e", s, fixed = TRUE)
+    if (any(is_sci)) {
+      sci <- tiny[is_sci]
+      m <- sub("e.*", "", s[is_sci])
+      e <- sub(".*e", "", s[is_sci])
       dot <- regexpr(".", m, fixed = TRUE)
       up <- as.numeric(m) + 10^-ifelse(dot > 0L, nchar(m) - dot, 0L)
-      plain <- sort(a[-tiny[sci]])
-      near <- function(v, w) {
-        # any w within 1e-13 relative of some v
-        pos <- findInterval(v, w)
-        lo <- w[pmax(pos, 1L)]
-        hi <- w[pmin(pos + 1L, length(w))]
-        length(w) && any(abs(lo - v) <= 1e-13 * v | abs(hi - v) <= 1e-13 * v)
-      }
-      ups <- unique(up)
+      ups <- sort(unique(up))
       # (Equal bounds of different mantissas: one is a prefix of the other, "1" and "1.9".)
-      if (near(up, plain) || length(ups) != length(unique(m)) ||
-          (length(ups) > 1L && any(diff(sort(ups)) <= 1e-13 * sort(ups)[-1L]))) {
+      if (length(ups) != length(unique(m)) || (length(ups) > 1L && any(diff(ups) <= 1e-13 * ups[-1L]))) {
         return(by_strings())
       }
-      key[tiny[sci]] <- up
-      erank[tiny[sci]] <- match(e, sort(unique(e), method = "radix"))
+      erank <- match(e, sort(unique(e), method = "radix"))
     }
   }
-  # Two numbers printing alike: closer than 15 digits resolve.
-  v <- sort(key[erank == 0L])
-  d <- diff(v)
-  if (any(d > 0 & d <= 2e-14 * v[-1L])) return(by_strings())
-  neg <- x < 0
-  o <- order(!neg, key, erank, method = "radix")
-  g <- (!neg)[o]
-  k <- key[o]
-  er <- erank[o]
-  n <- length(x)
-  new <- c(TRUE, g[-1L] != g[-n] | k[-1L] != k[-n] | er[-1L] != er[-n])
-  r <- integer(n)
-  r[o] <- cumsum(new)
-  r
+  r <- rs(nce_print_ranks(x, sci, up, erank))
+  if (is.null(r)) by_strings() else r
 }
 
 # Penalty order used by tprs.c for p.order m in d dimensions.

@@ -1,14 +1,15 @@
 //! Binding of nce_core::engine::basis: thin-plate rows and eigen-decomposition. No numerics here.
 
 use crate::convert::{
-    col_major_matrix, guard, opt_real_slice, real_matrix, real_slice, rows_block, rows_block_mut, threads_of,
-    to_r_matrix, zero_based, Res, RowsBlock,
+    col_major_matrix, guard, int_slice, opt_real_slice, real_matrix, real_slice, rows_block, rows_block_mut,
+    threads_of, to_r_matrix, zero_based, Res, RowsBlock,
 };
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
 use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb, scale_absorb_into};
 use nce_core::engine::knots::{place_knots, quantiles_type7, sorted_unique};
+use nce_core::engine::print_order::{print_order_ranks, tiny_positions, unique_ranked_rows};
 use nce_core::engine::rounding::round_to_grids;
 use nce_core::NceError;
 
@@ -341,6 +342,72 @@ fn nce_block_rows(ptr: Robj, rows: Robj) -> Robj {
     })
 }
 
+/// The 1-based positions of the numbers in `x` whose strings R must format before
+/// `nce_print_ranks` (engine::print_order::tiny_positions), or NULL where only the strings can
+/// rank them.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_tiny_positions(x: Robj) -> Robj {
+    guard(|| {
+        let xv = real_slice(&x, "x")?;
+        Ok(tiny_positions(xv).map_or_else(
+            || Robj::from(()),
+            |t| t.iter().map(|&i| (i + 1) as i32).collect::<Vec<i32>>().into_robj(),
+        ))
+    })
+}
+
+/// Ranks of `x` in the C-locale order of its strings (engine::print_order::print_order_ranks),
+/// `sci` 1-based, or NULL where the strings must decide.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_print_ranks(x: Robj, sci: Robj, sci_key: Robj, sci_erank: Robj) -> Robj {
+    guard(|| {
+        let xv = real_slice(&x, "x")?;
+        let sci = zero_based(&sci, "sci", xv.len())?;
+        let key = real_slice(&sci_key, "sci_key")?;
+        let erank: Vec<u32> = int_slice(&sci_erank, "sci_erank")?
+            .iter()
+            .map(|&e| e.max(0) as u32)
+            .collect();
+        if key.len() != sci.len() || erank.len() != sci.len() {
+            return Err(NceError::invalid(
+                "sci_key",
+                "must have one key and exponent rank per position",
+            ));
+        }
+        Ok(print_order_ranks(xv, &sci, key, &erank).map_or_else(
+            || Robj::from(()),
+            |r| r.iter().map(|&v| v as i32).collect::<Vec<i32>>().into_robj(),
+        ))
+    })
+}
+
+/// The distinct rows of columns given by their ranks (a list of integer vectors, one per column)
+/// in the order R's `order(..., method = "radix")` gives: list(first, index), both 1-based.
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_unique_ranked_rows(ranks: List) -> Robj {
+    guard(|| {
+        let cols: Vec<Vec<u32>> = ranks
+            .values()
+            .map(|r| Ok(int_slice(&r, "ranks")?.iter().map(|&v| v.max(0) as u32).collect()))
+            .collect::<Res<_>>()?;
+        let n = cols.first().map_or(0, Vec::len);
+        if cols.iter().any(|c| c.len() != n) {
+            return Err(NceError::invalid("ranks", "must have one rank per row in each column"));
+        }
+        let refs: Vec<&[u32]> = cols.iter().map(Vec::as_slice).collect();
+        let (first, index) = unique_ranked_rows(&refs, n);
+        let first: Vec<i32> = first.iter().map(|&i| (i + 1) as i32).collect();
+        let index: Vec<i32> = index.iter().map(|&i| i as i32).collect();
+        Ok(list!(first = first, index = index).into_robj())
+    })
+}
+
 /// Knots of a one-covariate spline from the distinct values of `x`: R's
 /// `quantile(unique(x), probs)` (`place = FALSE`, mgcv's cr knots) or mgcv's
 /// `place.knots(x, nk)` (`place = TRUE`, with `nk` = length(probs), cc knots).
@@ -391,6 +458,9 @@ extendr_module! {
     fn nce_block_release;
     fn nce_block_matrix;
     fn nce_block_rows;
+    fn nce_tiny_positions;
+    fn nce_print_ranks;
+    fn nce_unique_ranked_rows;
     fn nce_block_drop;
     fn nce_spline_knots;
     fn nce_round_to_grids;

@@ -14,6 +14,7 @@ pub mod knots;
 mod newton;
 pub mod penalty;
 pub mod pirls;
+pub mod print_order;
 pub mod reml;
 pub mod rounding;
 mod row_pairs;
