@@ -83,6 +83,9 @@ test_that("formula offsets are kept (issue 14: offset(2 * y) was dropped)", {
   expect_equal(unname(p), unname(predict(nce(~ y, d, ref_uniform(y = c(0, 1))), nd, type = "density")),
                tolerance = 0.03)
   expect_equal(unname(p), 2 * exp(2 * nd$y) / (exp(2) - 1), tolerance = 0.15)
+  # The same with discretised covariates (its predict() failed on the offset).
+  gd <- nce(~ s(y, k = 5) + offset(-2 * y), d, ref_uniform(y = c(0, 1)), ratio = 20, discrete = TRUE)
+  expect_equal(predict(gd, nd, type = "density"), p, tolerance = 0.02)
 })
 
 test_that("outside the reference's support the density is 0 and the log density -Inf", {
