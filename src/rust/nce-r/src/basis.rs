@@ -7,7 +7,7 @@ use crate::convert::{
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
-use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb, scale_absorb_into};
+use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb_into, scale_in_place};
 use nce_core::engine::knots::{place_knots, quantiles_type7, sorted_unique};
 use nce_core::engine::print_order::{print_order_ranks, tiny_positions, unique_ranked_rows};
 use nce_core::engine::rounding::round_to_grids;
@@ -35,9 +35,10 @@ fn nce_tprs_predict(x: Robj, m: i32, xu: Robj, uz: Robj, threads: i32) -> Robj {
 #[extendr]
 fn nce_tprs_block(x: Robj, m: i32, xu: Robj, uz: Robj, threads: i32) -> Robj {
     guard(|| {
-        let ((data, st), n, k) = tprs_rows(&x, m, &xu, &uz, threads, |data, n, k| {
+        let ((data, st), n, k) = tprs_rows(&x, m, &xu, &uz, threads, |mut data, n, k| {
             let st = basis_stats(&data, n, k, true)?;
-            Ok((scale_absorb(&data, n, k, &st.scale, None)?, st))
+            scale_in_place(&mut data, n, k, &st.scale)?;
+            Ok((data, st))
         })?;
         let ptr = ExternalPtr::new(RowsBlock { data, nrow: n, ncol: k });
         let mut out = list!(

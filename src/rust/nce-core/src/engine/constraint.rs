@@ -97,6 +97,21 @@ pub fn scale_absorb(x: &[f64], n: usize, k: usize, scale: &[f64], householder: O
     Ok(out)
 }
 
+/// The basis `x` (n x k) with its columns divided by `scale`, in place (the values
+/// `scale_absorb` gives without a constraint). Columns are done in parallel.
+pub fn scale_in_place(x: &mut [f64], n: usize, k: usize, scale: &[f64]) -> Result<()> {
+    check_basis(x, n, k)?;
+    if scale.len() != k || scale.iter().any(|s| !s.is_finite() || *s <= 0.0) {
+        return Err(NceError::invalid("scale", format!("must be {k} positive numbers")));
+    }
+    x.par_chunks_mut(n.max(1)).zip(scale.par_iter()).for_each(|(col, s)| {
+        if *s != 1.0 {
+            col.iter_mut().for_each(|e| *e /= s);
+        }
+    });
+    Ok(())
+}
+
 /// `scale_absorb` into `out` (n x k, or n x (k - 1) with `householder`), e.g. a matrix
 /// allocated by the caller. A column scale of 1 divides nothing (the same values).
 pub fn scale_absorb_into(
