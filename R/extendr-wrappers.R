@@ -351,12 +351,6 @@ nce_vnce_mog_vcov <- function(model, p, method, threads) .Call(wrap__nce_vnce_mo
 #' @noRd
 nce_vnce_tgm <- function(samples, start, control, settings) .Call(wrap__nce_vnce_tgm, samples, start, control, settings)
 
-#' The VNCE objective J (maximised) and its gradient in the packing order at `params`;
-#' `samples` and `settings` as for `nce_vnce_tgm` (no `family`).
-#' @keywords internal
-#' @noRd
-nce_vnce_tgm_objective <- function(samples, params, settings) .Call(wrap__nce_vnce_tgm_objective, samples, params, settings)
-
 #' The GHK-family objective J (maximised) and its gradient wrt (K upper triangle row by row, c);
 #' `samples` and `settings` as for `nce_vnce_tgm` (no `family`).
 #' @keywords internal

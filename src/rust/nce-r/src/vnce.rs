@@ -8,7 +8,7 @@ use crate::convert::{
 use crate::run;
 use extendr_api::prelude::*;
 use nalgebra::DMatrix;
-use nce_core::estimators::vnce::{self, param_names, Terms, TgmParams, TgmVnce, VnceSamples};
+use nce_core::estimators::vnce::{self, param_names, TgmParams, TgmVnce, VnceSamples};
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
 
@@ -119,21 +119,6 @@ fn params_of(l: &List, d: usize, arg: &str) -> Res<TgmParams> {
 /// K and c from list(K, c); `arg` names the list in errors.
 fn theta_of(l: &List, d: usize, arg: &str) -> Res<(DMatrix<f64>, f64)> {
     Ok((list_matrix(l, "K", d, arg)?, list_number(l, "c", arg)?))
-}
-
-/// The VNCE objective J (maximised) and its gradient in the packing order at `params`;
-/// `samples` and `settings` as for `nce_vnce_tgm` (no `family`).
-/// @keywords internal
-/// @noRd
-#[extendr]
-fn nce_vnce_tgm_objective(samples: List, params: List, settings: List) -> Robj {
-    guard(|| {
-        let settings = vnce_settings(&settings)?;
-        let pr = problem(&samples, &settings)?;
-        let p = params_of(&params, pr.dim(), "params")?;
-        let (value, gradient) = run::run(settings.threads, |_| pr.evaluate(&p, Terms::Both))?;
-        Ok(list!(value = value, gradient = gradient, packing = param_names(pr.dim())).into_robj())
-    })
 }
 
 /// Fit the truncated Gaussian graphical model exp(-x'Kx/2 - c) on (0, inf)^d by variational NCE,
@@ -253,7 +238,6 @@ fn nce_vnce_tgm_vcov(samples: List, params: List, settings: List) -> Robj {
 extendr_module! {
     mod vnce;
     fn nce_vnce_tgm;
-    fn nce_vnce_tgm_objective;
     fn nce_vnce_tgm_ghk_objective;
     fn nce_ghk_impute;
     fn nce_vnce_tgm_vcov;
