@@ -182,7 +182,7 @@ spline_con_rust <- function(spec, data, knots) {
       sm$S.scale[i] <- ma_s
     }
   }
-  blk$means <- blk$max_row_sum <- NULL
+  blk$means <- blk$max_row_sum <- blk$scale <- NULL
   sm$X <- blk
   absorb_constraints(sm, sm$C)
 }
@@ -219,7 +219,7 @@ tp_con_rust <- function(spec, data, knots) {
       sm$S.scale[i] <- ma_s
     }
   }
-  if (inherits(sm$X, "nce_rust_block")) sm$X$means <- sm$X$max_row_sum <- NULL
+  if (inherits(sm$X, "nce_rust_block")) sm$X$means <- sm$X$max_row_sum <- sm$X$scale <- NULL
   absorb_constraints(sm, matrix(st$means, 1L))
 }
 

@@ -7,7 +7,7 @@ use crate::convert::{
 use crate::run::run;
 use extendr_api::prelude::*;
 use nce_core::engine::basis::{cc_basis_into, cr_basis_into, top_eigen, tprs_e, tprs_predict, TprsBasis};
-use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb_into, scale_in_place};
+use nce_core::engine::constraint::{absorb_in_place, basis_stats, scale_absorb_into, scale_in_place, BasisStats};
 use nce_core::engine::knots::{place_knots, quantiles_type7, sorted_unique};
 use nce_core::engine::print_order::{print_order_ranks, tiny_positions, unique_ranked_rows};
 use nce_core::engine::rounding::round_to_grids;
@@ -40,19 +40,25 @@ fn nce_tprs_block(x: Robj, m: i32, xu: Robj, uz: Robj, threads: i32) -> Robj {
             scale_in_place(&mut data, n, k, &st.scale)?;
             Ok((data, st))
         })?;
-        let ptr = ExternalPtr::new(RowsBlock { data, nrow: n, ncol: k });
-        let mut out = list!(
-            ptr = ptr,
-            nrow = n as f64,
-            ncol = k as i32,
-            scale = st.scale,
-            means = st.means,
-            max_row_sum = st.max_row_sum
-        );
-        out.set_class(["nce_rust_block"])
-            .map_err(|e| NceError::invalid("result", e.to_string()))?;
-        Ok(out.into_robj())
+        rust_block(data, n, k, st)
     })
+}
+
+/// Rows held in Rust as the R list `nce_rust_block`: list(ptr, nrow, ncol, scale, means,
+/// max_row_sum), with the statistics of the rows.
+fn rust_block(data: Vec<f64>, n: usize, k: usize, st: BasisStats) -> Res<Robj> {
+    let ptr = ExternalPtr::new(RowsBlock { data, nrow: n, ncol: k });
+    let mut out = list!(
+        ptr = ptr,
+        nrow = n as f64,
+        ncol = k as i32,
+        scale = st.scale,
+        means = st.means,
+        max_row_sum = st.max_row_sum
+    );
+    out.set_class(["nce_rust_block"])
+        .map_err(|e| NceError::invalid("result", e.to_string()))?;
+    Ok(out.into_robj())
 }
 
 /// The thin-plate rows of `nce_tprs_predict`'s arguments, then `finish(rows, n, k)`, on the
@@ -203,7 +209,7 @@ fn nce_cc_basis(x: Robj, knots: Robj, bd: Robj, threads: i32) -> Robj {
 
 /// A cubic (`kind = "cr"`: `m` is the smooth's `F`) or cyclic cubic (`"cc"`: `m` is `BD`)
 /// spline basis on the rows `x` for the knots `knots`, built and held in Rust (a
-/// `RowsBlock`): list(ptr, nrow, ncol, means, max_row_sum), the column means being mgcv's
+/// `RowsBlock`): list(ptr, nrow, ncol, scale (ones), means, max_row_sum), the column means being mgcv's
 /// sum-to-zero constraint and the largest absolute row sum `norm(X, "I")`, which scales the
 /// penalty. R allocates none of the n rows.
 /// @keywords internal
@@ -237,17 +243,7 @@ fn nce_spline_block(kind: &str, x: Robj, knots: Robj, m: Robj, threads: i32) -> 
             let st = basis_stats(&data, n, k, false)?;
             Ok((data, st))
         })?;
-        let ptr = ExternalPtr::new(RowsBlock { data, nrow: n, ncol: k });
-        let mut out = list!(
-            ptr = ptr,
-            nrow = n as f64,
-            ncol = k as i32,
-            means = st.means,
-            max_row_sum = st.max_row_sum
-        );
-        out.set_class(["nce_rust_block"])
-            .map_err(|e| NceError::invalid("result", e.to_string()))?;
-        Ok(out.into_robj())
+        rust_block(data, n, k, st)
     })
 }
 
