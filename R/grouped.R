@@ -238,8 +238,8 @@ constraint_null_space <- function(qrc, j, k) {
 }
 
 # The rows `x` (n x k) times that null-space basis: for the usual single constraint by its
-# Householder reflection, one rank-one update per row in Rust (nce_scale_absorb(), as
-# absorb_sum_to_zero() absorbs it; on 41,580 rows of a 16-column term 2.8 ms against 9.0 ms for
+# Householder reflection, one rank-one update per row in Rust (nce_scale_absorb(), or
+# nce_block_absorb() for Rust-held rows; on 41,580 rows of a 16-column term 2.8 ms against 9.0 ms for
 # R's reference BLAS product); each row depends on itself only, so shard rows equal these bit
 # for bit. Several constraints, or values Rust refuses: the matrix product.
 absorb_rows <- function(x, qrc, j) {
@@ -393,7 +393,7 @@ discrete_knots <- function(spec, u, counts, knots) {
 # distinct rounded rows than half the rows).
 # `fast_tp`: thin-plate terms of two or more covariates without an `sp` in the term are set up by the
 # package's constructor (smooth.construct.ncetp.smooth.spec(): mgcv's object, eigen-decomposition in
-# Rust), as gam_setup() does for exact fits: on up to 100^2 distinct rounded points mgcv's own set-up
+# Rust), as smooth_con() does for exact fits: on up to 100^2 distinct rounded points mgcv's own set-up
 # is the slowest step of the fit.
 discrete_smooth <- function(spec, data, knots, fast_tp = FALSE) {
   vars <- spec$term
