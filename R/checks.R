@@ -228,7 +228,7 @@ merge_control <- function(control, defaults_fun, arg = "control", call = caller_
 check_sp <- function(sp, m, names = NULL, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (!is.null(sp) && (!is.numeric(sp) || length(sp) != m || any(!is.finite(sp)) || any(!(sp > 0)))) {
-    nce_abort(sprintf("`sp` must be %d positive numbers, one per penalty%s", m,
+    nce_abort(sprintf("`sp` must be %d positive number%s, one per penalty%s", m, if (m == 1L) "" else "s",
                       if (length(names)) sprintf(" (%s)", paste(names, collapse = ", ")) else ""),
               "input", call = call)
   }

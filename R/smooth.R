@@ -126,7 +126,12 @@ side_constraints <- function(a, blocks, data, side_rows) {
     sm[[i]]$X <- if (is.matrix(b)) b[sub, , drop = FALSE] else
       if (inherits(b, "nce_rust_block")) rs(nce_block_rows(b$ptr, as.integer(sub))) else mgcv::PredictMat(sm[[i]], rows)
   }
-  sm <- mgcv::gam.side(sm, block_rows(blocks[[1L]], sub), tol = .Machine$double.eps^0.5)
+  # Its warning (repeated one-covariate smooths of a variable: columns deleted) as a classed one.
+  sm <- withCallingHandlers(mgcv::gam.side(sm, block_rows(blocks[[1L]], sub), tol = .Machine$double.eps^0.5),
+                            warning = function(w) {
+                              nce_warn(conditionMessage(w), "rank", call = NULL)
+                              invokeRestart("muffleWarning")
+                            })
   for (i in seq_along(sm)) {
     sm[[i]]$X <- NULL
     ind <- attr(sm[[i]], "del.index")

@@ -336,7 +336,8 @@ test_that("side constraints found on a subsample of many rows equal mgcv's on al
       expect_identical(mgcv::PredictMat(sa, newd), mgcv::PredictMat(sb, newd))
     }
   }
-  # It warns once of repeated one-covariate smooths, as mgcv does.
+  # It warns once of repeated one-covariate smooths, as mgcv does, with the package's class.
+  expect_warning(nce:::gam_setup(forms[[2]], dat, rep(0, n), NULL), "repeated 1-d smooths", class = "nce_warning_rank")
   w <- character(0)
   withCallingHandlers(nce:::gam_setup(forms[[2]], dat, rep(0, n), NULL),
                       warning = function(c) {
@@ -369,4 +370,13 @@ test_that("thin-plate rows kept in Rust give the smooth smoothCon() gives", {
     sub <- c(3L, 1L, 2999L)
     expect_identical(nce:::nce_block_rows(ours$X$ptr, sub), nce:::nce_block_matrix(ours$X$ptr)[sub, ])
   }
+})
+
+test_that("a wrong number of smoothing parameters is refused in the right number", {
+  set.seed(2)
+  d <- data.frame(u = rbeta(300, 2, 3))
+  ref <- ref_uniform(u = c(0, 1))
+  expect_error(nce(~ s(u), d, ref, sp = c(1, 2)), "`sp` must be 1 positive number, one per penalty \\(s\\(u\\)\\)",
+               class = "nce_error_input")
+  expect_warning(nce(~ s(u) + s(u, k = 5), d, ref), "repeated 1-d smooths", class = "nce_warning_rank")
 })
