@@ -168,50 +168,21 @@ spline_con_rust <- function(spec, data, knots) {
   if (!is.null(sm$Cp) || !is.null(sm$g.index) || !identical(nrow(sm$C), 1L)) return(NULL)
   blk <- rs(nce_spline_block(if (cyclic) "cc" else "cr", x, as.double(sm$xp), as.double(if (cyclic) sm$BD else sm$F),
                              nce_threads(call = NULL)))
-  if (any(blk$means == 0)) {
-    nce_block_release(blk$ptr)
-    return(NULL)
-  }
   if (cyclic) class(sm) <- c("ncecyclic.smooth", class(sm))
-  sm$C <- matrix(blk$means, 1L)
-  # smoothCon(scale.penalty = TRUE)'s scaling, with norm(X, "I") of all the rows.
-  if (length(sm$S) > 0L && is.null(sm$no.rescale)) {
-    for (i in seq_along(sm$S)) {
-      ma_s <- norm(sm$S[[i]]) / blk$max_row_sum^2
-      sm$S[[i]] <- sm$S[[i]] / ma_s
-      sm$S.scale[i] <- ma_s
-    }
-  }
-  blk$means <- blk$max_row_sum <- blk$scale <- NULL
   sm$X <- blk
-  absorb_constraints(sm, sm$C)
+  absorb_row_stats(sm, blk)
 }
 
-# smooth_con() for a thin-plate spline of two or more covariates set up by the package's
-# constructor (tp_construct()), whose rows on the data, when computed from knots (more distinct
-# points than mgcv's max.knots), are built and kept in Rust, as spline_con_rust() keeps cubic
-# splines': the steps of mgcv::smoothCon(absorb.cons = FALSE) on one smooth without `by` (the
-# constraint the scaled columns' means, the penalty scaled by norm(X, "I")^2), then the constraint
-# absorbed (absorb_constraints()). NULL where smooth_con()'s usual route applies.
-tp_con_rust <- function(spec, data, knots) {
-  if (!identical(class(spec), "tp.smooth.spec") || !identical(spec$by, "NA") || spec$dim < 2L ||
-        !is.null(spec$sp) || !is.null(spec$id) || !is.null(spec$point.con)) {
-    return(NULL)
-  }
-  dk <- utils::getFromNamespace("ExtractData", "mgcv")(spec, data, knots)
-  if (!is.null(attr(dk$data, "index"))) return(NULL)
-  sm <- tp_construct(spec, dk$data, dk$knots, rust_rows = TRUE)
-  if (is.null(sm)) return(NULL)
-  st <- if (inherits(sm$X, "nce_rust_block")) sm$X else rs(nce_basis_stats(sm$X, FALSE))
-  # A zero column mean: smoothCon() absorbs such constraints on the other columns only.
+# The last steps of smoothCon(absorb.cons = FALSE, scale.penalty = TRUE), then absorb_constraints(),
+# for a smooth `sm` whose rows (`sm$X`, Rust-held or an R matrix) come with their statistics `st`: the
+# column means (the sum-to-zero constraint) and the largest absolute row sum (norm(X, "I"), by whose
+# square the penalties are scaled). NULL, the Rust-held rows released, where a column mean is 0:
+# smoothCon() absorbs such constraints on the other columns only.
+absorb_row_stats <- function(sm, st) {
   if (any(st$means == 0)) {
     release_rust_blocks(list(sm$X))
     return(NULL)
   }
-  class(sm) <- c(class(sm), "mgcv.smooth")
-  sm[c("plot.me", "side.constrain", "repara")] <- list(TRUE, TRUE, TRUE)
-  if (isTRUE(spec$fixed)) sm$S <- NULL
-  sm$S.scale <- rep(1, length(sm$S))
   if (length(sm$S) && is.null(sm$no.rescale)) {
     for (i in seq_along(sm$S)) {
       ma_s <- norm(sm$S[[i]]) / st$max_row_sum^2
@@ -221,6 +192,27 @@ tp_con_rust <- function(spec, data, knots) {
   }
   if (inherits(sm$X, "nce_rust_block")) sm$X$means <- sm$X$max_row_sum <- sm$X$scale <- NULL
   absorb_constraints(sm, matrix(st$means, 1L))
+}
+
+# smooth_con() for a thin-plate spline of two or more covariates set up by the package's
+# constructor (tp_construct()), whose rows on the data, when computed from knots (more distinct
+# points than mgcv's max.knots), are built and kept in Rust, as spline_con_rust() keeps cubic
+# splines': the steps of mgcv::smoothCon(absorb.cons = FALSE) on one smooth without `by`, then the
+# constraint absorbed (absorb_row_stats()). NULL where smooth_con()'s usual route applies.
+tp_con_rust <- function(spec, data, knots) {
+  if (!identical(class(spec), "tp.smooth.spec") || !identical(spec$by, "NA") || spec$dim < 2L ||
+        !is.null(spec$sp) || !is.null(spec$id) || !is.null(spec$point.con)) {
+    return(NULL)
+  }
+  dk <- utils::getFromNamespace("ExtractData", "mgcv")(spec, data, knots)
+  if (!is.null(attr(dk$data, "index"))) return(NULL)
+  sm <- tp_construct(spec, dk$data, dk$knots, rust_rows = TRUE)
+  if (is.null(sm)) return(NULL)
+  class(sm) <- c(class(sm), "mgcv.smooth")
+  sm[c("plot.me", "side.constrain", "repara")] <- list(TRUE, TRUE, TRUE)
+  if (isTRUE(spec$fixed)) sm$S <- NULL
+  sm$S.scale <- rep(1, length(sm$S))
+  absorb_row_stats(sm, if (inherits(sm$X, "nce_rust_block")) sm$X else rs(nce_basis_stats(sm$X, FALSE)))
 }
 
 # Frees now the Rust-held rows among a set-up's blocks (R would free them only when it next

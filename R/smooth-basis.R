@@ -118,12 +118,7 @@ tp_construct <- function(object, data, knots, rust_rows = FALSE) {
   object$drop.null <- 0
   # mgcv's class, with the rows of predictions evaluated in Rust (Predict.matrix.ncetprs.smooth()).
   class(object) <- c("ncetprs.smooth", "tprs.smooth")
-  if (inherits(stats, "nce_rust_block")) {
-    stats$scale <- NULL
-    object$X <- stats
-  } else {
-    object$X <- rs(nce_scale_absorb(xmat, w, NULL, threads))
-  }
+  object$X <- if (inherits(stats, "nce_rust_block")) stats else rs(nce_scale_absorb(xmat, w, NULL, threads))
   object
 }
 

@@ -257,9 +257,6 @@ fn nce_block_absorb(ptr: Robj, householder: Robj) -> Robj {
         let v = real_slice(&householder, "householder")?;
         let mut ptr = ptr;
         let b = rows_block_mut(&mut ptr, "ptr")?;
-        if b.data.len() != b.nrow * b.ncol {
-            return Err(NceError::invalid("ptr", "holds a block that was released"));
-        }
         absorb_in_place(&mut b.data, b.nrow, b.ncol, v)?;
         b.ncol -= 1;
         Ok(Robj::from(b.ncol as i32))
@@ -302,9 +299,6 @@ fn nce_block_drop(ptr: Robj, cols: Robj) -> Robj {
     guard(|| {
         let mut ptr = ptr;
         let b = rows_block_mut(&mut ptr, "ptr")?;
-        if b.data.len() != b.nrow * b.ncol {
-            return Err(NceError::invalid("ptr", "holds a block that was released"));
-        }
         let drop = zero_based(&cols, "cols", b.ncol)?;
         let n = b.nrow;
         let mut kept = 0;

@@ -156,12 +156,17 @@ pub fn rows_block<'a>(x: &'a Robj, arg: &str) -> Res<&'a RowsBlock> {
     Ok(b)
 }
 
-/// The rows block behind an external pointer, to change (absorb a constraint, release).
+/// The rows block behind an external pointer, to change (absorb a constraint, drop columns,
+/// release); refused, as by `rows_block`, once released.
 pub fn rows_block_mut<'a>(x: &'a mut Robj, arg: &str) -> Res<&'a mut RowsBlock> {
     let p: &mut ExternalPtr<RowsBlock> = x
         .try_into()
         .map_err(|_| NceError::invalid(arg, "must hold a block built by the package"))?;
-    Ok(p)
+    let b: &mut RowsBlock = p;
+    if b.data.len() != b.nrow * b.ncol {
+        return Err(NceError::invalid(arg, "holds a block that was released"));
+    }
+    Ok(b)
 }
 
 /// The columns of `matrix_blocks`, in order, and their common number of rows.
