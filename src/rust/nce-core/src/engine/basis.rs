@@ -4,6 +4,7 @@
 //!
 //! Matrices are column-major slices, as R stores them.
 
+use crate::engine::tile_product::{PackedB, TileIsa, TileJob};
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DMatrixView, SymmetricEigen};
 use rand::{Rng, SeedableRng};
@@ -281,21 +282,23 @@ impl Eta {
     }
 
     /// eta at each squared distance of `r2`, into `out`. For even d the logarithm is
-    /// [`ln_fast`] (within a few ulp of `ln`), which lets the loop vectorise.
+    /// [`ln_fast`] (within a few ulp of `ln`), which lets the loop vectorise; `FMA` fuses its
+    /// multiply-adds (the builds for CPUs with FMA).
     #[inline(always)]
-    pub fn fill(&self, r2: &[f64], out: &mut [f64]) {
+    pub fn fill<const FMA: bool>(&self, r2: &[f64], out: &mut [f64]) {
         if self.even {
-            let half = self.factor * 0.5;
-            let p = self.power / 2;
-            for (o, &v) in out.iter_mut().zip(r2) {
-                let pw = if p == 1 { v } else { v.powi(p) };
-                let e = half * ln_fast(v) * pw;
-                *o = if v > 0.0 { e } else { 0.0 };
-            }
+            // The usual case (2m - d = 2, as d = 2 with m = 2) with no power to take.
+            let tiny = if self.power == 2 {
+                self.fill_even::<FMA, true>(r2, out)
+            } else {
+                self.fill_even::<FMA, false>(r2, out)
+            };
             // Subnormal squared distances (points ~1e-154 apart): the exact logarithm.
-            for (o, &v) in out.iter_mut().zip(r2) {
-                if v > 0.0 && v < f64::MIN_POSITIVE {
-                    *o = self.of_r2(v);
+            if tiny {
+                for (o, &v) in out.iter_mut().zip(r2) {
+                    if v > 0.0 && v < f64::MIN_POSITIVE {
+                        *o = self.of_r2(v);
+                    }
                 }
             }
         } else {
@@ -303,6 +306,22 @@ impl Eta {
                 *o = self.of_r2(v);
             }
         }
+    }
+
+    /// `fill` for even d (`SQUARE`: 2m - d = 2); whether any squared distance was subnormal
+    /// (a flag the loop can vectorise, where an early exit could not).
+    #[inline(always)]
+    fn fill_even<const FMA: bool, const SQUARE: bool>(&self, r2: &[f64], out: &mut [f64]) -> bool {
+        let half = self.factor * 0.5;
+        let p = self.power / 2;
+        let mut tiny = false;
+        for (o, &v) in out.iter_mut().zip(r2) {
+            let pw = if SQUARE { v } else { v.powi(p) };
+            let e = half * ln_fast::<FMA>(v) * pw;
+            *o = if v > 0.0 { e } else { 0.0 };
+            tiny |= v > 0.0 && v < f64::MIN_POSITIVE;
+        }
+        tiny
     }
 
     /// eta at squared distance `r2` (0 at r = 0, as mgcv).
@@ -323,14 +342,28 @@ impl Eta {
 /// Natural logarithm of a positive normal double, branch-free: x = 2^e m with m in
 /// [sqrt(1/2), sqrt(2)), ln x = e ln 2 + 2 atanh((m - 1) / (m + 1)), the series summed to
 /// s^23 (|s| <= 0.172, truncation below 1e-17). Zero, subnormal and non-finite inputs give
-/// values the caller must not use (eta masks r = 0; points are checked finite).
+/// values the caller must not use (eta masks r = 0; points are checked finite). `FMA` fuses
+/// the series' multiply-adds (one rounding each instead of two; both within 4 ulp of `ln`).
 #[inline(always)]
-pub fn ln_fast(x: f64) -> f64 {
+pub fn ln_fast<const FMA: bool>(x: f64) -> f64 {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     // 2^52 + the biased exponent, less 2^52: the exponent as a double by bit operations and
     // one subtraction (exact), which vectorises where an integer-to-double conversion does not.
     const TWO52: f64 = 4_503_599_627_370_496.0;
+    const COEF: [f64; 10] = [
+        1.0 / 21.0,
+        1.0 / 19.0,
+        1.0 / 17.0,
+        1.0 / 15.0,
+        1.0 / 13.0,
+        1.0 / 11.0,
+        1.0 / 9.0,
+        1.0 / 7.0,
+        1.0 / 5.0,
+        1.0 / 3.0,
+    ];
+    let madd = |a: f64, b: f64, c: f64| if FMA { a.mul_add(b, c) } else { a * b + c };
     let bits = x.to_bits();
     let eb = f64::from_bits(0x4330_0000_0000_0000 | ((bits >> 52) & 0x7ff)) - TWO52;
     let m0 = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
@@ -340,18 +373,11 @@ pub fn ln_fast(x: f64) -> f64 {
     let s = (m - 1.0) / (m + 1.0);
     let z = s * s;
     let mut p = 1.0 / 23.0;
-    p = p * z + 1.0 / 21.0;
-    p = p * z + 1.0 / 19.0;
-    p = p * z + 1.0 / 17.0;
-    p = p * z + 1.0 / 15.0;
-    p = p * z + 1.0 / 13.0;
-    p = p * z + 1.0 / 11.0;
-    p = p * z + 1.0 / 9.0;
-    p = p * z + 1.0 / 7.0;
-    p = p * z + 1.0 / 5.0;
-    p = p * z + 1.0 / 3.0;
+    for c in COEF {
+        p = madd(p, z, c);
+    }
     let tail = 2.0 * s * z * p;
-    e * LN2_HI + (2.0 * s + (tail + e * LN2_LO))
+    madd(e, LN2_HI, 2.0 * s + madd(e, LN2_LO, tail))
 }
 
 fn check_points(x: &[f64], n: usize, d: usize, arg: &str) -> Result<()> {
@@ -414,10 +440,17 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
     }
     let uzm = DMatrix::from_column_slice(nu + mm, k, uz);
     // Row blocks in parallel; within a block, the knots in chunks whose radial block stays in
-    // cache, each multiplied into the block's rows of the result at once (no nb x nu matrix).
+    // cache, each multiplied into the block's rows of the result at once (no nb x nu matrix),
+    // by register tiles that read the radial block where it lies (tile_product).
     const BLOCK: usize = 256;
     const KNOTS: usize = 256;
     let simd = radial_simd();
+    let isa = match simd {
+        Simd::None => TileIsa::Portable,
+        Simd::Avx2 => TileIsa::Avx2,
+        Simd::Avx512 => TileIsa::Avx512,
+    };
+    let uzp = PackedB::new(uz, nu + mm, 0, nu, k, isa.nr());
     let blocks: Vec<DMatrix<f64>> = (0..n.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
@@ -440,7 +473,17 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
                     kc,
                 };
                 part.fill_with(simd, &eta, &mut bm.as_mut_slice()[..nb * kc]);
-                acc.gemm(1.0, &bm.columns(0, kc), &uzm.rows(j0, kc), 1.0);
+                TileJob {
+                    a: bm.as_slice(),
+                    lda: nb,
+                    nrows: nb,
+                    kc,
+                    b: &uzp,
+                    j0,
+                    c: acc.as_mut_slice(),
+                    ldc: nb,
+                }
+                .run(isa);
             }
             let mut tm = DMatrix::<f64>::zeros(nb, mm);
             for (p, pw) in powers.iter().enumerate() {
@@ -473,9 +516,10 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
 }
 
 /// Which build of the radial kernel runs: AVX-512 (with rustc >= 1.89, see build.rs), AVX2 or
-/// portable (NCE_NO_SIMD set, or the CPU lacks them). Every build does the same IEEE
-/// operations (no contraction into FMA without fast-math), so the basis is bit-identical;
-/// they differ only in the number of lanes the compiler vectorises over.
+/// portable (NCE_NO_SIMD set, or the CPU lacks them). The two vector builds do the same IEEE
+/// operations, fused multiply-adds included, so their bases are bit-identical (they differ in
+/// the number of lanes only); the portable build rounds each multiply and add (within a few
+/// ulp of the others).
 #[derive(Clone, Copy, PartialEq)]
 enum Simd {
     None,
@@ -525,7 +569,7 @@ impl RadialBlock<'_> {
     /// eta(|x_i - xu_j|) into `out` ((hi - lo) x kc, column-major), one knot (column) at a time
     /// over contiguous rows, so the loops vectorise.
     #[inline(always)]
-    fn fill_body(&self, eta: &Eta, out: &mut [f64]) {
+    fn fill_body<const FMA: bool>(&self, eta: &Eta, out: &mut [f64]) {
         let nb = self.hi - self.lo;
         let mut r2 = vec![0.0; nb];
         for (c, col) in out.chunks_exact_mut(nb).take(self.kc).enumerate() {
@@ -539,24 +583,24 @@ impl RadialBlock<'_> {
                     *acc += z * z;
                 }
             }
-            eta.fill(&r2, col);
+            eta.fill::<FMA>(&r2, col);
         }
     }
 
     fn fill(&self, eta: &Eta, out: &mut [f64]) {
-        self.fill_body(eta, out);
+        self.fill_body::<false>(eta, out);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn fill_avx2(&self, eta: &Eta, out: &mut [f64]) {
-        self.fill_body(eta, out);
+        self.fill_body::<true>(eta, out);
     }
 
     #[cfg(all(target_arch = "x86_64", nce_avx512))]
-    #[target_feature(enable = "avx512f,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512dq,fma")]
     unsafe fn fill_avx512(&self, eta: &Eta, out: &mut [f64]) {
-        self.fill_body(eta, out);
+        self.fill_body::<true>(eta, out);
     }
 
     /// The build `simd` says.
@@ -948,14 +992,19 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         for _ in 0..100_000 {
             let x = (rng.gen::<f64>() * 80.0 - 40.0).exp();
-            let (a, b) = (ln_fast(x), x.ln());
+            let (a, b) = (ln_fast::<false>(x), x.ln());
+            let f = ln_fast::<true>(x);
+            assert!(
+                (f - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0),
+                "{x}: {f} vs {b}"
+            );
             assert!(
                 (a - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0),
                 "{x}: {a} vs {b}"
             );
         }
         for x in [1.0, 2.0, 0.5, std::f64::consts::SQRT_2, 1e-300, 1e300] {
-            assert!((ln_fast(x) - x.ln()).abs() <= 4.0 * f64::EPSILON * x.ln().abs().max(1.0));
+            assert!((ln_fast::<false>(x) - x.ln()).abs() <= 4.0 * f64::EPSILON * x.ln().abs().max(1.0));
         }
     }
 
@@ -985,9 +1034,19 @@ mod tests {
         let mut plain = vec![0.0; 287 * 60];
         part.fill(&eta, &mut plain);
         let mut fast = vec![1.0; 287 * 60];
-        part.fill_with(radial_simd(), &eta, &mut fast);
-        assert!(plain.iter().zip(&fast).all(|(a, b)| a.to_bits() == b.to_bits()));
+        let simd = radial_simd();
+        part.fill_with(simd, &eta, &mut fast);
+        let scale = plain.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        assert!(plain.iter().zip(&fast).all(|(a, b)| (a - b).abs() <= 1e-14 * scale));
         assert_eq!(plain[2 + 287 * 2], 0.0);
+        assert_eq!(fast[2 + 287 * 2], 0.0);
+        // The AVX2 build against the AVX-512 one, where the CPU has both: the same bits.
+        #[cfg(target_arch = "x86_64")]
+        if simd == Simd::Avx512 {
+            let mut avx2 = vec![2.0; 287 * 60];
+            part.fill_with(Simd::Avx2, &eta, &mut avx2);
+            assert!(avx2.iter().zip(&fast).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
     }
 
     #[test]

@@ -20,3 +20,4 @@ pub mod rounding;
 mod row_pairs;
 pub mod sandwich;
 pub mod shards;
+mod tile_product;
