@@ -294,7 +294,7 @@ impl Eta {
                 self.fill_even::<FMA, false>(r2, out)
             };
             // Subnormal squared distances (points ~1e-154 apart): the exact logarithm.
-            if tiny {
+            if !FMA || tiny {
                 for (o, &v) in out.iter_mut().zip(r2) {
                     if v > 0.0 && v < f64::MIN_POSITIVE {
                         *o = self.of_r2(v);
@@ -308,20 +308,24 @@ impl Eta {
         }
     }
 
-    /// `fill` for even d (`SQUARE`: 2m - d = 2); whether any squared distance was subnormal
-    /// (a flag the loop can vectorise, where an early exit could not).
+    /// `fill` for even d (`SQUARE`: 2m - d = 2, no power to take); with `FMA`, whether any
+    /// squared distance was subnormal, as an integer flag (an early exit, or a float reduction,
+    /// would keep the loop from vectorising; the portable build does not vectorise it with the
+    /// flag either, so it checks each value afterwards instead, and this returns false).
     #[inline(always)]
     fn fill_even<const FMA: bool, const SQUARE: bool>(&self, r2: &[f64], out: &mut [f64]) -> bool {
         let half = self.factor * 0.5;
         let p = self.power / 2;
-        let mut tiny = false;
+        let mut tiny = 0u64;
         for (o, &v) in out.iter_mut().zip(r2) {
             let pw = if SQUARE { v } else { v.powi(p) };
             let e = half * ln_fast::<FMA>(v) * pw;
             *o = if v > 0.0 { e } else { 0.0 };
-            tiny |= v > 0.0 && v < f64::MIN_POSITIVE;
+            if FMA {
+                tiny |= (v > 0.0 && v < f64::MIN_POSITIVE) as u64;
+            }
         }
-        tiny
+        tiny != 0
     }
 
     /// eta at squared distance `r2` (0 at r = 0, as mgcv).

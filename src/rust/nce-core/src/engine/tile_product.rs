@@ -51,7 +51,7 @@ impl TileIsa {
     /// The tile's column count, which `PackedB` pads to.
     pub fn nr(self) -> usize {
         match self {
-            TileIsa::Portable => 4,
+            TileIsa::Portable => 2,
             TileIsa::Avx2 => 6,
             TileIsa::Avx512 => 10,
         }
@@ -83,7 +83,7 @@ impl TileJob<'_> {
             #[cfg(all(target_arch = "x86_64", nce_avx512))]
             // SAFETY: the caller checked that the CPU has AVX-512F.
             TileIsa::Avx512 => unsafe { self.run_avx512() },
-            _ => self.run_tiles::<4, 4, false>(),
+            _ => self.run_tiles::<4, 2, false>(),
         }
     }
 
