@@ -144,6 +144,18 @@ struct SplineRow {
 /// Rows per block when a spline basis is filled by blocks of rows in parallel.
 const SPLINE_BLOCK: usize = 2048;
 
+/// `out` (n x k, column-major) cut into blocks of `block` rows, each block's k column slices
+/// together, so that blocks can be written in parallel where they lie.
+fn row_blocks(out: &mut [f64], n: usize, k: usize, block: usize) -> Vec<Vec<&mut [f64]>> {
+    let mut blocks: Vec<Vec<&mut [f64]>> = (0..n.div_ceil(block)).map(|_| Vec::with_capacity(k)).collect();
+    for col in out.chunks_mut(n.max(1)).take(k) {
+        for (b, part) in col.chunks_mut(block).enumerate() {
+            blocks[b].push(part);
+        }
+    }
+    blocks
+}
+
 /// Fill `out` (n x k, column-major) with the rows `row(i)` describes, `m(r, c)` being entry
 /// (r, c) of the spline's matrix: blocks of rows in parallel, each row's terms found once and
 /// each column written in turn (the same values whatever the thread count).
@@ -154,26 +166,23 @@ fn fill_spline_rows(
     row: impl Fn(usize) -> SplineRow + Sync,
     m: impl Fn(usize, usize) -> f64 + Sync,
 ) {
-    let mut blocks: Vec<Vec<&mut [f64]>> = (0..n.div_ceil(SPLINE_BLOCK)).map(|_| Vec::with_capacity(k)).collect();
-    for col in out.chunks_mut(n.max(1)).take(k) {
-        for (b, part) in col.chunks_mut(SPLINE_BLOCK).enumerate() {
-            blocks[b].push(part);
-        }
-    }
-    blocks.into_par_iter().enumerate().for_each(|(b, mut cols)| {
-        let r0 = b * SPLINE_BLOCK;
-        let len = cols.first().map_or(0, |c| c.len());
-        let terms: Vec<SplineRow> = (r0..r0 + len).map(&row).collect();
-        for (c, col) in cols.iter_mut().enumerate() {
-            for (o, t) in col.iter_mut().zip(&terms) {
-                *o = t.weights[0] * m(t.rows[0], c) + t.weights[1] * m(t.rows[1], c);
+    row_blocks(out, n, k, SPLINE_BLOCK)
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(b, mut cols)| {
+            let r0 = b * SPLINE_BLOCK;
+            let len = cols.first().map_or(0, |c| c.len());
+            let terms: Vec<SplineRow> = (r0..r0 + len).map(&row).collect();
+            for (c, col) in cols.iter_mut().enumerate() {
+                for (o, t) in col.iter_mut().zip(&terms) {
+                    *o = t.weights[0] * m(t.rows[0], c) + t.weights[1] * m(t.rows[1], c);
+                }
             }
-        }
-        for (i, t) in terms.iter().enumerate() {
-            cols[t.rows[0]][i] += t.plus[0];
-            cols[t.rows[1]][i] += t.plus[1];
-        }
-    });
+            for (i, t) in terms.iter().enumerate() {
+                cols[t.rows[0]][i] += t.plus[0];
+                cols[t.rows[1]][i] += t.plus[1];
+            }
+        });
 }
 
 /// The order of the thin-plate penalty mgcv uses for `m` in `d` dimensions: `m` itself when
@@ -455,9 +464,12 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
         Simd::Avx512 => TileIsa::Avx512,
     };
     let uzp = PackedB::new(uz, nu + mm, 0, nu, k, isa.nr());
-    let blocks: Vec<DMatrix<f64>> = (0..n.div_ceil(BLOCK))
+    // Each block written where it lies in the result: no second copy of the rows.
+    let mut out = vec![0.0; n * k];
+    row_blocks(&mut out, n, k, BLOCK)
         .into_par_iter()
-        .map(|b| {
+        .enumerate()
+        .for_each(|(b, mut cols)| {
             let lo = b * BLOCK;
             let hi = (lo + BLOCK).min(n);
             let nb = hi - lo;
@@ -504,18 +516,10 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
                 }
             }
             acc.gemm(1.0, &tm, &uzm.rows(nu, mm), 1.0);
-            acc
-        })
-        .collect();
-    let mut out = vec![0.0; n * k];
-    for (b, blk) in blocks.iter().enumerate() {
-        let lo = b * BLOCK;
-        for j in 0..k {
-            for r in 0..blk.nrows() {
-                out[j * n + lo + r] = blk[(r, j)];
+            for (j, col) in cols.iter_mut().enumerate() {
+                col.copy_from_slice(acc.column(j).as_slice());
             }
-        }
-    }
+        });
     Ok(out)
 }
 
