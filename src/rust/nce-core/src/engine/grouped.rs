@@ -276,20 +276,24 @@ impl<'a> GroupedDesign<'a> {
         }
         match &self.a {
             _ if nw == 0 => {}
-            // Eight columns at a time (group_block()).
+            // Sixteen columns at a time, the last ones in one pass (group_block()).
             RowBlock::Dense(ad) => {
                 let mut j0 = 0;
                 while j0 < pa {
                     let (rows_of, aws) = (&rows_of, &mut aws);
-                    j0 += match pa - j0 {
-                        8.. => dense_group_block::<8>(ad, j0, t0..t1, ws, rows_of, aws),
-                        4.. => dense_group_block::<4>(ad, j0, t0..t1, ws, rows_of, aws),
-                        _ => dense_group_block::<1>(ad, j0, t0..t1, ws, rows_of, aws),
-                    };
+                    macro_rules! width {
+                        ($($b:literal)*) => {
+                            match pa - j0 {
+                                $($b => dense_group_block::<$b>(ad, j0, t0..t1, ws, rows_of, aws),)*
+                                _ => dense_group_block::<16>(ad, j0, t0..t1, ws, rows_of, aws),
+                            }
+                        };
+                    }
+                    j0 += width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
                 }
             }
             // Term by term, so that one term's distinct rows stay in cache; a mapped
-            // term's columns eight (four, one) at a time, as the dense block.
+            // term's columns all at once (16 at a time in wider terms).
             RowBlock::Discrete(ad) => {
                 for term in 0..ad.nterms() {
                     let (o, pt) = ad.term_cols(term);
@@ -299,11 +303,17 @@ impl<'a> GroupedDesign<'a> {
                         while j < pt {
                             let (rows_of, aws) = (&rows_of, &mut aws);
                             let at = (o, j);
-                            j += match pt - j {
-                                8.. => mapped_group_block::<8>(&table, at, t0..t1, ws, rows_of, aws),
-                                4.. => mapped_group_block::<4>(&table, at, t0..t1, ws, rows_of, aws),
-                                _ => mapped_group_block::<1>(&table, at, t0..t1, ws, rows_of, aws),
-                            };
+                            // A term of up to 16 columns in one pass over its rows (each pass
+                            // reads every row's index and weights again).
+                            macro_rules! width {
+                                ($($b:literal)*) => {
+                                    match pt - j {
+                                        $($b => mapped_group_block::<$b>(&table, at, t0..t1, ws, rows_of, aws),)*
+                                        _ => mapped_group_block::<16>(&table, at, t0..t1, ws, rows_of, aws),
+                                    }
+                                };
+                            }
+                            j += width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
                         }
                         continue;
                     }
