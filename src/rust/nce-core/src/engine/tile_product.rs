@@ -33,7 +33,7 @@ impl PackedB {
         PackedB { data, kp, k, rows, nr }
     }
 
-    /// Rows j0..j0 + len.
+    /// The rows from j0 on.
     fn rows_from(&self, j0: usize) -> &[f64] {
         &self.data[j0 * self.kp..]
     }
@@ -152,6 +152,7 @@ fn tile<const MR: usize, const NR: usize, const FMA: bool>(
     b: &[f64],
     kp: usize,
 ) -> [[f64; MR]; NR] {
+    const { assert!(NR <= 12, "tile! names 12 accumulators") };
     macro_rules! tile {
         ($($acc:ident $q:literal),*) => {{
             $(let mut $acc = [0.0f64; MR];)*
