@@ -4,7 +4,8 @@
 //!
 //! Matrices are column-major slices, as R stores them.
 
-use crate::engine::tile_product::{PackedB, TileIsa, TileJob};
+use crate::engine::simd::{simd, Simd};
+use crate::engine::tile_product::{PackedB, TileJob};
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DMatrixView, SymmetricEigen};
 use rand::{Rng, SeedableRng};
@@ -457,13 +458,8 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
     // by register tiles that read the radial block where it lies (tile_product).
     const BLOCK: usize = 256;
     const KNOTS: usize = 256;
-    let simd = radial_simd();
-    let isa = match simd {
-        Simd::None => TileIsa::Portable,
-        Simd::Avx2 => TileIsa::Avx2,
-        Simd::Avx512 => TileIsa::Avx512,
-    };
-    let uzp = PackedB::new(uz, nu + mm, 0, nu, k, isa.nr());
+    let simd = simd();
+    let uzp = PackedB::new(uz, nu + mm, 0, nu, k, simd);
     // Each block written where it lies in the result: no second copy of the rows.
     let mut out = vec![0.0; n * k];
     row_blocks(&mut out, n, k, BLOCK)
@@ -499,7 +495,7 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
                     c: acc.as_mut_slice(),
                     ldc: nb,
                 }
-                .run(isa);
+                .run(simd);
             }
             let mut tm = DMatrix::<f64>::zeros(nb, mm);
             for (p, pw) in powers.iter().enumerate() {
@@ -521,43 +517,6 @@ pub fn tprs_predict(x: &[f64], n: usize, basis: &TprsBasis) -> Result<Vec<f64>> 
             }
         });
     Ok(out)
-}
-
-/// Which build of the radial kernel runs: AVX-512 (with rustc >= 1.89, see build.rs), AVX2 or
-/// portable (NCE_NO_SIMD set, or the CPU lacks them). The two vector builds do the same IEEE
-/// operations, fused multiply-adds included, so their bases are bit-identical (they differ in
-/// the number of lanes only); the portable build rounds each multiply and add (within a few
-/// ulp of the others).
-#[derive(Clone, Copy, PartialEq)]
-enum Simd {
-    None,
-    Avx2,
-    Avx512,
-}
-
-fn radial_simd() -> Simd {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static SIMD: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
-        *SIMD.get_or_init(|| {
-            if std::env::var_os("NCE_NO_SIMD").is_some() {
-                Simd::None
-            } else if cfg!(nce_avx512)
-                && std::is_x86_feature_detected!("avx512f")
-                && std::is_x86_feature_detected!("avx512dq")
-            {
-                Simd::Avx512
-            } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                Simd::Avx2
-            } else {
-                Simd::None
-            }
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        Simd::None
-    }
 }
 
 /// Rows lo..hi of the points `x` (n x d) against knots j0..j0+kc of `xu` (nu x d).
@@ -611,11 +570,11 @@ impl RadialBlock<'_> {
         self.fill_body::<true>(eta, out);
     }
 
-    /// The build `simd` says.
+    /// The build `simd` says (see engine::simd).
     fn fill_with(&self, simd: Simd, eta: &Eta, out: &mut [f64]) {
         match simd {
             #[cfg(all(target_arch = "x86_64", nce_avx512))]
-            // SAFETY: radial_simd() checked that the CPU has these instructions.
+            // SAFETY: simd() checked that the CPU has these instructions.
             Simd::Avx512 => unsafe { self.fill_avx512(eta, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
@@ -630,7 +589,7 @@ pub fn tprs_e(xu: &[f64], nu: usize, d: usize, m: usize) -> Result<DMatrix<f64>>
     check_points(xu, nu, d, "Xu")?;
     let eta = Eta::new(tprs_order(m, d), d)?;
     let mut e = DMatrix::<f64>::zeros(nu, nu);
-    let simd = radial_simd();
+    let simd = simd();
     e.as_mut_slice().par_chunks_mut(nu).enumerate().for_each(|(j, col)| {
         let part = RadialBlock {
             x: xu,
@@ -1042,7 +1001,7 @@ mod tests {
         let mut plain = vec![0.0; 287 * 60];
         part.fill(&eta, &mut plain);
         let mut fast = vec![1.0; 287 * 60];
-        let simd = radial_simd();
+        let simd = simd();
         part.fill_with(simd, &eta, &mut fast);
         let scale = plain.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         assert!(plain.iter().zip(&fast).all(|(a, b)| (a - b).abs() <= 1e-14 * scale));

@@ -281,15 +281,7 @@ impl<'a> GroupedDesign<'a> {
                 let mut j0 = 0;
                 while j0 < pa {
                     let (rows_of, aws) = (&rows_of, &mut aws);
-                    macro_rules! width {
-                        ($($b:literal)*) => {
-                            match pa - j0 {
-                                $($b => dense_group_block::<$b>(ad, j0, t0..t1, ws, rows_of, aws),)*
-                                _ => dense_group_block::<16>(ad, j0, t0..t1, ws, rows_of, aws),
-                            }
-                        };
-                    }
-                    j0 += width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+                    j0 += by_width!(pa - j0, dense_group_block(ad, j0, t0..t1, ws, rows_of, aws));
                 }
             }
             // Term by term, so that one term's distinct rows stay in cache; a mapped
@@ -303,17 +295,7 @@ impl<'a> GroupedDesign<'a> {
                         while j < pt {
                             let (rows_of, aws) = (&rows_of, &mut aws);
                             let at = (o, j);
-                            // A term of up to 16 columns in one pass over its rows (each pass
-                            // reads every row's index and weights again).
-                            macro_rules! width {
-                                ($($b:literal)*) => {
-                                    match pt - j {
-                                        $($b => mapped_group_block::<$b>(&table, at, t0..t1, ws, rows_of, aws),)*
-                                        _ => mapped_group_block::<16>(&table, at, t0..t1, ws, rows_of, aws),
-                                    }
-                                };
-                            }
-                            j += width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+                            j += by_width!(pt - j, mapped_group_block(&table, at, t0..t1, ws, rows_of, aws));
                         }
                         continue;
                     }
@@ -399,6 +381,21 @@ impl<'a> GroupedDesign<'a> {
         assemble(self.pa(), self.pb(), haa, hbb, hab)
     }
 }
+
+/// `f::<B>(args)` for B = the `width` columns left, at most 16: a term of up to 16 columns in
+/// one pass over its rows (each pass reads every row's index and weights again).
+macro_rules! by_width {
+    ($width:expr, $f:ident $args:tt) => {
+        by_width!(@ $width, $f $args, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $width:expr, $f:ident $args:tt, $($b:literal)*) => {
+        match $width {
+            $($b => $f::<$b> $args,)*
+            _ => $f::<16> $args,
+        }
+    };
+}
+use by_width;
 
 /// Columns c0..c0 + B of the weighted group sums for the groups `ts`, `row(r)` giving row r's
 /// values in those columns: aws[l][(c0 + q) * m + t - t0] = sum over the rows r of group t, in

@@ -20,4 +20,5 @@ pub mod rounding;
 mod row_pairs;
 pub mod sandwich;
 pub mod shards;
+mod simd;
 mod tile_product;

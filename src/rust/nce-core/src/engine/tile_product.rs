@@ -9,9 +9,11 @@
 //! the number of threads; the builds with FMA (AVX2, AVX-512) differ from the portable one only
 //! in rounding (fused multiply-adds).
 
+use crate::engine::simd::Simd;
+
 /// B (kc x k, column-major) as the kernels read it: row-major, its columns padded with zeros to
 /// a multiple of `nr`.
-pub struct PackedB {
+pub(crate) struct PackedB {
     data: Vec<f64>,
     /// Padded width (a multiple of nr).
     kp: usize,
@@ -21,8 +23,10 @@ pub struct PackedB {
 }
 
 impl PackedB {
-    /// Rows `r0..r0 + rows` of `b` (`ldb` rows, `k` columns, column-major).
-    pub fn new(b: &[f64], ldb: usize, r0: usize, rows: usize, k: usize, nr: usize) -> Self {
+    /// Rows `r0..r0 + rows` of `b` (`ldb` rows, `k` columns, column-major), for the tiles of
+    /// the build `simd`.
+    pub(crate) fn new(b: &[f64], ldb: usize, r0: usize, rows: usize, k: usize, simd: Simd) -> Self {
+        let nr = tile_nr(simd);
         let kp = k.div_ceil(nr) * nr;
         let mut data = vec![0.0; rows * kp];
         for j in 0..rows {
@@ -39,29 +43,19 @@ impl PackedB {
     }
 }
 
-/// Which kernels run: the widths of the register tile.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum TileIsa {
-    Portable,
-    Avx2,
-    Avx512,
-}
-
-impl TileIsa {
-    /// The tile's column count, which `PackedB` pads to.
-    pub fn nr(self) -> usize {
-        match self {
-            TileIsa::Portable => 2,
-            TileIsa::Avx2 => 6,
-            TileIsa::Avx512 => 10,
-        }
+/// The register tile's column count in the build `simd`, which `PackedB` pads to.
+fn tile_nr(simd: Simd) -> usize {
+    match simd {
+        Simd::None => 2,
+        Simd::Avx2 => 6,
+        Simd::Avx512 => 10,
     }
 }
 
 /// c[r, col] += sum_j a[j * lda + r] b[j0 + j, col] for rows 0..nrows of the block, the columns
 /// j = 0..kc of `a` (column stride `lda`), and B's rows j0..j0 + kc; `c` is nrows x k,
 /// column-major with stride `ldc`.
-pub struct TileJob<'a> {
+pub(crate) struct TileJob<'a> {
     pub a: &'a [f64],
     pub lda: usize,
     pub nrows: usize,
@@ -73,16 +67,16 @@ pub struct TileJob<'a> {
 }
 
 impl TileJob<'_> {
-    /// Run on the kernels of `isa` (which the caller has checked the CPU has).
-    pub fn run(self, isa: TileIsa) {
-        debug_assert!(self.j0 + self.kc <= self.b.rows && self.b.nr == isa.nr());
-        match isa {
+    /// Run on the kernels of `simd` (a build engine::simd found the CPU has).
+    pub(crate) fn run(self, simd: Simd) {
+        debug_assert!(self.j0 + self.kc <= self.b.rows && self.b.nr == tile_nr(simd));
+        match simd {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the caller checked that the CPU has AVX2 and FMA.
-            TileIsa::Avx2 => unsafe { self.run_avx2() },
+            // SAFETY: engine::simd found AVX2 and FMA.
+            Simd::Avx2 => unsafe { self.run_avx2() },
             #[cfg(all(target_arch = "x86_64", nce_avx512))]
-            // SAFETY: the caller checked that the CPU has AVX-512F.
-            TileIsa::Avx512 => unsafe { self.run_avx512() },
+            // SAFETY: engine::simd found AVX-512F, AVX-512DQ and FMA.
+            Simd::Avx512 => unsafe { self.run_avx512() },
             _ => self.run_tiles::<4, 2, false>(),
         }
     }
@@ -179,21 +173,7 @@ fn tile<const MR: usize, const NR: usize, const FMA: bool>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn isas() -> Vec<TileIsa> {
-        let mut v = vec![TileIsa::Portable];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                v.push(TileIsa::Avx2);
-            }
-            if cfg!(nce_avx512) && std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512dq")
-            {
-                v.push(TileIsa::Avx512);
-            }
-        }
-        v
-    }
+    use crate::engine::simd::available;
 
     #[test]
     fn matches_a_plain_product() {
@@ -202,8 +182,8 @@ mod tests {
         let a: Vec<f64> = (0..lda * kc).map(|i| ((i * 7 % 19) as f64 - 9.0) / 7.0).collect();
         let b: Vec<f64> = (0..ldb * k).map(|i| ((i * 5 % 17) as f64 - 8.0) / 3.0).collect();
         let j0 = 4;
-        for isa in isas() {
-            let pb = PackedB::new(&b, ldb, 2, 27, k, isa.nr());
+        for simd in available() {
+            let pb = PackedB::new(&b, ldb, 2, 27, k, simd);
             let ldc = nrows + 3;
             let mut c = vec![1.0; ldc * k];
             TileJob {
@@ -216,14 +196,14 @@ mod tests {
                 c: &mut c,
                 ldc,
             }
-            .run(isa);
+            .run(simd);
             for col in 0..k {
                 for r in 0..nrows {
                     let want: f64 = 1.0 + (0..kc).map(|j| a[j * lda + r] * b[col * ldb + 2 + j0 + j]).sum::<f64>();
                     let got = c[col * ldc + r];
                     assert!(
                         (got - want).abs() <= 1e-12 * want.abs().max(1.0),
-                        "{isa:?} {r} {col}: {got} {want}"
+                        "{simd:?} {r} {col}: {got} {want}"
                     );
                 }
                 for r in nrows..ldc {

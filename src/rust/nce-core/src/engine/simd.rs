@@ -1,0 +1,53 @@
+//! Which vector build of the thin-plate kernels runs (the radial block in basis.rs, the register
+//! tiles in tile_product.rs): AVX-512 (with rustc >= 1.89, see build.rs), AVX2 or portable
+//! (NCE_NO_SIMD set, or the CPU lacks them). The two vector builds do the same IEEE operations,
+//! fused multiply-adds included, so their results are bit-identical (they differ in the number
+//! of lanes only); the portable build rounds each multiply and add (within a few ulp of them).
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Simd {
+    None,
+    Avx2,
+    Avx512,
+}
+
+/// The build this process runs, decided once.
+pub(crate) fn simd() -> Simd {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static SIMD: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+        *SIMD.get_or_init(|| {
+            if std::env::var_os("NCE_NO_SIMD").is_some() {
+                Simd::None
+            } else {
+                *available().last().unwrap_or(&Simd::None)
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Simd::None
+    }
+}
+
+/// Every build the CPU can run, the portable one first and the widest last (NCE_NO_SIMD not
+/// consulted: the tests compare the builds).
+pub(crate) fn available() -> Vec<Simd> {
+    let mut v = vec![Simd::None];
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = std::is_x86_feature_detected!("fma");
+        if fma && std::is_x86_feature_detected!("avx2") {
+            v.push(Simd::Avx2);
+        }
+        // The AVX-512 builds fuse multiply-adds too.
+        if cfg!(nce_avx512)
+            && fma
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512dq")
+        {
+            v.push(Simd::Avx512);
+        }
+    }
+    v
+}
