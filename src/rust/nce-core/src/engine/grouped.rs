@@ -13,7 +13,7 @@ use crate::engine::irls::{GlmFit, Problem};
 use crate::engine::penalty::PenaltySet;
 use crate::engine::pirls::{self, Cand};
 use crate::engine::reml::{
-    offset_only_intercept, optimise, rho_from_diagonal, start_weights, weight_derivs, Derivs, RemlControl, RemlFit,
+    offset_only_intercept, optimise, rho_from_diagonal, start_weights, weight_derivs_rows, Derivs, RemlControl, RemlFit,
 };
 use crate::error::{NceError, Result};
 use crate::linalg::aliased_columns;
@@ -844,9 +844,9 @@ impl<D: FreeRows + ?Sized> FreeCtx<'_, D> {
     }
 
     /// X theta (no offset) for theta = (beta, alpha).
-    fn lin(&self, theta: &[f64]) -> Vec<f64> {
+    fn lin(&self, theta: &[f64], mut eta: Vec<f64>) -> Vec<f64> {
         let pa = self.pa();
-        let mut eta = vec![0.0; self.gd.n_rows()];
+        eta.resize(self.gd.n_rows(), 0.0);
         self.gd.a_eta(&theta[..pa], &mut eta);
         let alpha = &theta[pa..];
         let group = self.gd.row_groups();
@@ -919,8 +919,8 @@ impl<D: FreeRows + ?Sized> pirls::NewtonModel for FreeCtx<'_, D> {
     fn deviance(&self, objective: f64) -> f64 {
         2.0 * (self.sat - objective)
     }
-    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>) -> Cand {
-        let eta = self.lin(&theta);
+    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>, eta: Vec<f64>) -> Cand {
+        let eta = self.lin(&theta, eta);
         pirls::point(self.prob, Some(s), theta, eta)
     }
     fn system(&self, s: &DMatrix<f64>, w: &[f64], v: &[f64]) -> Result<(Eliminated, DVector<f64>)> {
@@ -972,7 +972,7 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
             return Err(NceError::Numerical("the REML score is not finite".into()));
         }
         let prob = self.prob;
-        let mu = c.eta.iter().map(|&e| prob.family.mean(e)).collect();
+        let mu = c.eta.par_iter().map(|&e| prob.family.mean(e)).collect();
         Ok(FreePoint {
             rho: rho.to_vec(),
             beta: c.beta,
@@ -990,20 +990,17 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
     /// elimination and tr(H^{-1} dH_k H^{-1} dH_j) on the transformed arrows (see `Eliminated`).
     fn derivs(&self, pt: &FreePoint) -> Result<Derivs> {
         let (pens, prob) = (self.pens, self.prob);
-        let (n, m, pa, ng) = (self.gd.n_rows(), pens.len(), self.pa(), self.ng());
+        let (m, pa, ng) = (pens.len(), self.pa(), self.ng());
         let h = &pt.h;
         let beta = DVector::from_column_slice(&pt.beta[..pa]);
         let lam: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
-        let (mut w1, mut w2) = (vec![0.0; n], vec![0.0; n]);
-        for r in 0..n {
-            (w1[r], w2[r]) = weight_derivs(prob.family, prob.y[r], pt.mu[r], prob.prior_weights[r]);
-        }
+        let (w1, w2) = weight_derivs_rows(prob, &pt.mu);
         let ld = pens.log_det(&pt.rho)?;
         let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
         let bj: Vec<DVector<f64>> = (0..m).map(|j| self.solve_beta(h, &sb[j]) * (-lam[j])).collect();
         // At most m + 3 row vectors at once (as reml::Ctx::derivs): the pair sums with w2 lev
         // are taken before the linear predictors X b_j are scaled in place by w1.
-        let mut ej: Vec<Vec<f64>> = bj.iter().map(|b| self.lin(b.as_slice())).collect();
+        let mut ej: Vec<Vec<f64>> = bj.iter().map(|b| self.lin(b.as_slice(), Vec::new())).collect();
         let lev = self.leverages(h);
         let w2lev: Vec<f64> = w2.iter().zip(&lev).map(|(a, b)| a * b).collect();
         drop(w2);

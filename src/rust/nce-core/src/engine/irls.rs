@@ -46,8 +46,8 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
     let sat = prob.saturated_loglik();
     let deviance = |obj: f64| 2.0 * (sat - obj);
 
-    let evaluate = |beta: Vec<f64>| pirls::evaluate(d, prob, prob.penalty, beta);
-    let mut current = prob.start.map(|b| evaluate(b.to_vec()));
+    let evaluate = |beta: Vec<f64>, eta: Vec<f64>| pirls::evaluate(d, prob, prob.penalty, beta, eta);
+    let mut current = prob.start.map(|b| evaluate(b.to_vec(), Vec::new()));
     let mut eta = match &current {
         Some(c) => c.eta.clone(),
         None => pirls::initial_eta(prob),
@@ -82,7 +82,7 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
         for (k, &j) in keep.iter().enumerate() {
             beta[j] = sol[k];
         }
-        let mut cand = evaluate(beta);
+        let mut cand = evaluate(beta, Vec::new());
         if let Some(cur) = &current {
             // Step halving: never accept a worse (or non-finite) objective.
             cand = match pirls::halve(cur, cand, ctrl.max_halving, evaluate) {
@@ -98,7 +98,7 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
             }
         } else if !cand.objective.is_finite() {
             // A bad first step from the response-based start: restart from beta = 0.
-            cand = evaluate(vec![0.0; p]);
+            cand = evaluate(vec![0.0; p], cand.eta);
             if !cand.objective.is_finite() {
                 return Err(NceError::Numerical(
                     "the objective is not finite at the starting values".into(),

@@ -182,9 +182,17 @@ pub(crate) struct Cand {
     pub objective: f64,
 }
 
-/// The point at `beta`.
-pub(crate) fn evaluate<D: Design>(d: &D, prob: &Problem, s: Option<&DMatrix<f64>>, beta: Vec<f64>) -> Cand {
-    let mut eta = vec![0.0; d.nrow()];
+/// The point at `beta`, its linear predictor written into `eta` (a spare n-vector of any
+/// content, or empty: reusing a rejected point's vector spares a page-faulted allocation of n
+/// rows per step).
+pub(crate) fn evaluate<D: Design>(
+    d: &D,
+    prob: &Problem,
+    s: Option<&DMatrix<f64>>,
+    beta: Vec<f64>,
+    mut eta: Vec<f64>,
+) -> Cand {
+    eta.resize(d.nrow(), 0.0);
     d.linear_predictor(&beta, &mut eta);
     point(prob, s, beta, eta)
 }
@@ -226,12 +234,13 @@ pub(crate) fn point(prob: &Problem, s: Option<&DMatrix<f64>>, theta: Vec<f64>, m
 }
 
 /// Step halving: move `cand` half-way back to `cur` until its objective is finite and not
-/// worse. None when `max_halving` halvings did not get there.
+/// worse. None when `max_halving` halvings did not get there. `evaluate` takes the
+/// coefficients and a spare linear-predictor vector (the rejected point's).
 pub(crate) fn halve(
     cur: &Cand,
     mut cand: Cand,
     max_halving: usize,
-    evaluate: impl Fn(Vec<f64>) -> Cand,
+    evaluate: impl Fn(Vec<f64>, Vec<f64>) -> Cand,
 ) -> Option<Cand> {
     let acceptable = |c: &Cand| c.objective.is_finite() && c.objective >= cur.objective - 1e-12 * cur.objective.abs();
     for _ in 0..max_halving {
@@ -239,7 +248,7 @@ pub(crate) fn halve(
             return Some(cand);
         }
         let half: Vec<f64> = cur.beta.iter().zip(&cand.beta).map(|(a, b)| 0.5 * (a + b)).collect();
-        cand = evaluate(half);
+        cand = evaluate(half, cand.eta);
     }
     acceptable(&cand).then_some(cand)
 }
@@ -251,7 +260,8 @@ pub(crate) trait NewtonModel {
     fn prob(&self) -> &Problem<'_>;
     fn ncoef(&self) -> usize;
     fn deviance(&self, objective: f64) -> f64;
-    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>) -> Cand;
+    /// The point at `theta`, its linear predictor written into the spare vector `eta`.
+    fn evaluate(&self, s: &DMatrix<f64>, theta: Vec<f64>, eta: Vec<f64>) -> Cand;
     /// H = X'WX + S and X'v for the working weights w and working vector v.
     fn system(&self, s: &DMatrix<f64>, w: &[f64], v: &[f64]) -> Result<(Self::Hessian, DVector<f64>)>;
     /// An error naming the first aliased coefficient (checked on the first Hessian).
@@ -274,20 +284,28 @@ pub(crate) fn newton<M: NewtonModel>(
 ) -> Result<(Cand, M::Hessian, Convergence)> {
     let p = m.ncoef();
     let mut current: Option<Cand> = start.and_then(|b| {
-        let c = m.evaluate(s, b.to_vec());
+        let c = m.evaluate(s, b.to_vec(), Vec::new());
         c.objective.is_finite().then_some(c)
     });
-    let mut eta = match &current {
-        Some(c) => c.eta.clone(),
-        None => initial_eta(m.prob()),
-    };
+    // The first working weights come from the response when there is no start; after that
+    // from the current iterate's eta. The n-vectors (weights, working vector, a spare linear
+    // predictor) are allocated once per fit and reused by every step.
+    let mut start_eta = current.is_none().then(|| initial_eta(m.prob()));
+    let n = m.prob().y.len();
+    let (mut w, mut v) = (vec![0.0; n], vec![0.0; n]);
+    let mut spare: Vec<f64> = Vec::new();
     let mut conv = Convergence::default();
     let mut final_h = None;
     for it in 0..=ctrl.maxit {
         if interrupted() {
             return Err(NceError::Interrupted);
         }
-        let (w, v, _) = working(m.prob(), &eta);
+        let eta = match (&current, &start_eta) {
+            (Some(c), _) => &c.eta,
+            (None, Some(e)) => e,
+            (None, None) => unreachable!("a start or a current iterate"),
+        };
+        working_into(m.prob(), eta, &mut w, &mut v, None);
         let (h, b) = m.system(s, &w, &v)?;
         if it == 0 {
             m.check_aliased(&h)?;
@@ -303,9 +321,9 @@ pub(crate) fn newton<M: NewtonModel>(
             let st = DVector::from_iterator(p, beta.iter().zip(&cur.beta).map(|(a, b)| a - b));
             (m.quad(&h, &st), m.deviance(cur.objective))
         });
-        let mut cand = m.evaluate(s, beta);
+        let mut cand = m.evaluate(s, beta, std::mem::take(&mut spare));
         if let Some(cur) = &current {
-            cand = match halve(cur, cand, ctrl.max_halving, |t| m.evaluate(s, t)) {
+            cand = match halve(cur, cand, ctrl.max_halving, |t, e| m.evaluate(s, t, e)) {
                 Some(c) => c,
                 None => {
                     // With a very ill-conditioned H (smoothing parameters near their upper
@@ -328,15 +346,17 @@ pub(crate) fn newton<M: NewtonModel>(
                 conv.converged = true;
             }
         } else if !cand.objective.is_finite() {
-            cand = m.evaluate(s, vec![0.0; p]);
+            cand = m.evaluate(s, vec![0.0; p], cand.eta);
             if !cand.objective.is_finite() {
                 return Err(NceError::Numerical(
                     "the objective is not finite at the starting values".into(),
                 ));
             }
         }
-        eta.clone_from(&cand.eta);
-        current = Some(cand);
+        start_eta = None;
+        if let Some(old) = current.replace(cand) {
+            spare = old.eta;
+        }
     }
     let cur = current.expect("at least one iteration ran");
     if !conv.converged && conv.message.is_empty() {
@@ -350,23 +370,36 @@ pub(crate) fn newton<M: NewtonModel>(
 pub(crate) fn working(prob: &Problem, eta: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let n = eta.len();
     let (mut w, mut v, mut g) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-    w.par_chunks_mut(CHUNK_ROWS)
-        .zip(v.par_chunks_mut(CHUNK_ROWS))
-        .zip(g.par_chunks_mut(CHUNK_ROWS))
-        .enumerate()
-        .for_each(|(k, ((wc, vc), gc))| {
-            let r0 = k * CHUNK_ROWS;
-            for (i, ((wr, vr), gr)) in wc.iter_mut().zip(vc.iter_mut()).zip(gc.iter_mut()).enumerate() {
-                let r = r0 + i;
-                let pw = prob.prior_weights[r];
-                if pw == 0.0 {
-                    continue;
-                }
-                let (_, gt, wt, _) = row_terms(prob.family, prob.y[r], eta[r]);
-                *wr = pw * wt;
-                *gr = pw * gt;
-                *vr = *wr * (eta[r] - prob.offset[r]) + *gr;
-            }
-        });
+    working_into(prob, eta, &mut w, &mut v, Some(&mut g));
     (w, v, g)
+}
+
+/// `working` into given n-vectors (every row written; the gradients only when asked for).
+pub(crate) fn working_into(prob: &Problem, eta: &[f64], w: &mut [f64], v: &mut [f64], g: Option<&mut [f64]>) {
+    let row = |r: usize| -> (f64, f64, f64) {
+        let pw = prob.prior_weights[r];
+        if pw == 0.0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let (_, gt, wt, _) = row_terms(prob.family, prob.y[r], eta[r]);
+        let (wr, gr) = (pw * wt, pw * gt);
+        (wr, wr * (eta[r] - prob.offset[r]) + gr, gr)
+    };
+    let wv = w
+        .par_chunks_mut(CHUNK_ROWS)
+        .zip(v.par_chunks_mut(CHUNK_ROWS))
+        .enumerate();
+    match g {
+        Some(g) => wv.zip(g.par_chunks_mut(CHUNK_ROWS)).for_each(|((k, (wc, vc)), gc)| {
+            for (i, ((wr, vr), gr)) in wc.iter_mut().zip(vc.iter_mut()).zip(gc.iter_mut()).enumerate() {
+                (*wr, *vr, *gr) = row(k * CHUNK_ROWS + i);
+            }
+        }),
+        None => wv.for_each(|(k, (wc, vc))| {
+            for (i, (wr, vr)) in wc.iter_mut().zip(vc.iter_mut()).enumerate() {
+                let (a, b, _) = row(k * CHUNK_ROWS + i);
+                (*wr, *vr) = (a, b);
+            }
+        }),
+    }
 }

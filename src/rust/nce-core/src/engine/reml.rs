@@ -211,6 +211,22 @@ pub(crate) fn weight_derivs(family: Family, y: f64, mu: f64, pw: f64) -> (f64, f
 }
 
 /// Cholesky of D^{-1} H D^{-1}, D = sqrt(diag H): scale-free, so log|H| stays accurate.
+/// `weight_derivs` of every row (in parallel chunks; each row on its own).
+pub(crate) fn weight_derivs_rows(prob: &Problem, mu: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = mu.len();
+    let (mut w1, mut w2) = (vec![0.0; n], vec![0.0; n]);
+    w1.par_chunks_mut(CHUNK_ROWS)
+        .zip(w2.par_chunks_mut(CHUNK_ROWS))
+        .enumerate()
+        .for_each(|(k, (a, b))| {
+            for (i, (x, y)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
+                let r = k * CHUNK_ROWS + i;
+                (*x, *y) = weight_derivs(prob.family, prob.y[r], mu[r], prob.prior_weights[r]);
+            }
+        });
+    (w1, w2)
+}
+
 pub(crate) fn scaled_cholesky(h: &DMatrix<f64>) -> Result<(Cholesky<f64, Dyn>, Vec<f64>)> {
     let p = h.nrows();
     let d: Vec<f64> = (0..p).map(|i| h[(i, i)].max(f64::MIN_POSITIVE).sqrt()).collect();
@@ -241,7 +257,7 @@ impl<D: Design> Ctx<'_, D> {
         };
         let (cur, hessian, convergence) = pirls::newton(self, s, ctrl, start, interrupted)?;
         let prob = self.prob;
-        let mu = cur.eta.iter().map(|&e| prob.family.mean(e)).collect();
+        let mu = cur.eta.par_iter().map(|&e| prob.family.mean(e)).collect();
         Ok(Inner {
             beta: cur.beta,
             eta: cur.eta,
@@ -308,10 +324,7 @@ impl<D: Design> Ctx<'_, D> {
         let beta = DVector::from_column_slice(&pt.fit.beta);
         let lam: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
         let hinv = Self::h_inverse(pt);
-        let (mut w1, mut w2) = (vec![0.0; n], vec![0.0; n]);
-        for r in 0..n {
-            (w1[r], w2[r]) = weight_derivs(prob.family, prob.y[r], pt.fit.mu[r], prob.prior_weights[r]);
-        }
+        let (w1, w2) = weight_derivs_rows(prob, &pt.fit.mu);
         let ld = pens.log_det(&pt.rho)?;
 
         // The row vectors are ordered so that at most m + 2 are held at once (pooled fits have
@@ -668,8 +681,8 @@ impl<D: Design> pirls::NewtonModel for Ctx<'_, D> {
         Ctx::deviance(self, objective)
     }
     /// eta = X beta + offset and the penalised log-likelihood (chunk sums in chunk order).
-    fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>) -> Cand {
-        pirls::evaluate(self.d, self.prob, Some(s), beta)
+    fn evaluate(&self, s: &DMatrix<f64>, beta: Vec<f64>, eta: Vec<f64>) -> Cand {
+        pirls::evaluate(self.d, self.prob, Some(s), beta, eta)
     }
     fn system(&self, s: &DMatrix<f64>, w: &[f64], v: &[f64]) -> Result<(DMatrix<f64>, DVector<f64>)> {
         let (mut h, b) = self.d.weighted_crossprod(w, v);
