@@ -27,8 +27,9 @@ const CHUNK_GROUPS: usize = 1024;
 /// the weighted sums of the rows of A (ngroups x pa, column-major).
 pub(crate) type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
 
-/// Per weight vector: the group sums and the cross block (`weighted_cross_blocks`).
-type CrossBlocks = (Vec<Vec<f64>>, Vec<DMatrix<f64>>);
+/// Per weight vector the group sums, per plain vector the group sums, and per weight vector
+/// the cross block (`weighted_cross_blocks`).
+type CrossBlocks = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<DMatrix<f64>>);
 
 /// The row-level block A: dense (column-major, as given) or discretised.
 #[derive(Debug, Clone)]
@@ -322,35 +323,41 @@ impl<'a> GroupedDesign<'a> {
     /// Per weight vector w_l: the group sums of w_l and the cross block sum_t (A'W_l)_t b_t'
     /// (pa x pb), as `group_sums` then `cross_block`, with the same bits, but a chunk of groups at a
     /// time: the per-group sums A'W_l (ngroups x pa per weight, 37 MB for 5 weights at 28,000
-    /// transitions) are never held whole.
-    fn weighted_cross_blocks(&self, ws: &[&[f64]]) -> CrossBlocks {
+    /// transitions) are never held whole. Also the group sums of each plain vector.
+    fn weighted_cross_blocks(&self, ws: &[&[f64]], plain: &[&[f64]]) -> CrossBlocks {
         let (ng, pa, pb) = (self.ngroups(), self.pa(), self.pb());
         let parts: Vec<CrossBlocks> = (0..ng.div_ceil(CHUNK_ROWS))
             .into_par_iter()
             .map(|k| {
                 let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
-                let (sums, _, aws) = self.group_sums_range(t0..t1, ws, &[]);
+                let (sums, psums, aws) = self.group_sums_range(t0..t1, ws, plain);
                 let cross = aws
                     .iter()
                     .map(|a| self.chunk_cross(DMatrixView::from_slice(a, t1 - t0, pa), t0))
                     .collect();
-                (sums, cross)
+                (sums, psums, cross)
             })
             .collect();
         let mut sums = vec![Vec::with_capacity(ng); ws.len()];
+        let mut psums = vec![Vec::with_capacity(ng); plain.len()];
         let mut cross = vec![DMatrix::zeros(pa, pb); ws.len()];
-        for (s_c, c_c) in parts {
+        for (s_c, p_c, c_c) in parts {
             for (s, c) in sums.iter_mut().zip(s_c) {
+                s.extend(c);
+            }
+            for (s, c) in psums.iter_mut().zip(p_c) {
                 s.extend(c);
             }
             for (h, c) in cross.iter_mut().zip(c_c) {
                 *h = &*h + c;
             }
         }
-        (sums, cross)
+        (sums, psums, cross)
     }
 
-    /// sum_t aw_t b_t' (pa x pb), over fixed chunks of groups added in order.
+    /// sum_t aw_t b_t' (pa x pb), over fixed chunks of groups added in order (the reference
+    /// that `weighted_cross_blocks` is tested against).
+    #[cfg(test)]
     fn cross_block(&self, aw: &[f64]) -> DMatrix<f64> {
         let (pa, pb) = (self.pa(), self.pb());
         self.cross_block_parts(aw)
@@ -512,10 +519,10 @@ impl Design for GroupedDesign<'_> {
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
         let (pa, pb) = (self.pa(), self.pb());
         let (haa, ga) = self.a.crossprod_and_vec(w, v);
-        let (ws, vs, aw) = self.group_sums(&[w], &[v]);
+        let (ws, vs, mut hab) = self.weighted_cross_blocks(&[w], &[v]);
         let hbb = self.b.crossprod_parts(&[&ws[0]]).pop().unwrap();
         let gb = self.b.crossprod_vec_raw(&vs[0]);
-        let hab = self.cross_block(&aw[0]);
+        let hab = hab.pop().expect("one weight vector");
         let mut g = DVector::zeros(pa + pb);
         g.rows_mut(0, pa).copy_from_slice(&ga);
         g.rows_mut(pa, pb).copy_from_slice(&gb);
@@ -524,7 +531,7 @@ impl Design for GroupedDesign<'_> {
 
     fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
         let haa = self.a.crossprod_parts(weights);
-        let (ws, hab) = self.weighted_cross_blocks(weights);
+        let (ws, _, hab) = self.weighted_cross_blocks(weights, &[]);
         let wsr: Vec<&[f64]> = ws.iter().map(|v| v.as_slice()).collect();
         let hbb = self.b.crossprod_parts(&wsr);
         haa.iter()
@@ -1395,7 +1402,7 @@ mod tests {
         let ws: [&[f64]; 2] = [&w1, &w2];
         let (sums, _, aw) = gd.group_sums(&ws, &[]);
         for threads in [1, 2] {
-            let (s, c) = with_threads(threads, || gd.weighted_cross_blocks(&ws)).unwrap();
+            let (s, _, c) = with_threads(threads, || gd.weighted_cross_blocks(&ws, &[])).unwrap();
             assert_eq!(s, sums);
             for (l, cl) in c.iter().enumerate() {
                 assert_eq!(*cl, gd.cross_block(&aw[l]));
