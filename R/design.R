@@ -334,17 +334,20 @@ subset_simulations <- function(sims, rows) {
 #' result directly).
 #'
 #' **Defaults, and how far from exact.** Each evaluation is a cross-fitted [design_eig()]
-#' (5 folds; the evaluations skip its refit on all pairs). The defaults (`n = 1000` simulations
-#' per design, 9 initial designs, 2 rounds of 4) were measured on the death model
-#' ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`, 40 seeds,
-#' about 18 s each on one core). With one design variable and at least 9 evaluated designs the
-#' EIG is smoothed by an adaptive smooth (mgcv's `bs = "ad"`: its wiggliness penalty varies along
-#' the design; a thin plate with fewer designs or two variables): the chosen t was within 0.25 of 1.28
-#' for 37 of 40 seeds (at most 0.33 away), the 95% band held 1.28 for 37 of 40 (median width
-#' 0.48), and the smoothed EIG was 0.035 nats from the exact one at t = 0.5 and 0.03-0.05 from
-#' t = 1 to 4 (mean absolute errors). A thin-plate smooth (the earlier default) gave 35 of 40
-#' (up to 0.42 away), bands holding 1.28 for 32 of 40, and errors up to 0.27 nats near t = 0.1
-#' (0.16 now). A stiffer thin plate (REML `gamma = 2`) chose within 0.25 for all 40 but was 0.23
+#' (5 folds; the evaluations skip its refit on all pairs). The defaults for one design variable
+#' (`n = 1000` simulations per design, 9 initial designs, 3 rounds of 4) were measured on the
+#' death model ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`,
+#' 80 seeds, about 20 s each on one core). With one design variable and at least 9 evaluated
+#' designs the EIG is smoothed by an adaptive smooth (mgcv's `bs = "ad"`: its wiggliness penalty
+#' varies along the design; a thin plate with fewer designs or two variables): the chosen t was
+#' within 0.25 of 1.28 for 77 of 80 seeds (at most 0.44 away), and the 95% band held 1.28 for 73
+#' of 80 (mean width 0.49). Two rounds (the earlier default, 16 s each) chose within 0.25 for 75
+#' of the same 80 seeds; the third round's 4 designs near the maximum moved two of its five misses
+#' inside and none outside. The smoothed EIG was 0.035 nats from the exact one at t = 0.5 and
+#' 0.03-0.05 from t = 1 to 4 (mean absolute errors, two rounds). The three misses lose 0.011,
+#' 0.014 and 0.023 nats of exact EIG. A thin-plate smooth (the earlier default) gave 35 of 40 (up
+#' to 0.42 away), bands holding 1.28 for 32 of 40, and errors up to 0.27 nats near t = 0.1 (0.16
+#' now). A stiffer thin plate (REML `gamma = 2`) chose within 0.25 for all 40 but was 0.23
 #' nats off at t = 0.5, and in two design variables turned planar and chose the box's corner.
 #' More simulations did not help the earlier default (`n = 1500`: 15 of 20): 0.25 from the
 #' optimum the exact EIG is only 0.01 nats below its maximum (1.356), less than the classifier's
@@ -363,7 +366,7 @@ subset_simulations <- function(sims, rows) {
 #' @param n_initial Designs in the coarse set: equally spaced (1-D), or about
 #'   `n_initial` on a square grid (2-D).
 #' @param n_refine Designs added per refinement round.
-#' @param rounds Refinement rounds.
+#' @param rounds Refinement rounds: by default 3 with one design variable, 2 with two.
 #' @param estimator Which estimate the smooth maximises: `"plugin"`, `"nwj"` or `"jsd"`
 #'   (see [design_eig()]).
 #' @param level Level of the uncertainty band.
@@ -390,7 +393,7 @@ subset_simulations <- function(sims, rows) {
 #' opt
 #' @export
 design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L, batch = FALSE,
-                            n_initial = NULL, n_refine = NULL, rounds = 2L,
+                            n_initial = NULL, n_refine = NULL, rounds = NULL,
                             estimator = c("plugin", "nwj", "jsd"), level = 0.95, n_final = n,
                             formula = NULL, n_shuffle = 5L, holdout = 0.5, n_marginal = 10L, folds = 5L) {
   rng <- rng_state()
@@ -410,6 +413,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   dim_d <- length(lower)
   if (is.null(n_initial)) n_initial <- if (dim_d == 1L) 9L else 25L
   if (is.null(n_refine)) n_refine <- if (dim_d == 1L) 4L else 9L
+  if (is.null(rounds)) rounds <- if (dim_d == 1L) 3L else 2L
   check_count(n_initial, min = if (dim_d == 1L) 4 else 9, max = 1000)
   check_count(n_refine, max = 100)
   check_count(rounds, min = 0, max = 10)
