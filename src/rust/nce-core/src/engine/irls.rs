@@ -48,10 +48,12 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
 
     let evaluate = |beta: Vec<f64>, eta: Vec<f64>| pirls::evaluate(d, prob, prob.penalty, beta, eta);
     let mut current = prob.start.map(|b| evaluate(b.to_vec(), Vec::new()));
-    let mut eta = match &current {
-        Some(c) => c.eta.clone(),
-        None => pirls::initial_eta(prob),
-    };
+    // The first working weights come from the response when there is no start, then from the
+    // current iterate's eta; the working vectors and a spare linear predictor (the replaced
+    // point's) are reused by every step, as in `pirls::newton`.
+    let mut start_eta = current.is_none().then(|| pirls::initial_eta(prob));
+    let (mut w, mut v) = (vec![0.0; n], vec![0.0; n]);
+    let mut spare: Vec<f64> = Vec::new();
     let mut keep: Vec<usize> = Vec::new();
     let mut aliased = vec![false; p];
     let mut converged = false;
@@ -63,7 +65,12 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
             return Err(NceError::Interrupted);
         }
         iterations = it + 1;
-        let (w, v, _) = pirls::working(prob, &eta);
+        let eta = match (&current, &start_eta) {
+            (Some(c), _) => &c.eta,
+            (None, Some(e)) => e,
+            (None, None) => unreachable!("a start or a current iterate"),
+        };
+        pirls::working_into(prob, eta, &mut w, &mut v, None);
         let (mut h, b) = d.weighted_crossprod(&w, &v);
         if let Some(s) = prob.penalty {
             h += s;
@@ -82,7 +89,7 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
         for (k, &j) in keep.iter().enumerate() {
             beta[j] = sol[k];
         }
-        let mut cand = evaluate(beta, Vec::new());
+        let mut cand = evaluate(beta, std::mem::take(&mut spare));
         if let Some(cur) = &current {
             // Step halving: never accept a worse (or non-finite) objective.
             cand = match pirls::halve(cur, cand, ctrl.max_halving, evaluate) {
@@ -105,8 +112,10 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
                 ));
             }
         }
-        eta = cand.eta.clone();
-        current = Some(cand);
+        start_eta = None;
+        if let Some(old) = current.replace(cand) {
+            spare = old.eta;
+        }
         if converged {
             break;
         }
