@@ -658,22 +658,10 @@ pub(crate) mod kernels {
     }
 
     /// AVX2 + FMA kernels, unless the CPU lacks them or NCE_NO_SIMD is set (to test the
-    /// portable code).
+    /// portable code): any vector build of engine::simd.
     #[inline]
     fn use_fma() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            static FMA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-            *FMA.get_or_init(|| {
-                std::env::var_os("NCE_NO_SIMD").is_none()
-                    && std::is_x86_feature_detected!("avx2")
-                    && std::is_x86_feature_detected!("fma")
-            })
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
+        crate::engine::simd::simd() != crate::engine::simd::Simd::None
     }
 
     /// outs[l][j * p + k] += sum_{r0 <= i < r1} ws[l][i] x_ij x_ik for j <= k; with `vg = (v, g)`

@@ -1,6 +1,7 @@
-//! Which vector build of the thin-plate kernels runs (the radial block in basis.rs, the register
-//! tiles in tile_product.rs): AVX-512 (with rustc >= 1.89, see build.rs), AVX2 or portable
-//! (NCE_NO_SIMD set, or the CPU lacks them). The two vector builds do the same IEEE operations,
+//! Which vector build of the kernels runs (the radial block in basis.rs, the register tiles in
+//! tile_product.rs; design.rs's dense cross-products ask only whether there is one): AVX-512
+//! (with rustc >= 1.89, see build.rs), AVX2 or portable (NCE_NO_SIMD set, or the CPU lacks them).
+//! Every vector build has AVX2 and FMA. The two vector builds do the same IEEE operations,
 //! fused multiply-adds included, so their results are bit-identical (they differ in the number
 //! of lanes only); the portable build rounds each multiply and add (within a few ulp of them).
 
@@ -36,13 +37,13 @@ pub(crate) fn available() -> Vec<Simd> {
     let mut v = vec![Simd::None];
     #[cfg(target_arch = "x86_64")]
     {
-        let fma = std::is_x86_feature_detected!("fma");
-        if fma && std::is_x86_feature_detected!("avx2") {
+        let avx2_fma = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        if avx2_fma {
             v.push(Simd::Avx2);
         }
         // The AVX-512 builds fuse multiply-adds too.
         if cfg!(nce_avx512)
-            && fma
+            && avx2_fma
             && std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512dq")
         {
