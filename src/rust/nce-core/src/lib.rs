@@ -13,6 +13,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 pub mod alloc;
+pub mod block_cache;
 pub mod convergence;
 pub mod engine;
 pub mod error;

@@ -24,6 +24,11 @@ mod spatial;
 mod vnce;
 mod vnce_tools;
 
+/// Large blocks freed during a call are kept for the call's next request of the same size
+/// (nce_core::block_cache: glibc unmaps them, and fresh pages cost a page fault each).
+#[global_allocator]
+static GLOBAL: nce_core::block_cache::BlockCache = nce_core::block_cache::BlockCache::new();
+
 extendr_api::extendr_module! {
     mod nce;
     use fit;

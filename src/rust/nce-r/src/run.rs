@@ -20,6 +20,7 @@ fn interrupt_pending() -> bool {
 /// R for a user interrupt; `f` sees the request through the flag it is given. Workers never
 /// touch R. A panic in `f` becomes an error.
 pub fn run<T: Send>(threads: usize, f: impl FnOnce(&AtomicBool) -> Result<T, NceError> + Send) -> Result<T, NceError> {
+    let _span = crate::GLOBAL.span();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()
@@ -77,6 +78,7 @@ pub fn run_serving<T: Send, Q: Send, A: Send>(
     mut serve: impl FnMut(Q) -> A,
     f: impl FnOnce(&AtomicBool, &Requester<Q, A>) -> Result<T, NceError> + Send,
 ) -> Result<T, NceError> {
+    let _span = crate::GLOBAL.span();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()

@@ -20,5 +20,5 @@ pub mod rounding;
 mod row_pairs;
 pub mod sandwich;
 pub mod shards;
-mod simd;
+pub(crate) mod simd;
 mod tile_product;
