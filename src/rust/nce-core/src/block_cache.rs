@@ -13,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 
 /// Blocks of at least this many bytes are kept (glibc's largest mmap threshold).
-pub const BIG: usize = 32 << 20;
+const BIG: usize = 32 << 20;
 const SLOTS: usize = 8;
 
 #[derive(Clone, Copy)]
@@ -96,8 +96,8 @@ impl BlockCache {
         }
     }
 
-    /// Number of blocks kept (for tests).
-    pub fn kept(&self) -> usize {
+    #[cfg(test)]
+    fn kept(&self) -> usize {
         self.state
             .lock()
             .map(|s| s.slots.iter().filter(|b| b.is_some()).count())

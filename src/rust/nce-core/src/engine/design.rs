@@ -657,13 +657,6 @@ pub(crate) mod kernels {
         }
     }
 
-    /// AVX2 + FMA kernels, unless the CPU lacks them or NCE_NO_SIMD is set (to test the
-    /// portable code): any vector build of engine::simd.
-    #[inline]
-    fn use_fma() -> bool {
-        crate::engine::simd::simd() != crate::engine::simd::Simd::None
-    }
-
     /// outs[l][j * p + k] += sum_{r0 <= i < r1} ws[l][i] x_ij x_ik for j <= k; with `vg = (v, g)`
     /// also g += X'v over the same rows, block by block as `dots` adds it.
     pub fn syrk(
@@ -675,7 +668,7 @@ pub(crate) mod kernels {
         vg: Option<(&[f64], &mut [f64])>,
     ) {
         #[cfg(target_arch = "x86_64")]
-        if use_fma() {
+        if crate::engine::simd::vector() {
             // SAFETY: the CPU has the features the function was compiled for.
             return unsafe { fma::syrk(d, r0, r1, ws, outs, vg) };
         }
@@ -712,7 +705,7 @@ pub(crate) mod kernels {
     /// out[i - r0] = x_i' M x_i for rows r0..r1; mu = M's upper triangle, off-diagonal doubled.
     pub fn quad(d: &DenseDesign, r0: usize, r1: usize, mu: &[f64], out: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
-        if use_fma() {
+        if crate::engine::simd::vector() {
             // SAFETY: as above.
             return unsafe { fma::quad(d, r0, r1, mu, out) };
         }
@@ -721,7 +714,7 @@ pub(crate) mod kernels {
 
     pub fn dot(a: &[f64], b: &[f64]) -> f64 {
         #[cfg(target_arch = "x86_64")]
-        if use_fma() {
+        if crate::engine::simd::vector() {
             // SAFETY: as above.
             return unsafe { fma::dot(a, b) };
         }

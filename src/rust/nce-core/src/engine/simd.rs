@@ -1,5 +1,6 @@
 //! Which vector build of the kernels runs (the radial block in basis.rs, the register tiles in
-//! tile_product.rs; design.rs's dense cross-products ask only whether there is one): AVX-512
+//! tile_product.rs; design.rs's dense cross-products and the lasso path ask only whether there is
+//! one, `vector()`): AVX-512
 //! (with rustc >= 1.89, see build.rs), AVX2 or portable (NCE_NO_SIMD set, or the CPU lacks them).
 //! Every vector build has AVX2 and FMA. The two vector builds do the same IEEE operations,
 //! fused multiply-adds included, so their results are bit-identical (they differ in the number
@@ -29,6 +30,11 @@ pub(crate) fn simd() -> Simd {
     {
         Simd::None
     }
+}
+
+/// Whether a vector build runs (every one has AVX2 and FMA): for kernels with a single AVX2 build.
+pub(crate) fn vector() -> bool {
+    simd() != Simd::None
 }
 
 /// Every build the CPU can run, the portable one first and the widest last (NCE_NO_SIMD not

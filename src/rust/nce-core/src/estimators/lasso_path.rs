@@ -98,22 +98,15 @@ impl Rows<'_> {
     }
 }
 
-/// The AVX2 code runs where engine::simd runs a vector build (decided once per process;
-/// NCE_NO_SIMD selects the portable code, with the same bits here).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn vector_build() -> bool {
-    crate::engine::simd::simd() != crate::engine::simd::Simd::None
-}
-
 /// Dot product with four accumulators, so the compiler can keep several multiply-adds in
 /// flight (a single running sum is one long dependency chain). With AVX2 the four accumulators
-/// are the lanes of one register: the same sums in the same order, so the same bits.
+/// are the lanes of one register: the same sums in the same order, so the same bits. The AVX2
+/// build runs where engine::simd runs a vector build (not with NCE_NO_SIMD).
 #[inline]
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
-        if vector_build() {
+        if crate::engine::simd::vector() {
             // SAFETY: every vector build of engine::simd has AVX2.
             return unsafe { dot_avx2(a, b) };
         }
@@ -276,7 +269,7 @@ pub(crate) fn path_from(
 ) -> Result<LassoPath> {
     #[cfg(target_arch = "x86_64")]
     {
-        if vector_build() {
+        if crate::engine::simd::vector() {
             // SAFETY: every vector build of engine::simd has AVX2.
             return unsafe { path_from_avx2(data, rows, lambdas, ctrl, start) };
         }
