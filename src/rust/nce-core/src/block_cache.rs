@@ -5,8 +5,8 @@
 //! pooled fit: 7.5 million page faults, 5.7 million with the cache, and 130 s instead of 145 s).
 //! Blocks are kept only while a call runs (`span`), at most `SLOTS` of them: the last span to
 //! end releases them, and a large request the cache cannot serve releases them before asking
-//! the system. Smaller requests do not, so kept blocks can add to the peak (that fit: 11.4 GB
-//! against 11.2-11.5 GB without the cache). The binding installs it with `#[global_allocator]`;
+//! the system. Smaller requests do not, so kept blocks can add to the peak (that fit: 11,323-11,392
+//! MiB against 11,178-11,232 MiB without the cache). The binding installs it with `#[global_allocator]`;
 //! R's own memory never passes through it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
