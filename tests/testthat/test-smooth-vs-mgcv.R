@@ -29,6 +29,22 @@ test_that("one cr smooth (binomial NCE) matches gam REML", {
   expect_equal(names(coef(fit)), names(coef(g)))
 })
 
+test_that("a fit of 110,000 rows, started by performance iteration, matches gam REML", {
+  # From 100,000 rows the engine starts REML by performance iteration (as bam's fREML) before
+  # its exact Newton steps: the same optimum as gam's, REML score to 1e-6 relative.
+  skip_on_cran()
+  set.seed(31)
+  df <- data.frame(y = rbeta(10000, 2, 5))
+  set.seed(101)
+  fit <- nce(~ s(y, bs = "cr", k = 10), df, ref_uniform(y = c(0, 1)), ratio = 10)
+  expect_equal(nrow(model.frame(fit)), 110000L)
+  g <- mgcv::gam(.label ~ s(y, bs = "cr", k = 10), binomial, model.frame(fit),
+                 offset = .offset, method = "REML")
+  agree_with_gam(fit, g)
+  expect_lt(max(abs(fit$linear.predictors - g$linear.predictors)), 1e-3)
+  expect_equal(as.numeric(fit$gcv.ubre), as.numeric(g$gcv.ubre), tolerance = 1e-6)
+})
+
 test_that("cr and cc smooths together match gam REML", {
   set.seed(32)
   n <- 1500

@@ -18,16 +18,17 @@ use nalgebra::{DMatrix, DVector};
 /// costs an inverse (p^3 flops) and m thin products, against m p^3 per exact step.
 const MAX_P: usize = 400;
 
-/// The working model's REML minimiser in rho, from `rho0` within [lo, hi], by Newton's method
-/// with an eigenvalue-modified Hessian and step halving; None if it cannot be computed.
+/// The working model's REML minimiser in rho, from `rho0` within the bounds [lo, hi], by Newton's method
+/// with an eigenvalue-modified Hessian and step halving, to a largest gradient of
+/// `tol` (1 + |score|); None if it cannot be computed.
 pub(crate) fn working_rho(
     h0: &DMatrix<f64>,
     beta0: &[f64],
     pens: &PenaltySet,
     rho0: &[f64],
-    lo: &[f64],
-    hi: &[f64],
+    (lo, hi): (&[f64], &[f64]),
     max_step: f64,
+    tol: f64,
 ) -> Option<Vec<f64>> {
     let (p, m) = (h0.nrows(), pens.len());
     if m == 0 || p > MAX_P || beta0.len() != p {
@@ -91,7 +92,7 @@ pub(crate) fn working_rho(
             .filter(|&j| !((rho[j] >= hi[j] - 1e-10 && grad[j] < 0.0) || (rho[j] <= lo[j] + 1e-10 && grad[j] > 0.0)))
             .collect();
         let gmax = free.iter().map(|&j| grad[j].abs()).fold(0.0, f64::max);
-        if gmax <= 1e-7 * (1.0 + v.abs()) {
+        if gmax <= tol * (1.0 + v.abs()) {
             break;
         }
         let mut step = newton_step(&hess, &grad, &free, max_step);
@@ -113,6 +114,22 @@ pub(crate) fn working_rho(
         (v, grad, hess) = eval(&rho, true)?;
     }
     rho.iter().all(|r| r.is_finite()).then_some(rho)
+}
+
+/// lambda_j tr(H^{-1} S_j) for each penalty at H = `h`: the degrees of freedom penalty j takes
+/// away. A smoothing parameter whose penalty has taken away (nearly) all its block can move far
+/// without changing the fit, so changes in these, not in rho, say when rho has settled.
+pub(crate) fn penalty_edf(h: &DMatrix<f64>, pens: &PenaltySet, rho: &[f64]) -> Option<Vec<f64>> {
+    let hs = (h + h.transpose()) * 0.5;
+    let hinv = hs.cholesky()?.inverse();
+    Some(
+        (0..pens.len())
+            .map(|j| {
+                let (start, c) = pens.right_mul(j, &hinv);
+                rho[j].exp() * (0..c.ncols()).map(|i| c[(start + i, i)]).sum::<f64>()
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -147,7 +164,7 @@ mod tests {
         let rho0: Vec<f64> = vec![1.0, -1.0];
         let h0 = &a + pens.total(&[rho0[0].exp(), rho0[1].exp()]);
         let (lo, hi) = (vec![-20.0; 2], vec![20.0; 2]);
-        let rho = working_rho(&h0, &beta0, &pens, &rho0, &lo, &hi, 5.0).unwrap();
+        let rho = working_rho(&h0, &beta0, &pens, &rho0, (&lo, &hi), 5.0, 1e-7).unwrap();
         // The same score written out directly.
         let b = &h0 * DVector::from_column_slice(&beta0);
         let score = |r: &[f64]| {
