@@ -301,7 +301,8 @@ impl<D: Design> Ctx<'_, D> {
     /// `PERFORMANCE_EDF`. This replaces a first fit at the automatic scale followed by rounds
     /// that each refit to convergence (`start_phase`, now the fallback, and still the start
     /// below `PERFORMANCE_MIN_ROWS`): on the pooled 560-subject LATKES fit 11 inner iterations
-    /// and one Newton step instead of 15 and two (two derivative passes instead of three). None if it does not settle within the inner fit's `maxit` steps.
+    /// and one Newton step instead of 15 and two (two derivative passes instead of three).
+    /// None if it does not settle within the inner fit's `maxit` steps.
     fn performance_fit(
         &mut self,
         st: &Start<'_>,
@@ -345,8 +346,9 @@ impl<D: Design> Ctx<'_, D> {
             if change <= PERFORMANCE_SETTLED {
                 // Tighter than the rounds' 1e-7, so that a smoothing parameter on a flat stretch
                 // goes about as far along it as the exact optimum (settling is judged on edf, not
-                // rho): 1e-7 left the pooled 56-subject fit two Newton steps, 1e-8 none; 1e-10 sent
-                // one to its bound, where the exact refit failed and the start was redone.
+                // rho): 1e-7 left the pooled 56-subject fit two Newton steps, 1e-8 none beyond the
+                // one always taken; 1e-10 sent one to its bound, where the exact refit failed and
+                // the start was redone.
                 let next = super::freml::working_rho(&h, &beta, pens, &rho, (st.lo, st.hi), self.ctrl.max_step, 1e-8)?;
                 let before = super::freml::penalty_edf(&h, pens, &rho)?;
                 let s_next = total(&next);
@@ -960,13 +962,16 @@ pub(crate) fn optimise<M: RemlModel>(
     // the test below allows a gradient of tol (1 + |score|), which with millions of rows can
     // pass there by chance (the pooled 560-subject fit: REML score 0.15 above the optimum, edf
     // 41.3 against 40.8). So at least one Newton step is taken from it.
-    let from_performance = matches!(settled, Some(Ok(_)));
+    let mut from_performance = false;
     let mut cur = if let Some(Ok((rho, beta))) = settled {
         ctx.set_loose_epsilon(None);
         match ctx.point(&rho, Some(&beta), interrupted) {
             Err(NceError::Interrupted) => return Err(NceError::Interrupted),
             Err(_) => start_phase(ctx, &start, interrupted)?,
-            Ok(pt) => pt,
+            Ok(pt) => {
+                from_performance = true;
+                pt
+            }
         }
     } else if let Some(Err(e)) = settled {
         return Err(e);
