@@ -18,9 +18,9 @@ use nalgebra::{DMatrix, DVector};
 /// costs an inverse (p^3 flops) and m thin products, against m p^3 per exact step.
 const MAX_P: usize = 400;
 
-/// The working model's REML minimiser in rho, from `rho0` within the bounds [lo, hi], by Newton's method
-/// with an eigenvalue-modified Hessian and step halving, to a largest gradient of
-/// `tol` (1 + |score|); None if it cannot be computed.
+/// The working model's REML minimiser in rho, from `rho0` within the bounds [lo, hi], by
+/// Newton's method with an eigenvalue-modified Hessian and step halving, to a largest gradient
+/// of `tol` (1 + |score|); None if it cannot be computed.
 pub(crate) fn working_rho(
     h0: &DMatrix<f64>,
     beta0: &[f64],

@@ -333,8 +333,7 @@ impl<D: Design> Ctx<'_, D> {
                 .as_ref()
                 .map_or_else(|| start_eta.as_deref().unwrap_or_default(), |c| &c.eta[..]);
             pirls::working_into(self.prob, eta, &mut w, &mut v, None);
-            let (mut h, b) = self.d.weighted_crossprod(&w, &v);
-            h += &s;
+            let (mut h, b) = pirls::NewtonModel::system(self, &s, &w, &v).ok()?;
             if it == 0 {
                 if let Err(e) = pirls::NewtonModel::check_aliased(self, &h) {
                     return Some(Err(e));
