@@ -6,6 +6,7 @@ pub mod basis;
 pub mod constraint;
 pub mod design;
 pub mod discrete;
+mod extreme_eigen;
 pub mod family;
 pub mod freml;
 pub mod grouped;
