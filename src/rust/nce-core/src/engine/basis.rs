@@ -906,23 +906,22 @@ mod tests {
     #[test]
     fn top_eigen_on_a_regular_grid() {
         // A regular grid's symmetries give E repeated eigenvalues (mgcv's notes on its Lanczos
-        // routine: inverse iteration failed there). 30 x 30 points, unit spacing, centred.
-        let side = 30;
+        // routine: inverse iteration failed there). 20 x 20 points, unit spacing, centred.
+        let side = 20;
         let n = side * side;
         let xu: Vec<f64> = (0..2 * n)
             .map(|i| {
                 let p = i % n;
                 let c = if i < n { p % side } else { p / side };
-                c as f64 - 14.5
+                c as f64 - 9.5
             })
             .collect();
         let e = tprs_e(&xu, n, 2, 2).unwrap();
+        let mut all: Vec<f64> = SymmetricEigen::new(e.clone()).eigenvalues.iter().copied().collect();
+        all.sort_by(|a, b| b.abs().partial_cmp(&a.abs()).unwrap());
+        let scale = all[0].abs();
         for k in [30, 31, 40] {
             let (vals, u) = top_eigen(&e, k, 1e-11).unwrap();
-            let se = SymmetricEigen::new(e.clone());
-            let mut all: Vec<f64> = se.eigenvalues.iter().copied().collect();
-            all.sort_by(|a, b| b.abs().partial_cmp(&a.abs()).unwrap());
-            let scale = all[0].abs();
             // Where the k-th and (k+1)-th magnitudes tie, either may be kept: compare magnitudes.
             let mut want: Vec<f64> = all[..k].iter().map(|v| v.abs()).collect();
             let mut got: Vec<f64> = vals.iter().map(|v| v.abs()).collect();
