@@ -4,7 +4,7 @@
 //!
 //! Matrices are column-major slices, as R stores them.
 
-use crate::engine::extreme_eigen::extreme_eigen;
+use crate::engine::extreme_eigen::{extreme_eigen, largest_magnitude};
 use crate::engine::simd::{simd, Simd};
 use crate::engine::tile_product::{PackedB, TileJob};
 use crate::error::{NceError, Result};
@@ -671,22 +671,9 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
     if k == 0 || k > n {
         return Err(NceError::invalid("k", format!("must be in 1..{n}")));
     }
-    let pick = |vals: &[f64]| -> Vec<usize> {
-        let mut idx: Vec<usize> = (0..vals.len()).collect();
-        idx.sort_by(|&a, &b| {
-            vals[b]
-                .abs()
-                .partial_cmp(&vals[a].abs())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        idx.truncate(k);
-        // mgcv returns the kept values in decreasing order (signed).
-        idx.sort_by(|&a, &b| vals[b].partial_cmp(&vals[a]).unwrap_or(std::cmp::Ordering::Equal));
-        idx
-    };
     let full = |e: &DMatrix<f64>| -> (Vec<f64>, DMatrix<f64>) {
         let se = SymmetricEigen::new(e.clone());
-        let idx = pick(se.eigenvalues.as_slice());
+        let idx = largest_magnitude(se.eigenvalues.as_slice(), k);
         let vals = idx.iter().map(|&i| se.eigenvalues[i]).collect();
         let mut u = DMatrix::zeros(n, k);
         for (c, &i) in idx.iter().enumerate() {

@@ -10,10 +10,11 @@ use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The `k` eigenpairs of largest magnitude of the symmetric matrix `a`, values in decreasing (signed) order with their unit eigenvectors as columns. Eigenvalues
-/// are accurate to about eps ||a||, as a full decomposition's; vectors of eigenvalues closer than
-/// 1e-3 ||a|| are orthogonalised against each other (LAPACK `dstein`'s rule). None for a
-/// non-finite matrix or when k is 0 or above its order.
+/// The `k` eigenpairs of largest magnitude of the symmetric matrix `a`, values in decreasing
+/// (signed) order with their unit eigenvectors as columns. Eigenvalues are accurate to about
+/// eps ||a||, as a full decomposition's; vectors of eigenvalues closer than 1e-3 ||a|| are
+/// orthogonalised against each other (LAPACK `dstein`'s rule). None for a non-finite matrix or
+/// when k is 0 or above its order.
 pub fn extreme_eigen(a: &DMatrix<f64>, k: usize) -> Option<(Vec<f64>, DMatrix<f64>)> {
     let n = a.nrows();
     if k == 0 || k > n || a.ncols() != n || a.iter().any(|v| !v.is_finite()) {
@@ -30,15 +31,31 @@ pub fn extreme_eigen(a: &DMatrix<f64>, k: usize) -> Option<(Vec<f64>, DMatrix<f6
     }
     // The candidates: the k smallest and the k largest eigenvalues (ascending index), of which
     // the k largest in magnitude are kept.
-    let mut idx: Vec<usize> = (0..k.min(n)).chain(n.saturating_sub(k)..n).collect();
+    let mut idx: Vec<usize> = (0..k).chain(n - k..n).collect();
     idx.sort_unstable();
     idx.dedup();
-    let mut vals = tri.eigenvalues(&idx, norm);
-    vals.sort_by(|x, y| y.abs().partial_cmp(&x.abs()).unwrap_or(std::cmp::Ordering::Equal));
-    vals.truncate(k);
-    vals.sort_by(|x, y| y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal));
+    let candidates = tri.eigenvalues(&idx, norm);
+    let vals: Vec<f64> = largest_magnitude(&candidates, k)
+        .iter()
+        .map(|&i| candidates[i])
+        .collect();
     let z = tri.eigenvectors(&vals, norm);
     Some((vals, tri.back_transform(z)))
+}
+
+/// The positions of the `k` values of largest magnitude in `vals`, ordered by decreasing value
+/// (signed), as mgcv keeps a thin-plate term's eigenvalues.
+pub(crate) fn largest_magnitude(vals: &[f64], k: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..vals.len()).collect();
+    idx.sort_by(|&a, &b| {
+        vals[b]
+            .abs()
+            .partial_cmp(&vals[a].abs())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    idx.truncate(k);
+    idx.sort_by(|&a, &b| vals[b].partial_cmp(&vals[a]).unwrap_or(std::cmp::Ordering::Equal));
+    idx
 }
 
 /// A symmetric matrix reduced to tridiagonal form Q' A Q by Householder reflectors (LAPACK
@@ -58,7 +75,8 @@ impl Tridiagonal {
         let mut p = vec![0.0; n];
         for j in 0..n.saturating_sub(2) {
             let m = n - j - 1;
-            // The reflector that zeroes a[j+2.., j].
+            // The reflector that zeroes a[j+2.., j]; its v[1..] stays there for the
+            // back-transform (nothing below writes column j).
             let (beta, t) = {
                 let x = &mut a.column_mut(j);
                 let col = &mut x.as_mut_slice()[j + 1..];
@@ -94,8 +112,6 @@ impl Tridiagonal {
                     *ai -= vi * wc + wi * vc;
                 }
             }
-            // Keep v below the subdiagonal for the back-transform.
-            a.column_mut(j).as_mut_slice()[j + 2..].copy_from_slice(&v[1..]);
         }
         let diag = (0..n).map(|i| a[(i, i)]).collect();
         let sub = (0..n.saturating_sub(1)).map(|i| a[(i + 1, i)]).collect();
@@ -168,8 +184,8 @@ impl Tridiagonal {
     }
 
     /// Eigenvectors of the tridiagonal matrix for the eigenvalues `vals`, by inverse iteration
-    /// (three solves from a fixed pseudo-random start of its own), each orthogonalised against the earlier ones whose
-    /// eigenvalues lie within 1e-3 `norm` of its own.
+    /// (three solves from a fixed pseudo-random start of its own), each orthogonalised against
+    /// the earlier ones whose eigenvalues lie within 1e-3 `norm` of its own.
     fn eigenvectors(&self, vals: &[f64], norm: f64) -> DMatrix<f64> {
         let n = self.diag.len();
         let mut z = DMatrix::<f64>::zeros(n, vals.len());
@@ -295,10 +311,8 @@ impl ShiftedLu {
         for i in 0..n.saturating_sub(1) {
             if self.swap[i] {
                 x.swap(i, i + 1);
-                x[i + 1] -= self.l[i] * x[i];
-            } else {
-                x[i + 1] -= self.l[i] * x[i];
             }
+            x[i + 1] -= self.l[i] * x[i];
         }
         for i in (0..n).rev() {
             let mut v = x[i];
