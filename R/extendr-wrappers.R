@@ -42,7 +42,7 @@ nce_fit_reml_free_intercepts <- function(a, group, response, cluster, penalties,
 
 #' A cubic (`kind = "cr"`: `m` is the smooth's `F`) or cyclic cubic (`"cc"`: `m` is `BD`)
 #' spline basis on the rows `x` for the knots `knots`, built and held in Rust (a
-#' `RowsBlock`): list(ptr, nrow, ncol, means, max_row_sum), the column means being mgcv's
+#' `RowsBlock`): list(ptr, nrow, ncol, scale (ones), means, max_row_sum), the column means being mgcv's
 #' sum-to-zero constraint and the largest absolute row sum `norm(X, "I")`, which scales the
 #' penalty. R allocates none of the n rows.
 #' @keywords internal
@@ -504,5 +504,12 @@ nce_shard_task <- function(shard, task, threads) .Call(wrap__nce_shard_task, sha
 #' @keywords internal
 #' @noRd
 nce_fit_reml_grouped_sharded <- function(runner, b, group, response, cluster, penalties, settings) .Call(wrap__nce_fit_reml_grouped_sharded, runner, b, group, response, cluster, penalties, settings)
+
+#' Grows R's vector heap to hold `bytes` more: R grows it only after a full collection, so a fit
+#' that allocates it piece by piece runs several full collections where one suffices. TRUE when
+#' R could allocate that much (nothing is written).
+#' @keywords internal
+#' @noRd
+nce_heap_reserve <- function(bytes) .Call(wrap__nce_heap_reserve, bytes)
 
 

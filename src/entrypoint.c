@@ -16,6 +16,27 @@ int nce_interrupt_pending(void) {
   return R_ToplevelExec(check_interrupt_fn, NULL) == FALSE;
 }
 
+// The vector is not returned: a value that R's try-catch machinery holds survives the next young
+// collection (it is referenced from that machinery's older objects) and would stay counted.
+static SEXP alloc_doubles(void *len) {
+  (void) allocVector(REALSXP, *(R_xlen_t *) len);
+  return R_NilValue;
+}
+
+static SEXP alloc_failed(SEXP cond, void *dummy) {
+  (void) dummy;
+  return cond;
+}
+
+// Asks R for `n` doubles and drops them at once: if R's vector heap cannot hold them, R runs one
+// full collection and grows the heap to fit (it grows only after a full collection, by a fifth
+// at a time otherwise). The vector is never written, so no page of it is touched. 1 when the
+// allocation succeeded; R's error (no memory) is caught, silently.
+int nce_reserve_heap(double n) {
+  R_xlen_t len = (R_xlen_t) n;
+  return R_tryCatchError(alloc_doubles, &len, alloc_failed, NULL) == R_NilValue;
+}
+
 void R_init_nce(void *dll) {
   register_extendr_panic_hook();
   R_init_nce_extendr(dll);

@@ -76,3 +76,24 @@ test_that("built-in references draw and score in one pass: the same draws and lo
   expect_equal(nce:::ref_draw_logq(refs[[1]], 3)$logq, rep(-log(15), 3))
   expect_identical(nrow(nce:::ref_draw_logq(refs[[1]], 0)$draws), 0L)
 })
+
+test_that("reserve_heap() grows R's vector heap at once, touches no memory, and never fails loudly", {
+  bytes <- function(col) 8 * gc(verbose = FALSE)["Vcells", col]  # R counts vector cells of 8 bytes
+  # 256 MB more than R holds now: R grows its collection trigger past it in one step
+  want <- bytes("used") + 2^28
+  rss <- function() {
+    if (!file.exists("/proc/self/status")) return(NA_real_)
+    line <- grep("^VmRSS:", readLines("/proc/self/status"), value = TRUE)
+    as.numeric(gsub("[^0-9]", "", line)) * 1024
+  }
+  rss0 <- rss()
+  expect_true(nce:::nce_heap_reserve(want))
+  expect_gt(bytes("gc trigger"), want)
+  if (!is.na(rss0)) expect_lt(rss() - rss0, 2^26)  # the 256 MB were never written
+  # what R cannot allocate (beyond any address space) is refused quietly, the session goes on
+  expect_silent(expect_false(nce:::nce_heap_reserve(1e18)))
+  for (bad in list(NaN, -1, Inf, 0)) expect_false(nce:::nce_heap_reserve(bad))
+  # the fits' helper: nothing below 64 MB, and at most 512 MB
+  expect_null(nce:::reserve_heap(1e6))
+  expect_null(nce:::reserve_heap(1e12))
+})

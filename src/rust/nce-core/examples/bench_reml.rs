@@ -8,7 +8,8 @@
 //! time of the whole fit (best of N repetitions), outer/inner iterations, total edf, and the
 //! differences from mgcv's gam(method = "REML") (and bam(discrete = TRUE)) fits written by the
 //! R script: max |eta - eta_mgcv| over rows and max |log sp - log sp_mgcv|. `--micro` times one
-//! pass of each kind; `--count` counts and times the passes over the rows of one grouped fit.
+//! pass of each kind; `--count` counts and times the passes over the rows of one grouped fit. A
+//! problem written with no per-transition columns (pb = 0 in meta.txt) is timed on the dense design.
 
 use nalgebra::{DMatrix, DVector};
 use nce_core::engine::design::{DenseDesign, Design};
@@ -153,6 +154,33 @@ impl<D: Design> Design for Counting<'_, D> {
     }
 }
 
+/// One fit through a `Counting` design: its time, iterations and each kind of pass.
+fn count_passes<D: Design + Sync>(d: &D, threads: usize, prob: &Problem, pens: &PenaltySet, ctrl: &RemlControl) {
+    let cd = Counting::new(d);
+    let t0 = Instant::now();
+    let f = with_threads(threads, || fit_reml(&cd, prob, pens, ctrl, &mut || false).unwrap()).unwrap();
+    let total = t0.elapsed().as_secs_f64();
+    println!(
+        "{threads} threads: fit {:.1} ms, {} outer and {} inner iterations",
+        total * 1e3,
+        f.convergence.iterations,
+        f.inner_iterations
+    );
+    let tally = cd.tally.into_inner().unwrap();
+    let in_passes: f64 = tally.values().map(|v| v.1).sum();
+    for (what, (calls, secs)) in &tally {
+        println!(
+            "  {what:<30} {calls:4} calls  {:8.1} ms  ({:.2} ms each)",
+            secs * 1e3,
+            secs * 1e3 / *calls as f64
+        );
+    }
+    println!(
+        "  outside the passes (p x p algebra, set-up)  {:.1} ms",
+        (total - in_passes) * 1e3
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut dir = PathBuf::from("/tmp/nce-bench/subject");
@@ -232,6 +260,8 @@ fn main() {
     if micro {
         // Per-pass costs: one weighted cross-product, leverages, linear predictor.
         let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
+        let dd = DenseDesign::new(&a, n, pa).unwrap();
+        let gd: &dyn Design = if pb == 0 { &dd } else { &gd };
         let wt: Vec<f64> = (0..n).map(|i| 0.05 + (i % 7) as f64 * 0.01).collect();
         let hinv = DMatrix::<f64>::identity(p, p) * 1e-3;
         for &th in &threads {
@@ -271,31 +301,15 @@ fn main() {
     let prob = Problem::new(&y, &w, &offset, Family::Binomial);
     let ctrl = RemlControl::default();
     if count {
+        // A problem without per-transition columns (pb = 0) is counted on the dense design.
         let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
+        let dd = DenseDesign::new(&a, n, pa).unwrap();
         for &th in &threads {
-            let cd = Counting::new(&gd);
-            let t0 = Instant::now();
-            let f = with_threads(th, || fit_reml(&cd, &prob, &pens, &ctrl, &mut || false).unwrap()).unwrap();
-            let total = t0.elapsed().as_secs_f64();
-            println!(
-                "{th} threads: fit {:.1} ms, {} outer and {} inner iterations",
-                total * 1e3,
-                f.convergence.iterations,
-                f.inner_iterations
-            );
-            let tally = cd.tally.into_inner().unwrap();
-            let in_passes: f64 = tally.values().map(|v| v.1).sum();
-            for (what, (calls, secs)) in &tally {
-                println!(
-                    "  {what:<30} {calls:4} calls  {:8.1} ms  ({:.2} ms each)",
-                    secs * 1e3,
-                    secs * 1e3 / *calls as f64
-                );
+            if pb == 0 {
+                count_passes(&dd, th, &prob, &pens, &ctrl);
+            } else {
+                count_passes(&gd, th, &prob, &pens, &ctrl);
             }
-            println!(
-                "  outside the passes (p x p algebra, set-up)  {:.1} ms",
-                (total - in_passes) * 1e3
-            );
         }
         return;
     }

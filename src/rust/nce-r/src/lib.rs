@@ -12,6 +12,7 @@ mod bridge;
 mod convert;
 mod debug;
 mod fit;
+mod heap;
 mod latkes;
 mod mlp;
 mod nonlinear;
@@ -45,4 +46,5 @@ extendr_api::extendr_module! {
     use debug;
     use simulator;
     use shards;
+    use heap;
 }

@@ -1,0 +1,27 @@
+//! R's vector heap: grown once before a large fit instead of step by step.
+
+use extendr_api::prelude::*;
+
+extern "C" {
+    /// Defined in entrypoint.c: allocVector(REALSXP, n) under R_tryCatchError, dropped at once.
+    fn nce_reserve_heap(n: f64) -> std::os::raw::c_int;
+}
+
+/// Grows R's vector heap to hold `bytes` more: R grows it only after a full collection, so a fit
+/// that allocates it piece by piece runs several full collections where one suffices. TRUE when
+/// R could allocate that much (nothing is written).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_heap_reserve(bytes: f64) -> bool {
+    if !(bytes >= 8.0) || !bytes.is_finite() {
+        return false;
+    }
+    // Safety: called on the R main thread from .Call; R's errors are caught in C.
+    unsafe { nce_reserve_heap((bytes / 8.0).floor()) != 0 }
+}
+
+extendr_module! {
+    mod heap;
+    fn nce_heap_reserve;
+}
