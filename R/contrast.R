@@ -120,7 +120,7 @@ contrast_check_size <- function(n, ratio, k, copies, width, call) {
 # 0.3 s each with mgcv loaded; 0.6-0.8 s of a 1.7-2.1 s discretised fit of 14 LATKES subjects,
 # 582,120 rows). One request for the planned size makes R grow it at once, in one collection;
 # nothing is written, so no memory is touched. That fit took 0.83x the time (the exact one
-# 0.81x), its peak memory unchanged with the young collection before the engine
+# 0.86x), its peak memory unchanged with the young collection before the engine
 # (collect_set_up_garbage()). Small fits fit the heap R starts with; at most 512 MB, so that a
 # huge fit's garbage is still collected as it goes.
 reserve_heap <- function(bytes) {

@@ -28,13 +28,24 @@ static SEXP alloc_failed(SEXP cond, void *dummy) {
   return cond;
 }
 
+struct reserve {
+  R_xlen_t len;
+  int ok;
+};
+
+static void reserve_fn(void *data) {
+  struct reserve *r = (struct reserve *) data;
+  r->ok = R_tryCatchError(alloc_doubles, &r->len, alloc_failed, NULL) == R_NilValue;
+}
+
 // Asks R for `n` doubles and drops them at once: if R's vector heap cannot hold them, R runs one
 // full collection and grows the heap to fit (it grows only after a full collection, by a fifth
 // at a time otherwise). The vector is never written, so no page of it is touched. 1 when the
-// allocation succeeded; R's error (no memory) is caught, silently.
+// allocation succeeded; R's error (no memory) is caught, silently, and R_ToplevelExec keeps any
+// other jump (an interrupt) from crossing the Rust frames that called this.
 int nce_reserve_heap(double n) {
-  R_xlen_t len = (R_xlen_t) n;
-  return R_tryCatchError(alloc_doubles, &len, alloc_failed, NULL) == R_NilValue;
+  struct reserve r = {(R_xlen_t) n, 0};
+  return R_ToplevelExec(reserve_fn, &r) && r.ok;
 }
 
 void R_init_nce(void *dll) {
