@@ -117,7 +117,7 @@ contrast_check_size <- function(n, ratio, k, copies, width, call) {
 
 # R grows its vector heap only after a full collection, and then by a fifth at a time: a fit
 # that allocates a few hundred MB piece by piece ran three full collections on the way up (0.2 to
-# 0.3 s each with mgcv loaded; 0.6-0.8 s of a 1.7-2.1 s discretised fit of 14 LATKES subjects,
+# 0.3 s each with mgcv loaded; 0.6-0.7 s of a 1.9-2.1 s discretised fit of 14 LATKES subjects,
 # 582,120 rows). One request for the planned size makes R grow it at once, in one collection;
 # nothing is written, so no memory is touched. That fit took 0.83x the time (the exact one
 # 0.86x), its peak memory unchanged with the young collection before the engine
