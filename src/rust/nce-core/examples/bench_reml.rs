@@ -259,9 +259,15 @@ fn main() {
     let w = vec![1.0; n];
     if micro {
         // Per-pass costs: one weighted cross-product, leverages, linear predictor.
-        let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
-        let dd = DenseDesign::new(&a, n, pa).unwrap();
-        let gd: &dyn Design = if pb == 0 { &dd } else { &gd };
+        // A problem without per-transition columns (pb = 0) is timed on the dense design.
+        let (dd, gdd);
+        let gd: &dyn Design = if pb == 0 {
+            dd = DenseDesign::new(&a, n, pa).unwrap();
+            &dd
+        } else {
+            gdd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
+            &gdd
+        };
         let wt: Vec<f64> = (0..n).map(|i| 0.05 + (i % 7) as f64 * 0.01).collect();
         let hinv = DMatrix::<f64>::identity(p, p) * 1e-3;
         for &th in &threads {
@@ -302,14 +308,16 @@ fn main() {
     let ctrl = RemlControl::default();
     if count {
         // A problem without per-transition columns (pb = 0) is counted on the dense design.
-        let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
-        let dd = DenseDesign::new(&a, n, pa).unwrap();
-        for &th in &threads {
-            if pb == 0 {
-                count_passes(&dd, th, &prob, &pens, &ctrl);
-            } else {
-                count_passes(&gd, th, &prob, &pens, &ctrl);
-            }
+        if pb == 0 {
+            let dd = DenseDesign::new(&a, n, pa).unwrap();
+            threads
+                .iter()
+                .for_each(|&th| count_passes(&dd, th, &prob, &pens, &ctrl));
+        } else {
+            let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
+            threads
+                .iter()
+                .for_each(|&th| count_passes(&gd, th, &prob, &pens, &ctrl));
         }
         return;
     }

@@ -3,7 +3,8 @@
 use extendr_api::prelude::*;
 
 extern "C" {
-    /// Defined in entrypoint.c: allocVector(REALSXP, n) under R_tryCatchError, dropped at once.
+    /// Defined in entrypoint.c: allocVector(REALSXP, n) under R_tryCatchError inside
+    /// R_ToplevelExec, dropped at once.
     fn nce_reserve_heap(n: f64) -> std::os::raw::c_int;
 }
 
