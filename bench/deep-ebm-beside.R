@@ -7,23 +7,16 @@ suppressMessages(library(nce))
 args <- commandArgs(trailingOnly = TRUE)
 n <- if (length(args) >= 1L) as.integer(args[1L]) else 5000L
 seeds <- seq_len(if (length(args) >= 2L) as.integer(args[2L]) else 3L)
-truth <- function(d) {
-  r <- sqrt(d$x1^2 + d$x2^2)
-  dnorm(r, 2, 0.2, log = TRUE) - log(2 * pi * r) + dbeta(d$x3, 2, 5, log = TRUE)
-}
-sim <- function(n) {
-  th <- runif(n, 0, 2 * pi)
-  r <- rnorm(n, 2, 0.2)
-  data.frame(x1 = r * cos(th), x2 = r * sin(th), x3 = rbeta(n, 2, 5))
-}
+# ring_beta_log_density() and ring_beta(): the truth and its simulator, shared with the tests.
+source("tests/testthat/helper-ring-beta.R")
 ref <- ref_uniform(x1 = c(-3, 3), x2 = c(-3, 3), x3 = c(0, 1))
 set.seed(9)
-g <- sim(20000)
-err <- function(fit) mean(abs(predict(fit, g) - truth(g)))
+g <- ring_beta(20000)
+err <- function(fit) mean(abs(predict(fit, g) - ring_beta_log_density(g)))
 rows <- list()
 for (s in seeds) {
   set.seed(100 + s)
-  d <- sim(n)
+  d <- ring_beta(n)
   set.seed(s)
   t1 <- system.time(f1 <- nce(~ mlp(x1, x2) + s(x3), d, ref, ratio = 10))[["elapsed"]]
   set.seed(s)

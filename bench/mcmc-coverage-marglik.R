@@ -5,18 +5,8 @@
 #   STEP=0.06 ...                                                                        # 0.98
 library(nce)
 options(nce.threads = 1L)
-set.seed(20261123)
-m <- 100
-xd <- rnorm(m)
-yd <- rbinom(m, 1, plogis(1.2 * xd))
-prior_sd <- 2
-loglik_logit <- function(th) colSums(yd * plogis(outer(xd, th), log.p = TRUE) +
-                                       (1 - yd) * plogis(-outer(xd, th), log.p = TRUE))
-log_evidence <- function(ll) {
-  lmax <- max(ll(seq(-10, 10, by = 0.001)))
-  f <- function(t) exp(ll(t) - lmax) * dnorm(t, 0, prior_sd)
-  log(integrate(f, -10, 10, subdivisions = 2000L, rel.tol = 1e-12)$value) + lmax
-}
+here <- dirname(sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE)))
+source(file.path(here, "mcmc-model.R"))
 exact <- log_evidence(loglik_logit)
 g <- seq(-1, 4, by = 1e-4)
 lp <- loglik_logit(g) + dnorm(g, 0, prior_sd, log = TRUE)
@@ -27,16 +17,7 @@ cat(sprintf("posterior mean %.4f sd %.4f skew %.3f kurt %.3f\n", mu, sdp, sum(w 
             sum(w * (g - mu)^4) / sdp^4))
 set.seed(as.integer(Sys.getenv("SEED", "5")))
 step <- as.numeric(Sys.getenv("STEP", "0.15")); reps <- as.integer(Sys.getenv("REPS", "400"))
-metropolis <- function(k, iters, ll, init, burn = 2000L) {
-  th <- init; lp <- ll(th) + dnorm(th, 0, prior_sd, log = TRUE); out <- matrix(0, iters, k)
-  for (i in seq_len(iters + burn)) {
-    p <- th + step * rnorm(k); lpp <- ll(p) + dnorm(p, 0, prior_sd, log = TRUE)
-    acc <- log(runif(k)) < lpp - lp; th[acc] <- p[acc]; lp[acc] <- lpp[acc]
-    if (i > burn) out[i - burn, ] <- th
-  }
-  out
-}
-d <- metropolis(reps, 10000, loglik_logit, rnorm(reps, mu, sdp))
+d <- metropolis(reps, 10000, loglik_logit, rnorm(reps, mu, sdp), step)
 lp1 <- function(th) loglik_logit(th[, 1]) + dnorm(th[, 1], 0, prior_sd, log = TRUE)
 res <- t(sapply(seq_len(reps), function(r) {
   ml <- marglik_nce(d[, r], lp1)

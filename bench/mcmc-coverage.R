@@ -60,42 +60,15 @@ n <- as.integer(Sys.getenv("NCE_BENCH_DRAWS", "10000"))
 n_chains <- as.integer(Sys.getenv("NCE_BENCH_CHAINS", "1"))
 split <- as.logical(Sys.getenv("NCE_BENCH_SPLIT", "TRUE"))
 step <- as.numeric(Sys.getenv("NCE_BENCH_STEP", "0.15"))  # 0.15: lag-1 autocorrelation 0.91; 0.06: 0.98
-set.seed(20261123)
-m <- 100
-xd <- rnorm(m)
-yd <- rbinom(m, 1, plogis(1.2 * xd))
-prior_sd <- 2
-loglik_logit <- function(th) colSums(yd * plogis(outer(xd, th), log.p = TRUE) +
-                                       (1 - yd) * plogis(-outer(xd, th), log.p = TRUE))
-loglik_probit <- function(th) colSums(yd * pnorm(outer(xd, th), log.p = TRUE) +
-                                        (1 - yd) * pnorm(-outer(xd, th), log.p = TRUE))
-log_evidence <- function(ll) {
-  lmax <- max(ll(seq(-10, 10, by = 0.001)))
-  f <- function(t) exp(ll(t) - lmax) * dnorm(t, 0, prior_sd)
-  log(integrate(f, -10, 10, subdivisions = 2000L, rel.tol = 1e-12)$value) + lmax
-}
+here <- dirname(sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE)))
+source(file.path(here, "mcmc-model.R"))
 exact_logit <- log_evidence(loglik_logit)
 exact_probit <- log_evidence(loglik_probit)
 exact_bf <- exact_logit - exact_probit
 
-# Metropolis for `k` chains at once: a draws matrix (iterations x chains).
-metropolis <- function(k, iters, ll, init, burn = 2000L) {
-  th <- init
-  lp <- ll(th) + dnorm(th, 0, prior_sd, log = TRUE)
-  out <- matrix(0, iters, k)
-  for (i in seq_len(iters + burn)) {
-    p <- th + step * rnorm(k)
-    lpp <- ll(p) + dnorm(p, 0, prior_sd, log = TRUE)
-    acc <- log(runif(k)) < lpp - lp
-    th[acc] <- p[acc]
-    lp[acc] <- lpp[acc]
-    if (i > burn) out[i - burn, ] <- th
-  }
-  out
-}
 draws_for <- function(ll) {
   per <- n %/% n_chains
-  ch <- lapply(seq_len(n_chains), function(c) metropolis(reps, per, ll, rnorm(reps, 1, 0.3)))
+  ch <- lapply(seq_len(n_chains), function(c) metropolis(reps, per, ll, rnorm(reps, 1, 0.3), step))
   do.call(rbind, ch)  # chains stacked one after another in each column
 }
 t0 <- Sys.time()

@@ -7,48 +7,9 @@
 # default 13:42, about 20 min; "gam" also fits the GAM classifier with its default formula at
 # 1,000 pairs, 19-34 s, for the time ratio).
 suppressMessages(library(nce))
-arch_simulate <- function(theta, n, n_obs = 100L) {
-  t1 <- theta[, "t1"]
-  t2 <- theta[, "t2"]
-  e <- stats::rnorm(n)
-  y_prev <- numeric(n)
-  y <- matrix(0, n, n_obs)
-  xi <- matrix(stats::rnorm(n * n_obs), n, n_obs)
-  for (i in seq_len(n_obs)) {
-    e <- xi[, i] * sqrt(0.2 + t2 * e^2)
-    y_prev <- t1 * y_prev + e
-    y[, i] <- y_prev
-  }
-  y
-}
-arch_summaries <- function(y) {
-  if (is.null(dim(y))) y <- matrix(y, 1L)
-  n <- ncol(y)
-  mu <- rowMeans(y)
-  v <- rowSums((y - mu)^2) / (n - 1)
-  sc <- (y - mu) / sqrt(v)
-  ac <- vapply(1:5, function(l) rowSums(sc[, (l + 1):n, drop = FALSE] * sc[, 1:(n - l), drop = FALSE]) / (n - l),
-               numeric(nrow(y)))
-  if (is.null(dim(ac))) ac <- matrix(ac, 1L)
-  pr <- utils::combn(5, 2)
-  pw <- matrix(vapply(1:10, function(k) ac[, pr[1, k]] * ac[, pr[2, k]], numeric(nrow(y))), nrow(y))
-  out <- cbind(mu, v, ac, pw)
-  colnames(out) <- c("mean", "var", paste0("ac", 1:5), paste0("pw", pr[1, ], pr[2, ]))
-  out
-}
-arch_loglik <- function(y, t1, t2, gh) {
-  n <- length(y)
-  e <- y - t1 * c(0, y[-n])
-  sum(stats::dnorm(e[-1], 0, sqrt(0.2 + t2 * e[-n]^2), log = TRUE)) +
-    log(sum(gh$w * stats::dnorm(e[1], 0, sqrt(0.2 + t2 * gh$x^2))))
-}
-gh <- local({
-  k <- 60L
-  J <- matrix(0, k, k)
-  J[cbind(1:(k - 1), 2:k)] <- J[cbind(2:k, 1:(k - 1))] <- sqrt(seq_len(k - 1))
-  e <- eigen(J, symmetric = TRUE)
-  list(x = e$values, w = e$vectors[1, ]^2)
-})
+# arch_simulate(), arch_summaries(), arch_loglik() and gauss_hermite_normal(): the tests' ARCH(1) helper.
+source("tests/testthat/helper-arch.R")
+gh <- gauss_hermite_normal()
 args <- commandArgs(TRUE)
 seeds <- if (length(args) && grepl("^[0-9]+:[0-9]+$", args[1])) eval(str2lang(args[1])) else 13:42
 pairs_arg <- grep("^pairs=", args, value = TRUE)

@@ -6,12 +6,22 @@ fuzz_data <- function() {
   data.frame(y = rtexp(50, 2))
 }
 
-test_that("hostile inputs give classed errors", {
+# fuzz_data() `d`, the uniform reference `u`, and a linear and a smooth fit to them (seed 42).
+fuzz_fits <- function() {
   d <- fuzz_data()
   u <- ref_uniform(y = c(0, 1))
   set.seed(42)
   fit <- nce(~ y, d, u, ratio = 3)
   gfit <- nce(~ s(y, k = 4), d, u, ratio = 3)
+  list(d = d, u = u, fit = fit, gfit = gfit)
+}
+
+test_that("hostile inputs give classed errors", {
+  ff <- fuzz_fits()
+  d <- ff$d
+  u <- ff$u
+  fit <- ff$fit
+  gfit <- ff$gfit
   d_chr <- data.frame(y = as.character(d$y))
   cases <- list(
     # nce(): formula, data, reference, ratio
@@ -168,13 +178,9 @@ test_that("no silent coercion: character data is not fitted as a factor", {
 })
 
 test_that("density predictions at infinite y are 0; other types refuse infinite y", {
-  d <- fuzz_data()
-  u <- ref_uniform(y = c(0, 1))
-  set.seed(42)
-  fit <- nce(~ y, d, u, ratio = 3)
-  gfit <- nce(~ s(y, k = 4), d, u, ratio = 3)
+  ff <- fuzz_fits()
   nd <- data.frame(y = c(Inf, 0.5, -Inf))
-  for (f in list(fit, gfit)) {
+  for (f in list(ff$fit, ff$gfit)) {
     p <- predict(f, nd, type = "density")
     expect_identical(unname(p[c(1, 3)]), c(0, 0))
     expect_true(is.finite(p[[2]]) && p[[2]] > 0)

@@ -11,6 +11,16 @@ lasso_problem <- function() {
   list(x = x, y = y, foldid = sample(rep(1:10, length.out = n)))
 }
 
+# A Gaussian mean: 30 N(mu, 1) draws summarised by `summ` (by default their mean, s ~ N(mu, 1/30)),
+# prior N(0, 1), an observed series at mu = 0.4 (seed 3) and a grid of `n_grid` values of mu on (-0.6, 1.4).
+gaussian_mean_problem <- function(n_grid, summ = function(x) cbind(mean = rowMeans(x))) {
+  sim <- function(theta, n) matrix(rnorm(n * 30, theta[, "mu"]), n, 30)
+  set.seed(3)
+  x_obs <- matrix(rnorm(30, 0.4), 1)
+  pr <- prior_normal(c(mu = 0), 1)
+  list(sim = sim, summ = summ, x_obs = x_obs, pr = pr, th = theta_grid(pr, n_grid, ranges = list(mu = c(-0.6, 1.4))))
+}
+
 test_that("the Rust lasso path and its CV match glmnet on the same data, folds and lambdas", {
   skip_if_not_installed("glmnet")
   pr <- lasso_problem()
@@ -74,17 +84,14 @@ test_that("one-step CV approximates glmnet's exact K-fold CV curve and its minim
 
 test_that("lfire recovers a Gaussian log ratio and ignores noise summaries", {
   # s ~ N(mu, 1/30) through the sample mean; prior N(0, 1): exact posterior is normal.
-  sim <- function(theta, n) matrix(rnorm(n * 30, theta[, "mu"]), n, 30)
   # The log ratio is quadratic in the mean: (mean, mean^2) make the logistic model exact.
-  summ <- function(x) cbind(mean = rowMeans(x), mean2 = rowMeans(x)^2, noise1 = rnorm(nrow(x)),
-                            noise2 = rnorm(nrow(x)))
-  set.seed(3)
-  x_obs <- matrix(rnorm(30, 0.4), 1)
-  pr <- prior_normal(c(mu = 0), 1)
-  th <- theta_grid(pr, 31, ranges = list(mu = c(-0.6, 1.4)))
-  fit <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 300, n_marginal = 600, batch = TRUE,
+  summ <- function(x) {
+    cbind(mean = rowMeans(x), mean2 = rowMeans(x)^2, noise1 = rnorm(nrow(x)), noise2 = rnorm(nrow(x)))
+  }
+  p <- gaussian_mean_problem(31, summ)
+  fit <- lfire(p$x_obs, p$sim, p$summ, p$pr, theta = p$th, n_theta = 300, n_marginal = 600, batch = TRUE,
                control = lfire_control(nfolds = 5))
-  xbar <- mean(x_obs)
+  xbar <- mean(p$x_obs)
   post_var <- 1 / (1 + 30)
   post_mean <- post_var * 30 * xbar
   # Grid of spacing 0.065: the posterior mean to 0.05 and the sd (0.18) to 25 %.
@@ -97,17 +104,12 @@ test_that("lfire recovers a Gaussian log ratio and ignores noise summaries", {
 test_that("quadratic features give a log ratio quadratic in the summary (exact for a Gaussian mean)", {
   # Only the sample mean as summary: log N(s; mu, 1/30) - log N(s; 0, 1 + 1/30) is quadratic
   # in s, so a linear log ratio cannot be exact, while (s, s^2) can.
-  sim <- function(theta, n) matrix(rnorm(n * 30, theta[, "mu"]), n, 30)
-  summ <- function(x) cbind(mean = rowMeans(x))
-  set.seed(3)
-  x_obs <- matrix(rnorm(30, 0.4), 1)
-  pr <- prior_normal(c(mu = 0), 1)
-  th <- theta_grid(pr, 31, ranges = list(mu = c(-0.6, 1.4)))
-  fit <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 300, n_marginal = 600, batch = TRUE,
+  p <- gaussian_mean_problem(31)
+  fit <- lfire(p$x_obs, p$sim, p$summ, p$pr, theta = p$th, n_theta = 300, n_marginal = 600, batch = TRUE,
                control = lfire_control(nfolds = 5, quadratic = TRUE, scores = "standard"))
   expect_identical(colnames(fit$beta), c("mean", "mean^2"))
   post_var <- 1 / 31
-  post_mean <- post_var * 30 * mean(x_obs)
+  post_mean <- post_var * 30 * mean(p$x_obs)
   # As the two-summary test above: the mean to 0.05, the sd (0.18) to 25 %.
   expect_equal(unname(coef(fit)), post_mean, tolerance = 0.05 / abs(post_mean))
   expect_equal(sqrt(vcov(fit)[1, 1]), sqrt(post_var), tolerance = 0.25)
@@ -125,13 +127,8 @@ test_that("quadratic features give a log ratio quadratic in the summary (exact f
 test_that("the stiffness check flags a log ratio linear in a summary where it is quadratic", {
   # As above: the exact log ratio is quadratic in the sample mean, so linear features are too
   # stiff (held-out deviance clearly above that of the fit with squares), and squares are not.
-  sim <- function(theta, n) matrix(rnorm(n * 30, theta[, "mu"]), n, 30)
-  summ <- function(x) cbind(mean = rowMeans(x))
-  set.seed(3)
-  x_obs <- matrix(rnorm(30, 0.4), 1)
-  pr <- prior_normal(c(mu = 0), 1)
-  th <- theta_grid(pr, 15, ranges = list(mu = c(-0.6, 1.4)))
-  lin <- lfire(x_obs, sim, summ, pr, theta = th, n_theta = 200, n_marginal = 400, batch = TRUE,
+  p <- gaussian_mean_problem(15)
+  lin <- lfire(p$x_obs, p$sim, p$summ, p$pr, theta = p$th, n_theta = 200, n_marginal = 400, batch = TRUE,
                control = lfire_control(nfolds = 5, quadratic = FALSE))
   expect_true(lin$stiffness$flagged)
   expect_gt(lin$stiffness$gain, 0.1)
@@ -199,19 +196,14 @@ test_that("simulator errors and non-finite summaries are counted and reported, n
 })
 
 test_that("cached simulations are reused and give the same fit", {
-  sim <- function(theta, n) matrix(rnorm(n * 10, theta[, "mu"]), n, 10)
-  summ <- function(x) cbind(m = rowMeans(x), v = apply(x, 1, var))
-  pr <- prior_uniform(mu = c(-1, 1))
-  th <- theta_grid(pr, 5)
-  set.seed(2)
-  fit <- lfire(matrix(rnorm(10), 1), sim, summ, pr, theta = th, n_theta = 50, n_marginal = 60, batch = TRUE,
-               control = lfire_control(nfolds = 3, nlambda = 20))
+  p <- toy_lfire_problem(5)
+  fit <- toy_lfire_fit(p, n_theta = 50, n_marginal = 60, control = lfire_control(nfolds = 3, nlambda = 20))
   set.seed(99)
-  again <- lfire(matrix(rnorm(10), 1), sim, summ, pr, theta = th, batch = TRUE, marginal = fit$marginal,
+  again <- lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th, batch = TRUE, marginal = fit$marginal,
                  simulations = fit$simulations, control = lfire_control(nfolds = 3, nlambda = 20))
   expect_identical(again$simulations, fit$simulations)
   expect_equal(again$time[["simulation"]], 0)
-  expect_error(lfire(matrix(rnorm(10), 1), sim, summ, pr, theta = th[1:3, ], batch = TRUE,
+  expect_error(lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th[1:3, ], batch = TRUE,
                      simulations = fit$simulations), class = "nce_error_input")
 })
 

@@ -24,26 +24,26 @@ snap_fits <- local({
   list(tgm = tgm, mog = mog, custom = custom, bf = bf, ml = ml1, bfm = bayes_factor_marglik(ml1, ml2), roc = roc)
 })
 
+# print() and then print(summary()) of one result, with the same arguments.
+print_both <- function(x, ...) {
+  print(x, ...)
+  print(summary(x), ...)
+  invisible(x)
+}
+
 test_that("print and summary of vnce fits", {
   expect_snapshot({
-    print(snap_fits$tgm, digits = 3)
-    print(summary(snap_fits$tgm), digits = 3)
-    print(snap_fits$mog, digits = 3)
-    print(summary(snap_fits$mog), digits = 3)
-    print(snap_fits$custom, digits = 3)
-    print(summary(snap_fits$custom), digits = 3)
+    print_both(snap_fits$tgm, digits = 3)
+    print_both(snap_fits$mog, digits = 3)
+    print_both(snap_fits$custom, digits = 3)
   }, transform = function(s) gsub("Call:.*", "Call: <call>", s))
 })
 
 test_that("print and summary of Bayes factor, marginal likelihood and edge-recovery results", {
   expect_snapshot({
-    print(snap_fits$bf, digits = 3)
-    print(summary(snap_fits$bf), digits = 3)
-    print(snap_fits$ml, digits = 3)
-    print(summary(snap_fits$ml), digits = 3)
-    print(snap_fits$bfm, digits = 3)
-    print(summary(snap_fits$bfm), digits = 3)
-    print(snap_fits$roc)
-    print(summary(snap_fits$roc))
+    print_both(snap_fits$bf, digits = 3)
+    print_both(snap_fits$ml, digits = 3)
+    print_both(snap_fits$bfm, digits = 3)
+    print_both(snap_fits$roc)
   })
 })

@@ -40,18 +40,11 @@ test_that("snce(), latkes(), lfire() and vnce() take a partial control list", {
   expect_error(latkes(sim, window = c(0, 1024, 0, 768), ratio = 2, control = list(bogus = 1)), "bogus",
                class = "nce_error_input")
 
-  simf <- function(theta, n) matrix(rnorm(n * 10, theta[, "mu"]), n, 10)
-  summ <- function(x) cbind(m = rowMeans(x), v = apply(x, 1, var))
-  pr <- prior_uniform(mu = c(-1, 1))
-  th <- theta_grid(pr, 3)
-  set.seed(2)
-  f1 <- lfire(matrix(rnorm(10), 1), simf, summ, pr, theta = th, n_theta = 40, n_marginal = 40, batch = TRUE,
-              control = list(nfolds = 3, nlambda = 10))
-  set.seed(2)
-  f2 <- lfire(matrix(rnorm(10), 1), simf, summ, pr, theta = th, n_theta = 40, n_marginal = 40, batch = TRUE,
-              control = lfire_control(nfolds = 3, nlambda = 10))
+  p <- toy_lfire_problem(3)
+  f1 <- toy_lfire_fit(p, n_theta = 40, n_marginal = 40, control = list(nfolds = 3, nlambda = 10))
+  f2 <- toy_lfire_fit(p, n_theta = 40, n_marginal = 40, control = lfire_control(nfolds = 3, nlambda = 10))
   expect_identical(f1$posterior, f2$posterior)
-  expect_error(lfire(matrix(rnorm(10), 1), simf, summ, pr, theta = th, batch = TRUE, control = list(folds = 3)),
+  expect_error(lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th, batch = TRUE, control = list(folds = 3)),
                "folds", class = "nce_error_input")
 
   set.seed(4)
