@@ -21,24 +21,23 @@ nce_fit_reml <- function(x, response, sample, penalties, settings) .Call(wrap__n
 
 #' REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
 #' per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
-#' `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
-#' With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
-#' `a` may also be a discretised block: a list of terms `list(values = <m x p matrix>, index =
-#' <1-based integer row of values per row, or NULL for a dense block>)`. `response` and
-#' `settings` as for `nce_fit_reml`.
+#' No alias handling: the caller's set-up keeps the design identifiable. With a `cluster` also
+#' the clustered sandwich. `a` may also be a discretised block: a list of terms `list(values =
+#' <m x p matrix>, index = <1-based integer row of values per row, or NULL for a dense block>)`.
+#' `problem` as `grouped_problem` reads it.
 #' @keywords internal
 #' @noRd
-nce_fit_reml_grouped <- function(a, b, group, response, cluster, penalties, settings) .Call(wrap__nce_fit_reml_grouped, a, b, group, response, cluster, penalties, settings)
+nce_fit_reml_grouped <- function(a, b, problem) .Call(wrap__nce_fit_reml_grouped, a, b, problem)
 
 #' REML fit on [A | one free intercept per group] (e.g. one per transition), the intercepts
-#' eliminated per group so the cost is linear in the number of groups. `group` is 1-based
-#' (every group in 1..ngroups must have rows); A has no intercept column. Returns what
-#' `nce_fit_reml_grouped` returns for the columns of A (`cov_sandwich`: clustered by `cluster`),
-#' plus `intercepts` and `intercept_se`. `response` and `settings` as for `nce_fit_reml`, with
-#' the number of groups in `settings$ngroups`.
+#' eliminated per group so the cost is linear in the number of groups (every group must have
+#' rows); A has no intercept column. Returns what `nce_fit_reml_grouped` returns for the columns
+#' of A (`cov_sandwich`: clustered by the problem's `cluster`), plus `intercepts` and
+#' `intercept_se`. `problem` as for `nce_fit_reml_grouped`, with the number of groups in
+#' `settings$ngroups`.
 #' @keywords internal
 #' @noRd
-nce_fit_reml_free_intercepts <- function(a, group, response, cluster, penalties, settings) .Call(wrap__nce_fit_reml_free_intercepts, a, group, response, cluster, penalties, settings)
+nce_fit_reml_free_intercepts <- function(a, problem) .Call(wrap__nce_fit_reml_free_intercepts, a, problem)
 
 #' A cubic (`kind = "cr"`: `m` is the smooth's `F`) or cyclic cubic (`"cc"`: `m` is `BD`)
 #' spline basis on the rows `x` for the knots `knots`, built and held in Rust (a
@@ -476,11 +475,11 @@ nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_ev
 
 #' REML fit on [A | one free intercept per group] with A in `shards` shards reached through
 #' `runner` (the shards written with a B of no columns): as `nce_fit_reml_free_intercepts` for a
-#' dense A with `pa` columns, with the same results bit for bit. `response` and `settings` as
-#' for `nce_fit_reml_free_intercepts`, with `settings$shards` and `settings$pa`.
+#' dense A with `pa` columns, with the same results bit for bit. `problem` as for
+#' `nce_fit_reml_free_intercepts`, with `settings$shards` and `settings$pa`.
 #' @keywords internal
 #' @noRd
-nce_fit_reml_free_intercepts_sharded <- function(runner, group, response, cluster, penalties, settings) .Call(wrap__nce_fit_reml_free_intercepts_sharded, runner, group, response, cluster, penalties, settings)
+nce_fit_reml_free_intercepts_sharded <- function(runner, problem) .Call(wrap__nce_fit_reml_free_intercepts_sharded, runner, problem)
 
 #' Shard `which` (1-based) of a grouped design with B (ngroups x pb) and the 1-based group of
 #' each row, split into `shards`: list(rows (1-based, the shard's rows), group (0-based), b,
@@ -499,11 +498,11 @@ nce_shard_task <- function(shard, task, threads) .Call(wrap__nce_shard_task, sha
 
 #' REML fit on the grouped design [A | B[group, ]] with A in `shards` shards reached through
 #' `runner` (see `serve`): as `nce_fit_reml_grouped` for a dense A with `pa` columns, with
-#' the same results bit for bit. `response` and `settings` as for `nce_fit_reml_grouped`, with
-#' the number of shards and of columns of A in `settings$shards` and `settings$pa`.
+#' the same results bit for bit. `problem` as for `nce_fit_reml_grouped`, with the number of
+#' shards and of columns of A in `settings$shards` and `settings$pa`.
 #' @keywords internal
 #' @noRd
-nce_fit_reml_grouped_sharded <- function(runner, b, group, response, cluster, penalties, settings) .Call(wrap__nce_fit_reml_grouped_sharded, runner, b, group, response, cluster, penalties, settings)
+nce_fit_reml_grouped_sharded <- function(runner, b, problem) .Call(wrap__nce_fit_reml_grouped_sharded, runner, b, problem)
 
 #' Grows R's vector heap to hold `bytes` more: R grows it only after a full collection, so a fit
 #' that allocates it piece by piece runs several full collections where one suffices. TRUE when

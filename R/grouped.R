@@ -482,11 +482,8 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   cn <- c(a$colnames, colnames(b$X))
   if (is.null(shards)) {
     collect_set_up_garbage(r_held_values(a_engine, length(y), pa))
-    res <- rs(nce_fit_reml_grouped(a_engine, b$X, as.integer(group),
-                                   list(y = as.double(y), weights = NULL, offset = as.double(offset)),
-                                   if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                   list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
-                                        control = control, threads = nce_threads())))
+    res <- rs(nce_fit_reml_grouped(a_engine, b$X,
+                                   grouped_problem(group, y, offset, cluster, penalties, family, sp, control)))
   } else {
     # The workers compute their rows of A from the set-up (this process never holds A).
     store <- write_shards(shards, row_recipe(a, row_formula, rows, TRUE), b$X, group)
@@ -509,6 +506,16 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   a$X <- b$X <- a$terms <- a$colnames <- NULL
   a$discrete <- discrete
   grouped_result(res, cn, labels, c(a$smooth, b$smooth), a, b)
+}
+
+# The one `problem` list of the grouped engine calls (in memory or sharded): the rows' groups,
+# response and offsets, the groups' clusters (or NULL), the penalties and the settings, with
+# `...` the counts some calls need (ngroups, shards, pa).
+grouped_problem <- function(group, y, offset, cluster, penalties, family, sp, control, ...) {
+  list(group = as.integer(group), response = list(y = as.double(y), weights = NULL, offset = as.double(offset)),
+       cluster = if (is.null(cluster)) NULL else as.integer(cluster), penalties = penalties,
+       settings = list(family = family, sp = if (is.null(sp)) NULL else as.double(sp), control = control,
+                       threads = nce_threads(), ...))
 }
 
 # The fit list of fit_grouped() and fit_free_intercepts() from the engine's result `res`:
@@ -549,13 +556,8 @@ fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, fa
   cn <- a$colnames
   if (is.null(shards)) {
     collect_set_up_garbage(r_held_values(a_engine, length(y), pa))
-    res <- rs(nce_fit_reml_free_intercepts(a_engine, as.integer(group),
-                                           list(y = as.double(y), weights = NULL,
-                                                offset = as.double(offset)),
-                                           if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                           list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
-                                                control = control, threads = nce_threads(),
-                                                ngroups = as.integer(ngroups))))
+    res <- rs(nce_fit_reml_free_intercepts(a_engine, grouped_problem(group, y, offset, cluster, penalties, family,
+                                                                     sp, control, ngroups = as.integer(ngroups))))
   } else {
     # The workers compute their rows of A from the set-up (their B has no columns).
     store <- write_shards(shards, row_recipe(a, row_formula, rows, FALSE), matrix(0, ngroups, 0L), group)

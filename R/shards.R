@@ -207,23 +207,19 @@ forget_shards <- function(store) {
 # The REML fit of fit_grouped() with A in the shards of `store`.
 fit_grouped_sharded <- function(store, b, group, y, offset, family, cluster, penalties, sp, control) {
   on.exit(forget_shards(store), add = TRUE)
-  nce_fit_reml_grouped_sharded(shard_runner(store), b, as.integer(group),
-                               list(y = as.double(y), weights = NULL, offset = as.double(offset)),
-                               if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                               list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
-                                    control = control, threads = nce_threads(), shards = store$n, pa = store$pa))
+  nce_fit_reml_grouped_sharded(shard_runner(store), b,
+                               grouped_problem(group, y, offset, cluster, penalties, family, sp, control,
+                                               shards = store$n, pa = store$pa))
 }
 
 # The REML fit of fit_free_intercepts() with A in the shards of `store` (written with a B of no
 # columns).
 fit_free_sharded <- function(store, ngroups, group, y, offset, family, cluster, penalties, sp, control) {
   on.exit(forget_shards(store), add = TRUE)
-  nce_fit_reml_free_intercepts_sharded(shard_runner(store), as.integer(group),
-                                       list(y = as.double(y), weights = NULL, offset = as.double(offset)),
-                                       if (is.null(cluster)) NULL else as.integer(cluster), penalties,
-                                       list(family = family, sp = if (is.null(sp)) NULL else as.double(sp),
-                                            control = control, threads = nce_threads(), ngroups = as.integer(ngroups),
-                                            shards = store$n, pa = store$pa))
+  nce_fit_reml_free_intercepts_sharded(shard_runner(store),
+                                       grouped_problem(group, y, offset, cluster, penalties, family, sp, control,
+                                                       ngroups = as.integer(ngroups), shards = store$n,
+                                                       pa = store$pa))
 }
 
 # Shards read by this process, of the latest sharded fit only (keyed by file).

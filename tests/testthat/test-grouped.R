@@ -55,21 +55,19 @@ test_that("the engine reads a model matrix's blocks where they lie, as it reads 
   expect_identical(held$ncol, ncol(bound$X))
   pens <- lapply(bound$penalties, function(p) list(start = as.double(p$start), S = p$S))
   b <- matrix(runif(200), 200, 1)
+  response <- list(y = rows$.label, weights = rep(1, n), offset = rep(log(1 / 4), n))
+  settings <- list(family = "binomial", sp = NULL, control = nce::nce_control(), threads = 1L)
   fit_with <- function(a) {
-    nce:::nce_fit_reml_grouped(a, b, rows$g, list(y = rows$.label, weights = rep(1, n), offset = rep(log(1 / 4), n)),
-                               seq_len(200), pens,
-                               list(family = "binomial", sp = NULL, control = nce::nce_control(), threads = 1L))
+    nce:::nce_fit_reml_grouped(a, b, list(group = rows$g, response = response, cluster = seq_len(200),
+                                          penalties = pens, settings = settings))
   }
   expect_identical(fit_with(held$X), fit_with(bound$X))
   # Without the intercept (the free-intercept fit).
   held0 <- nce:::setup_terms(form, rows, intercept = FALSE, blocks = TRUE)
   pens0 <- lapply(held0$penalties, function(p) list(start = as.double(p$start), S = p$S))
   free_with <- function(a) {
-    nce:::nce_fit_reml_free_intercepts(a, rows$g,
-                                       list(y = rows$.label, weights = rep(1, n), offset = rep(log(1 / 4), n)),
-                                       NULL, pens0,
-                                       list(family = "binomial", sp = NULL, control = nce::nce_control(),
-                                            threads = 1L, ngroups = 200L))
+    nce:::nce_fit_reml_free_intercepts(a, list(group = rows$g, response = response, cluster = NULL,
+                                               penalties = pens0, settings = c(settings, ngroups = 200L)))
   }
   expect_identical(free_with(held0$X), free_with(nce:::setup_terms(form, rows, intercept = FALSE)$X))
   # A block held in Rust beside an R matrix a row short.

@@ -11,9 +11,7 @@ use nce_core::engine::alias::fit_reml_dense;
 use nce_core::engine::design::{DenseDesign, Design};
 use nce_core::engine::discrete::{DiscreteDesign, Layout, TermSpec};
 use nce_core::engine::family::Family;
-use nce_core::engine::grouped::{
-    fit_reml_free_intercepts, fit_reml_free_intercepts_discrete, FreeGroups, FreeInterceptFit, GroupedDesign,
-};
+use nce_core::engine::grouped::{fit_reml_free_intercepts, FreeGroups, FreeInterceptFit, GroupedDesign};
 use nce_core::engine::irls::{self, Control, Problem};
 use nce_core::engine::penalty::{Penalty, PenaltySet};
 use nce_core::engine::reml::{fit_reml, RemlControl, RemlFit};
@@ -282,45 +280,95 @@ fn dense_reml_result(
     Ok(reml_result(f.fit, f.sandwich, f.aliased))
 }
 
+/// The inputs of a grouped fit, from `problem = list(group, response, cluster, penalties,
+/// settings)`: `group` (1-based group of each row), `response` as `response_of` reads it,
+/// `cluster` (1-based cluster of each group, or NULL), `penalties` as `penalties_from` reads
+/// them and `settings` as `fit_settings`. One list, so the four grouped entry points (in memory
+/// or sharded, spline or free intercepts) read it in one place.
+pub(crate) struct GroupedProblem {
+    pub settings: FitSettings,
+    pub response: Response,
+    group: Robj,
+    cluster: Robj,
+    penalties: List,
+}
+
+pub(crate) fn grouped_problem(problem: &List) -> Res<GroupedProblem> {
+    let settings: List = list_get(problem, "settings", "problem")?
+        .try_into()
+        .map_err(|_| NceError::invalid("problem$settings", "must be a list"))?;
+    let response: List = list_get(problem, "response", "problem")?
+        .try_into()
+        .map_err(|_| NceError::invalid("problem$response", "must be a list(y, weights, offset)"))?;
+    let penalties: List = list_get(problem, "penalties", "problem")?
+        .try_into()
+        .map_err(|_| NceError::invalid("penalties", "must be a list of list(start, S)"))?;
+    Ok(GroupedProblem {
+        settings: fit_settings(&settings)?,
+        response: response_of(&response)?,
+        group: list_get(problem, "group", "problem")?,
+        cluster: list_get(problem, "cluster", "problem")?,
+        penalties,
+    })
+}
+
+impl GroupedProblem {
+    /// The 0-based group of each of the `nrow` rows, of `ngroups` groups.
+    pub(crate) fn group(&self, ngroups: usize, nrow: usize) -> Res<Vec<usize>> {
+        let g0 = zero_based(&self.group, "group", ngroups)?;
+        if g0.len() != nrow {
+            return Err(NceError::invalid(
+                "group",
+                format!("has length {}, expected {nrow} (one per row)", g0.len()),
+            ));
+        }
+        Ok(g0)
+    }
+
+    /// The 0-based cluster of each of the `ngroups` groups, or None.
+    pub(crate) fn cluster(&self, ngroups: usize) -> Res<Option<Vec<usize>>> {
+        cluster_of(&self.cluster, ngroups)
+    }
+
+    /// The penalties over `p` coefficients.
+    pub(crate) fn penalties(&self, p: usize) -> Res<PenaltySet> {
+        penalties_from(&self.penalties, p)
+    }
+}
+
 /// REML fit on the grouped design [A | B[group, ]]: A holds row-level columns, B one row
 /// per group (e.g. the spline intercept of a transition, shared by its data and reference rows).
-/// `group` is 1-based. No alias handling: the caller's set-up keeps the design identifiable.
-/// With `cluster` (1-based cluster of each group, or NULL) also the clustered sandwich.
-/// `a` may also be a discretised block: a list of terms `list(values = <m x p matrix>, index =
-/// <1-based integer row of values per row, or NULL for a dense block>)`. `response` and
-/// `settings` as for `nce_fit_reml`.
+/// No alias handling: the caller's set-up keeps the design identifiable. With a `cluster` also
+/// the clustered sandwich. `a` may also be a discretised block: a list of terms `list(values =
+/// <m x p matrix>, index = <1-based integer row of values per row, or NULL for a dense block>)`.
+/// `problem` as `grouped_problem` reads it.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml_grouped(
-    a: Robj,
-    b: Robj,
-    group: Robj,
-    response: List,
-    cluster: Robj,
-    penalties: List,
-    settings: List,
-) -> Robj {
+fn nce_fit_reml_grouped(a: Robj, b: Robj, problem: List) -> Robj {
     guard(|| {
-        let settings = fit_settings(&settings)?;
-        let response = response_of(&response)?;
+        let problem = grouped_problem(&problem)?;
+        let settings = &problem.settings;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
-        let g0 = zero_based(&group, "group", ng)?;
-        let prob = response.problem(&settings)?;
-        let cluster = cluster_of(&cluster, ng)?;
+        let prob = problem.response.problem(settings)?;
+        let g0 = problem.group(ng, prob.y.len())?;
+        let cluster = problem.cluster(ng)?;
         let parts = term_parts(&a)?;
         let blocks = matrix_blocks(&a);
         let cols;
         let design = match &parts {
-            Some(parts) => GroupedDesign::discrete(&term_specs(parts, prob.y.len())?, prob.y.len(), bd, ng, pb, &g0)?,
+            Some(parts) => {
+                let n = prob.y.len();
+                GroupedDesign::with_block(DiscreteDesign::new(n, &term_specs(parts, n)?)?, bd, ng, pb, &g0)?
+            }
             None => {
                 let n;
                 (cols, n) = block_columns(&blocks, "a")?;
-                GroupedDesign::dense(DenseDesign::from_columns(&cols, n)?, bd, ng, pb, &g0)?
+                GroupedDesign::with_block(DenseDesign::from_columns(&cols, n)?, bd, ng, pb, &g0)?
             }
         };
         let pa = design.pa();
-        let pens = penalties_from(&penalties, pa + pb)?;
+        let pens = problem.penalties(pa + pb)?;
         let ctrl = settings.reml()?;
         let (fit, sandwich) = fit_reml_then(settings.threads, &design, &prob, &pens, &ctrl, |d, fit| {
             cluster
@@ -332,29 +380,22 @@ fn nce_fit_reml_grouped(
 }
 
 /// REML fit on [A | one free intercept per group] (e.g. one per transition), the intercepts
-/// eliminated per group so the cost is linear in the number of groups. `group` is 1-based
-/// (every group in 1..ngroups must have rows); A has no intercept column. Returns what
-/// `nce_fit_reml_grouped` returns for the columns of A (`cov_sandwich`: clustered by `cluster`),
-/// plus `intercepts` and `intercept_se`. `response` and `settings` as for `nce_fit_reml`, with
-/// the number of groups in `settings$ngroups`.
+/// eliminated per group so the cost is linear in the number of groups (every group must have
+/// rows); A has no intercept column. Returns what `nce_fit_reml_grouped` returns for the columns
+/// of A (`cov_sandwich`: clustered by the problem's `cluster`), plus `intercepts` and
+/// `intercept_se`. `problem` as for `nce_fit_reml_grouped`, with the number of groups in
+/// `settings$ngroups`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml_free_intercepts(
-    a: Robj,
-    group: Robj,
-    response: List,
-    cluster: Robj,
-    penalties: List,
-    settings: List,
-) -> Robj {
+fn nce_fit_reml_free_intercepts(a: Robj, problem: List) -> Robj {
     guard(|| {
-        let settings = fit_settings(&settings)?;
-        let response = response_of(&response)?;
+        let problem = grouped_problem(&problem)?;
+        let settings = &problem.settings;
         let ng = settings.count("ngroups", 1)?;
-        let g0 = zero_based(&group, "group", ng)?;
-        let prob = response.problem(&settings)?;
-        let cluster = cluster_of(&cluster, ng)?;
+        let prob = problem.response.problem(settings)?;
+        let g0 = problem.group(ng, prob.y.len())?;
+        let cluster = problem.cluster(ng)?;
         let ctrl = settings.reml()?;
         let threads = settings.threads;
         let groups = FreeGroups {
@@ -368,11 +409,10 @@ fn nce_fit_reml_free_intercepts(
                 let n = prob.y.len();
                 let specs = term_specs(parts, n)?;
                 let pa = specs.iter().map(|s| s.p).sum();
-                let pens = penalties_from(&penalties, pa)?;
+                let pens = problem.penalties(pa)?;
                 let fit = run::run(threads, |stop| {
-                    fit_reml_free_intercepts_discrete(&specs, n, groups, &prob, &pens, &ctrl, &mut || {
-                        stop.load(Ordering::Relaxed)
-                    })
+                    let ad = DiscreteDesign::new(n, &specs)?;
+                    fit_reml_free_intercepts(ad, groups, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))
                 })?;
                 (fit, pa)
             }
@@ -381,7 +421,7 @@ fn nce_fit_reml_free_intercepts(
                 let (cols, n) = block_columns(&blocks, "a")?;
                 let ad = DenseDesign::from_columns(&cols, n)?;
                 let pa = ad.ncol();
-                let pens = penalties_from(&penalties, pa)?;
+                let pens = problem.penalties(pa)?;
                 let fit = run::run(threads, |stop| {
                     fit_reml_free_intercepts(ad, groups, &prob, &pens, &ctrl, &mut || stop.load(Ordering::Relaxed))
                 })?;

@@ -20,34 +20,8 @@ fn interrupt_pending() -> bool {
 /// R for a user interrupt; `f` sees the request through the flag it is given. Workers never
 /// touch R. A panic in `f` becomes an error.
 pub fn run<T: Send>(threads: usize, f: impl FnOnce(&AtomicBool) -> Result<T, NceError> + Send) -> Result<T, NceError> {
-    let _span = crate::GLOBAL.span();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| NceError::Numerical(format!("could not start a thread pool: {e}")))?;
-    let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<()>();
-    std::thread::scope(|s| {
-        let handle = s.spawn(|| {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| f(&stop))));
-            let _ = tx.send(());
-            out
-        });
-        loop {
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if !stop.load(Ordering::Relaxed) && interrupt_pending() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-        match handle.join() {
-            Ok(Ok(r)) => r,
-            Ok(Err(p)) | Err(p) => Err(NceError::Internal(panic_message(p.as_ref()))),
-        }
-    })
+    // `run_serving` with nothing to serve: the work never asks.
+    run_serving(threads, |()| (), |stop, _: &Requester<(), ()>| f(stop))
 }
 
 /// What the work sends to the R main thread while `run_serving` runs it.

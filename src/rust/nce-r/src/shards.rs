@@ -4,7 +4,7 @@
 //! tasks. No numerics here.
 
 use crate::convert::{guard, int_count, int_slice, list_get, real_matrix, real_slice, threads_of, zero_based, Res};
-use crate::fit::{cluster_of, fit_settings, free_result, penalties_from, reml_result, response_of};
+use crate::fit::{free_result, grouped_problem, reml_result};
 use crate::run::{self, Requester};
 use extendr_api::prelude::*;
 use nce_core::engine::reml::fit_reml;
@@ -220,47 +220,32 @@ fn serve(runner: &Function, tasks: Vec<ShardTask>) -> Answer {
     l.values().enumerate().map(|(s, r)| result_from_r(&r, s)).collect()
 }
 
-/// The runner of a sharded fit, and the group (0-based) of each of its `nrow` rows.
-fn sharded_rows(runner: Robj, group: &Robj, ngroups: usize, nrow: usize) -> Res<(Function, Vec<usize>)> {
-    let runner: Function = runner
+/// The runner of a sharded fit (see `serve`).
+fn runner_of(runner: Robj) -> Res<Function> {
+    runner
         .try_into()
-        .map_err(|_| NceError::invalid("runner", "must be a function"))?;
-    let g0 = zero_based(group, "group", ngroups)?;
-    if g0.len() != nrow {
-        return Err(NceError::invalid(
-            "group",
-            format!("has length {}, expected {nrow} (one per row)", g0.len()),
-        ));
-    }
-    Ok((runner, g0))
+        .map_err(|_| NceError::invalid("runner", "must be a function"))
 }
 
 /// REML fit on the grouped design [A | B[group, ]] with A in `shards` shards reached through
 /// `runner` (see `serve`): as `nce_fit_reml_grouped` for a dense A with `pa` columns, with
-/// the same results bit for bit. `response` and `settings` as for `nce_fit_reml_grouped`, with
-/// the number of shards and of columns of A in `settings$shards` and `settings$pa`.
+/// the same results bit for bit. `problem` as for `nce_fit_reml_grouped`, with the number of
+/// shards and of columns of A in `settings$shards` and `settings$pa`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml_grouped_sharded(
-    runner: Robj,
-    b: Robj,
-    group: Robj,
-    response: List,
-    cluster: Robj,
-    penalties: List,
-    settings: List,
-) -> Robj {
+fn nce_fit_reml_grouped_sharded(runner: Robj, b: Robj, problem: List) -> Robj {
     guard(|| {
-        let settings = fit_settings(&settings)?;
-        let response = response_of(&response)?;
+        let problem = grouped_problem(&problem)?;
+        let settings = &problem.settings;
         let shards = settings.count("shards", 1)?;
         let pa = settings.count("pa", 0)?;
         let (bd, ng, pb) = real_matrix(&b, "b")?;
-        let prob = response.problem(&settings)?;
-        let (runner, g0) = sharded_rows(runner, &group, ng, prob.y.len())?;
-        let cluster = cluster_of(&cluster, ng)?;
-        let pens = penalties_from(&penalties, pa + pb)?;
+        let prob = problem.response.problem(settings)?;
+        let runner = runner_of(runner)?;
+        let g0 = problem.group(ng, prob.y.len())?;
+        let cluster = problem.cluster(ng)?;
+        let pens = problem.penalties(pa + pb)?;
         let ctrl = settings.reml()?;
         let (fit, sandwich) = run::run_serving(
             settings.threads,
@@ -289,29 +274,23 @@ fn nce_fit_reml_grouped_sharded(
 
 /// REML fit on [A | one free intercept per group] with A in `shards` shards reached through
 /// `runner` (the shards written with a B of no columns): as `nce_fit_reml_free_intercepts` for a
-/// dense A with `pa` columns, with the same results bit for bit. `response` and `settings` as
-/// for `nce_fit_reml_free_intercepts`, with `settings$shards` and `settings$pa`.
+/// dense A with `pa` columns, with the same results bit for bit. `problem` as for
+/// `nce_fit_reml_free_intercepts`, with `settings$shards` and `settings$pa`.
 /// @keywords internal
 /// @noRd
 #[extendr]
-fn nce_fit_reml_free_intercepts_sharded(
-    runner: Robj,
-    group: Robj,
-    response: List,
-    cluster: Robj,
-    penalties: List,
-    settings: List,
-) -> Robj {
+fn nce_fit_reml_free_intercepts_sharded(runner: Robj, problem: List) -> Robj {
     guard(|| {
-        let settings = fit_settings(&settings)?;
-        let response = response_of(&response)?;
+        let problem = grouped_problem(&problem)?;
+        let settings = &problem.settings;
         let shards = settings.count("shards", 1)?;
         let pa = settings.count("pa", 1)?;
         let ng = settings.count("ngroups", 1)?;
-        let prob = response.problem(&settings)?;
-        let (runner, g0) = sharded_rows(runner, &group, ng, prob.y.len())?;
-        let cluster = cluster_of(&cluster, ng)?;
-        let pens = penalties_from(&penalties, pa)?;
+        let prob = problem.response.problem(settings)?;
+        let runner = runner_of(runner)?;
+        let g0 = problem.group(ng, prob.y.len())?;
+        let cluster = problem.cluster(ng)?;
+        let pens = problem.penalties(pa)?;
         let ctrl = settings.reml()?;
         let no_b: Vec<f64> = Vec::new();
         let fit = run::run_serving(
