@@ -411,38 +411,18 @@ fn is_position(f: Feature) -> bool {
     matches!(f, Feature::X | Feature::Y | Feature::Radius | Feature::Map(_))
 }
 
-/// The window features that terms `idx` read, at the points of `row`, as R's
-/// latkes_features(): angles on (-pi, pi], 0 where the saccade has no direction; the turn is 0
-/// where either saccade has length 0.
-fn compute_features(
-    terms: &[TermTables],
-    idx: &[usize],
-    tr: &Transition,
-    rule: &Rule,
-    row: &Row,
-    feat: &mut [Vec<f64>; 7],
-) {
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: the CPU has AVX2 (checked).
-        return unsafe { compute_features_avx2(terms, idx, tr, rule, row, feat) };
-    }
-    compute_features_body(terms, idx, tr, rule, row, feat)
-}
-
-/// [`compute_features`] compiled for AVX2: its loops in four-lane vectors (the same
-/// operations, so the same bits).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn compute_features_avx2(
-    terms: &[TermTables],
-    idx: &[usize],
-    tr: &Transition,
-    rule: &Rule,
-    row: &Row,
-    feat: &mut [Vec<f64>; 7],
-) {
-    compute_features_body(terms, idx, tr, rule, row, feat)
+crate::engine::simd::avx2_twin! {
+    /// The window features that terms `idx` read, at the points of `row`, as R's
+    /// latkes_features(): angles on (-pi, pi], 0 where the saccade has no direction; the turn
+    /// is 0 where either saccade has length 0.
+    fn compute_features(
+        terms: &[TermTables],
+        idx: &[usize],
+        tr: &Transition,
+        rule: &Rule,
+        row: &Row,
+        feat: &mut [Vec<f64>; 7],
+    ) => compute_features_body
 }
 
 #[inline(always)]
@@ -641,22 +621,10 @@ fn exp_series(s: f64) -> f64 {
     C.iter().rev().fold(0.0, |acc, &c| acc * s + c)
 }
 
-/// Multiplies each `wt` by exp of its `inc`: by the series in one branch-free pass where every
-/// increment is in its range (so the pass runs in vector lanes), else point by point.
-fn scale_by_exp(wt: &mut [f64], inc: &[f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: the CPU has AVX2 (checked).
-        return unsafe { scale_by_exp_avx2(wt, inc) };
-    }
-    scale_by_exp_body(wt, inc)
-}
-
-/// [`scale_by_exp`] compiled for AVX2 (the same operations, so the same bits).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn scale_by_exp_avx2(wt: &mut [f64], inc: &[f64]) {
-    scale_by_exp_body(wt, inc)
+crate::engine::simd::avx2_twin! {
+    /// Multiplies each `wt` by exp of its `inc`: by the series in one branch-free pass where
+    /// every increment is in its range (so the pass runs in vector lanes), else point by point.
+    fn scale_by_exp(wt: &mut [f64], inc: &[f64]) => scale_by_exp_body
 }
 
 #[inline(always)]
@@ -886,8 +854,8 @@ fn read_table(
     #[allow(unused_mut)]
     let mut start = 0;
     #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: the CPU has AVX2 (checked); the lengths are checked above.
+    if crate::engine::simd::vector() {
+        // SAFETY: every vector build has AVX2; the lengths are checked above.
         start = unsafe { read_table_avx2(t, pairs, values, wt, inc, loc.as_deref_mut()) };
     }
     read_table_scalar(t, pairs, values, wt, inc, loc, start);
@@ -913,13 +881,6 @@ fn read_table_scalar(
             l.w[q] = w;
         }
     }
-}
-
-/// Whether to use the AVX2 paths (unless NCE_NO_SIMD is set, for comparisons).
-#[cfg(target_arch = "x86_64")]
-fn use_avx2() -> bool {
-    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX2.get_or_init(|| std::env::var_os("NCE_NO_SIMD").is_none() && std::is_x86_feature_detected!("avx2"))
 }
 
 /// [`read_table`] four points at a time, up to the last multiple of four; returns that count.

@@ -374,6 +374,15 @@ pub(crate) mod kernels {
         [hsum(&acc[0]), hsum(&acc[1]), hsum(&acc[2]), hsum(&acc[3])]
     }
 
+    /// Rows s0..s0 + len of every column of `d` into `xs` (SUB rows a column), zero-padded.
+    #[inline(always)]
+    fn fill_panel(d: &DenseDesign, s0: usize, len: usize, xs: &mut [f64]) {
+        for (j, dst) in xs.chunks_exact_mut(SUB).take(d.ncol).enumerate() {
+            dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
+            dst[len..].iter_mut().for_each(|v| *v = 0.0);
+        }
+    }
+
     /// Kernel of the cross-product: out[(j, k)] += sum_i a_j[i] b_k[i] over `len` rows (a
     /// multiple of LANES) for the 4 columns a[0..4] and the columns b[k0..k1].
     type Dot4 = fn(&[&[f64]; 4], &[&[f64]], usize) -> Vec<[f64; 4]>;
@@ -410,11 +419,7 @@ pub(crate) mod kernels {
             let cols: Vec<&[f64]> = if len == SUB {
                 (0..p).map(|j| &d.col(j)[s0..s0 + SUB]).collect()
             } else {
-                for j in 0..p {
-                    let dst = &mut xs[j * SUB..j * SUB + SUB];
-                    dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
-                    dst[len..].iter_mut().for_each(|v| *v = 0.0);
-                }
+                fill_panel(d, s0, len, &mut xs);
                 xs.chunks(SUB).collect()
             };
             // X'v in the same pass, while the block is in cache (as `dots` adds it).
@@ -458,11 +463,7 @@ pub(crate) mod kernels {
         let mut s0 = r0;
         while s0 < r1 {
             let len = SUB.min(r1 - s0);
-            for j in 0..p {
-                let dst = &mut xs[j * SUB..j * SUB + SUB];
-                dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
-                dst[len..].iter_mut().for_each(|v| *v = 0.0);
-            }
+            fill_panel(d, s0, len, &mut xs);
             let mut i0 = 0;
             while i0 < len {
                 let mut q = [[0.0f64; LANES]; R];
@@ -595,11 +596,7 @@ pub(crate) mod kernels {
             let mut s0 = r0;
             while s0 < r1 {
                 let len = SUB.min(r1 - s0);
-                for j in 0..p {
-                    let dst = &mut xs[j * SUB..j * SUB + SUB];
-                    dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
-                    dst[len..].iter_mut().for_each(|v| *v = 0.0);
-                }
+                fill_panel(d, s0, len, &mut xs);
                 let xp = xs.as_ptr();
                 let mut i0 = 0;
                 while i0 < len {

@@ -8,7 +8,7 @@
 
 use crate::convergence::Convergence;
 use crate::engine::design::{doubled_upper, DenseDesign, Design, CHUNK_ROWS};
-use crate::engine::discrete::{DiscreteDesign, TermSpec};
+use crate::engine::discrete::DiscreteDesign;
 use crate::engine::irls::{GlmFit, Problem};
 use crate::engine::penalty::PenaltySet;
 use crate::engine::pirls::{self, Cand};
@@ -36,6 +36,18 @@ type CrossBlocks = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<DMatrix<f64>>);
 pub enum RowBlock<'a> {
     Dense(DenseDesign<'a>),
     Discrete(DiscreteDesign<'a>),
+}
+
+impl<'a> From<DenseDesign<'a>> for RowBlock<'a> {
+    fn from(d: DenseDesign<'a>) -> Self {
+        RowBlock::Dense(d)
+    }
+}
+
+impl<'a> From<DiscreteDesign<'a>> for RowBlock<'a> {
+    fn from(d: DiscreteDesign<'a>) -> Self {
+        RowBlock::Discrete(d)
+    }
 }
 
 impl RowBlock<'_> {
@@ -122,28 +134,19 @@ impl<'a> GroupedDesign<'a> {
         group: &'a [usize],
     ) -> Result<Self> {
         let a = DenseDesign::new(a, nrow, pa).map_err(|e| rename(e, "a"))?;
-        Self::dense(a, b, ngroups, pb, group)
+        Self::with_block(a, b, ngroups, pb, group)
     }
 
-    /// As `new` with A given as a `DenseDesign` (e.g. held by columns).
-    pub fn dense(a: DenseDesign<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
-        Self::with_block(RowBlock::Dense(a), b, ngroups, pb, group)
-    }
-
-    /// As `new` with a discretised row-level block (see `discrete`).
-    pub fn discrete(
-        terms: &[TermSpec<'a>],
-        nrow: usize,
+    /// As `new` with A given as a row block: a `DenseDesign` (e.g. held by columns) or a
+    /// discretised one (`DiscreteDesign`).
+    pub fn with_block(
+        a: impl Into<RowBlock<'a>>,
         b: &'a [f64],
         ngroups: usize,
         pb: usize,
         group: &'a [usize],
     ) -> Result<Self> {
-        let a = RowBlock::Discrete(DiscreteDesign::new(nrow, terms)?);
-        Self::with_block(a, b, ngroups, pb, group)
-    }
-
-    fn with_block(a: RowBlock<'a>, b: &'a [f64], ngroups: usize, pb: usize, group: &'a [usize]) -> Result<Self> {
+        let a = a.into();
         let nrow = a.nrow();
         let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
@@ -1111,11 +1114,11 @@ pub struct FreeGroups<'a> {
 /// style per-transition intercepts), in time linear in the number of groups: the intercepts
 /// are eliminated per group (`Eliminated`) in every Newton step, in the REML score and in its
 /// derivatives. Same estimates and the same beta covariances as `reml::fit_reml` on the
-/// expanded design. `a` (nrow x pa, column-major) must not hold an intercept column;
-/// `penalties` act on the pa columns of `a`. With `cluster_of_group`, also the beta block of
-/// the clustered sandwich (clusters are unions of groups).
-pub fn fit_reml_free_intercepts(
-    a: DenseDesign<'_>,
+/// expanded design. `a` (dense, column-major, or discretised) must not hold an intercept
+/// column; `penalties` act on the pa columns of `a`. With `cluster_of_group`, also the beta
+/// block of the clustered sandwich (clusters are unions of groups).
+pub fn fit_reml_free_intercepts<'a>(
+    a: impl Into<RowBlock<'a>>,
     groups: FreeGroups,
     prob: &Problem,
     penalties: &PenaltySet,
@@ -1123,22 +1126,7 @@ pub fn fit_reml_free_intercepts(
     interrupted: &mut dyn FnMut() -> bool,
 ) -> Result<FreeInterceptFit> {
     let ones = vec![1.0; groups.ngroups];
-    let gd = GroupedDesign::dense(a, &ones, groups.ngroups, 1, groups.group)?;
-    free_intercepts_on(&gd, prob, penalties, ctrl, groups.cluster_of_group, interrupted)
-}
-
-/// `fit_reml_free_intercepts` with a discretised A (`discrete::TermSpec`s, no intercept).
-pub fn fit_reml_free_intercepts_discrete(
-    terms: &[TermSpec],
-    nrow: usize,
-    groups: FreeGroups,
-    prob: &Problem,
-    penalties: &PenaltySet,
-    ctrl: &RemlControl,
-    interrupted: &mut dyn FnMut() -> bool,
-) -> Result<FreeInterceptFit> {
-    let ones = vec![1.0; groups.ngroups];
-    let gd = GroupedDesign::discrete(terms, nrow, &ones, groups.ngroups, 1, groups.group)?;
+    let gd = GroupedDesign::with_block(a.into(), &ones, groups.ngroups, 1, groups.group)?;
     free_intercepts_on(&gd, prob, penalties, ctrl, groups.cluster_of_group, interrupted)
 }
 
@@ -1613,7 +1601,7 @@ mod timing {
         let pb = 24;
         let b: Vec<f64> = (0..ng * pb).map(|i| ((i as f64) * 0.71).cos()).collect();
         let group: Vec<usize> = (0..n).map(|r| if r < ng { r } else { (r - ng) / (per - 1) }).collect();
-        let gd = GroupedDesign::discrete(&specs, n, &b, ng, pb, &group).unwrap();
+        let gd = GroupedDesign::with_block(DiscreteDesign::new(n, &specs).unwrap(), &b, ng, pb, &group).unwrap();
         let p = gd.ncol();
         let w: Vec<f64> = (0..n).map(|i| 0.2 + (i % 11) as f64 / 5.0).collect();
         let t = Instant::now();

@@ -103,14 +103,8 @@ pub fn fit<D: Design>(d: &D, prob: &Problem, ctrl: &Control, interrupted: &mut d
             if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
                 converged = true;
             }
-        } else if !cand.objective.is_finite() {
-            // A bad first step from the response-based start: restart from beta = 0.
-            cand = evaluate(vec![0.0; p], cand.eta);
-            if !cand.objective.is_finite() {
-                return Err(NceError::Numerical(
-                    "the objective is not finite at the starting values".into(),
-                ));
-            }
+        } else {
+            cand = pirls::finite_start(cand, evaluate)?;
         }
         start_eta = None;
         if let Some(old) = current.replace(cand) {

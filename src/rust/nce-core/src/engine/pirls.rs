@@ -253,6 +253,21 @@ pub(crate) fn halve(
     acceptable(&cand).then_some(cand)
 }
 
+/// The first iterate: `cand`, or where its objective is not finite (a bad first step from the
+/// response-based start) the point at zero coefficients, which must be finite.
+pub(crate) fn finite_start(cand: Cand, evaluate: impl FnOnce(Vec<f64>, Vec<f64>) -> Cand) -> Result<Cand> {
+    if cand.objective.is_finite() {
+        return Ok(cand);
+    }
+    let zero = evaluate(vec![0.0; cand.beta.len()], cand.eta);
+    if !zero.objective.is_finite() {
+        return Err(NceError::Numerical(
+            "the objective is not finite at the starting values".into(),
+        ));
+    }
+    Ok(zero)
+}
+
 /// A model for `newton`: its points, and its penalised Newton system with the Hessian in the
 /// model's own form (dense for any `Design`, per-group intercepts eliminated in `grouped`).
 pub(crate) trait NewtonModel {
@@ -345,13 +360,8 @@ pub(crate) fn newton<M: NewtonModel>(
             if (d_new - d_old).abs() <= ctrl.epsilon * (d_new.abs() + 0.1) {
                 conv.converged = true;
             }
-        } else if !cand.objective.is_finite() {
-            cand = m.evaluate(s, vec![0.0; p], cand.eta);
-            if !cand.objective.is_finite() {
-                return Err(NceError::Numerical(
-                    "the objective is not finite at the starting values".into(),
-                ));
-            }
+        } else {
+            cand = finite_start(cand, |t, e| m.evaluate(s, t, e))?;
         }
         start_eta = None;
         if let Some(old) = current.replace(cand) {

@@ -79,6 +79,31 @@ mod tests {
     }
 }
 
+/// The clusters' score sums (one row per cluster, `p` columns), zero, once `row_grad` (one
+/// entry per row of `n`) and `cluster_of_group` (one per group of `ng`) are checked.
+pub(crate) fn cluster_score_sums(
+    n: usize,
+    ng: usize,
+    p: usize,
+    row_grad: &[f64],
+    cluster_of_group: &[usize],
+) -> Result<DMatrix<f64>> {
+    if row_grad.len() != n {
+        return Err(NceError::invalid(
+            "row_grad",
+            format!("must have one entry per row ({n})"),
+        ));
+    }
+    if cluster_of_group.len() != ng {
+        return Err(NceError::invalid(
+            "cluster",
+            format!("must have one entry per group ({ng})"),
+        ));
+    }
+    let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
+    Ok(DMatrix::<f64>::zeros(nc, p))
+}
+
 /// Sandwich for dependent rows: the meat is sum_c S_c S_c' over clusters c, S_c the sum of the
 /// scores g_r x_r of the rows in c (uncentred: in a Markov chain the per-transition score sums
 /// are martingale differences). The design is [A | B[group, ]] (B may have no columns);
@@ -93,20 +118,7 @@ pub fn grouped_cluster_sandwich(
     let (n, pa, pb, ng) = (design.nrow(), design.pa(), design.pb(), design.ngroups());
     let group = design.group();
     let p = pa + pb;
-    if row_grad.len() != n {
-        return Err(NceError::invalid(
-            "row_grad",
-            format!("must have one entry per row ({n})"),
-        ));
-    }
-    if cluster_of_group.len() != ng {
-        return Err(NceError::invalid(
-            "cluster",
-            format!("must have one entry per group ({ng})"),
-        ));
-    }
-    let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
-    let mut s = DMatrix::<f64>::zeros(nc, p);
+    let mut s = cluster_score_sums(n, ng, p, row_grad, cluster_of_group)?;
     match design.a() {
         // Through the per-group sums of row_grad a_r (a row-sharded design returns these: the
         // same result whatever the rows' split; engine/shards.rs).

@@ -16,7 +16,7 @@ use crate::engine::grouped::{
 use crate::engine::irls::Problem;
 use crate::engine::penalty::PenaltySet;
 use crate::engine::reml::RemlControl;
-use crate::engine::sandwich::{add_group_block, add_group_sums_by_cluster, bread_meat_bread};
+use crate::engine::sandwich::{add_group_block, add_group_sums_by_cluster, bread_meat_bread, cluster_score_sums};
 use crate::error::{NceError, Result};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Mutex;
@@ -826,20 +826,7 @@ pub fn sharded_cluster_sandwich(
     aliased: &[bool],
 ) -> Result<DMatrix<f64>> {
     let (n, pa, ng) = (design.nrow(), design.pa(), design.ngroups());
-    if row_grad.len() != n {
-        return Err(NceError::invalid(
-            "row_grad",
-            format!("must have one entry per row ({n})"),
-        ));
-    }
-    if cluster_of_group.len() != ng {
-        return Err(NceError::invalid(
-            "cluster",
-            format!("must have one entry per group ({ng})"),
-        ));
-    }
-    let nc = cluster_of_group.iter().copied().max().map_or(0, |m| m + 1);
-    let mut s = DMatrix::<f64>::zeros(nc, pa + design.pb());
+    let mut s = cluster_score_sums(n, ng, pa + design.pb(), row_grad, cluster_of_group)?;
     let Some(sums) = design.sums(&[row_grad], None, true) else {
         return Err(design
             .take_failure()

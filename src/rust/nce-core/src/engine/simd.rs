@@ -58,3 +58,27 @@ pub(crate) fn available() -> Vec<Simd> {
     }
     v
 }
+
+/// `fn $name(args) -> ret` that runs `$body(args)` (an `#[inline(always)]` function) compiled
+/// for AVX2 where a vector build runs (`vector()`), else its portable build: the same
+/// operations, so the same bits, with the loops in four-lane vectors.
+macro_rules! avx2_twin {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:ident) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                if $crate::engine::simd::vector() {
+                    // SAFETY: every vector build of engine::simd has AVX2.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use avx2_twin;

@@ -45,7 +45,7 @@ pub fn cv_logistic_lasso(
     ctrl: &LassoControl,
 ) -> Result<CvLasso> {
     if ctrl.onestep {
-        return super::lasso_onestep::cv_logistic_lasso_onestep(x, n, p, y, folds, ctrl);
+        return super::lasso_onestep::cv_logistic_lasso_onestep(&LassoData { x, n, p, y }, folds, ctrl);
     }
     let nfolds = check_cv_inputs(x, n, p, y, folds)?;
     let step = ctrl.coarse.max(1);
@@ -166,11 +166,8 @@ pub fn cv_logistic_lasso(
             (src.lambda[k], src.beta[k].clone(), src.intercept[k], src.dev_ratio[k])
         };
         let mut merged = LassoPath {
-            lambda: Vec::new(),
-            intercept: Vec::new(),
-            beta: Vec::new(),
-            dev_ratio: Vec::new(),
             outer_steps: path.outer_steps + seg.outer_steps,
+            ..LassoPath::default()
         };
         for o in &order {
             let (l, b, b0, r) = pick(&path, &seg, o);

@@ -108,14 +108,8 @@ fn cd_step(c: &[f64], gram: &[f64], score: &[f64], m: f64, lam: f64, ctrl: &Lass
 /// Lasso path on all rows with one-step approximate K-fold CV of the (clamped) binomial
 /// deviance; the same result type, lambdas (coarse and fine, see `cv_logistic_lasso`) and
 /// path as the exact CV, which it replaces when `ctrl.onestep` is set.
-pub fn cv_logistic_lasso_onestep(
-    x: &[f64],
-    n: usize,
-    p: usize,
-    y: &[f64],
-    folds: &[usize],
-    ctrl: &LassoControl,
-) -> Result<CvLasso> {
+pub(crate) fn cv_logistic_lasso_onestep(data: &LassoData, folds: &[usize], ctrl: &LassoControl) -> Result<CvLasso> {
+    let LassoData { x, n, p, y } = *data;
     let nfolds = check_cv_inputs(x, n, p, y, folds)?;
     let p1 = p + 1;
     let fd: Vec<Fold> = (0..nfolds)
@@ -211,11 +205,8 @@ pub fn cv_logistic_lasso_onestep(
         // Merge coarse and fine fits in lambda order (decreasing).
         let order = merge_order(&coarse_idx, &fine);
         let mut merged = LassoPath {
-            lambda: Vec::new(),
-            intercept: Vec::new(),
-            beta: Vec::new(),
-            dev_ratio: Vec::new(),
             outer_steps: path.outer_steps + seg.outer_steps,
+            ..LassoPath::default()
         };
         let mut dev = vec![Vec::with_capacity(order.len()); nfolds];
         for &(_, is_fine, k) in &order {

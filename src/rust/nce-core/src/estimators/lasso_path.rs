@@ -55,7 +55,7 @@ impl Default for LassoControl {
 }
 
 /// Coefficients along a lambda path (the path may stop before the last lambda).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LassoPath {
     pub lambda: Vec<f64>,
     pub intercept: Vec<f64>,
@@ -256,37 +256,42 @@ pub fn logistic_lasso_path(
     path_from(&LassoData { x, n, p, y }, rows, lambdas, ctrl, None)
 }
 
-/// The path from a starting fit (intercept, slopes) at a larger lambda, or from the null model
-/// with glmnet's stopping rule (`start` None); a path from a start runs every lambda given.
-/// On x86-64 with AVX2 the same code is compiled for 4-lane vectors: no fused multiply-add
-/// and no reassociation, so both builds give the same bits.
-pub(crate) fn path_from(
-    data: &LassoData,
-    rows: &[usize],
-    lambdas: &[f64],
-    ctrl: &LassoControl,
-    start: Option<(f64, &[f64])>,
-) -> Result<LassoPath> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::engine::simd::vector() {
-            // SAFETY: every vector build of engine::simd has AVX2.
-            return unsafe { path_from_avx2(data, rows, lambdas, ctrl, start) };
-        }
-    }
-    path_from_impl(data, rows, lambdas, ctrl, start)
+crate::engine::simd::avx2_twin! {
+    /// The path from a starting fit (intercept, slopes) at a larger lambda, or from the null
+    /// model with glmnet's stopping rule (`start` None); a path from a start runs every lambda
+    /// given. The AVX2 build has no fused multiply-add and no reassociation, so both builds
+    /// give the same bits.
+    pub(crate) fn path_from(
+        data: &LassoData,
+        rows: &[usize],
+        lambdas: &[f64],
+        ctrl: &LassoControl,
+        start: Option<(f64, &[f64])>,
+    ) -> Result<LassoPath> => path_from_impl
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn path_from_avx2(
-    data: &LassoData,
-    rows: &[usize],
-    lambdas: &[f64],
-    ctrl: &LassoControl,
-    start: Option<(f64, &[f64])>,
-) -> Result<LassoPath> {
-    path_from_impl(data, rows, lambdas, ctrl, start)
+/// The full gradient (`xc`: the features' columns, one after another) into `grad`, then every
+/// inactive feature that violates the KKT condition at `lam` joined to the active set; true if
+/// any joined.
+fn admit_violators(
+    xc: &[f64],
+    resid: &[f64],
+    lam: f64,
+    grad: &mut [f64],
+    is_active: &mut [bool],
+    active: &mut Vec<usize>,
+) -> bool {
+    let m = resid.len();
+    let mut added = false;
+    for (j, g) in grad.iter_mut().enumerate() {
+        *g = dot(&xc[j * m..(j + 1) * m], resid) / m as f64;
+        if !is_active[j] && g.abs() > lam {
+            is_active[j] = true;
+            active.push(j);
+            added = true;
+        }
+    }
+    added
 }
 
 #[inline(always)]
@@ -329,11 +334,8 @@ fn path_from_impl(
         }
     }
     let mut out = LassoPath {
-        lambda: Vec::new(),
-        intercept: Vec::new(),
-        beta: Vec::new(),
-        dev_ratio: Vec::new(),
         outer_steps: 0,
+        ..LassoPath::default()
     };
     let mut active: Vec<usize> = (0..p).filter(|&j| beta[j] != 0.0).collect();
     let mut is_active: Vec<bool> = beta.iter().map(|&b| b != 0.0).collect();
@@ -396,17 +398,7 @@ fn path_from_impl(
             // exactly (active-set method: a proximal Newton step); sweeps of coordinate descent,
             // which crawl where features are correlated, take over when the signs do not settle.
             let step = if newton {
-                for (j, g) in grad.iter_mut().enumerate() {
-                    *g = dot(col(j), &resid) / mf;
-                }
-                let mut added = false;
-                for j in 0..p {
-                    if !is_active[j] && grad[j].abs() > lam {
-                        is_active[j] = true;
-                        active.push(j);
-                        added = true;
-                    }
-                }
+                let added = admit_violators(&xc, &resid, lam, &mut grad, &mut is_active, &mut active);
                 active_gram(&col, &w, &resid, sr, &active, &mut gfull, &mut sfull);
                 let c: Vec<f64> = std::iter::once(b0).chain(active.iter().map(|&j| beta[j])).collect();
                 active_set_step(&c, &gfull, &sfull, mf, lam).map(|coef| {
@@ -430,17 +422,7 @@ fn path_from_impl(
             } else {
                 newton = false;
                 // Full gradient: KKT check of the inactive features, and the active residuals.
-                for (j, g) in grad.iter_mut().enumerate() {
-                    *g = dot(col(j), &resid) / mf;
-                }
-                let mut added = false;
-                for j in 0..p {
-                    if !is_active[j] && grad[j].abs() > lam {
-                        is_active[j] = true;
-                        active.push(j);
-                        added = true;
-                    }
-                }
+                let added = admit_violators(&xc, &resid, lam, &mut grad, &mut is_active, &mut active);
                 let q = active.len();
                 // The weighted Gram matrix (the Hessian of the quadratic step) on the active set is
                 // the costly part (n q^2 / 2). Consecutive lambdas have nearly the same weights, so

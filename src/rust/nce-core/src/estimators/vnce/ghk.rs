@@ -55,26 +55,29 @@ struct GhkScratch {
 
 impl GhkScratch {
     fn new(d: usize, s: usize) -> Self {
-        let z = |n: usize| vec![0.0; n];
+        // Grouped by size: d x d matrices, d-vectors, and S x d per-draw values.
+        let [a, w, sigma, l, linv, lb, sb, m1] = std::array::from_fn(|_| vec![0.0; d * d]);
+        let [mu, b, eb, mub, bb] = std::array::from_fn(|_| vec![0.0; d]);
+        let [t, e, lp, haz, z] = std::array::from_fn(|_| vec![0.0; s * d]);
         GhkScratch {
-            a: z(d * d),
-            w: z(d * d),
-            sigma: z(d * d),
-            l: z(d * d),
-            linv: z(d * d),
-            mu: z(d),
-            b: z(d),
-            t: z(s * d),
-            e: z(s * d),
-            lp: z(s * d),
-            haz: z(s * d),
-            z: z(s * d),
-            eb: z(d),
-            mub: z(d),
-            lb: z(d * d),
-            sb: z(d * d),
-            bb: z(d),
-            m1: z(d * d),
+            a,
+            w,
+            sigma,
+            l,
+            linv,
+            mu,
+            b,
+            t,
+            e,
+            lp,
+            haz,
+            z,
+            eb,
+            mub,
+            lb,
+            sb,
+            bb,
+            m1,
         }
     }
 }

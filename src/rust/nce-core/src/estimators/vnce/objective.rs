@@ -195,24 +195,27 @@ struct Scratch {
 
 impl Scratch {
     fn new(d: usize, s: usize) -> Self {
-        let z = |n: usize| vec![0.0; n];
+        // Grouped by size: d x d matrices, d-vectors, S x d per-draw values and S-vectors.
+        let [a, w, ainv] = std::array::from_fn(|_| vec![0.0; d * d]);
+        let [d_o, mc, e, kx, kxo, zbar, v, vsum] = std::array::from_fn(|_| vec![0.0; d]);
+        let [zs, us, kappas, gls] = std::array::from_fn(|_| vec![0.0; s * d]);
         Scratch {
-            a: z(d * d),
-            w: z(d * d),
-            ainv: z(d * d),
-            d_o: z(d),
-            mc: z(d),
-            e: z(d),
-            kx: z(d),
-            kxo: z(d),
-            zs: z(s * d),
-            zbar: z(d),
-            us: z(s * d),
-            kappas: z(s * d),
-            gls: z(s * d),
-            h: z(s),
-            v: z(d),
-            vsum: z(d),
+            a,
+            w,
+            ainv,
+            d_o,
+            mc,
+            e,
+            kx,
+            kxo,
+            zs,
+            zbar,
+            us,
+            kappas,
+            gls,
+            h: vec![0.0; s],
+            v,
+            vsum,
         }
     }
 }
