@@ -12,19 +12,14 @@
 //! lambda, max |log ratio difference|, and with K = 1 the KL between the two posteriors and the
 //! four grid points of largest log ratio). LF_DEBUG=g prints grid point g's path and CV curve.
 
+mod common;
+
+use common::read_f64;
 use nce_core::estimators::lasso::{cv_logistic_lasso, fold_ids};
 use nce_core::estimators::lasso_path::LassoControl;
 use nce_core::rng::stream_rng;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-fn read_f64(path: &Path) -> Vec<f64> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -11,6 +11,9 @@
 //! pass of each kind; `--count` counts and times the passes over the rows of one grouped fit. A
 //! problem written with no per-transition columns (pb = 0 in meta.txt) is timed on the dense design.
 
+mod common;
+
+use common::read_f64;
 use nalgebra::{DMatrix, DVector};
 use nce_core::engine::design::{DenseDesign, Design};
 #[path = "../tests/support/threads.rs"]
@@ -25,14 +28,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 use threads::with_threads;
-
-fn read_f64(path: &Path) -> Vec<f64> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
 
 fn read_f64_opt(path: &Path) -> Option<Vec<f64>> {
     path.exists().then(|| read_f64(path))

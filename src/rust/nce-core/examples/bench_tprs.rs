@@ -19,14 +19,16 @@ fn main() {
     let threads: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let (n, nu, k) = (42_000usize, 2_000usize, 30usize);
+    // Dimension and penalty order, for E and the basis alike (null space of 3 columns).
+    let (d, m) = (2, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let x: Vec<f64> = (0..2 * n).map(|_| rng.gen::<f64>()).collect();
-    let xu: Vec<f64> = (0..2 * nu).map(|_| rng.gen::<f64>()).collect();
+    let x: Vec<f64> = (0..d * n).map(|_| rng.gen::<f64>()).collect();
+    let xu: Vec<f64> = (0..d * nu).map(|_| rng.gen::<f64>()).collect();
     let (mut te, mut tv, mut tr) = (vec![], vec![], vec![]);
     for _ in 0..reps {
         pool.install(|| {
             let t0 = Instant::now();
-            let e = tprs_e(&xu, nu, 2, 2).unwrap();
+            let e = tprs_e(&xu, nu, d, m).unwrap();
             te.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
             let (_, u) = top_eigen(&e, k, 1e-11).unwrap();
@@ -38,8 +40,8 @@ fn main() {
                 }
             }
             let basis = TprsBasis {
-                d: 2,
-                m: 2,
+                d,
+                m,
                 xu: &xu,
                 nu,
                 uz: &uz,

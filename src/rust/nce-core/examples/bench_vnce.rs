@@ -8,10 +8,28 @@ mod tgm_gibbs;
 use nalgebra::DMatrix;
 #[path = "../tests/support/threads.rs"]
 mod threads;
-use nce_core::estimators::vnce::{fit, fit_ghk, TgmParams, TgmVnce, VnceSamples};
+use nce_core::estimators::vnce::{fit, fit_ghk, FitReport, TgmParams};
 use nce_core::optim::{LbfgsControl, Objective};
 use std::time::Instant;
 use threads::with_threads;
+
+/// One fit's line: its time since `t0` and how it ended (with `grad`, also max |grad|).
+fn report(what: &str, threads: usize, t0: Instant, r: &FitReport, grad: bool) {
+    let grad = if grad {
+        format!(", max |grad| {:.1e}", r.grad_norm)
+    } else {
+        String::new()
+    };
+    println!(
+        "{what}, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}{grad}",
+        t0.elapsed().as_secs_f64(),
+        r.convergence.iterations,
+        r.evaluations,
+        r.convergence.converged,
+        r.convergence.message,
+        r.objective
+    );
+}
 
 fn main() {
     let (d, n, nu, s) = (20, 1000, 1, 10);
@@ -20,21 +38,7 @@ fn main() {
     let p_miss: f64 = std::env::var("P_MISS").ok().and_then(|v| v.parse().ok()).unwrap_or(0.3);
     tgm_gibbs::mask(&mut x, n, d, p_miss, false, 1);
     let miss = x.iter().filter(|v| v.is_nan()).count();
-    let (y, lpx, lpy) = tgm_gibbs::exp_noise(&x, n, d, nu, 1);
-    let pr = TgmVnce::new(
-        &VnceSamples {
-            x: &x,
-            n,
-            d,
-            y: &y,
-            m: nu * n,
-            lpx: &lpx,
-            lpy: &lpy,
-        },
-        s,
-        7,
-    )
-    .unwrap();
+    let (pr, ..) = tgm_gibbs::tgm_vnce(&x, n, d, nu, s, 1, 7);
     let mu: Vec<f64> = (0..d)
         .map(|j| {
             let v: Vec<f64> = (0..n)
@@ -72,16 +76,7 @@ fn main() {
             fit(&pr, &start, &LbfgsControl::default(), &mut || false).unwrap()
         })
         .unwrap();
-        println!(
-            "full fit, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}, max |grad| {:.1e}",
-            t0.elapsed().as_secs_f64(),
-            f.report.convergence.iterations,
-            f.report.evaluations,
-            f.report.convergence.converged,
-            f.report.convergence.message,
-            f.report.objective,
-            f.report.grad_norm
-        );
+        report("full fit", threads, t0, &f.report, true);
         let kd: Vec<f64> = (0..d).map(|j| f.params.k[(j, j)]).collect();
         let k01: Vec<f64> = (0..d - 1).map(|j| f.params.k[(j, j + 1)]).collect();
         if threads == 2 {
@@ -101,15 +96,7 @@ fn main() {
             .unwrap()
         })
         .unwrap();
-        println!(
-            "GHK family, {threads} thread(s): {:.2} s, {} iterations, {} evaluations, converged {} ({}), J = {:.6}",
-            t0.elapsed().as_secs_f64(),
-            f.report.convergence.iterations,
-            f.report.evaluations,
-            f.report.convergence.converged,
-            f.report.convergence.message,
-            f.report.objective
-        );
+        report("GHK family", threads, t0, &f.report, false);
         if threads == 2 {
             let kd: Vec<f64> = (0..d).map(|j| f.k[(j, j)]).collect();
             let k01: Vec<f64> = (0..d - 1).map(|j| f.k[(j, j + 1)]).collect();

@@ -1469,35 +1469,22 @@ mod tests {
 
     #[test]
     fn bad_input_is_an_error() {
+        use std::slice;
         let stop = AtomicBool::new(false);
-        let t = table(Feature::Map(0), 0.0, 1.0, 3, |v| v);
-        assert!(log_normalisers(&rule((4, 3), 1), &[], &[t], &[tr(1.0, 1.0, 1)], 0, false, &stop).is_err());
-        let t = table(Feature::X, 0.0, 1.0, 3, |v| v);
-        assert!(log_normalisers(
-            &rule((4, 3), 1),
-            &[],
-            std::slice::from_ref(&t),
-            &[tr(1.0, 1.0, 0)],
-            0,
-            false,
-            &stop
-        )
-        .is_err());
-        assert!(log_normalisers(
-            &rule((0, 3), 1),
-            &[],
-            std::slice::from_ref(&t),
-            &[tr(1.0, 1.0, 1)],
-            0,
-            false,
-            &stop
-        )
-        .is_err());
-        let bad = |r: Rule, t: &TermTables| {
-            log_normalisers(&r, &[], std::slice::from_ref(t), &[tr(1.0, 1.0, 1)], 0, false, &stop)
-        };
-        assert!(bad(rule((100_000, 100_000), 1), &t).is_err()); // 1e10 points: refused before allocating
-        assert!(log_normalisers(&rule((4, 3), 1), &[], &[t], &[tr(f64::NAN, 1.0, 1)], 0, false, &stop).is_err());
+        let map_term = table(Feature::Map(0), 0.0, 1.0, 3, |v| v);
+        let x_term = table(Feature::X, 0.0, 1.0, 3, |v| v);
+        // Each case wrong in one way.
+        let cases = [
+            (rule((4, 3), 1), &map_term, tr(1.0, 1.0, 1)), // reads a map, none given
+            (rule((4, 3), 1), &x_term, tr(1.0, 1.0, 0)),   // no table index for the term
+            (rule((0, 3), 1), &x_term, tr(1.0, 1.0, 1)),   // empty grid
+            (rule((100_000, 100_000), 1), &x_term, tr(1.0, 1.0, 1)), // 1e10 points: refused before allocating
+            (rule((4, 3), 1), &x_term, tr(f64::NAN, 1.0, 1)), // non-finite previous fixation
+        ];
+        for (i, (r, t, x)) in cases.iter().enumerate() {
+            let got = log_normalisers(r, &[], slice::from_ref(*t), slice::from_ref(x), 0, false, &stop);
+            assert!(got.is_err(), "case {i}");
+        }
     }
 }
 

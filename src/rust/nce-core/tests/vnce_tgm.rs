@@ -13,7 +13,7 @@ use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
 use nce_core::rng::stream_rng;
 use rand::Rng;
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
-use support::tgm_gibbs::{exp_noise, k_true, mask, sample_tgm};
+use support::tgm_gibbs::{k_true, mask, sample_tgm, tgm_vnce};
 use support::threads::with_threads;
 
 /// Arbitrary parameters: K and prec positive definite, everything else spread out.
@@ -53,21 +53,7 @@ fn problem(
     if p_miss > 0.0 {
         mask(&mut x, n, d, p_miss, one, seed);
     }
-    let (y, lpx, lpy) = exp_noise(&x, n, d, nu, seed);
-    let pr = TgmVnce::new(
-        &VnceSamples {
-            x: &x,
-            n,
-            d,
-            y: &y,
-            m: nu * n,
-            lpx: &lpx,
-            lpy: &lpy,
-        },
-        s,
-        seed,
-    )
-    .unwrap();
+    let (pr, y, lpx, lpy) = tgm_vnce(&x, n, d, nu, s, seed, seed);
     (pr, x, y, lpx, lpy)
 }
 

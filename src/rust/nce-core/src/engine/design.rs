@@ -731,6 +731,49 @@ pub(crate) fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send
     Ok(pool.install(f))
 }
 
+/// Test-only: `struct $name<'a>(DenseDesign<'a>)`, a `Design` without `dense_matrix` (so REML
+/// never works on pairs of rows) whose other optional methods are the trait's `defaults` or
+/// DenseDesign's (`forwarded`). The caller must have `Design` in scope.
+#[cfg(test)]
+macro_rules! dense_without_matrix {
+    ($name:ident, defaults) => {
+        $crate::engine::design::dense_without_matrix!($name {});
+    };
+    ($name:ident, forwarded) => {
+        $crate::engine::design::dense_without_matrix!($name {
+            fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<nalgebra::DMatrix<f64>> {
+                self.0.weighted_crossprods(weights)
+            }
+            fn crossprod_vec(&self, v: &[f64]) -> nalgebra::DVector<f64> {
+                self.0.crossprod_vec(v)
+            }
+            fn row_quadratic_forms(&self, m: &nalgebra::DMatrix<f64>, out: &mut [f64]) {
+                self.0.row_quadratic_forms(m, out)
+            }
+        });
+    };
+    ($name:ident { $($optional:tt)* }) => {
+        struct $name<'a>($crate::engine::design::DenseDesign<'a>);
+        impl $crate::engine::design::Design for $name<'_> {
+            fn nrow(&self) -> usize {
+                self.0.nrow()
+            }
+            fn ncol(&self) -> usize {
+                self.0.ncol()
+            }
+            fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
+                self.0.linear_predictor(beta, out)
+            }
+            fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (nalgebra::DMatrix<f64>, nalgebra::DVector<f64>) {
+                self.0.weighted_crossprod(w, v)
+            }
+            $($optional)*
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use dense_without_matrix;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1289,48 +1289,95 @@ fn free_auto_rho<D: FreeRows + ?Sized>(gd: &D, prob: &Problem, pens: &PenaltySet
 
 /// Test data of the free-intercept fit: `ng` groups of one data row and `per - 1` reference rows
 /// (with `snce_layout` all data rows first, then the reference rows group by group, as snce()
-/// stacks them; else each group's rows together, its data row first). A: a parametric column
-/// and a 5-column basis with its second-difference penalty S. Returns (a, n, pa, y, group,
-/// offset, S).
+/// stacks them; else each group's rows together, its data row first), in clusters of `cluster`
+/// consecutive groups. A (n x pa): a parametric column and a 5-column basis with its
+/// second-difference penalty `s`.
 #[cfg(test)]
-#[allow(clippy::type_complexity)]
-pub(crate) fn free_toy(
-    ng: usize,
-    per: usize,
-    snce_layout: bool,
-) -> (Vec<f64>, usize, usize, Vec<f64>, Vec<usize>, Vec<f64>, DMatrix<f64>) {
-    let n = ng * per;
-    let pa = 6;
-    let mut a = vec![0.0; n * pa];
-    let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
-    for r in 0..n {
-        let (t, data) = if snce_layout {
-            if r < ng {
-                (r, true)
+pub(crate) struct FreeToy {
+    pub ng: usize,
+    pub n: usize,
+    pub pa: usize,
+    pub a: Vec<f64>,
+    pub y: Vec<f64>,
+    pub w: Vec<f64>,
+    pub group: Vec<usize>,
+    pub offset: Vec<f64>,
+    pub s: DMatrix<f64>,
+    pub clusters: Vec<usize>,
+}
+
+#[cfg(test)]
+impl FreeToy {
+    pub fn new(ng: usize, per: usize, snce_layout: bool, cluster: usize) -> Self {
+        let n = ng * per;
+        let pa = 6;
+        let mut a = vec![0.0; n * pa];
+        let (mut y, mut group, mut offset) = (vec![0.0; n], vec![0usize; n], vec![0.0; n]);
+        for r in 0..n {
+            let (t, data) = if snce_layout {
+                if r < ng {
+                    (r, true)
+                } else {
+                    ((r - ng) / (per - 1), false)
+                }
             } else {
-                ((r - ng) / (per - 1), false)
+                (r / per, r % per == 0)
+            };
+            group[r] = t;
+            y[r] = if data { 1.0 } else { 0.0 };
+            let x = ((r as f64) * 0.618_033_988_7).fract();
+            let u = ((r as f64) * 0.414_213_56 + t as f64 * 0.1).fract();
+            a[r] = x * (t as f64 / ng as f64) + if data { 0.3 * x } else { 0.0 };
+            for k in 0..5 {
+                let c = k as f64 / 4.0;
+                a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if data { 0.1 * u } else { 0.0 };
             }
-        } else {
-            (r / per, r % per == 0)
-        };
-        group[r] = t;
-        y[r] = if data { 1.0 } else { 0.0 };
-        let x = ((r as f64) * 0.618_033_988_7).fract();
-        let u = ((r as f64) * 0.414_213_56 + t as f64 * 0.1).fract();
-        a[r] = x * (t as f64 / ng as f64) + if data { 0.3 * x } else { 0.0 };
-        for k in 0..5 {
-            let c = k as f64 / 4.0;
-            a[(k + 1) * n + r] = (-(u - c).powi(2) / 0.05).exp() + if data { 0.1 * u } else { 0.0 };
+            offset[r] = (1.0 / (per - 1) as f64).ln() + 0.2 * x;
         }
-        offset[r] = (1.0 / (per - 1) as f64).ln() + 0.2 * x;
+        let mut d2 = DMatrix::zeros(3, 5);
+        for i in 0..3 {
+            d2[(i, i)] = 1.0;
+            d2[(i, i + 1)] = -2.0;
+            d2[(i, i + 2)] = 1.0;
+        }
+        FreeToy {
+            ng,
+            n,
+            pa,
+            a,
+            y,
+            w: vec![1.0; n],
+            group,
+            offset,
+            s: d2.transpose() * d2,
+            clusters: (0..ng).map(|t| t / cluster).collect(),
+        }
     }
-    let mut d2 = DMatrix::zeros(3, 5);
-    for i in 0..3 {
-        d2[(i, i)] = 1.0;
-        d2[(i, i + 1)] = -2.0;
-        d2[(i, i + 2)] = 1.0;
+
+    /// Binomial, unit prior weights.
+    pub fn prob(&self) -> Problem<'_> {
+        Problem::new(&self.y, &self.w, &self.offset, crate::engine::family::Family::Binomial)
     }
-    (a, n, pa, y, group, offset, d2.transpose() * d2)
+
+    /// `s` on A's basis columns.
+    pub fn pens(&self) -> PenaltySet {
+        let pen = crate::engine::penalty::Penalty {
+            start: 1,
+            s: self.s.clone(),
+        };
+        PenaltySet::new(self.pa, vec![pen]).unwrap()
+    }
+
+    /// The in-memory fit, with the cluster sandwich.
+    pub fn fit(&self, ctrl: &RemlControl) -> FreeInterceptFit {
+        let groups = FreeGroups {
+            group: &self.group,
+            ngroups: self.ng,
+            cluster_of_group: Some(&self.clusters),
+        };
+        let a = DenseDesign::new(&self.a, self.n, self.pa).unwrap();
+        fit_reml_free_intercepts(a, groups, &self.prob(), &self.pens(), ctrl, &mut || false).unwrap()
+    }
 }
 
 #[cfg(test)]
@@ -1400,22 +1447,8 @@ mod tests {
 
     #[test]
     fn optional_methods_match_dense_and_defaults() {
-        /// Only the required methods: exercises the trait's default implementations.
-        struct Plain<'a>(DenseDesign<'a>);
-        impl Design for Plain<'_> {
-            fn nrow(&self) -> usize {
-                self.0.nrow()
-            }
-            fn ncol(&self) -> usize {
-                self.0.ncol()
-            }
-            fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
-                self.0.linear_predictor(beta, out)
-            }
-            fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
-                self.0.weighted_crossprod(w, v)
-            }
-        }
+        // Only the required methods: exercises the trait's default implementations.
+        crate::engine::design::dense_without_matrix!(Plain, defaults);
         let (nrow, ng) = (5003, 700);
         let (a, b, group, x) = toy(nrow, ng);
         let gd = GroupedDesign::new(&a, nrow, 3, &b, ng, 4, &group).unwrap();
@@ -1471,14 +1504,12 @@ mod tests {
 
     #[test]
     fn free_intercepts_match_the_expanded_reml_fit() {
-        use crate::engine::family::Family;
         use crate::engine::penalty::Penalty;
         use crate::engine::reml::fit_reml;
-        // 80 groups of 1 data row and 6 reference rows.
-        let (ng, per) = (80usize, 7usize);
-        let (a, n, pa, y, group, offset, s) = free_toy(ng, per, false);
-        let w = vec![1.0; n];
-        let prob = Problem::new(&y, &w, &offset, Family::Binomial);
+        // 80 groups of 1 data row and 6 reference rows, in clusters of 4.
+        let data = FreeToy::new(80, 7, false, 4);
+        let (ng, n, pa, group) = (data.ng, data.n, data.pa, &data.group[..]);
+        let prob = data.prob();
         // Converged tightly: the two fits take different paths (the expanded one starts by
         // performance iteration), and only their common end point is compared.
         let ctrl = RemlControl {
@@ -1489,33 +1520,24 @@ mod tests {
             },
             ..RemlControl::default()
         };
-        let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s: s.clone() }]).unwrap();
-        let clusters: Vec<usize> = (0..ng).map(|t| t / 4).collect();
-        let fit = || {
-            fit_reml_free_intercepts(
-                DenseDesign::new(&a, n, pa).unwrap(),
-                FreeGroups {
-                    group: &group,
-                    ngroups: ng,
-                    cluster_of_group: Some(&clusters),
-                },
-                &prob,
-                &pens,
-                &ctrl,
-                &mut || false,
-            )
-            .unwrap()
-        };
+        let fit = || data.fit(&ctrl);
         let free = fit();
         // Expanded: [1, A] and treatment contrasts of the group.
         let mut af = vec![1.0; n * (pa + 1)];
-        af[n..].copy_from_slice(&a);
+        af[n..].copy_from_slice(&data.a);
         let mut b = vec![0.0; ng * (ng - 1)];
         for t in 1..ng {
             b[(t - 1) * ng + t] = 1.0;
         }
-        let gd = GroupedDesign::new(&af, n, pa + 1, &b, ng, ng - 1, &group).unwrap();
-        let pens_f = PenaltySet::new(pa + ng, vec![Penalty { start: 2, s }]).unwrap();
+        let gd = GroupedDesign::new(&af, n, pa + 1, &b, ng, ng - 1, group).unwrap();
+        let pens_f = PenaltySet::new(
+            pa + ng,
+            vec![Penalty {
+                start: 2,
+                s: data.s.clone(),
+            }],
+        )
+        .unwrap();
         let full = fit_reml(&gd, &prob, &pens_f, &ctrl, &mut || false).unwrap();
         let r = &free.reml;
         for j in 0..pa {
@@ -1553,7 +1575,7 @@ mod tests {
         // The clustered sandwich: same beta block as on the expanded design.
         let sw = crate::engine::sandwich::grouped_cluster_sandwich(
             &gd,
-            &clusters,
+            &data.clusters,
             &full.fit.row_grad,
             &full.vp,
             &full.fit.aliased,

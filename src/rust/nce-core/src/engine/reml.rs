@@ -1316,32 +1316,8 @@ mod tests {
         assert!((f1.reml - f2.reml).abs() < 1e-9);
     }
 
-    /// The design of `DenseDesign` without its dense matrix: the derivatives by products.
-    struct ByProducts<'a>(DenseDesign<'a>);
-
-    impl Design for ByProducts<'_> {
-        fn nrow(&self) -> usize {
-            self.0.nrow()
-        }
-        fn ncol(&self) -> usize {
-            self.0.ncol()
-        }
-        fn linear_predictor(&self, beta: &[f64], out: &mut [f64]) {
-            self.0.linear_predictor(beta, out)
-        }
-        fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
-            self.0.weighted_crossprod(w, v)
-        }
-        fn weighted_crossprods(&self, weights: &[&[f64]]) -> Vec<DMatrix<f64>> {
-            self.0.weighted_crossprods(weights)
-        }
-        fn crossprod_vec(&self, v: &[f64]) -> DVector<f64> {
-            self.0.crossprod_vec(v)
-        }
-        fn row_quadratic_forms(&self, m: &DMatrix<f64>, out: &mut [f64]) {
-            self.0.row_quadratic_forms(m, out)
-        }
-    }
+    // The design of `DenseDesign` without its dense matrix: the derivatives by products.
+    crate::engine::design::dense_without_matrix!(ByProducts, forwarded);
 
     /// Few rows, many coefficients and penalties: the derivatives by pairs of rows give the fit,
     /// gradient and Hessian of the derivatives by weighted cross-products.

@@ -927,39 +927,24 @@ mod tests {
 
     #[test]
     fn sharded_free_intercept_fit_is_bit_identical_to_the_in_memory_fit() {
-        use crate::engine::family::Family;
-        use crate::engine::grouped::{fit_reml_free_intercepts, free_toy, FreeGroups};
-        use crate::engine::penalty::Penalty;
-        // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks), as snce() stacks them.
-        let (ng, per) = (3000usize, 5usize);
-        let (a, n, pa, y, group, offset, s) = free_toy(ng, per, true);
-        let w = vec![1.0; n];
-        let prob = Problem::new(&y, &w, &offset, Family::Binomial);
+        use crate::engine::grouped::FreeToy;
+        // 3,000 groups of 1 data row and 4 reference rows (15,000 rows: 4 chunks), as snce() stacks
+        // them, in clusters of 30.
+        let data = FreeToy::new(3000, 5, true, 30);
+        let (ng, n, pa) = (data.ng, data.n, data.pa);
+        let (a, group, clusters) = (&data.a[..], &data.group[..], &data.clusters[..]);
+        let (prob, pens) = (data.prob(), data.pens());
         let ctrl = RemlControl::default();
-        let pens = PenaltySet::new(pa, vec![Penalty { start: 1, s }]).unwrap();
-        let clusters: Vec<usize> = (0..ng).map(|t| t / 30).collect();
-        let mem = fit_reml_free_intercepts(
-            DenseDesign::new(&a, n, pa).unwrap(),
-            FreeGroups {
-                group: &group,
-                ngroups: ng,
-                cluster_of_group: Some(&clusters),
-            },
-            &prob,
-            &pens,
-            &ctrl,
-            &mut || false,
-        )
-        .unwrap();
+        let mem = data.fit(&ctrl);
         let b: Vec<f64> = Vec::new();
         for shards in 1..=3 {
-            let layout = ShardLayout::new(&group, ng, shards).unwrap();
+            let layout = ShardLayout::new(group, ng, shards).unwrap();
             let backend = LocalShards(
-                LocalShard::split(&DenseDesign::new(&a, n, pa).unwrap(), &b, ng, 0, &group, &layout).unwrap(),
+                LocalShard::split(&DenseDesign::new(a, n, pa).unwrap(), &b, ng, 0, group, &layout).unwrap(),
             );
-            let sd = ShardedDesign::new(&b, ng, 0, &group, pa, shards, &backend).unwrap();
+            let sd = ShardedDesign::new(&b, ng, 0, group, pa, shards, &backend).unwrap();
             let fit = with_threads(1 + shards % 2, || {
-                fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, Some(&clusters), &mut || false)
+                fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, Some(clusters), &mut || false)
             })
             .unwrap()
             .unwrap();
@@ -973,11 +958,11 @@ mod tests {
             assert_eq!(fit.reml.fit.eta, mem.reml.fit.eta, "{shards} shards");
         }
         // A B with columns is refused.
-        let layout = ShardLayout::new(&group, ng, 1).unwrap();
+        let layout = ShardLayout::new(group, ng, 1).unwrap();
         let b1 = vec![1.0; ng];
         let backend =
-            LocalShards(LocalShard::split(&DenseDesign::new(&a, n, pa).unwrap(), &b1, ng, 1, &group, &layout).unwrap());
-        let sd = ShardedDesign::new(&b1, ng, 1, &group, pa, 1, &backend).unwrap();
+            LocalShards(LocalShard::split(&DenseDesign::new(a, n, pa).unwrap(), &b1, ng, 1, group, &layout).unwrap());
+        let sd = ShardedDesign::new(&b1, ng, 1, group, pa, 1, &backend).unwrap();
         assert!(fit_reml_free_intercepts_sharded(&sd, &prob, &pens, &ctrl, None, &mut || false).is_err());
     }
 

@@ -658,6 +658,19 @@ pub fn marglik_reference(
     })
 }
 
+/// Test data (here and in `telescope`'s tests): an AR(1) series of unit variance.
+#[cfg(test)]
+pub(crate) fn ar1(n: usize, phi: f64, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<f64> {
+    use rand::Rng;
+    use rand_distr::StandardNormal;
+    let mut x = vec![0.0; n];
+    x[0] = rng.sample::<f64, _>(StandardNormal);
+    for t in 1..n {
+        x[t] = phi * x[t - 1] + (1.0 - phi * phi).sqrt() * rng.sample::<f64, _>(StandardNormal);
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -794,11 +807,7 @@ mod tests {
         let mut rng = crate::rng::stream_rng(11, 0);
         let (mut sum_ess, mut covered) = (0.0, 0usize);
         for _ in 0..reps {
-            let mut x = vec![0.0; n];
-            x[0] = rng.sample::<f64, _>(StandardNormal);
-            for t in 1..n {
-                x[t] = phi * x[t - 1] + (1.0 - phi * phi).sqrt() * rng.sample::<f64, _>(StandardNormal);
-            }
+            let x = ar1(n, phi, &mut rng);
             let ess = ess_ims(&x);
             sum_ess += ess;
             let mean = x.iter().sum::<f64>() / n as f64;
@@ -814,15 +823,6 @@ mod tests {
         );
         // 100 replications: Monte Carlo s.e. of a 95% coverage is 2.2 points.
         assert!(covered >= 88, "coverage {covered} of {reps}");
-    }
-
-    fn ar1(n: usize, phi: f64, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<f64> {
-        let mut x = vec![0.0; n];
-        x[0] = rng.sample::<f64, _>(StandardNormal);
-        for t in 1..n {
-            x[t] = phi * x[t - 1] + (1.0 - phi * phi).sqrt() * rng.sample::<f64, _>(StandardNormal);
-        }
-        x
     }
 
     #[test]

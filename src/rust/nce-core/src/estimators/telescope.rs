@@ -492,16 +492,7 @@ pub fn long_run_ss(x: &[f64], chains: &[usize]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An AR(1) series of unit variance.
-    fn ar1(n: usize, phi: f64, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<f64> {
-        let mut x = vec![0.0; n];
-        x[0] = rng.sample::<f64, _>(StandardNormal);
-        for t in 1..n {
-            x[t] = phi * x[t - 1] + (1.0 - phi * phi).sqrt() * rng.sample::<f64, _>(StandardNormal);
-        }
-        x
-    }
+    use crate::estimators::bridge::ar1;
 
     #[test]
     fn per_chain_ess_of_identical_stacked_chains_is_twice_one_chain() {

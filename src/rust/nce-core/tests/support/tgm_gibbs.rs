@@ -1,9 +1,11 @@
 //! Test support: draws from the truncated Gaussian graphical model exp(-x'Kx/2) on (0, inf)^d by
 //! Gibbs sampling (each full conditional is a normal truncated to (0, inf), drawn by inversion),
-//! missing-value masks and independent exponential noise with its log density.
+//! missing-value masks, independent exponential noise with its log density, and the VNCE problem
+//! on data and noise.
 
 #![allow(dead_code)]
 
+use nce_core::estimators::vnce::{TgmVnce, VnceSamples};
 use nce_core::rng::stream_rng;
 use rand::Rng;
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -89,6 +91,31 @@ pub fn exp_noise(x: &[f64], n: usize, d: usize, nu: usize, seed: u64) -> (Vec<f6
             .collect()
     };
     (y.clone(), lp(x, n), lp(&y, m))
+}
+
+/// `exp_noise(x, .., noise_seed)` and the VNCE problem on x and it, with `n_latent` draws per
+/// row with missing values from stream `seed`: (problem, y, lpx, lpy).
+pub fn tgm_vnce(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    nu: usize,
+    n_latent: usize,
+    noise_seed: u64,
+    seed: u64,
+) -> (TgmVnce, Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (y, lpx, lpy) = exp_noise(x, n, d, nu, noise_seed);
+    let samples = VnceSamples {
+        x,
+        n,
+        d,
+        y: &y,
+        m: nu * n,
+        lpx: &lpx,
+        lpy: &lpy,
+    };
+    let pr = TgmVnce::new(&samples, n_latent, seed).unwrap();
+    (pr, y, lpx, lpy)
 }
 
 /// A banded precision matrix (row-major): diagonal 1, 1.25, 1.5, .., first off-diagonal 0.3,
