@@ -411,54 +411,66 @@ fn is_position(f: Feature) -> bool {
     matches!(f, Feature::X | Feature::Y | Feature::Radius | Feature::Map(_))
 }
 
+/// Which window features some of the terms read (see [`compute_features`]).
+#[derive(Clone, Copy)]
+struct Wanted {
+    x: bool,
+    y: bool,
+    radius: bool,
+    dist: bool,
+    angle: bool,
+    rel_angle: bool,
+}
+
+impl Wanted {
+    /// The features that terms `idx` read (the turn needs the distance too).
+    fn of(terms: &[TermTables], idx: &[usize]) -> Self {
+        let need = |f: &dyn Fn(Feature) -> bool| idx.iter().any(|&k| f(terms[k].feature));
+        Wanted {
+            x: need(&|f| f == Feature::X),
+            y: need(&|f| f == Feature::Y),
+            radius: need(&|f| f == Feature::Radius),
+            dist: need(&|f| matches!(f, Feature::Dist | Feature::RelAngle)),
+            angle: need(&|f| f == Feature::Angle),
+            rel_angle: need(&|f| f == Feature::RelAngle),
+        }
+    }
+}
+
 crate::engine::simd::avx2_twin! {
-    /// The window features that terms `idx` read, at the points of `row`, as R's
-    /// latkes_features(): angles on (-pi, pi], 0 where the saccade has no direction; the turn
-    /// is 0 where either saccade has length 0.
-    fn compute_features(
-        terms: &[TermTables],
-        idx: &[usize],
-        tr: &Transition,
-        rule: &Rule,
-        row: &Row,
-        feat: &mut [Vec<f64>; 7],
-    ) => compute_features_body
+    /// The `want`ed window features at the points of `row`, as R's latkes_features(): angles on
+    /// (-pi, pi], 0 where the saccade has no direction; the turn is 0 where either saccade has
+    /// length 0.
+    fn compute_features(want: Wanted, tr: &Transition, rule: &Rule, row: &Row, feat: &mut [Vec<f64>; 7])
+        => compute_features_body
 }
 
 #[inline(always)]
-fn compute_features_body(
-    terms: &[TermTables],
-    idx: &[usize],
-    tr: &Transition,
-    rule: &Rule,
-    row: &Row,
-    feat: &mut [Vec<f64>; 7],
-) {
-    let need = |f: &dyn Fn(Feature) -> bool| idx.iter().any(|&k| f(terms[k].feature));
+fn compute_features_body(want: Wanted, tr: &Transition, rule: &Rule, row: &Row, feat: &mut [Vec<f64>; 7]) {
     let (xs, y) = (row.xs, row.y);
     for v in feat.iter_mut() {
         v.clear();
     }
-    if need(&|f| f == Feature::X) {
+    if want.x {
         feat[0].extend_from_slice(xs);
     }
-    if need(&|f| f == Feature::Y) {
+    if want.y {
         feat[1].resize(xs.len(), y);
     }
-    if need(&|f| f == Feature::Radius) {
+    if want.radius {
         let (cx, cy) = rule.centre;
         let dy2 = (y - cy) * (y - cy);
         feat[2].extend(xs.iter().map(|&x| ((x - cx) * (x - cx) + dy2).sqrt()));
     }
     let (px, py) = tr.prev;
     let dy = y - py;
-    if need(&|f| matches!(f, Feature::Dist | Feature::RelAngle)) {
+    if want.dist {
         feat[3].extend(xs.iter().map(|&x| ((x - px) * (x - px) + dy * dy).sqrt()));
     }
-    if need(&|f| f == Feature::Angle) {
+    if want.angle {
         feat[6].extend(xs.iter().map(|&x| pseudo_angle(x - px, dy)));
     }
-    if need(&|f| f == Feature::RelAngle) {
+    if want.rel_angle {
         let ap = tr.angle_prev;
         let (dist, rest) = feat.split_at_mut(4);
         rest[1].extend(xs.iter().zip(&dist[3]).map(|(&x, &d)| {
@@ -517,8 +529,9 @@ fn one(q: Shared, tr: &Transition, gradient: bool, s: &mut Scratch, bins: &mut [
     let Scratch {
         feat, mapv, eta, loc, ..
     } = s;
+    let want = Wanted::of(terms, &all);
     lat.rows(|row| {
-        compute_features(terms, &all, tr, rule, &row, feat);
+        compute_features(want, tr, rule, &row, feat);
         let start = eta.len();
         let la = if row.whole { lat.log_cell } else { la_sub };
         eta.resize(start + row.xs.len(), la);
@@ -797,7 +810,7 @@ fn product_row<'s>(
         loc,
         ..
     } = s;
-    compute_features(terms, idx, tr, rule, row, feat);
+    compute_features(Wanted::of(terms, idx), tr, rule, row, feat);
     let np = row.xs.len();
     eta.clear();
     eta.resize(np, 1.0);
@@ -818,7 +831,7 @@ fn product_row<'s>(
         } else {
             None
         };
-        read_table(t, pairs, values, eta, inc, l);
+        read_table(t, pairs, values, &mut Reading { wt: eta, inc, loc: l });
     }
     scale_by_exp(eta, inc);
     (&mut eta[..], &loc[..if gradient { idx.len() } else { 0 }])
@@ -836,41 +849,35 @@ struct Loc {
 /// feature `values` of a row: multiplies each `wt` by exp(v_i - top), adds w d_i to each
 /// `inc`, and records the positions in `loc` when given. With AVX2, four points at a time
 /// (gathering the table entries), with the same operations in the same order: the same bits.
-fn read_table(
-    t: &TermTables,
-    pairs: &[[f64; 2]],
-    values: &[f64],
-    wt: &mut [f64],
-    inc: &mut [f64],
-    mut loc: Option<&mut Loc>,
-) {
+fn read_table(t: &TermTables, pairs: &[[f64; 2]], values: &[f64], out: &mut Reading) {
     let n = values.len();
     assert!(
-        wt.len() == n
-            && inc.len() == n
+        out.wt.len() == n
+            && out.inc.len() == n
             && pairs.len() == t.n
-            && loc.as_ref().map_or(true, |l| l.i.len() == n && l.w.len() == n)
+            && out.loc.as_ref().map_or(true, |l| l.i.len() == n && l.w.len() == n)
     );
     #[allow(unused_mut)]
     let mut start = 0;
     #[cfg(target_arch = "x86_64")]
     if crate::engine::simd::vector() {
         // SAFETY: every vector build has AVX2; the lengths are checked above.
-        start = unsafe { read_table_avx2(t, pairs, values, wt, inc, loc.as_deref_mut()) };
+        start = unsafe { read_table_avx2(t, pairs, values, out) };
     }
-    read_table_scalar(t, pairs, values, wt, inc, loc, start);
+    read_table_scalar(t, pairs, values, out, start);
+}
+
+/// What a table's reading updates: the weights it multiplies, the increments it adds to, and
+/// the positions it records (when given).
+struct Reading<'r> {
+    wt: &'r mut [f64],
+    inc: &'r mut [f64],
+    loc: Option<&'r mut Loc>,
 }
 
 /// [`read_table`] one point at a time, from point `start` on.
-fn read_table_scalar(
-    t: &TermTables,
-    pairs: &[[f64; 2]],
-    values: &[f64],
-    wt: &mut [f64],
-    inc: &mut [f64],
-    mut loc: Option<&mut Loc>,
-    start: usize,
-) {
+fn read_table_scalar(t: &TermTables, pairs: &[[f64; 2]], values: &[f64], out: &mut Reading, start: usize) {
+    let Reading { wt, inc, loc } = out;
     for q in start..values.len() {
         let (i, w) = t.locate(values[q]);
         let [e, d] = pairs[i];
@@ -888,15 +895,9 @@ fn read_table_scalar(
 /// (max returns 0 for NaN, as f64::max does), then the minimum with n - 2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn read_table_avx2(
-    t: &TermTables,
-    pairs: &[[f64; 2]],
-    values: &[f64],
-    wt: &mut [f64],
-    inc: &mut [f64],
-    mut loc: Option<&mut Loc>,
-) -> usize {
+unsafe fn read_table_avx2(t: &TermTables, pairs: &[[f64; 2]], values: &[f64], out: &mut Reading) -> usize {
     use std::arch::x86_64::*;
+    let Reading { wt, inc, loc } = out;
     let n4 = values.len() - values.len() % 4;
     let base = pairs.as_ptr() as *const f64;
     let lo = _mm256_set1_pd(t.lo);
@@ -1416,12 +1417,17 @@ mod tests {
                 i: vec![0; n],
                 w: vec![0.0; n],
             };
+            let mut out = Reading {
+                wt: &mut wt,
+                inc: &mut inc,
+                loc: Some(&mut loc),
+            };
             if simd {
                 // SAFETY: AVX2 is present (checked above); the slices have matching lengths.
-                let done = unsafe { read_table_avx2(&t, &prod.pairs, &values, &mut wt, &mut inc, Some(&mut loc)) };
+                let done = unsafe { read_table_avx2(&t, &prod.pairs, &values, &mut out) };
                 assert_eq!(done, n);
             } else {
-                read_table_scalar(&t, &prod.pairs, &values, &mut wt, &mut inc, Some(&mut loc), 0);
+                read_table_scalar(&t, &prod.pairs, &values, &mut out, 0);
             }
             (wt, inc, loc.i, loc.w)
         };

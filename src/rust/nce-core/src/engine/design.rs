@@ -180,7 +180,7 @@ impl DenseDesign<'_> {
             .into_par_iter()
             .map(|(a, b)| {
                 let mut outs = vec![vec![0.0; p * p]; nw];
-                kernels::syrk(self, a, b, weights, &mut outs, None);
+                kernels::syrk(self, a..b, weights, &mut outs, None);
                 outs
             })
             .collect()
@@ -216,7 +216,7 @@ impl DenseDesign<'_> {
             .map(|(a, b)| {
                 let mut outs = vec![vec![0.0; p * p]];
                 let mut g = vec![0.0; p];
-                kernels::syrk(self, a, b, &[w], &mut outs, Some((v, &mut g)));
+                kernels::syrk(self, a..b, &[w], &mut outs, Some((v, &mut g)));
                 (outs.pop().expect("one weight"), g)
             })
             .collect();
@@ -401,13 +401,13 @@ pub(crate) mod kernels {
     #[inline(always)]
     fn syrk_impl(
         d: &DenseDesign,
-        r0: usize,
-        r1: usize,
+        rows: std::ops::Range<usize>,
         ws: &[&[f64]],
         outs: &mut [Vec<f64>],
         mut vg: Option<(&[f64], &mut [f64])>,
         (dot4, dot): Kernels,
     ) {
+        let (r0, r1) = (rows.start, rows.end);
         let p = d.ncol;
         let p4 = p.div_ceil(4) * 4;
         let mut xs = vec![0.0; p * SUB];
@@ -579,13 +579,12 @@ pub(crate) mod kernels {
         #[target_feature(enable = "avx2,fma")]
         pub unsafe fn syrk(
             d: &DenseDesign,
-            r0: usize,
-            r1: usize,
+            rows: std::ops::Range<usize>,
             ws: &[&[f64]],
             outs: &mut [Vec<f64>],
             vg: Option<(&[f64], &mut [f64])>,
         ) {
-            syrk_impl(d, r0, r1, ws, outs, vg, (dot4_fma_safe, dot_safe))
+            syrk_impl(d, rows, ws, outs, vg, (dot4_fma_safe, dot_safe))
         }
         /// x_i' M x_i for 32 rows at a time: t = sum_{k >= j} M'_jk x_k, q += x_j t.
         #[target_feature(enable = "avx2,fma")]
@@ -654,12 +653,11 @@ pub(crate) mod kernels {
         }
     }
 
-    /// outs[l][j * p + k] += sum_{r0 <= i < r1} ws[l][i] x_ij x_ik for j <= k; with `vg = (v, g)`
+    /// outs[l][j * p + k] += sum_{i in rows} ws[l][i] x_ij x_ik for j <= k; with `vg = (v, g)`
     /// also g += X'v over the same rows, block by block as `dots` adds it.
     pub fn syrk(
         d: &DenseDesign,
-        r0: usize,
-        r1: usize,
+        rows: std::ops::Range<usize>,
         ws: &[&[f64]],
         outs: &mut [Vec<f64>],
         vg: Option<(&[f64], &mut [f64])>,
@@ -667,9 +665,9 @@ pub(crate) mod kernels {
         #[cfg(target_arch = "x86_64")]
         if crate::engine::simd::vector() {
             // SAFETY: the CPU has the features the function was compiled for.
-            return unsafe { fma::syrk(d, r0, r1, ws, outs, vg) };
+            return unsafe { fma::syrk(d, rows, ws, outs, vg) };
         }
-        syrk_impl(d, r0, r1, ws, outs, vg, (dot4_all::<false>, dot))
+        syrk_impl(d, rows, ws, outs, vg, (dot4_all::<false>, dot))
     }
 
     /// g_j += x_j' v over the rows of one block: the one step of X'v that `dots` and the fused
