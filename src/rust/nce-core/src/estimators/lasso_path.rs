@@ -333,10 +333,7 @@ fn path_from_impl(
             }
         }
     }
-    let mut out = LassoPath {
-        outer_steps: 0,
-        ..LassoPath::default()
-    };
+    let mut out = LassoPath::default();
     let mut active: Vec<usize> = (0..p).filter(|&j| beta[j] != 0.0).collect();
     let mut is_active: Vec<bool> = beta.iter().map(|&b| b != 0.0).collect();
     let mut w = vec![0.0; m];
