@@ -98,12 +98,12 @@ fn report(label: &str, secs: f64, f: &RemlFit, refs: &[Reference]) {
 }
 
 /// A design that counts and times the passes over the rows that a fit makes through it.
-struct Counting<'a, D: Design> {
+struct Counting<'a, D: Design + ?Sized> {
     d: &'a D,
     tally: Mutex<BTreeMap<&'static str, (usize, f64)>>,
 }
 
-impl<'a, D: Design> Counting<'a, D> {
+impl<'a, D: Design + ?Sized> Counting<'a, D> {
     fn new(d: &'a D) -> Self {
         Counting {
             d,
@@ -122,7 +122,7 @@ impl<'a, D: Design> Counting<'a, D> {
     }
 }
 
-impl<D: Design> Design for Counting<'_, D> {
+impl<D: Design + ?Sized> Design for Counting<'_, D> {
     fn nrow(&self) -> usize {
         self.d.nrow()
     }
@@ -150,7 +150,7 @@ impl<D: Design> Design for Counting<'_, D> {
 }
 
 /// One fit through a `Counting` design: its time, iterations and each kind of pass.
-fn count_passes<D: Design + Sync>(d: &D, threads: usize, prob: &Problem, pens: &PenaltySet, ctrl: &RemlControl) {
+fn count_passes(d: &(dyn Design + Sync), threads: usize, prob: &Problem, pens: &PenaltySet, ctrl: &RemlControl) {
     let cd = Counting::new(d);
     let t0 = Instant::now();
     let f = with_threads(threads, || fit_reml(&cd, prob, pens, ctrl, &mut || false).unwrap()).unwrap();
@@ -252,17 +252,26 @@ fn main() {
     }
 
     let w = vec![1.0; n];
-    if micro {
-        // Per-pass costs: one weighted cross-product, leverages, linear predictor.
-        // A problem without per-transition columns (pb = 0) is timed on the dense design.
+    let prob = Problem::new(&y, &w, &offset, Family::Binomial);
+    let ctrl = RemlControl::default();
+    if micro || count {
+        // One design: the grouped one, or for a problem without per-transition columns (pb = 0)
+        // the dense one.
         let (dd, gdd);
-        let gd: &dyn Design = if pb == 0 {
+        let gd: &(dyn Design + Sync) = if pb == 0 {
             dd = DenseDesign::new(&a, n, pa).unwrap();
             &dd
         } else {
             gdd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
             &gdd
         };
+        if count {
+            for &th in &threads {
+                count_passes(gd, th, &prob, &pens, &ctrl);
+            }
+            return;
+        }
+        // Per-pass costs: one weighted cross-product, leverages, linear predictor.
         let wt: Vec<f64> = (0..n).map(|i| 0.05 + (i % 7) as f64 * 0.01).collect();
         let hinv = DMatrix::<f64>::identity(p, p) * 1e-3;
         for &th in &threads {
@@ -296,23 +305,6 @@ fn main() {
                 );
             })
             .unwrap();
-        }
-        return;
-    }
-    let prob = Problem::new(&y, &w, &offset, Family::Binomial);
-    let ctrl = RemlControl::default();
-    if count {
-        // A problem without per-transition columns (pb = 0) is counted on the dense design.
-        if pb == 0 {
-            let dd = DenseDesign::new(&a, n, pa).unwrap();
-            threads
-                .iter()
-                .for_each(|&th| count_passes(&dd, th, &prob, &pens, &ctrl));
-        } else {
-            let gd = GroupedDesign::new(&a, n, pa, &b, ng, pb, &group).unwrap();
-            threads
-                .iter()
-                .for_each(|&th| count_passes(&gd, th, &prob, &pens, &ctrl));
         }
         return;
     }
