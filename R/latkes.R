@@ -162,7 +162,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                    outside = c("drop", "error"), by = NULL, maps = NULL, map_by = NULL, drop_points = NULL, ...) {
   rng <- rng_state()
   cl <- match.call()
-  outside <- match.arg(outside)
+  outside <- check_choice(outside, c("drop", "error"), "outside", sys.call())
   if (!is.null(by)) return(as_result(latkes_by(cl, data, by, parent.frame()), rng = rng, env = parent.frame()))
   check_whole(order, "order", min = 1, max = 2)
   check_count(ratio, "ratio")
@@ -186,7 +186,8 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   w <- prep$window
   fit <- fit_snce(kernel, prep$data, ref_uniform(x = w[1:2], y = w[3:4]), ratio = ratio, intercept = intercept,
                   group = ".sequence_id", order = order, time = dots$time,
-                  cluster = match.arg(dots$cluster, c("transition", "sequence")), knots = knots, sp = dots$sp,
+                  cluster = check_choice(dots$cluster %||% c("transition", "sequence"), c("transition", "sequence"),
+                                         "cluster", sys.call()), knots = knots, sp = dots$sp,
                   control = dots$control, call = cl,
                   features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w), user_call = sys.call(),
                   discrete = if (is.null(dots$discrete)) FALSE else dots$discrete, shards = dots$shards)

@@ -81,8 +81,9 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
   rng <- rng_state()
   cl <- match.call()
   check_bool(discrete, "discrete")
+  cluster <- check_choice(cluster, c("transition", "sequence"), "cluster", sys.call())
   fit <- fit_snce(formula, data, reference, ratio = ratio, intercept = intercept, group = group, order = order,
-                  time = time, cluster = match.arg(cluster), knots = knots, sp = sp, control = control,
+                  time = time, cluster = cluster, knots = knots, sp = sp, control = control,
                   call = cl, user_call = sys.call(), discrete = discrete, shards = shards)
   as_result(fit, rng = rng, env = parent.frame())
 }
