@@ -104,7 +104,8 @@ stack_paired <- function(data, of, u, vars) {
 # or whose planned allocation (per stacked row `copies` copies of the data's `k` columns and
 # `width` doubles of the fit's own) exceeds the memory available (check_size()).
 contrast_check_size <- function(n, ratio, k, copies, width, call) {
-  m <- ratio * n
+  # In doubles: an integer ratio (latkes() passes one) times n overflows to NA from 2^31.
+  m <- as.double(ratio) * n
   if (m + n > .Machine$integer.max) {
     nce_abort(sprintf(paste("`ratio` = %g asks for %.3g reference points for n = %d, more than R's",
                             "limit of %d rows; lower `ratio`"), ratio, m, n, .Machine$integer.max),

@@ -35,6 +35,7 @@ fuzz_cases <- list(
   list("snce ratio string", function() sn(fuzz_chain, ru, ratio = "5"), "nce_error_input"),
   list("snce ratio two values", function() sn(fuzz_chain, ru, ratio = c(2, 3)), "nce_error_input"),
   list("snce ratio 1e7 (size)", function() sn(fuzz_chain, ru, ratio = 1e7), "nce_error_size"),
+  list("snce ratio 1e9 (size)", function() sn(fuzz_chain, ru, ratio = 1e9), "nce_error_size"),
   list("snce order 0", function() sn(fuzz_chain, ru, order = 0), "nce_error_input"),
   list("snce cluster unknown", function() sn(fuzz_chain, ru, cluster = "subject"), "nce_error_input"),
   list("snce order NA", function() sn(fuzz_chain, ru, order = NA), "nce_error_input"),
@@ -82,6 +83,8 @@ fuzz_cases <- list(
   list("plot snce select out of range", function() plot(fuzz_snce, select = 9), "nce_error_input"),
   # latkes()
   list("latkes ratio 1e7 (size)", function() lk(fuzz_fix, group = "trial", ratio = 1e7), "nce_error_size"),
+  list("latkes ratio 1e9 (size, past the integer range)", function() lk(fuzz_fix, group = "trial", ratio = 1e9),
+       "nce_error_size"),
   list("latkes ratio NA", function() lk(fuzz_fix, group = "trial", ratio = NA), "nce_error_input"),
   list("latkes order 3", function() lk(fuzz_fix, group = "trial", order = 3), "nce_error_input"),
   list("latkes cluster unknown", function() lk(fuzz_fix, group = "trial", cluster = "subject"), "nce_error_input"),
