@@ -195,6 +195,27 @@ check_choice <- function(x, choices, arg = deparse(substitute(x)), call = caller
   x
 }
 
+# match.arg() itself, classed: `arg` partially matched against `choices` (by default the
+# caller's formal default of that argument, as match.arg() reads it), the first choice when `arg`
+# is that default, and `nce_error_input` naming the argument and listing the choices otherwise.
+# Every method's choice argument goes through it, so `vcov(fit, type = "bogus")` is classed.
+match_choice <- function(arg, choices, several.ok = FALSE, call = caller_call()) {  # nolint: object_name_linter.
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  name <- deparse(substitute(arg))
+  if (missing(choices)) {
+    parent <- sys.parent()
+    choices <- eval(formals(sys.function(parent))[[name]], envir = sys.frame(parent))
+  }
+  if (is.null(arg) || identical(arg, choices)) return(if (several.ok) choices else choices[1L])
+  ok <- is.character(arg) && length(arg) >= 1L && !anyNA(arg) && (several.ok || length(arg) == 1L)
+  i <- if (ok) pmatch(arg, choices, duplicates.ok = TRUE) else NA_integer_
+  if (anyNA(i)) {
+    check_fail(sprintf("%s of %s", if (several.ok) "some" else "one", paste0("\"", choices, "\"", collapse = ", ")),
+               arg, name, call)
+  }
+  choices[i]
+}
+
 # `control =` of every front end: the result of `defaults_fun()` (e.g. nce_control()), or a
 # list of some of its settings merged into the defaults by calling `defaults_fun` with them,
 # so each setting is checked where it is defined. A list with settings `defaults_fun` returns

@@ -32,7 +32,7 @@ predict.nce_conditional <- function(object, newdata,
                                     se.fit = FALSE,  # nolint: object_name_linter.
                                     se_type = c("sandwich", "naive"), ...) {
   type <- predict_type(type)
-  v <- stats::vcov(object, type = match.arg(se_type))
+  v <- stats::vcov(object, type = match_choice(se_type))
   if (missing(newdata)) newdata <- cond_data_rows(object)
   beta <- object$coefficients
   pa <- object$row_setup$ncol
@@ -62,7 +62,7 @@ predict.nce_conditional <- function(object, newdata,
 
 #' @export
 vcov.nce_conditional <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match.arg(type) == "sandwich") object$vcov else object$vcov_naive
+  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' @export
@@ -71,7 +71,7 @@ coef.nce_conditional <- function(object, ...) object$coefficients
 #' @export
 confint.nce_conditional <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
   call <- sys.call()
-  wald_confint(object, parm, level, match.arg(type), call = call)
+  wald_confint(object, parm, level, match_choice(type), call = call)
 }
 
 #' @export
@@ -209,7 +209,7 @@ print.nce_conditional <- function(x, digits = max(3L, getOption("digits") - 3L),
 #'   fit's settings.
 #' @export
 summary.nce_conditional <- function(object, se_type = c("sandwich", "naive"), ...) {
-  se_type <- match.arg(se_type)
+  se_type <- match_choice(se_type)
   pa <- object$row_setup$ncol
   cf <- object$coefficients
   lab <- names(cf)

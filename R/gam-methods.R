@@ -51,7 +51,7 @@ print.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' summary(fit)
 #' @export
 summary.nce_gam <- function(object, se_type = c("sandwich", "naive"), ...) {
-  se_type <- match.arg(se_type)
+  se_type <- match_choice(se_type)
   s <- mgcv::summary.gam(as_gam(object, se_type), ...)
   v <- if (se_type == "sandwich") object$Vp else object$Vp_naive
   s$log_normaliser <- c(estimate = object$log_normaliser, se = sqrt(v[1L, 1L]))
@@ -102,7 +102,7 @@ print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
 #' @return What [mgcv::plot.gam()] returns, invisibly.
 #' @export
 plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
-  invisible(mgcv::plot.gam(as_gam(x, match.arg(se_type)), ...))
+  invisible(mgcv::plot.gam(as_gam(x, match_choice(se_type)), ...))
 }
 
 #' Predict from an nce fit with smooth terms
@@ -134,7 +134,7 @@ predict.nce_gam <- function(object, newdata, type = c("link", "log_density", "re
                                                       "log_unnormalised", "lpmatrix", "terms"),
                             se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- predict_type(type)
-  se_type <- match.arg(se_type)
+  se_type <- match_choice(se_type)
   check_bool(se.fit, "se.fit")
   newdata <- nce_predict_newdata(object, newdata, type)
   g <- as_gam(object, se_type)

@@ -117,7 +117,7 @@ latkes_effects.latkes_collection <- function(object, n = 200, range = NULL, ...)
 #' @export
 plot.latkes_collection <- function(x, n = 200, range = NULL, angle = c("line", "polar"), col = "steelblue",
                                    combine = TRUE, ...) {
-  angle <- match.arg(angle)
+  angle <- match_choice(angle)
   eff <- latkes_effects(x, n = n, range = range)
   if (!length(eff)) nce_abort("the fits have no one-dimensional kernel terms to plot", "input")
   if (combine && length(eff) > 1L) {
@@ -170,7 +170,7 @@ coef.latkes_collection <- function(object, ...) stacked(object, stats::coef)
 #' @param type Covariance: `"sandwich"` or `"naive"`.
 #' @export
 vcov.latkes_collection <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   vs <- lapply(object$fits, stats::vcov, type = type)
   p <- vapply(vs, nrow, 0L)
   out <- matrix(0, sum(p), sum(p))

@@ -99,8 +99,8 @@ predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "
                                extrapolate = TRUE, se_type = c("sandwich", "naive"), ...) {
   type <- predict_type(type)
   type <- switch(type, log_density = "link", density = "response", type)
-  normalise <- match.arg(normalise)
-  se_type <- match.arg(se_type)
+  normalise <- match_choice(normalise)
+  se_type <- match_choice(se_type)
   check_bool(se.fit, "se.fit")
   own <- missing(newdata) || is.null(newdata)
   if (own) {
@@ -394,9 +394,9 @@ effect_range <- function(object, var) {
 #' @export
 plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line", "polar"), level = 0.95,
                             se_type = c("sandwich", "naive"), n_grid = 200, combine = TRUE, col = "steelblue", ...) {
-  terms <- match.arg(terms, several.ok = TRUE)
-  angle <- match.arg(angle)
-  se_type <- match.arg(se_type)
+  terms <- match_choice(terms, several.ok = TRUE)
+  angle <- match_choice(angle)
+  se_type <- match_choice(se_type)
   check_probability(level, "level")
   eff <- latkes_effects(x, n = n_grid, level = level, se_type = se_type)
   pa <- x$row_setup$ncol
@@ -524,7 +524,7 @@ draw_image <- function(fit, sm, n) {
 #' @export
 simulate.latkes_fit <- function(object, nsim = 1, seed = NULL, method = c("auto", "grid", "sir"),
                                 grid = c(256, 192), ...) {
-  method <- match.arg(method)
+  method <- match_choice(method)
   check_count(nsim, "nsim")
   check_sim_size(object, nsim)
   parts <- kernel_parts(object)

@@ -173,7 +173,7 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
-  reference <- match.arg(reference)
+  reference <- match_choice(reference)
   waymarks <- check_choice(waymarks, c("auto", "none", "always"), "waymarks", call = ucall)
   control <- merge_control(control, telescope_control, call = ucall)
   x <- as_draws(draws, "draws")

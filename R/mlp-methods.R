@@ -195,7 +195,7 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
 # summary() with smooth terms beside the network: the fields summary.nce_fit() gives, with the
 # parametric table and the smooth terms' tests of the smooth model's summary.
 mlp_smooth_summary <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   g <- summary.nce_gam(object$rest_fit, se_type = type)
   ln <- object$log_normaliser
   structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = type,
@@ -226,7 +226,7 @@ tidy.nce_mlp <- function(x, parametric = TRUE,  # nolint: object_name_linter.
 #' @exportS3Method generics::augment
 augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
                             type.predict = c("link", "response"), ...) {  # nolint: object_name_linter.
-  type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
+  type.predict <- match_choice(type.predict)  # nolint: object_name_linter.
   data <- if (is.null(newdata)) data_rows(x) else newdata
   out <- data
   out$.fitted <- unname(stats::predict(x, data, type = type.predict))

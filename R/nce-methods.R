@@ -21,7 +21,7 @@
 #' vcov(fit, type = "naive")
 #' @export
 vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   if (type == "sandwich") object$vcov else object$vcov_naive
 }
 
@@ -41,7 +41,7 @@ vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 #' @export
 confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
   call <- sys.call()
-  wald_confint(object, parm, level, match.arg(type), call = call)
+  wald_confint(object, parm, level, match_choice(type), call = call)
 }
 
 # Wald intervals from coef() and vcov(type =): the confint() of every class whose coefficients
@@ -116,7 +116,7 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #'   fit's settings.
 #' @export
 summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   cf <- stats::coef(object)
   se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
   # A standard error of 0 (the intercept of an intercept-only fit is known exactly): no test.
@@ -189,7 +189,7 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
     return(x)
   }
   beta <- stats::coef(object)
-  v <- stats::vcov(object, type = match.arg(se_type))
+  v <- stats::vcov(object, type = match_choice(se_type))
   if (type == "terms") return(nce_predict_terms(x, beta, v, attr(x, "assign"), object$terms, newdata, se.fit))
   keep <- !is.na(beta)
   if (type == "log_unnormalised") keep[1L] <- FALSE
@@ -453,7 +453,7 @@ glance.nce_fit <- function(x, ...) {  # nolint: object_name_linter.
 #' @exportS3Method generics::augment
 augment.nce_fit <- function(x, newdata = NULL,  # nolint: object_name_linter.
                             type.predict = c("link", "response"), se_fit = FALSE, ...) {  # nolint: object_name_linter.
-  type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
+  type.predict <- match_choice(type.predict)  # nolint: object_name_linter.
   check_bool(se_fit, "se_fit")
   data <- if (is.null(newdata)) data_rows(x) else newdata
   p <- stats::predict(x, data, type = type.predict, se.fit = TRUE)
@@ -579,7 +579,7 @@ fitted.nce_fit <- function(object, ...) {
 #' @rdname fitted.nce_fit
 #' @export
 residuals.nce_fit <- function(object, type = c("deviance", "pearson", "response", "working"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   label <- object$nce_frame$.label
   # mgcv's qq.gam() simulates labels into `y`; otherwise the fit has no response (see ?nce).
   y <- if (length(object$y) == length(label)) object$y else label

@@ -2,7 +2,7 @@
 
 nce_nonlinear <- function(formula, data, reference, ratio, method, start, model, gradient, n_starts, control,
                           call, env) {
-  method <- match.arg(method, c("logistic", "poisson"))
+  method <- match_choice(method, c("logistic", "poisson"))
   check_data_frame(data, call = call)
   if (!inherits(reference, "nce_reference")) {
     nce_abort(paste("`reference` must be a reference distribution such as ref_uniform(), ref_normal(), ref_fit()",

@@ -223,7 +223,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     return(as_result(fit, rng = rng, env = parent.frame()))
   }
   cl <- match.call()
-  method <- match.arg(method)
+  method <- match_choice(method)
   check_nce_args(formula, data, reference, ratio)
   vars <- reference$vars
   check_reference_columns(data, reference)

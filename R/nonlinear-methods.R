@@ -40,7 +40,7 @@ coef.nce_nls <- function(object, ...) object$coefficients
 #' @rdname nce_nls-methods
 #' @export
 vcov.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match.arg(type) == "sandwich") object$vcov else object$vcov_naive
+  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' @rdname nce_nls-methods
@@ -48,7 +48,7 @@ vcov.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
 confint.nce_nls <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
   check_probability(level)
   cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = match.arg(type))))
+  se <- sqrt(diag(stats::vcov(object, type = match_choice(type))))
   if (missing(parm)) parm <- names(cf)
   if (is.numeric(parm)) parm <- names(cf)[parm]
   z <- stats::qnorm((1 + level) / 2)
@@ -193,7 +193,7 @@ print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' @rdname nce_nls-methods
 #' @export
 summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   cf <- stats::coef(object)
   se <- sqrt(diag(stats::vcov(object, type = type)))
   z <- cf / se

@@ -166,7 +166,7 @@ ref_normal_build <- function(mean, cov, call) {
 #' @export
 ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NULL,
                     inflate = 1, expand = 0.1, components = 1:9) {
-  family <- match.arg(family)
+  family <- match_choice(family)
   check_data_frame(data, "data", min_rows = 0L)
   check_number(expand, "expand", min = 0)
   if (is.null(vars)) vars <- names(data)[vapply(data, is.numeric, TRUE)]

@@ -248,7 +248,7 @@ rerun <- function(object, fun, args, resample, state = object$rng_state) {
 }
 
 # predict()'s `type`: the first of the method's choices ("link") by default, otherwise one of them
-# (a classed error lists them), as match.arg() but classed.
+# (a classed error lists them), as check_choice(): exact, classed.
 predict_type <- function(type, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   choices <- eval(formals(sys.function(sys.parent()))$type)

@@ -158,7 +158,7 @@ side_constraints <- function(a, blocks, data, side_rows) {
 fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offset = NULL,
                           knots = NULL, sp = NULL, sample = NULL, control = nce_control(), weights = NULL,
                           discrete = FALSE, setup = NULL, keep_setup = FALSE) {
-  family <- match.arg(family)
+  family <- match_choice(family)
   fam <- switch(family, binomial = stats::binomial(), poisson = stats::poisson())
   n <- nrow(data)
   if (is.null(offset)) offset <- rep(0, n)

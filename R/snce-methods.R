@@ -42,13 +42,13 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
                              se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- predict_type(type)
   check_bool(se.fit, "se.fit")
-  v <- stats::vcov(object, type = match.arg(se_type))
+  v <- stats::vcov(object, type = match_choice(se_type))
   training <- missing(newdata) || is.null(newdata)
   if (training) newdata <- object$transitions
   check_data_frame(newdata, "newdata", min_rows = 0L)
   vars <- object$reference$vars
   if (!all(paste0(vars, "_prev") %in% names(newdata))) {
-    return(predict_raw_sequence(object, newdata, type, se.fit, match.arg(se_type)))
+    return(predict_raw_sequence(object, newdata, type, se.fit, match_choice(se_type)))
   }
   check_numeric_columns(newdata, intersect(c(vars, paste0(vars, "_prev")), names(newdata)), "newdata")
   if (!is.null(object$features)) newdata <- object$features(newdata)
@@ -185,7 +185,7 @@ print.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #'   terms' effective degrees of freedom (`smooths`) and the fit's settings.
 #' @export
 summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
-  se_type <- match.arg(se_type)
+  se_type <- match_choice(se_type)
   lab <- term_labels(object)
   pa <- object$row_setup$ncol
   par <- which(seq_along(lab) <= pa & lab == names(object$coefficients) & lab != "(Intercept)")
@@ -247,7 +247,7 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' @return `x`, invisibly.
 #' @export
 plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich", "naive"), n_grid = 100, ...) {
-  v <- stats::vcov(x, type = match.arg(se_type))
+  v <- stats::vcov(x, type = match_choice(se_type))
   check_probability(level, "level")
   sms <- x$smooth
   if (!length(sms)) {
@@ -325,7 +325,7 @@ NULL
 #' @exportS3Method generics::tidy
 tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: object_name_linter.
                           se_type = c("sandwich", "naive"), ...) {
-  se_type <- match.arg(se_type)
+  se_type <- match_choice(se_type)
   check_bool(conf.int, "conf.int")
   cf <- stats::coef(x)
   se <- sqrt(pmax(diag(stats::vcov(x, type = se_type)), 0))
@@ -358,7 +358,7 @@ glance.snce_fit <- function(x, ...) {  # nolint: object_name_linter.
 augment.snce_fit <- function(x, newdata = NULL,  # nolint: object_name_linter.
                              type.predict = c("link", "log_kernel", "response"),  # nolint: object_name_linter.
                              se_fit = FALSE, ...) {
-  type.predict <- match.arg(type.predict)  # nolint: object_name_linter.
+  type.predict <- match_choice(type.predict)  # nolint: object_name_linter.
   check_bool(se_fit, "se_fit")
   d <- if (is.null(newdata)) x$transitions else newdata
   # Standard errors only when asked: LATKES's need the normaliser's gradient, twice its cost.
@@ -416,7 +416,7 @@ model.matrix.snce_fit <- function(object, ...) {
 #'   reference rows).
 #' @export
 residuals.snce_fit <- function(object, type = c("response", "deviance"), ...) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   y <- object$nce_frame$.label
   p <- object$fitted.values
   if (type == "response") return(y - p)
@@ -445,7 +445,7 @@ residuals.snce_fit <- function(object, type = c("response", "deviance"), ...) {
 #'   of transitions.
 #' @export
 logLik.snce_fit <- function(object, normalise = c("intercept", "reference"), n_draws = 1000, ...) {
-  normalise <- match.arg(normalise)
+  normalise <- match_choice(normalise)
   ll <- if (normalise == "intercept") {
     sum(predict.snce_fit(object, type = "link"))
   } else {
@@ -496,7 +496,7 @@ reference_log_z <- function(object, trans, n_draws, call = caller_call()) {
 #'   degrees of freedom and `Pr(>Chi)` in the larger fit's row.
 #' @export
 anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
-  se_type <- match.arg(se_type)
+  se_type <- match_choice(se_type)
   fits <- c(list(object), list(...))
   if (length(fits) != 2L || !all(vapply(fits, inherits, TRUE, "snce_fit"))) {
     nce_abort("anova() of snce fits compares exactly two nested snce_fit objects", "input")

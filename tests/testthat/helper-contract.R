@@ -91,6 +91,7 @@ expect_contract <- function(case) {
     expect_match(conditionMessage(e), "\"link\"", info = info("unknown type lists the valid ones"))
     v
   })
+  expect_choices_classed(fit, info)
   if (!is.null(case$newdata)) {
     call_m("predict_newdata", function() {
       v <- stats::predict(fit, newdata = case$newdata)
@@ -270,4 +271,31 @@ expect_contract <- function(case) {
     })
   }
   invisible(fit)
+}
+
+# Every choice argument of the class's methods (a formal whose default is a character vector of
+# choices, as match.arg() reads them): an unknown value is a classed error (or the class's
+# refusal), never match.arg()'s unclassed one.
+choice_generics <- c("vcov", "confint", "summary", "predict", "plot", "simulate", "logLik", "residuals",
+                     "tidy", "augment", "glance")
+
+expect_choices_classed <- function(fit, info) {
+  for (generic in choice_generics) {
+    method <- NULL
+    for (cl in class(fit)) {
+      method <- utils::getS3method(generic, cl, optional = TRUE, envir = asNamespace("nce"))
+      if (!is.null(method)) break
+    }
+    if (is.null(method)) next
+    fun <- switch(generic, tidy = generics::tidy, augment = generics::augment, glance = generics::glance,
+                  match.fun(generic))
+    for (a in names(formals(method))) {
+      choices <- tryCatch(eval(formals(method)[[a]]), error = function(e) NULL)
+      if (!is.character(choices) || length(choices) < 2L) next
+      e <- tryCatch(suppressWarnings(do.call(fun, stats::setNames(list(fit, "no_such_choice"), c("", a)))),
+                    error = function(e) e)
+      expect_true(inherits(e, "nce_error_input") || inherits(e, "nce_error_unsupported"),
+                  info = info(sprintf("%s(%s = \"no_such_choice\") is a classed error", generic, a)))
+    }
+  }
 }
