@@ -39,6 +39,14 @@ nce_fit_reml_grouped <- function(a, b, problem) .Call(wrap__nce_fit_reml_grouped
 #' @noRd
 nce_fit_reml_free_intercepts <- function(a, problem) .Call(wrap__nce_fit_reml_free_intercepts, a, problem)
 
+#' The layout the cost model picks for a discretised design `x` (a list of terms as for
+#' `nce_fit_reml`) of `nrow` rows: "compressed", or "dense" where one dense pass over the rounded
+#' bases beats the compressed terms' cross blocks (then the exact design costs the same per pass,
+#' and rounding buys nothing).
+#' @keywords internal
+#' @noRd
+nce_discrete_layout <- function(x, nrow) .Call(wrap__nce_discrete_layout, x, nrow)
+
 #' A cubic (`kind = "cr"`: `m` is the smooth's `F`) or cyclic cubic (`"cc"`: `m` is `BD`)
 #' spline basis on the rows `x` for the knots `knots`, built and held in Rust (a
 #' `RowsBlock`): list(ptr, nrow, ncol, scale (ones), means, max_row_sum), the column means being mgcv's

@@ -582,5 +582,6 @@ discrete_note <- function(layout) {
   switch(if (is.null(layout)) "" else layout,
          compressed = "Discretised covariates, design held compressed",
          dense = "Discretised covariates, rounded bases held as one dense block (faster here than compressed)",
+         exact = "discrete = TRUE, fitted exactly: a compressed design would not be faster here",
          "Discretised covariates")
 }

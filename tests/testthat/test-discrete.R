@@ -155,7 +155,8 @@ test_that("a discretised design fits the same compressed or expanded, and says w
   expect_equal(coef(fits$dense), coef(fits$compressed), tolerance = 1e-7)
   expect_equal(fits$dense$gcv.ubre, fits$compressed$gcv.ubre, tolerance = 1e-9)
   expect_equal(vcov(fits$dense), vcov(fits$compressed), tolerance = 1e-6)
-  # The default lets the cost model choose one of the two, and print() names it.
+  # The default lets the cost model choose (and with many penalties the exact design where
+  # compression would not pay); print() names it.
   auto <- nce_discrete_fit(discrete = TRUE)
   expect_true(auto$discrete_layout %in% c("compressed", "dense"))
   expect_identical(coef(auto), coef(fits[[auto$discrete_layout]]))
@@ -166,10 +167,12 @@ test_that("a discretised design fits the same compressed or expanded, and says w
   expect_error(nce_discrete_fit(discrete = TRUE), class = "nce_error_input", regexp = "nce.discrete_layout")
 })
 
-test_that("the cost model holds many terms of many values on few rows dense, few terms on many rows compressed", {
+test_that("many terms of many values on few rows are fitted exactly, few terms on many rows compressed", {
   # The 5-parameter classifier's default shape in small: 12 smooths and ti() pairs on 3,000 rows,
   # each term with hundreds of distinct rounded values: the cross blocks of 78 pairs of terms,
-  # a pass over the rows each, cost more than one dense pass (bench/README.md).
+  # a pass over the rows each, cost more than one dense pass (bench/README.md), which costs what
+  # a pass over the exact design costs, and with 18 penalties the fit is the exact one, bit for bit.
+  # With 3 penalties the rounded bases stay, held dense.
   set.seed(8)
   n <- 1500
   d <- as.data.frame(matrix(runif(6 * n), n, 6, dimnames = list(NULL, paste0("x", 1:6))))
@@ -179,14 +182,34 @@ test_that("the cost model holds many terms of many values on few rows dense, few
     ti(x4, x6, k = 4)
   set.seed(9)
   many <- nce(form, d, ref, ratio = 1, discrete = TRUE)
-  expect_identical(many$discrete_layout, "dense")
+  expect_identical(many$discrete_layout, "exact")
   expect_true(many$converged)
+  set.seed(9)
+  exact <- nce(form, d, ref, ratio = 1)
+  expect_identical(coef(many), coef(exact))
+  expect_identical(vcov(many), vcov(exact))
+  expect_output(print(many), "fitted exactly: a compressed design would not be faster here")
+  # update() keeps the choice; a forced layout keeps the rounded design.
+  expect_identical(coef(update(many)), coef(many))
+  old <- options(nce.discrete_layout = "dense")
+  on.exit(options(old))
+  set.seed(9)
+  dense <- nce(form, d, ref, ratio = 1, discrete = TRUE)
+  expect_identical(dense$discrete_layout, "dense")
+  options(old)
   # One smooth of 30 basis functions on 21,000 rows: its per-value sums and no cross blocks, against
   # a dense pass of 31 columns.
   set.seed(10)
   few <- nce(~ s(u, k = 30), data.frame(u = rbeta(1000, 2, 3)), ref_uniform(u = c(0, 1)), ratio = 20,
              discrete = TRUE)
   expect_identical(few$discrete_layout, "compressed")
+  # Three penalties, dense by the cost model (bench/discrete-layout.R's three-term fit): rounded.
+  set.seed(1)
+  uv <- data.frame(u = stats::rbeta(2000, 2, 3), v = stats::rbeta(2000, 3, 2))
+  set.seed(2)
+  three <- nce(~ s(u, bs = "cr", k = 10) + s(v, bs = "cr", k = 10) + s(u, v, k = 30), uv,
+               ref_uniform(u = c(0, 1), v = c(0, 1)), ratio = 20, discrete = TRUE)
+  expect_identical(three$discrete_layout, "dense")
 })
 
 test_that("nce(discrete = TRUE) is refused without smooth terms and with method = \"poisson\"", {

@@ -2,7 +2,7 @@
 //! smoothing parameters by REML, dense or grouped, with their NCE sandwiches. No numerics here.
 
 use crate::convert::{
-    block_columns, guard, int_slice, irls_control, list_count, list_get, list_number, matrix_blocks, opt_real_slice,
+    block_columns, count_of, guard, int_slice, irls_control, list_count, list_get, list_number, matrix_blocks, opt_real_slice,
     real_matrix, real_slice, to_r_matrix, zero_based, Res,
 };
 use crate::run;
@@ -573,6 +573,22 @@ pub(crate) fn reml_result(fit: RemlFit, sandwich: Option<nalgebra::DMatrix<f64>>
     .into_robj()
 }
 
+/// The layout the cost model picks for a discretised design `x` (a list of terms as for
+/// `nce_fit_reml`) of `nrow` rows: "compressed", or "dense" where one dense pass over the rounded
+/// bases beats the compressed terms' cross blocks (then the exact design costs the same per pass,
+/// and rounding buys nothing).
+/// @keywords internal
+/// @noRd
+#[extendr]
+fn nce_discrete_layout(x: Robj, nrow: f64) -> Robj {
+    guard(|| {
+        let n = count_of(nrow, "nrow", 1)?;
+        let parts = term_parts(&x)?.ok_or_else(|| NceError::invalid("x", "must be a list of discretised terms"))?;
+        let specs = term_specs(&parts, n)?;
+        Ok(DiscreteDesign::new(n, &specs)?.layout().name().into_robj())
+    })
+}
+
 /// A fit's result with the layout its discretised design was fitted in (`layout`).
 fn with_layout(res: Robj, layout: Layout) -> Robj {
     let mut out: Vec<(String, Robj)> = res
@@ -604,4 +620,5 @@ extendr_module! {
     fn nce_fit_reml;
     fn nce_fit_reml_grouped;
     fn nce_fit_reml_free_intercepts;
+    fn nce_discrete_layout;
 }
