@@ -37,13 +37,14 @@
 #'   fit in a fraction of the time (7x faster on 20,000 pairs with one `te()` term). The log
 #'   ratio then differs from the exact fit's by the effect of that rounding. Many terms of many
 #'   distinct values on few pairs gain nothing from compression (the default formula on the
-#'   5-parameter Gaussian of the simulator vignette: 35 terms); the engine's cost model then holds
-#'   the rounded bases as one dense matrix (see `discrete` in [nce()]), and each REML iteration
-#'   costs what the exact fit's does, but the rounded model can take more of them: on that model
-#'   2,000 pairs took 16.9-17.8 s against 18.3-19.3 s exact (7 iterations each), 5,000 pairs 30.0 s
-#'   against 25.3 s (7 against 4), and with three-way `ti()` terms on 20,000 pairs 90 s against
-#'   55 s (12 against 2). Terms in three or more covariates are rounded to 25 values per covariate, which
-#'   is coarse: prefer the exact fit for them.
+#'   5-parameter Gaussian of the simulator vignette: 35 terms); the engine's cost model sees that,
+#'   and with 10 or more smoothing parameters the classifier is then fitted exactly
+#'   (`fit$gam$discrete_layout` is `"exact"`; see `discrete` in [nce()]): rounded, that model took
+#'   4 times the REML iterations. On it (`bench/discrete-layout.R`, 2026-12-01) `discrete = TRUE`
+#'   takes 1.03 times the exact fit's time at 2,000 pairs (2.39 before), 1.05-1.07 at 5,000
+#'   (1.19), and with three-way `ti()` terms on 20,000 pairs 30.4 s against 32.0 s (90 s against
+#'   55 s before). Terms in three or more covariates are rounded to 25 values per covariate,
+#'   which is coarse: prefer the exact fit for them.
 #' @param classifier `"auto"` (default), `"gam"` (the GAM of `formula`) or `"mlp"`: a neural network of all
 #'   parameters and summaries ([mlp()] layers of `hidden` units, ReLU), trained in Rust by
 #'   minibatch Adam with early stopping on held-out pairs ([nce_mlp_control()]) — neural ratio
