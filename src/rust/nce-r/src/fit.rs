@@ -2,8 +2,8 @@
 //! smoothing parameters by REML, dense or grouped, with their NCE sandwiches. No numerics here.
 
 use crate::convert::{
-    block_columns, count_of, guard, int_slice, irls_control, list_count, list_get, list_number, matrix_blocks, opt_real_slice,
-    real_matrix, real_slice, to_r_matrix, zero_based, Res,
+    block_columns, count_of, guard, int_slice, irls_control, list_count, list_get, list_number, matrix_blocks,
+    opt_real_slice, real_matrix, real_slice, to_r_matrix, zero_based, Res,
 };
 use crate::run;
 use extendr_api::prelude::*;
