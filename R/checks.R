@@ -185,7 +185,8 @@ nce_unsupported <- function(method, object, why, call = caller_call()) {
             "unsupported", call = call)
 }
 
-# match.arg() with a classed error naming the argument and the choices.
+# One of `choices`, matched exactly, with a classed error naming the argument and the choices
+# (match_choice() below for match.arg()'s partial matching).
 check_choice <- function(x, choices, arg = deparse(substitute(x)), call = caller_call()) {
   call <- call
   if (identical(x, choices)) return(choices[1L])

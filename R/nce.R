@@ -107,8 +107,8 @@
 #'   smoothing parameters it fits the exact design instead (a pass over it costs the
 #'   same, and rounding moves such a REML surface: on the 5-parameter classifier of
 #'   `bench/discrete-layout.R`, 60 penalties, 40 REML iterations against the exact
-#'   fit's 9, 2.4 times its time; fitted exactly, 1.2 times, the discretised set-up
-#'   included). The fit's `discrete_layout` (`"compressed"`, `"dense"` or `"exact"`,
+#'   fit's 9, 2.4 times its time; fitted exactly, 1.03 times, the rounding and the
+#'   cost model included). The fit's `discrete_layout` (`"compressed"`, `"dense"` or `"exact"`,
 #'   also in `print()`) says which it took. The
 #'   effect on the fit is that of moving the points by the rounding: on
 #'   ~20,000 rows the linear predictor differs from the exact fit's by less than

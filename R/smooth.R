@@ -261,10 +261,11 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
 # compressed terms into one dense block, a pass over the exact design costs the same, and with
 # many smoothing parameters the rounding moves the REML surface enough to multiply the
 # iterations: on the 5-parameter classifier of bench/discrete-layout.R (60 penalties, 2,000
-# pairs) 40 outer iterations against the exact fit's 9, 2.4 times its time; refitted exactly
-# after the discretised set-up, 1.2 times. With few penalties the rounded block is cheaper than
-# the exact design to set up and takes the same iterations (the three-term nce() there, 3
-# penalties on 42,000 rows: 0.93 times exact, and 1.3 times when refitted exactly), so it stays.
+# pairs) 40 outer iterations against the exact fit's 9, 2.4 times its time; set up exactly once
+# the rounded terms are built (gam_setup() asks before the side constraints), 1.03 times. With
+# few penalties the rounded block is cheaper than the exact design to set up and takes the same
+# iterations (the three-term nce() there, 3 penalties on 42,000 rows: 0.83-0.93 times exact, and
+# 1.3 times when refitted exactly), so it stays.
 # `options(nce.discrete_layout =)` other than "auto" keeps the discretised design (benchmarks).
 discrete_pays <- function(terms, n, n_penalties) {
   n_penalties < 10L || !identical(discrete_layout(), "auto") ||
