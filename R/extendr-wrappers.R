@@ -490,16 +490,19 @@ nce_sum_tables_eval <- function(values, lo, hi, x) .Call(wrap__nce_sum_tables_ev
 nce_fit_reml_free_intercepts_sharded <- function(runner, problem) .Call(wrap__nce_fit_reml_free_intercepts_sharded, runner, problem)
 
 #' Shard `which` (1-based) of a grouped design with B (ngroups x pb) and the 1-based group of
-#' each row, split into `shards`: list(rows (1-based, the shard's rows), group (0-based), b,
-#' group_rows (1-based, all rows of the shard's groups), group_local (0-based), g0, g1 (the
-#' shard's groups g0..g1, 0-based, end excluded), n_shards). The caller adds the shard's rows of
-#' A (its worker computes them), one shard at a time.
+#' each row, split into `shards`: list(rows (1-based, the rows the shard holds: its own rows
+#' and all rows of its groups, in row order), own (0-based position of its first own row among
+#' them), nrow (its own rows), group (0-based, of its own rows), b, held_group (per held row its
+#' group minus g0, 0-based, or -1 outside the shard's groups), g0, g1 (the shard's groups
+#' g0..g1, 0-based, end excluded), n_shards). The caller adds A on the held rows (its worker
+#' computes them), one shard at a time.
 #' @keywords internal
 #' @noRd
 nce_shard_split <- function(b, group, shards, which) .Call(wrap__nce_shard_split, b, group, shards, which)
 
-#' One shard's task on a worker: `shard` as from `nce_shard_split`, `task` a list(op, x, nw,
-#' w_rows, w_groups, v_rows, v_groups, want_aw). Returns list(rows, hess, grad, gw, gv, cross, aw).
+#' One shard's task on a worker: `shard` as from `nce_shard_split` with `a`, A on its held rows;
+#' `task` a list(op, x, nw, w_held, v_held, want_aw). Returns list(rows, hess, grad, gw, gv,
+#' cross, aw).
 #' @keywords internal
 #' @noRd
 nce_shard_task <- function(shard, task, threads) .Call(wrap__nce_shard_task, shard, task, threads)

@@ -119,8 +119,9 @@ dir_writable <- function(dir) {
 
 # The rows of A (`recipe`: row_recipe()), B and the group of each row split into shards, one
 # RDS file each in the shards' directory, written one at a time: list(paths, token, n, pa). The
-# caller removes the files. Each shard holds its rows of the data, not of A: its worker computes
-# them (shard_rows()), so no process holds all of A.
+# caller removes the files. Each shard holds the data on its rows (its own rows and those of its
+# transitions, nce_shard_split()), not A: its worker computes A on them (shard_rows()), so no
+# process holds all of A.
 write_shards <- function(shards, recipe, b, group) {
   group <- as.integer(group)
   at <- function(i) recipe$data[i, , drop = FALSE]
@@ -130,9 +131,8 @@ write_shards <- function(shards, recipe, b, group) {
   s <- 1L
   repeat {
     part <- rs(nce_shard_split(b, group, shards$n, s))
-    part$recipe <- list(setup = recipe$setup, intercept = recipe$intercept, rows = at(part$rows),
-                        group_rows = at(part$group_rows))
-    part$rows <- part$group_rows <- NULL
+    part$recipe <- list(setup = recipe$setup, intercept = recipe$intercept, rows = at(part$rows))
+    part$rows <- NULL
     paths[s] <- file.path(dir, sprintf("%s-%d.rds", token, s))
     unwritable <- function(e) {
       nce_abort(sprintf("the shard file %s could not be written (%s): give `nce_shards(dir =)` a writable directory",
@@ -163,18 +163,21 @@ shard_design <- function(setup, data, intercept) {
   setup_predict(setup, data, intercept, smooth_rows, na_action = stats::na.fail)
 }
 
-# A shard read from its file, with its rows of A computed from its recipe (write_shards()).
-shard_rows <- function(shard) {
+# A shard read from its file, with its rows of A computed from its recipe (write_shards()), a
+# block of rows at a time: the bases' temporaries stay a block's size, not the shard's (a
+# shard of the 23-million-row fit holds 12 million rows).
+shard_rows <- function(shard, block = 2^19) {
   r <- shard$recipe
   if (is.null(r)) return(shard)
-  rows_of <- function(d) {
-    x <- shard_design(r$setup, d, r$intercept)
-    if (ncol(x) != r$setup$ncol) stop(sprintf("the shard's rows have %d columns, expected %d", ncol(x), r$setup$ncol))
-    storage.mode(x) <- "double"
-    unname(x)
+  n <- nrow(r$rows)
+  a <- matrix(0, n, r$setup$ncol)
+  for (i0 in seq(1, n, by = block)[n > 0]) {
+    i <- i0:min(n, i0 + block - 1)
+    x <- shard_design(r$setup, r$rows[i, , drop = FALSE], r$intercept)
+    if (ncol(x) != ncol(a)) stop(sprintf("the shard's rows have %d columns, expected %d", ncol(x), ncol(a)))
+    a[i, ] <- x
   }
-  shard$a <- rows_of(r$rows)
-  shard$a_groups <- rows_of(r$group_rows)
+  shard$a <- a
   shard$recipe <- NULL
   shard
 }

@@ -169,9 +169,13 @@ test_that("shards hold their rows of the data, and their workers compute their r
   expect_null(parts[[1]]$a)
   expect_named(parts[[1]]$recipe$rows, c("u", "f"), ignore.order = TRUE)
   expect_identical(environment(parts[[1]]$recipe$setup$pterms), globalenv())
-  built <- lapply(parts, shard_rows)
-  expect_identical(do.call(rbind, lapply(built, `[[`, "a")), unname(full$X))
-  expect_identical(nrow(built[[2]]$a_groups), length(built[[2]]$group_local))
+  # A on each shard's rows, computed in blocks of rows as the set-up computed it on all rows.
+  held <- lapply(1:2, function(s) rs(nce_shard_split(matrix(0, 900, 0L), d$g, 2L, s))$rows)
+  for (block in c(2^19, 1000)) {
+    built <- lapply(parts, shard_rows, block = block)
+    for (s in 1:2) expect_identical(built[[s]]$a, unname(full$X[held[[s]], , drop = FALSE]))
+  }
+  expect_identical(nrow(built[[2]]$a), length(built[[2]]$held_group))
 })
 
 test_that("the shard split: each shard's rows in order, all rows of its transitions, one shard at a time", {
@@ -180,13 +184,19 @@ test_that("the shard split: each shard's rows in order, all rows of its transiti
   b <- matrix(seq_len(2000) / 7, 1000, 2)
   parts <- lapply(1:2, function(s) rs(nce_shard_split(b, g, 2L, s)))
   expect_identical(parts[[1]]$n_shards, 2L)
-  expect_identical(c(parts[[1]]$rows, parts[[2]]$rows), seq_len(1e4))
-  for (p in parts) {
-    expect_identical(p$group, g[p$rows] - 1L)
+  # Own rows: whole chunks, in order, covering all rows once.
+  own <- lapply(parts, function(p) p$rows[p$own + seq_len(p$nrow)])
+  expect_identical(unlist(own), seq_len(1e4))
+  expect_identical(own[[1]], seq_len(4096))
+  for (s in 1:2) {
+    p <- parts[[s]]
+    expect_identical(p$group, g[own[[s]]] - 1L)
     expect_identical(p$b, b)
-    # The rows of the shard's groups g0..g1 (0-based, end excluded), and their groups within the shard.
-    expect_identical(p$group_rows, which(g - 1L >= p$g0 & g - 1L < p$g1))
-    expect_identical(p$group_local, g[p$group_rows] - 1L - p$g0)
+    # Held: the own rows and all rows of the shard's groups g0..g1 (0-based, end excluded), in
+    # row order, with their groups within the shard (-1: not one of its groups).
+    mine <- g - 1L >= p$g0 & g - 1L < p$g1
+    expect_identical(p$rows, sort(union(own[[s]], which(mine))))
+    expect_identical(p$held_group, ifelse(mine[p$rows], g[p$rows] - 1L - p$g0, -1L))
   }
   expect_error(rs(nce_shard_split(b, g, 2L, 3L)), "`which`: is 3, but there are 2 shards", class = "nce_error_input")
   expect_error(rs(nce_shard_split(b, g, 3L + 1L, 1L)), "`shards`", class = "nce_error_input")

@@ -10,7 +10,7 @@ use extendr_api::prelude::*;
 use nce_core::engine::reml::fit_reml;
 use nce_core::engine::shards::{
     fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp, ShardPart,
-    ShardResult, ShardTask, ShardedDesign,
+    ShardResult, ShardTask, ShardedDesign, NO_GROUP,
 };
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -41,10 +41,12 @@ fn to_i32(v: &[usize]) -> Vec<i32> {
 }
 
 /// Shard `which` (1-based) of a grouped design with B (ngroups x pb) and the 1-based group of
-/// each row, split into `shards`: list(rows (1-based, the shard's rows), group (0-based), b,
-/// group_rows (1-based, all rows of the shard's groups), group_local (0-based), g0, g1 (the
-/// shard's groups g0..g1, 0-based, end excluded), n_shards). The caller adds the shard's rows of
-/// A (its worker computes them), one shard at a time.
+/// each row, split into `shards`: list(rows (1-based, the rows the shard holds: its own rows
+/// and all rows of its groups, in row order), own (0-based position of its first own row among
+/// them), nrow (its own rows), group (0-based, of its own rows), b, held_group (per held row its
+/// group minus g0, 0-based, or -1 outside the shard's groups), g0, g1 (the shard's groups
+/// g0..g1, 0-based, end excluded), n_shards). The caller adds A on the held rows (its worker
+/// computes them), one shard at a time.
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -62,14 +64,19 @@ fn nce_shard_split(b: Robj, group: Robj, shards: i32, which: i32) -> Robj {
         }
         let (r0, r1) = layout.rows[s];
         let (t0, t1) = layout.groups[s];
-        let gr = &layout.group_rows[s];
+        let (_, own) = layout.held_size(s);
         let one_based = |r: usize| r as i32 + 1;
+        let held_group = layout.held_groups(s, &g0);
         Ok(list!(
-            rows = (r0..r1).map(one_based).collect::<Vec<i32>>(),
+            rows = layout.held_rows(s).map(one_based).collect::<Vec<i32>>(),
+            own = own as i32,
+            nrow = (r1 - r0) as i32,
             group = to_i32(&g0[r0..r1]),
             b = RMatrix::new_matrix(ng, pb, |i, j| bd[j * ng + i]),
-            group_rows = gr.iter().map(|&r| one_based(r)).collect::<Vec<i32>>(),
-            group_local = gr.iter().map(|&r| (g0[r] - t0) as i32).collect::<Vec<i32>>(),
+            held_group = held_group
+                .iter()
+                .map(|&g| if g == NO_GROUP { -1 } else { g as i32 })
+                .collect::<Vec<i32>>(),
             g0 = t0 as i32,
             g1 = t1 as i32,
             n_shards = layout.len() as i32
@@ -83,10 +90,8 @@ fn task_to_r(t: &ShardTask) -> Robj {
         op = t.op.name(),
         x = t.x.clone(),
         nw = t.nw as i32,
-        w_rows = t.w_rows.clone(),
-        w_groups = t.w_groups.clone(),
-        v_rows = t.v_rows.clone(),
-        v_groups = t.v_groups.clone(),
+        w_held = t.w_held.clone(),
+        v_held = t.v_held.clone(),
         want_aw = t.want_aw
     )
     .into_robj()
@@ -108,10 +113,8 @@ fn task_from_r(l: &List) -> Res<ShardTask> {
         op,
         x: num("x")?,
         nw: nw as usize,
-        w_rows: num("w_rows")?,
-        w_groups: num("w_groups")?,
-        v_rows: num("v_rows")?,
-        v_groups: num("v_groups")?,
+        w_held: num("w_held")?,
+        v_held: num("v_held")?,
         want_aw: get("want_aw")?.as_bool().unwrap_or(false),
     })
 }
@@ -152,23 +155,23 @@ fn result_from_r(x: &Robj, s: usize) -> Res<ShardResult> {
     })
 }
 
-/// One shard's task on a worker: `shard` as from `nce_shard_split`, `task` a list(op, x, nw,
-/// w_rows, w_groups, v_rows, v_groups, want_aw). Returns list(rows, hess, grad, gw, gv, cross, aw).
+/// One shard's task on a worker: `shard` as from `nce_shard_split` with `a`, A on its held rows;
+/// `task` a list(op, x, nw, w_held, v_held, want_aw). Returns list(rows, hess, grad, gw, gv,
+/// cross, aw).
 /// @keywords internal
 /// @noRd
 #[extendr]
 fn nce_shard_task(shard: List, task: List, threads: i32) -> Robj {
     guard(|| {
         let get = |name: &str| list_get(&shard, name, "shard");
-        let (a, b, ag) = (get("a")?, get("b")?, get("a_groups")?);
-        let (ad, nrow, pa) = real_matrix(&a, "shard$a")?;
+        let (a, b) = (get("a")?, get("b")?);
+        let (ad, nheld, pa) = real_matrix(&a, "shard$a")?;
         let (bd, ngroups, pb) = real_matrix(&b, "shard$b")?;
-        let (agd, nrow_groups, pa2) = real_matrix(&ag, "shard$a_groups")?;
-        if pa2 != pa {
-            return Err(NceError::invalid("shard", "`a` and `a_groups` have different columns"));
-        }
         let group = usize_vec(&get("group")?, "shard$group")?;
-        let group_local = usize_vec(&get("group_local")?, "shard$group_local")?;
+        let held_group: Vec<usize> = int_slice(&get("held_group")?, "shard$held_group")?
+            .iter()
+            .map(|&g| usize::try_from(g).unwrap_or(NO_GROUP))
+            .collect();
         let bound = |name: &str| -> Res<usize> {
             get(name)?
                 .as_integer()
@@ -178,15 +181,15 @@ fn nce_shard_task(shard: List, task: List, threads: i32) -> Robj {
         };
         let part = ShardPart {
             a: ad,
-            nrow,
+            nheld,
+            own: bound("own")?,
+            nrow: bound("nrow")?,
             pa,
             group: &group,
             b: bd,
             ngroups,
             pb,
-            a_groups: agd,
-            nrow_groups,
-            group_local: &group_local,
+            held_group: &held_group,
             g0: bound("g0")?,
             g1: bound("g1")?,
         };

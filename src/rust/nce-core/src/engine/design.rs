@@ -132,6 +132,17 @@ impl<'a> DenseDesign<'a> {
         })
     }
 
+    /// As `from_columns` for columns already checked (a block of rows of a checked matrix).
+    pub(crate) fn from_checked_columns(columns: &'a [&'a [f64]], nrow: usize) -> Self {
+        debug_assert!(columns.iter().all(|c| c.len() == nrow));
+        DenseDesign {
+            data: &[],
+            columns: Some(columns),
+            nrow,
+            ncol: columns.len(),
+        }
+    }
+
     #[inline]
     pub fn col(&self, j: usize) -> &'a [f64] {
         match self.columns {

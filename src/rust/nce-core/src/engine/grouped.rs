@@ -112,6 +112,9 @@ impl RowBlock<'_> {
     }
 }
 
+/// The group of a row that belongs to none (`GroupedDesign::for_group_sums`).
+pub const NO_GROUP: usize = usize::MAX;
+
 #[derive(Debug, Clone)]
 pub struct GroupedDesign<'a> {
     a: RowBlock<'a>,
@@ -146,7 +149,30 @@ impl<'a> GroupedDesign<'a> {
         pb: usize,
         group: &'a [usize],
     ) -> Result<Self> {
-        let a = a.into();
+        Self::build(a.into(), b, ngroups, pb, group, false)
+    }
+
+    /// For the group sums only (`group_sums`, `cross_block_parts`): as `with_block`, but a row
+    /// whose group is `NO_GROUP` belongs to no group (a shard's rows outside its groups). Its
+    /// row-level methods must not be called.
+    pub(crate) fn for_group_sums(
+        a: impl Into<RowBlock<'a>>,
+        b: &'a [f64],
+        ngroups: usize,
+        pb: usize,
+        group: &'a [usize],
+    ) -> Result<Self> {
+        Self::build(a.into(), b, ngroups, pb, group, true)
+    }
+
+    fn build(
+        a: RowBlock<'a>,
+        b: &'a [f64],
+        ngroups: usize,
+        pb: usize,
+        group: &'a [usize],
+        ungrouped_rows: bool,
+    ) -> Result<Self> {
         let nrow = a.nrow();
         let b = DenseDesign::new(b, ngroups, pb).map_err(|e| rename(e, "b"))?;
         if group.len() != nrow {
@@ -155,7 +181,8 @@ impl<'a> GroupedDesign<'a> {
                 format!("has length {}, expected {nrow} (rows of a)", group.len()),
             ));
         }
-        if let Some(r) = group.iter().position(|&g| g >= ngroups) {
+        let grouped = |g: usize| !(ungrouped_rows && g == NO_GROUP);
+        if let Some(r) = group.iter().position(|&g| g >= ngroups && grouped(g)) {
             return Err(NceError::invalid(
                 "group",
                 format!("row {} names group {} but there are {ngroups}", r + 1, group[r] + 1),
@@ -163,15 +190,15 @@ impl<'a> GroupedDesign<'a> {
         }
         // Counting sort keeps rows of a group in row order.
         let mut group_start = vec![0usize; ngroups + 1];
-        for &g in group {
+        for &g in group.iter().filter(|&&g| grouped(g)) {
             group_start[g + 1] += 1;
         }
         for t in 0..ngroups {
             group_start[t + 1] += group_start[t];
         }
         let mut next = group_start.clone();
-        let mut rows_by_group = vec![0usize; nrow];
-        for (r, &g) in group.iter().enumerate() {
+        let mut rows_by_group = vec![0usize; group_start[ngroups]];
+        for (r, &g) in group.iter().enumerate().filter(|&(_, &g)| grouped(g)) {
             rows_by_group[next[g]] = r;
             next[g] += 1;
         }

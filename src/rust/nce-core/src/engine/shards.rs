@@ -1,15 +1,19 @@
 //! Pooled fits on the grouped design [A | B[group, ]] (engine/grouped.rs) with the rows of A
 //! held in shards, e.g. by the worker processes of an R `future` plan.
 //!
-//! Shard s holds the rows r0..r1 of A (a whole number of the engine's fixed chunks of
+//! Shard s owns the rows r0..r1 of A (a whole number of the engine's fixed chunks of
 //! CHUNK_ROWS rows) for the row-level work (linear predictor, A'WA and A'v per chunk,
-//! leverages), and all rows of its range of groups g0..g1 (a whole number of the cross block's
-//! chunks of CHUNK_ROWS groups) for the group sums. Each shard returns its per-chunk partial
-//! sums and its groups' sums, and the main process adds them in the order of the in-memory
-//! loops: a sharded fit is bit-identical to the in-memory fit whatever the number of shards.
-//! The main process keeps row-length vectors, B and the group of each row, never A.
+//! leverages), and its range of groups g0..g1 (a whole number of the cross block's chunks of
+//! CHUNK_ROWS groups) for the group sums, which need all rows of those groups. It holds A once
+//! on the union of the two sets of rows, in row order: its own rows are one block of it, and
+//! the rows of its groups are mostly among them (a transition's reference rows follow one
+//! another), so a shard holds little more than its share of A. Each shard returns its per-chunk
+//! partial sums and its groups' sums, and the main process adds them in the order of the
+//! in-memory loops: a sharded fit is bit-identical to the in-memory fit whatever the number of
+//! shards. The main process keeps row-length vectors, B and the group of each row, never A.
 
 use crate::engine::design::{DenseDesign, Design, CHUNK_ROWS};
+pub use crate::engine::grouped::NO_GROUP;
 use crate::engine::grouped::{
     assemble, free_intercepts_on, free_leverages_of, FreeInterceptFit, FreeRows, GroupedDesign,
 };
@@ -31,6 +35,9 @@ pub struct ShardLayout {
     pub groups: Vec<(usize, usize)>,
     /// All rows of each shard's groups, in row order.
     pub group_rows: Vec<Vec<usize>>,
+    /// Where each shard's own rows fall among its group rows: group_rows[s][..lo] lie before
+    /// r0 and group_rows[s][hi..] from r1 on.
+    pub split_at: Vec<(usize, usize)>,
 }
 
 impl ShardLayout {
@@ -76,11 +83,48 @@ impl ShardLayout {
         for (r, &g) in group.iter().enumerate() {
             group_rows[shard_of_group[g]].push(r);
         }
+        let split_at = rows
+            .iter()
+            .zip(&group_rows)
+            .map(|(&(r0, r1), gr)| (gr.partition_point(|&r| r < r0), gr.partition_point(|&r| r < r1)))
+            .collect();
         Ok(ShardLayout {
             rows,
             groups,
             group_rows,
+            split_at,
         })
+    }
+
+    /// The rows shard s holds, in row order: its group rows before r0, its own rows r0..r1,
+    /// then its group rows from r1 on.
+    pub fn held_rows(&self, s: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+        let (r0, r1) = self.rows[s];
+        let (lo, hi) = self.split_at[s];
+        let gr = &self.group_rows[s];
+        gr[..lo].iter().copied().chain(r0..r1).chain(gr[hi..].iter().copied())
+    }
+
+    /// How many rows shard s holds, and where its own rows start among them.
+    pub fn held_size(&self, s: usize) -> (usize, usize) {
+        let (r0, r1) = self.rows[s];
+        let (lo, hi) = self.split_at[s];
+        (lo + (r1 - r0) + self.group_rows[s].len() - hi, lo)
+    }
+
+    /// Per row that shard s holds (`held_rows`), its group minus g0 if it is one of the
+    /// shard's groups, else `NO_GROUP`.
+    pub fn held_groups(&self, s: usize, group: &[usize]) -> Vec<usize> {
+        let (g0, g1) = self.groups[s];
+        self.held_rows(s)
+            .map(|r| {
+                if (g0..g1).contains(&group[r]) {
+                    group[r] - g0
+                } else {
+                    NO_GROUP
+                }
+            })
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -138,14 +182,12 @@ pub struct ShardTask {
     pub op: ShardOp,
     /// Eta: the coefficients (pa + pb). Quad: the p x p matrix M, column-major.
     pub x: Vec<f64>,
-    /// Sums: the number of weight vectors, and each of them on the shard's rows (`w_rows`,
-    /// weight after weight) and on the rows of its groups (`w_groups`).
+    /// Sums: the number of weight vectors, and each of them on the rows the shard holds
+    /// (`ShardLayout::held_rows`), weight after weight.
     pub nw: usize,
-    pub w_rows: Vec<f64>,
-    pub w_groups: Vec<f64>,
-    /// Sums: a plain vector on the same rows (both empty: none).
-    pub v_rows: Vec<f64>,
-    pub v_groups: Vec<f64>,
+    pub w_held: Vec<f64>,
+    /// Sums: a plain vector on the same rows (empty: none).
+    pub v_held: Vec<f64>,
     /// Sums: also return the groups' weighted row sums of A.
     pub want_aw: bool,
 }
@@ -156,16 +198,14 @@ impl ShardTask {
             op,
             x: Vec::new(),
             nw: 0,
-            w_rows: Vec::new(),
-            w_groups: Vec::new(),
-            v_rows: Vec::new(),
-            v_groups: Vec::new(),
+            w_held: Vec::new(),
+            v_held: Vec::new(),
             want_aw: false,
         }
     }
 }
 
-/// A shard's answer. `rows`: Info (n rows, pa, rows of the groups, groups, then one 0/1 per
+/// A shard's answer. `rows`: Info (own rows, pa, rows held, groups, then one 0/1 per
 /// column of A: all ones), Eta and Quad (one value per row). Sums: `hess` per chunk and weight
 /// the packed upper triangle of A'WA (pa (pa + 1) / 2 values, row by row); `grad` per chunk A'v;
 /// `gw` per weight and `gv` the group sums of w and v; `cross` per chunk of groups and weight
@@ -191,19 +231,22 @@ pub trait ShardBackend: Sync {
 /// One shard's data, borrowed (from R objects on a worker, or from a `LocalShard`).
 #[derive(Debug, Clone, Copy)]
 pub struct ShardPart<'a> {
-    /// A on the shard's rows (nrow x pa, column-major) and their groups (0-based, all groups).
+    /// A on the rows the shard holds (`ShardLayout::held_rows`: nheld x pa, column-major);
+    /// its own `nrow` rows start at `own` among them.
     pub a: &'a [f64],
+    pub nheld: usize,
+    pub own: usize,
     pub nrow: usize,
     pub pa: usize,
+    /// The groups of its own rows (0-based, all groups).
     pub group: &'a [usize],
     /// The whole group block B (ngroups x pb).
     pub b: &'a [f64],
     pub ngroups: usize,
     pub pb: usize,
-    /// A on all rows of the groups g0..g1 (row order) and their groups minus g0.
-    pub a_groups: &'a [f64],
-    pub nrow_groups: usize,
-    pub group_local: &'a [usize],
+    /// Per held row, its group minus g0 if in g0..g1, else `NO_GROUP`
+    /// (`ShardLayout::held_groups`).
+    pub held_group: &'a [usize],
     pub g0: usize,
     pub g1: usize,
 }
@@ -225,27 +268,40 @@ fn check_len(what: &str, got: usize, want: usize) -> Result<()> {
 }
 
 impl ShardPart<'_> {
-    /// The shard's rows as a grouped design over all groups (row-level work).
-    fn rows_design(&self) -> Result<GroupedDesign<'_>> {
-        GroupedDesign::new(self.a, self.nrow, self.pa, self.b, self.ngroups, self.pb, self.group)
+    /// Column j of A on the shard's own rows.
+    fn own_col(&self, j: usize) -> &[f64] {
+        let o = j * self.nheld + self.own;
+        &self.a[o..o + self.nrow]
     }
 
     /// Run one task on this shard.
     pub fn compute(&self, task: &ShardTask) -> Result<ShardResult> {
-        let (pa, pb, n) = (self.pa, self.pb, self.nrow);
+        let (pa, pb, n, nh) = (self.pa, self.pb, self.nrow, self.nheld);
         if self.g1 < self.g0 || self.g1 > self.ngroups {
             return Err(NceError::invalid(
                 "shard",
                 "its range of groups is not within the groups",
             ));
         }
+        if self.own + n > nh || self.held_group.len() != nh {
+            return Err(NceError::invalid(
+                "shard",
+                "its own rows or its rows' groups do not fit the rows it holds",
+            ));
+        }
         let ngs = self.g1 - self.g0;
-        let rd = self.rows_design()?;
+        let held = DenseDesign::new(self.a, nh, pa).map_err(|e| match e {
+            NceError::InvalidInput { msg, .. } => NceError::invalid("shard$a", msg),
+            other => other,
+        })?;
+        // The own rows as a grouped design over all groups (row-level work), read in place.
+        let cols: Vec<&[f64]> = (0..pa).map(|j| self.own_col(j)).collect();
+        let ad = DenseDesign::from_checked_columns(&cols, n);
+        let rd = GroupedDesign::with_block(ad, self.b, self.ngroups, pb, self.group)?;
         let mut out = ShardResult::default();
         match task.op {
             ShardOp::Info => {
-                out.rows = vec![n as f64, pa as f64, self.nrow_groups as f64, ngs as f64];
-                let ad = DenseDesign::new(self.a, n, pa)?;
+                out.rows = vec![n as f64, pa as f64, nh as f64, ngs as f64];
                 out.rows
                     .extend((0..pa).map(|j| f64::from(u8::from(ad.col(j).iter().all(|&v| v == 1.0)))));
             }
@@ -270,16 +326,14 @@ impl ShardPart<'_> {
             }
             ShardOp::Sums => {
                 let nw = task.nw;
-                let m = self.nrow_groups;
-                check_len("w_rows", task.w_rows.len(), nw * n)?;
-                check_len("w_groups", task.w_groups.len(), nw * m)?;
-                let has_v = !task.v_rows.is_empty() || !task.v_groups.is_empty();
+                check_len("w_held", task.w_held.len(), nw * nh)?;
+                let has_v = !task.v_held.is_empty();
                 if has_v {
-                    check_len("v_rows", task.v_rows.len(), n)?;
-                    check_len("v_groups", task.v_groups.len(), m)?;
+                    check_len("v_held", task.v_held.len(), nh)?;
                 }
-                let ad = DenseDesign::new(self.a, n, pa)?;
-                let ws: Vec<&[f64]> = (0..nw).map(|l| &task.w_rows[l * n..(l + 1) * n]).collect();
+                let own = self.own..self.own + n;
+                let wh: Vec<&[f64]> = (0..nw).map(|l| &task.w_held[l * nh..(l + 1) * nh]).collect();
+                let ws: Vec<&[f64]> = wh.iter().map(|w| &w[own.clone()]).collect();
                 if nw > 0 {
                     for chunk in ad.crossprod_chunk_parts(&ws) {
                         for u in &chunk {
@@ -288,7 +342,7 @@ impl ShardPart<'_> {
                     }
                 }
                 if has_v {
-                    out.grad = ad.crossprod_vec_chunk_parts(&task.v_rows).concat();
+                    out.grad = ad.crossprod_vec_chunk_parts(&task.v_held[own]).concat();
                 }
                 if ngs > 0 {
                     let bsub: Vec<f64> = (0..pb)
@@ -298,10 +352,9 @@ impl ShardPart<'_> {
                                 .copied()
                         })
                         .collect();
-                    let gd = GroupedDesign::new(self.a_groups, m, pa, &bsub, ngs, pb, self.group_local)?;
-                    let wg: Vec<&[f64]> = (0..nw).map(|l| &task.w_groups[l * m..(l + 1) * m]).collect();
-                    let plain: Vec<&[f64]> = if has_v { vec![&task.v_groups] } else { vec![] };
-                    let (gw, gv, aw) = gd.group_sums(&wg, &plain);
+                    let gd = GroupedDesign::for_group_sums(held, &bsub, ngs, pb, self.held_group)?;
+                    let plain: Vec<&[f64]> = if has_v { vec![&task.v_held] } else { vec![] };
+                    let (gw, gv, aw) = gd.group_sums(&wh, &plain);
                     out.gw = gw.concat();
                     out.gv = gv.concat();
                     let parts: Vec<Vec<DMatrix<f64>>> = aw.iter().map(|a| gd.cross_block_parts(a)).collect();
@@ -324,15 +377,15 @@ impl ShardPart<'_> {
 #[derive(Debug, Clone)]
 pub struct LocalShard {
     pub a: Vec<f64>,
+    pub nheld: usize,
+    pub own: usize,
     pub nrow: usize,
     pub pa: usize,
     pub group: Vec<usize>,
     pub b: Vec<f64>,
     pub ngroups: usize,
     pub pb: usize,
-    pub a_groups: Vec<f64>,
-    pub nrow_groups: usize,
-    pub group_local: Vec<usize>,
+    pub held_group: Vec<usize>,
     pub g0: usize,
     pub g1: usize,
 }
@@ -369,18 +422,18 @@ impl LocalShard {
             .map(|s| {
                 let (r0, r1) = layout.rows[s];
                 let (g0, g1) = layout.groups[s];
-                let gr = &layout.group_rows[s];
+                let (nheld, own) = layout.held_size(s);
                 LocalShard {
-                    a: gather_rows(a, r0..r1),
+                    a: gather_rows(a, layout.held_rows(s)),
+                    nheld,
+                    own,
                     nrow: r1 - r0,
                     pa,
                     group: group[r0..r1].to_vec(),
                     b: b.to_vec(),
                     ngroups,
                     pb,
-                    a_groups: gather_rows(a, gr.iter().copied()),
-                    nrow_groups: gr.len(),
-                    group_local: gr.iter().map(|&r| group[r] - g0).collect(),
+                    held_group: layout.held_groups(s, group),
                     g0,
                     g1,
                 }
@@ -391,15 +444,15 @@ impl LocalShard {
     pub fn part(&self) -> ShardPart<'_> {
         ShardPart {
             a: &self.a,
+            nheld: self.nheld,
+            own: self.own,
             nrow: self.nrow,
             pa: self.pa,
             group: &self.group,
             b: &self.b,
             ngroups: self.ngroups,
             pb: self.pb,
-            a_groups: &self.a_groups,
-            nrow_groups: self.nrow_groups,
-            group_local: &self.group_local,
+            held_group: &self.held_group,
             g0: self.g0,
             g1: self.g1,
         }
@@ -462,7 +515,7 @@ impl<'a> ShardedDesign<'a> {
         for (s, r) in res.iter().enumerate() {
             let (r0, r1) = layout.rows[s];
             let (g0, g1) = layout.groups[s];
-            let want = [r1 - r0, pa, layout.group_rows[s].len(), g1 - g0];
+            let want = [r1 - r0, pa, layout.held_size(s).0, g1 - g0];
             if r.rows.len() != 4 + pa || r.rows[..4].iter().zip(want).any(|(&a, b)| a != b as f64) {
                 return Err(NceError::invalid(
                     "shards",
@@ -565,17 +618,13 @@ impl<'a> ShardedDesign<'a> {
         let nw = ws.len();
         let tasks: Vec<ShardTask> = (0..self.layout.len())
             .map(|s| {
-                let (r0, r1) = self.layout.rows[s];
-                let gr = &self.layout.group_rows[s];
-                let gather = |x: &[f64]| gr.iter().map(|&r| x[r]).collect::<Vec<f64>>();
+                let gather = |x: &[f64]| self.layout.held_rows(s).map(|r| x[r]).collect::<Vec<f64>>();
                 ShardTask {
                     op: ShardOp::Sums,
                     x: Vec::new(),
                     nw,
-                    w_rows: ws.iter().flat_map(|w| w[r0..r1].iter().copied()).collect(),
-                    w_groups: ws.iter().flat_map(|w| gather(w)).collect(),
-                    v_rows: v.map(|v| v[r0..r1].to_vec()).unwrap_or_default(),
-                    v_groups: v.map(gather).unwrap_or_default(),
+                    w_held: ws.iter().flat_map(|w| gather(w)).collect(),
+                    v_held: v.map(gather).unwrap_or_default(),
                     want_aw,
                 }
             })
@@ -862,6 +911,44 @@ mod tests {
         assert_eq!(l.rows, vec![(0, 4096), (4096, 8192), (8192, 10_000)]);
         assert_eq!(l.groups, vec![(0, 0), (0, 4096), (4096, 5000)]);
         assert_eq!(l.group_rows.iter().map(Vec::len).sum::<usize>(), 10_000);
+        // Held: the union of own and group rows, in row order, the own rows one block of it.
+        for s in 0..3 {
+            let held: Vec<usize> = l.held_rows(s).collect();
+            let (r0, r1) = l.rows[s];
+            let mut want: Vec<usize> = (r0..r1).chain(l.group_rows[s].iter().copied()).collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(held, want);
+            let (nheld, own) = l.held_size(s);
+            assert_eq!((nheld, held[own]), (want.len(), r0));
+            let hg = l.held_groups(s, &group);
+            let (g0, g1) = l.groups[s];
+            for (&r, &g) in held.iter().zip(&hg) {
+                assert_eq!(
+                    g,
+                    if (g0..g1).contains(&group[r]) {
+                        group[r] - g0
+                    } else {
+                        NO_GROUP
+                    }
+                );
+            }
+        }
+        // The sequential-NCE layout (a transition's reference rows one after another): a shard
+        // holds its own rows and little more (here: the other shard's data rows of its groups).
+        let (ng, per) = (40_000, 4);
+        let seq: Vec<usize> = (0..ng * (1 + per))
+            .map(|r| if r < ng { r } else { (r - ng) / per })
+            .collect();
+        let l = ShardLayout::new(&seq, ng, 2).unwrap();
+        for s in 0..2 {
+            let (r0, r1) = l.rows[s];
+            let extra = l.held_size(s).0 - (r1 - r0);
+            assert!(
+                extra <= ng / 2 + CHUNK_ROWS * (1 + per),
+                "shard {s} holds {extra} extra rows"
+            );
+        }
         for bad in [0, 4] {
             let e = ShardLayout::new(&group, 5000, bad).unwrap_err();
             assert!(
