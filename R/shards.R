@@ -142,6 +142,9 @@ write_shards <- function(shards, recipe, b, group) {
     if (s >= part$n_shards) break
     s <- s + 1L
   }
+  # The shards' copies of the data are garbage now; collected before the fit, not kept through it.
+  rm(part)
+  invisible(gc(verbose = FALSE))
   list(paths = paths, token = token, n = length(paths), pa = recipe$setup$ncol)
 }
 
@@ -165,8 +168,9 @@ shard_design <- function(setup, data, intercept) {
 
 # A shard read from its file, with its rows of A computed from its recipe (write_shards()), a
 # block of rows at a time: the bases' temporaries stay a block's size, not the shard's (a
-# shard of the 23-million-row fit holds 12 million rows).
-shard_rows <- function(shard, block = 2^19) {
+# shard of the 23-million-row fit holds 12 million rows). Then one collection: R would keep the
+# recipe and the blocks' garbage (as large as A) until its heap filled again.
+shard_rows <- function(shard, block = 2^17) {
   r <- shard$recipe
   if (is.null(r)) return(shard)
   n <- nrow(r$rows)
@@ -179,6 +183,8 @@ shard_rows <- function(shard, block = 2^19) {
   }
   shard$a <- a
   shard$recipe <- NULL
+  rm(r, a)
+  invisible(gc(verbose = FALSE))
   shard
 }
 

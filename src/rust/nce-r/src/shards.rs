@@ -10,7 +10,7 @@ use extendr_api::prelude::*;
 use nce_core::engine::reml::fit_reml;
 use nce_core::engine::shards::{
     fit_reml_free_intercepts_sharded, sharded_cluster_sandwich, ShardBackend, ShardLayout, ShardOp, ShardPart,
-    ShardResult, ShardTask, ShardedDesign, NO_GROUP,
+    ShardResult, ShardTask, ShardTaskView, ShardedDesign, NO_GROUP,
 };
 use nce_core::NceError;
 use std::sync::atomic::Ordering;
@@ -85,38 +85,64 @@ fn nce_shard_split(b: Robj, group: Robj, shards: i32, which: i32) -> Robj {
     })
 }
 
-fn task_to_r(t: &ShardTask) -> Robj {
+/// A task as an R list (its vectors copied to R once, the task then dropped: a REML step's
+/// weights are 600 MB a shard at 12 million rows).
+fn task_to_r(t: ShardTask) -> Robj {
     list!(
         op = t.op.name(),
-        x = t.x.clone(),
+        x = t.x,
         nw = t.nw as i32,
-        w_held = t.w_held.clone(),
-        v_held = t.v_held.clone(),
+        w_held = t.w_held,
+        v_held = t.v_held,
         want_aw = t.want_aw
     )
     .into_robj()
 }
 
-fn task_from_r(l: &List) -> Res<ShardTask> {
-    let get = |name: &str| list_get(l, name, "task");
-    let num = |name: &str| -> Res<Vec<f64>> { Ok(real_slice(&get(name)?, name)?.to_vec()) };
-    let op = get("op")?;
-    let op = op
-        .as_str()
-        .and_then(ShardOp::from_name)
-        .ok_or_else(|| NceError::invalid("task", "`op` must be \"info\", \"eta\", \"sums\" or \"quad\""))?;
-    let nw = get("nw")?
-        .as_integer()
-        .filter(|&v| v >= 0)
-        .ok_or_else(|| NceError::invalid("task", "`nw` must be a count"))?;
-    Ok(ShardTask {
-        op,
-        x: num("x")?,
-        nw: nw as usize,
-        w_held: num("w_held")?,
-        v_held: num("v_held")?,
-        want_aw: get("want_aw")?.as_bool().unwrap_or(false),
-    })
+/// A task from R: its vectors are read in place (`view`), not copied.
+struct RTask {
+    op: ShardOp,
+    nw: usize,
+    x: Robj,
+    w_held: Robj,
+    v_held: Robj,
+    want_aw: bool,
+}
+
+impl RTask {
+    fn from_r(l: &List) -> Res<Self> {
+        let get = |name: &str| list_get(l, name, "task");
+        let op = get("op")?;
+        let op = op.as_str().and_then(ShardOp::from_name).ok_or_else(|| {
+            NceError::invalid(
+                "task",
+                "`op` must be \"info\", \"eta\", \"sums\", \"quad\" or \"free_leverages\"",
+            )
+        })?;
+        let nw = get("nw")?
+            .as_integer()
+            .filter(|&v| v >= 0)
+            .ok_or_else(|| NceError::invalid("task", "`nw` must be a count"))?;
+        Ok(RTask {
+            op,
+            nw: nw as usize,
+            x: get("x")?,
+            w_held: get("w_held")?,
+            v_held: get("v_held")?,
+            want_aw: get("want_aw")?.as_bool().unwrap_or(false),
+        })
+    }
+
+    fn view(&self) -> Res<ShardTaskView<'_>> {
+        Ok(ShardTaskView {
+            op: self.op,
+            x: real_slice(&self.x, "x")?,
+            nw: self.nw,
+            w_held: real_slice(&self.w_held, "w_held")?,
+            v_held: real_slice(&self.v_held, "v_held")?,
+            want_aw: self.want_aw,
+        })
+    }
 }
 
 fn result_to_r(r: ShardResult) -> Robj {
@@ -193,8 +219,9 @@ fn nce_shard_task(shard: List, task: List, threads: i32) -> Robj {
             g0: bound("g0")?,
             g1: bound("g1")?,
         };
-        let task = task_from_r(&task)?;
-        let res = run::run(threads_of(threads)?, |_| part.compute(&task))?;
+        let task = RTask::from_r(&task)?;
+        let view = task.view()?;
+        let res = run::run(threads_of(threads)?, |_| part.compute(view))?;
         Ok(result_to_r(res))
     })
 }
@@ -202,7 +229,7 @@ fn nce_shard_task(shard: List, task: List, threads: i32) -> Robj {
 /// The shards' tasks through the R function `runner(tasks)` (one task per shard; returns one
 /// result per shard, or a condition: class "interrupt" when the user interrupted it).
 fn serve(runner: &Function, tasks: Vec<ShardTask>) -> Answer {
-    let rtasks = List::from_values(tasks.iter().map(task_to_r));
+    let rtasks = List::from_values(tasks.into_iter().map(task_to_r));
     let out = runner
         .call(pairlist!(rtasks))
         .map_err(|e| NceError::invalid("shards", format!("the shards' runner failed: {e}")))?;
