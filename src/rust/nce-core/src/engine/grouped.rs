@@ -29,7 +29,7 @@ pub(crate) type GroupSums = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
 
 /// Per weight vector the group sums, per plain vector the group sums, and per weight vector
 /// the cross block (`weighted_cross_blocks`).
-type CrossBlocks = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<DMatrix<f64>>);
+pub(crate) type CrossBlocks = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<DMatrix<f64>>);
 
 /// The row-level block A: dense (column-major, as given) or discretised.
 #[derive(Debug, Clone)]
@@ -356,18 +356,7 @@ impl<'a> GroupedDesign<'a> {
     /// transitions) are never held whole. Also the group sums of each plain vector.
     fn weighted_cross_blocks(&self, ws: &[&[f64]], plain: &[&[f64]]) -> CrossBlocks {
         let (ng, pa, pb) = (self.ngroups(), self.pa(), self.pb());
-        let parts: Vec<CrossBlocks> = (0..ng.div_ceil(CHUNK_ROWS))
-            .into_par_iter()
-            .map(|k| {
-                let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
-                let (sums, psums, aws) = self.group_sums_range(t0..t1, ws, plain);
-                let cross = aws
-                    .iter()
-                    .map(|a| self.chunk_cross(DMatrixView::from_slice(a, t1 - t0, pa), t0))
-                    .collect();
-                (sums, psums, cross)
-            })
-            .collect();
+        let parts = self.weighted_cross_block_parts(ws, plain);
         let mut sums = vec![Vec::with_capacity(ng); ws.len()];
         let mut psums = vec![Vec::with_capacity(ng); plain.len()];
         let mut cross = vec![DMatrix::zeros(pa, pb); ws.len()];
@@ -383,6 +372,24 @@ impl<'a> GroupedDesign<'a> {
             }
         }
         (sums, psums, cross)
+    }
+
+    /// `weighted_cross_blocks` per chunk of CHUNK_ROWS groups, before the chunks are joined and
+    /// added (a shard's part of them).
+    pub(crate) fn weighted_cross_block_parts(&self, ws: &[&[f64]], plain: &[&[f64]]) -> Vec<CrossBlocks> {
+        let (ng, pa) = (self.ngroups(), self.pa());
+        (0..ng.div_ceil(CHUNK_ROWS))
+            .into_par_iter()
+            .map(|k| {
+                let (t0, t1) = (k * CHUNK_ROWS, ((k + 1) * CHUNK_ROWS).min(ng));
+                let (sums, psums, aws) = self.group_sums_range(t0..t1, ws, plain);
+                let cross = aws
+                    .iter()
+                    .map(|a| self.chunk_cross(DMatrixView::from_slice(a, t1 - t0, pa), t0))
+                    .collect();
+                (sums, psums, cross)
+            })
+            .collect()
     }
 
     /// sum_t aw_t b_t' (pa x pb), over fixed chunks of groups added in order (the reference

@@ -378,17 +378,30 @@ impl ShardPart<'_> {
                         .collect();
                     let gd = GroupedDesign::for_group_sums(held, &bsub, ngs, pb, self.held_group)?;
                     let plain: Vec<&[f64]> = if has_v { vec![task.v_held] } else { vec![] };
-                    let (gw, gv, aw) = gd.group_sums(&wh, &plain);
-                    out.gw = gw.concat();
-                    out.gv = gv.concat();
-                    let parts: Vec<Vec<DMatrix<f64>>> = aw.iter().map(|a| gd.cross_block_parts(a)).collect();
-                    for c in 0..ngs.div_ceil(CHUNK_ROWS) {
-                        for p in &parts {
-                            out.cross.extend_from_slice(p[c].as_slice());
-                        }
-                    }
                     if task.want_aw {
+                        let (gw, gv, aw) = gd.group_sums(&wh, &plain);
+                        out.gw = gw.concat();
+                        out.gv = gv.concat();
+                        let parts: Vec<Vec<DMatrix<f64>>> = aw.iter().map(|a| gd.cross_block_parts(a)).collect();
+                        for c in 0..ngs.div_ceil(CHUNK_ROWS) {
+                            for p in &parts {
+                                out.cross.extend_from_slice(p[c].as_slice());
+                            }
+                        }
                         out.aw = aw.concat();
+                    } else {
+                        // A chunk of groups at a time: the groups' sums of w_l a_r (1 million
+                        // groups x pa a weight at S = 560) are never held whole.
+                        let parts = gd.weighted_cross_block_parts(&wh, &plain);
+                        let mut gw = vec![Vec::with_capacity(ngs); nw];
+                        for (sums, psums, cross) in parts {
+                            for (g, c) in gw.iter_mut().zip(sums) {
+                                g.extend(c);
+                            }
+                            psums.into_iter().for_each(|c| out.gv.extend(c));
+                            cross.iter().for_each(|m| out.cross.extend_from_slice(m.as_slice()));
+                        }
+                        out.gw = gw.concat();
                     }
                 }
             }
