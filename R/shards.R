@@ -16,6 +16,13 @@
 #' weight-sized data. The main process keeps the data, the row-length vectors
 #' and the per-transition block, and never the row-level model matrix.
 #'
+#' A shard holds its rows of the model matrix and the other rows of its
+#' transitions. In a [latkes()] fit these are few: a transition's reference rows
+#' follow one another. On the 23.3-million-row pooled fit of the package's
+#' benchmark (560 subjects, 33 row-level columns), each of two workers peaked at
+#' 6.1-6.2 GB and the main process at 8.3 GB. The fit in one process peaked at
+#' 11.3 GB.
+#'
 #' The shards' partial sums are added in the order of the in-memory fit's
 #' fixed chunks of rows, so the fit is the same, bit for bit, whatever the
 #' number of shards, workers or threads (on workers whose CPUs have the same
