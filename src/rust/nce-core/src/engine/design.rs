@@ -132,6 +132,20 @@ impl<'a> DenseDesign<'a> {
         })
     }
 
+    /// As `new` without the scan for non-finite values (tests: a matrix that `new` refuses).
+    #[cfg(test)]
+    pub(crate) fn from_checked(data: &'a [f64], nrow: usize, ncol: usize) -> Result<Self> {
+        if data.len() != nrow * ncol {
+            return Self::new(data, nrow, ncol);
+        }
+        Ok(DenseDesign {
+            data,
+            columns: None,
+            nrow,
+            ncol,
+        })
+    }
+
     /// As `from_columns` for columns already checked (a block of rows of a checked matrix).
     pub(crate) fn from_checked_columns(columns: &'a [&'a [f64]], nrow: usize) -> Self {
         debug_assert!(columns.iter().all(|c| c.len() == nrow));

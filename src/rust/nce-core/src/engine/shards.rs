@@ -1095,6 +1095,26 @@ mod tests {
     }
 
     #[test]
+    fn a_non_finite_shard_is_refused_by_the_first_task() {
+        let (mut a, n, pa, b, pb, group) = toy(500, 3);
+        a[n + 7] = f64::NAN;
+        let layout = ShardLayout::new(&group, 500, 1).unwrap();
+        let backend = LocalShards(
+            LocalShard::split(
+                &DenseDesign::from_checked(&a, n, pa).unwrap(),
+                &b,
+                500,
+                pb,
+                &group,
+                &layout,
+            )
+            .unwrap(),
+        );
+        let e = ShardedDesign::new(&b, 500, pb, &group, pa, 1, &backend).err().unwrap();
+        assert!(e.to_string().contains("non-finite value at row 8, column 2"), "{e}");
+    }
+
+    #[test]
     fn a_failing_shard_is_recorded_not_panicked() {
         struct Broken;
         impl ShardBackend for Broken {
