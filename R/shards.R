@@ -182,8 +182,8 @@ shard_rows <- function(shard, block = 2^17) {
   if (is.null(r)) return(shard)
   n <- nrow(r$rows)
   a <- matrix(0, n, r$setup$ncol)
-  for (i0 in seq(1, n, by = block)[n > 0]) {
-    i <- i0:min(n, i0 + block - 1)
+  for (k in seq_len(ceiling(n / block))) {
+    i <- ((k - 1) * block + 1):min(n, k * block)
     x <- shard_design(r$setup, r$rows[i, , drop = FALSE], r$intercept)
     if (ncol(x) != ncol(a)) stop(sprintf("the shard's rows have %d columns, expected %d", ncol(x), ncol(a)))
     a[i, ] <- x

@@ -318,13 +318,16 @@ impl ShardPart<'_> {
             NceError::InvalidInput { msg, .. } => NceError::invalid("shard$a", msg),
             other => other,
         })?;
-        // The own rows as a grouped design over all groups (row-level work), read in place.
+        // The own rows, read in place; as a grouped design over all groups (its counting sort
+        // of the rows by group) only for the tasks that use one.
         let cols: Vec<&[f64]> = (0..pa).map(|j| self.own_col(j)).collect();
         let ad = DenseDesign::from_checked_columns(&cols, n);
-        let rd = GroupedDesign::with_block(ad, self.b, self.ngroups, pb, self.group)?;
+        let rows_design = || GroupedDesign::with_block(ad, self.b, self.ngroups, pb, self.group);
         let mut out = ShardResult::default();
         match task.op {
             ShardOp::Info => {
+                // The fit's first task checks the own rows' groups too.
+                rows_design()?;
                 out.rows = vec![n as f64, pa as f64, nh as f64, ngs as f64];
                 out.rows
                     .extend((0..pa).map(|j| f64::from(u8::from(ad.col(j).iter().all(|&v| v == 1.0)))));
@@ -332,13 +335,13 @@ impl ShardPart<'_> {
             ShardOp::Eta => {
                 check_len("x", task.x.len(), pa + pb)?;
                 out.rows = vec![0.0; n];
-                rd.linear_predictor(task.x, &mut out.rows);
+                rows_design()?.linear_predictor(task.x, &mut out.rows);
             }
             ShardOp::Quad => {
                 let p = pa + pb;
                 check_len("x", task.x.len(), p * p)?;
                 out.rows = vec![0.0; n];
-                rd.row_quadratic_forms(&DMatrix::from_column_slice(p, p, task.x), &mut out.rows);
+                rows_design()?.row_quadratic_forms(&DMatrix::from_column_slice(p, p, task.x), &mut out.rows);
             }
             ShardOp::FreeLeverages => {
                 let ng = self.ngroups;
@@ -346,7 +349,7 @@ impl ShardPart<'_> {
                 let si = DMatrix::from_column_slice(pa, pa, &task.x[..pa * pa]);
                 let centres = &task.x[pa * pa..pa * pa + ng * pa];
                 let d = &task.x[pa * pa + ng * pa..];
-                out.rows = free_leverages_of(&rd, &si, centres, d);
+                out.rows = free_leverages_of(&rows_design()?, &si, centres, d);
             }
             ShardOp::Sums => {
                 let nw = task.nw;
