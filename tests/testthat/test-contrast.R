@@ -94,9 +94,11 @@ test_that("reserve_heap() grows R's vector heap at once, touches no memory, and 
   expect_silent(expect_false(nce:::nce_heap_reserve(1e18)))
   for (bad in list(NaN, -1, Inf, 0)) expect_false(nce:::nce_heap_reserve(bad))
   # the fits' helper: nothing below 64 MB, and at most 512 MB, which R then holds room for (a
-  # young collection does not resize the heap, so the trigger read after it is the request's)
+  # young collection does not resize the heap, so the trigger read after it is the request's;
+  # what the collection keeps as used can take a few MB of it: 9.6 MB once in a run of the whole
+  # suite in one session, so 90%)
   expect_identical(nce:::reserve_heap(6e7), 0)
   expect_identical(nce:::reserve_heap(1e12), 2^29)
   young <- gc(verbose = FALSE, full = FALSE)["Vcells", ]
-  expect_gt(8 * (young[["gc trigger"]] - young[["used"]]), 2^29)
+  expect_gt(8 * (young[["gc trigger"]] - young[["used"]]), 0.9 * 2^29)
 })

@@ -724,19 +724,31 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
         if iter < next_check && s + b <= max_dim {
             // No Rayleigh-Ritz (the dense eigen-decomposition of T, dearer than a block product
             // once T has a few hundred rows) where the residuals cannot be small yet.
-            v = next_block(q.view(), w, 0.0).ok_or_else(|| NceError::Numerical("empty Krylov block".into()))?;
+            let (rmax, nv) = next_block(q.view(), w, &cross);
+            if !(rmax > 0.0) {
+                return Err(NceError::Numerical("empty Krylov block".into()));
+            }
+            v = nv;
             continue;
         }
-        let (vals, y) =
-            extreme_eigen(&tn, k).ok_or_else(|| NceError::Numerical("non-finite thin-plate matrix".into()))?;
-        let u = panel_times(q.view(), y.as_view());
-        let eu = panel_times(eq.view(), y.as_view());
+        // The Ritz pairs (their small eigenproblem runs on one thread) beside the next block
+        // (products over both): the block is used only if the pairs have not converged, and is
+        // the same either way, so the result does not depend on the thread count.
+        let (ritz, (rmax, nv)) = rayon::join(
+            || -> Result<_> {
+                let (vals, y) =
+                    extreme_eigen(&tn, k).ok_or_else(|| NceError::Numerical("non-finite thin-plate matrix".into()))?;
+                let u = panel_times(q.view(), y.as_view());
+                let eu = panel_times(eq.view(), y.as_view());
+                let worst = (0..k)
+                    .map(|c| (eu.column(c) - u.column(c) * vals[c]).norm())
+                    .fold(0.0f64, f64::max);
+                Ok((vals, u, worst))
+            },
+            || next_block(q.view(), w, &cross),
+        );
+        let (vals, u, worst) = ritz?;
         let scale = vals.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let mut worst = 0.0f64;
-        for c in 0..k {
-            let r = (eu.column(c) - u.column(c) * vals[c]).norm();
-            worst = worst.max(r);
-        }
         let rho = worst / scale.max(f64::MIN_POSITIVE);
         if worst <= tol * scale {
             return Ok((vals, u));
@@ -764,11 +776,11 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
                 worst, scale
             )));
         }
-        match next_block(q.view(), w, 1e-13 * scale.max(1e-300)) {
-            Some(nv) => v = nv,
+        if rmax <= 1e-13 * scale.max(1e-300) {
             // Krylov space exhausted: the basis is invariant, so the Ritz pairs are exact.
-            None => return Ok((vals, u)),
+            return Ok((vals, u));
         }
+        v = nv;
     }
 }
 
@@ -797,19 +809,20 @@ fn next_check_after(iter: usize, rho: f64, last: Option<(usize, f64)>, tol: f64)
 }
 
 /// The next Krylov block: `w` = E V orthogonalised against the basis `q` (twice, for
-/// stability), orthonormalised, and once more against `q`. None when it has vanished.
-fn next_block(q: DMatrixView<f64>, w: DMatrix<f64>, small: f64) -> Option<DMatrix<f64>> {
+/// stability; `qw` = Q'W, which the projected matrix needed already, is the first pass's
+/// coefficients), orthonormalised, and once more against `q`; with the largest column norm
+/// after the two passes (the block has vanished when it is small).
+fn next_block(q: DMatrixView<f64>, w: DMatrix<f64>, qw: &DMatrix<f64>) -> (f64, DMatrix<f64>) {
     let project_out = |mut x: DMatrix<f64>| -> DMatrix<f64> {
         let c = panel_tr_times(q, x.as_view());
         x -= panel_times(q, c.as_view());
         x
     };
-    let nv = project_out(project_out(w));
+    let mut nv = w;
+    nv -= panel_times(q, qw.as_view());
+    let nv = project_out(nv);
     let rmax = nv.column_iter().fold(0.0f64, |a, c| a.max(c.norm()));
-    if rmax <= small {
-        return None;
-    }
-    Some(orthonormalise(project_out(orthonormalise(nv))))
+    (rmax, orthonormalise(project_out(orthonormalise(nv))))
 }
 
 /// An orthonormal basis of the columns of `x` (tall, full rank), by Cholesky QR twice (products
