@@ -554,14 +554,20 @@ pub(crate) mod kernels {
             (t[0] + t[1]) + (t[2] + t[3])
         }
 
+        /// The four a columns' starts, each checked to hold `len` values (the kernels read
+        /// them by pointer).
+        pub(super) fn column_pointers(a: &[&[f64]; 4], len: usize) -> [*const f64; 4] {
+            std::array::from_fn(|r| {
+                assert!(a[r].len() >= len);
+                a[r].as_ptr()
+            })
+        }
+
         /// Four a columns against b columns two at a time: 8 accumulators of 4 lanes.
         #[target_feature(enable = "avx2,fma")]
         unsafe fn dot4_fma(a: &[&[f64]; 4], b: &[&[f64]], len: usize) -> Vec<[f64; 4]> {
             let mut res = vec![[0.0f64; 4]; b.len()];
-            for a_ in a.iter() {
-                assert!(a_.len() >= len);
-            }
-            let ap = [a[0].as_ptr(), a[1].as_ptr(), a[2].as_ptr(), a[3].as_ptr()];
+            let ap = column_pointers(a, len);
             let mut k = 0;
             while k < b.len() {
                 let two = k + 1 < b.len();
@@ -596,7 +602,7 @@ pub(crate) mod kernels {
             unsafe { dot4_fma(a, b, len) }
         }
 
-        fn dot_safe(a: &[f64], b: &[f64]) -> f64 {
+        pub(super) fn dot_safe(a: &[f64], b: &[f64]) -> f64 {
             // SAFETY: as above.
             unsafe { dot(a, b) }
         }
@@ -685,6 +691,7 @@ pub(crate) mod kernels {
     #[cfg(all(target_arch = "x86_64", nce_avx512))]
     #[allow(clippy::incompatible_msrv)]
     mod avx512 {
+        use super::fma::column_pointers;
         use super::*;
         use std::arch::x86_64::*;
 
@@ -692,10 +699,7 @@ pub(crate) mod kernels {
         unsafe fn dot4x4(a: &[&[f64]; 4], b: &[&[f64]], len: usize) -> Vec<[f64; 4]> {
             debug_assert!(len % LANES == 0);
             let mut res = vec![[0.0f64; 4]; b.len()];
-            for a_ in a.iter() {
-                assert!(a_.len() >= len);
-            }
-            let ap = [a[0].as_ptr(), a[1].as_ptr(), a[2].as_ptr(), a[3].as_ptr()];
+            let ap = column_pointers(a, len);
             let mut k = 0;
             while k < b.len() {
                 let nb = 4.min(b.len() - k);
@@ -732,11 +736,6 @@ pub(crate) mod kernels {
             unsafe { dot4x4(a, b, len) }
         }
 
-        fn dot_safe(a: &[f64], b: &[f64]) -> f64 {
-            // SAFETY: as above (AVX-512 implies AVX2 and FMA).
-            unsafe { super::fma::dot(a, b) }
-        }
-
         #[target_feature(enable = "avx512f,avx512dq,fma")]
         pub unsafe fn syrk(
             d: &DenseDesign,
@@ -745,7 +744,8 @@ pub(crate) mod kernels {
             outs: &mut [Vec<f64>],
             vg: Option<(&[f64], &mut [f64])>,
         ) {
-            syrk_impl(d, rows, ws, outs, vg, (dot4x4_safe, dot_safe))
+            // X'v by the AVX2 kernel (AVX-512 implies AVX2 and FMA): the same bits as there.
+            syrk_impl(d, rows, ws, outs, vg, (dot4x4_safe, super::fma::dot_safe))
         }
     }
 
