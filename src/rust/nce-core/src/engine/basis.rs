@@ -724,29 +724,33 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
         if iter < next_check && s + b <= max_dim {
             // No Rayleigh-Ritz (the dense eigen-decomposition of T, dearer than a block product
             // once T has a few hundred rows) where the residuals cannot be small yet.
-            let (rmax, nv) = next_block(q.view(), w, &cross);
-            if !(rmax > 0.0) {
+            let (rmax, nv) = next_block(q.view(), &w, &cross);
+            if rmax <= 0.0 {
                 return Err(NceError::Numerical("empty Krylov block".into()));
             }
             v = nv;
             continue;
         }
-        // The Ritz pairs (their small eigenproblem runs on one thread) beside the next block
-        // (products over both): the block is used only if the pairs have not converged, and is
-        // the same either way, so the result does not depend on the thread count.
-        let (ritz, (rmax, nv)) = rayon::join(
-            || -> Result<_> {
-                let (vals, y) =
-                    extreme_eigen(&tn, k).ok_or_else(|| NceError::Numerical("non-finite thin-plate matrix".into()))?;
-                let u = panel_times(q.view(), y.as_view());
-                let eu = panel_times(eq.view(), y.as_view());
-                let worst = (0..k)
-                    .map(|c| (eu.column(c) - u.column(c) * vals[c]).norm())
-                    .fold(0.0f64, f64::max);
-                Ok((vals, u, worst))
-            },
-            || next_block(q.view(), w, &cross),
-        );
+        let ritz = || -> Result<_> {
+            let (vals, y) =
+                extreme_eigen(&tn, k).ok_or_else(|| NceError::Numerical("non-finite thin-plate matrix".into()))?;
+            let u = panel_times(q.view(), y.as_view());
+            let eu = panel_times(eq.view(), y.as_view());
+            let worst = (0..k)
+                .map(|c| (eu.column(c) - u.column(c) * vals[c]).norm())
+                .fold(0.0f64, f64::max);
+            Ok((vals, u, worst))
+        };
+        // With a second thread, the Ritz pairs (their small eigenproblem runs on one thread)
+        // beside the next block (products over both); on one thread the block only once the
+        // pairs have not converged. The block is the same either way, so the result does not
+        // depend on the thread count.
+        let (ritz, ahead) = if rayon::current_num_threads() > 1 {
+            let (r, nb) = rayon::join(ritz, || next_block(q.view(), &w, &cross));
+            (r, Some(nb))
+        } else {
+            (ritz(), None)
+        };
         let (vals, u, worst) = ritz?;
         let scale = vals.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         let rho = worst / scale.max(f64::MIN_POSITIVE);
@@ -776,6 +780,7 @@ pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMat
                 worst, scale
             )));
         }
+        let (rmax, nv) = ahead.unwrap_or_else(|| next_block(q.view(), &w, &cross));
         if rmax <= 1e-13 * scale.max(1e-300) {
             // Krylov space exhausted: the basis is invariant, so the Ritz pairs are exact.
             return Ok((vals, u));
@@ -812,15 +817,13 @@ fn next_check_after(iter: usize, rho: f64, last: Option<(usize, f64)>, tol: f64)
 /// stability; `qw` = Q'W, which the projected matrix needed already, is the first pass's
 /// coefficients), orthonormalised, and once more against `q`; with the largest column norm
 /// after the two passes (the block has vanished when it is small).
-fn next_block(q: DMatrixView<f64>, w: DMatrix<f64>, qw: &DMatrix<f64>) -> (f64, DMatrix<f64>) {
+fn next_block(q: DMatrixView<f64>, w: &DMatrix<f64>, qw: &DMatrix<f64>) -> (f64, DMatrix<f64>) {
     let project_out = |mut x: DMatrix<f64>| -> DMatrix<f64> {
         let c = panel_tr_times(q, x.as_view());
         x -= panel_times(q, c.as_view());
         x
     };
-    let mut nv = w;
-    nv -= panel_times(q, qw.as_view());
-    let nv = project_out(nv);
+    let nv = project_out(w - panel_times(q, qw.as_view()));
     let rmax = nv.column_iter().fold(0.0f64, |a, c| a.max(c.norm()));
     (rmax, orthonormalise(project_out(orthonormalise(nv))))
 }
