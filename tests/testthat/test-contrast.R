@@ -93,12 +93,15 @@ test_that("reserve_heap() grows R's vector heap at once, touches no memory, and 
   # what R cannot allocate (beyond any address space) is refused quietly, the session goes on
   expect_silent(expect_false(nce:::nce_heap_reserve(1e18)))
   for (bad in list(NaN, -1, Inf, 0)) expect_false(nce:::nce_heap_reserve(bad))
-  # the fits' helper: nothing below 64 MB, and at most 512 MB, which R then holds room for (a
-  # young collection does not resize the heap, so the trigger read after it is the request's;
-  # what the collection keeps as used can take a few MB of it: 9.6 MB once in a run of the whole
-  # suite in one session, so 90%)
+  # the fits' helper: nothing below 64 MB, and at most 512 MB, for which R then holds room
+  # beyond what is live. After a full collection nothing is garbage, so R's trigger (which a
+  # young collection does not move) must cover the live data read then plus the request, less
+  # the few KB the calls in between leave. Read as the trigger less what a later young
+  # collection keeps, the room was 9.6 MB short once in a whole-suite run: the survivors of
+  # testthat's own work between the calls, not a shortfall of the request.
   expect_identical(nce:::reserve_heap(6e7), 0)
+  live <- gc(verbose = FALSE)["Vcells", "used"]
   expect_identical(nce:::reserve_heap(1e12), 2^29)
   young <- gc(verbose = FALSE, full = FALSE)["Vcells", ]
-  expect_gt(8 * (young[["gc trigger"]] - young[["used"]]), 0.9 * 2^29)
+  expect_gte(8 * young[["gc trigger"]], 8 * live + 2^29 - 2^16)
 })
