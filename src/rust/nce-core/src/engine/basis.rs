@@ -902,6 +902,29 @@ mod tests {
         (0..2 * n).map(|_| rng.gen::<f64>() - 0.5).collect()
     }
 
+    /// A side x side grid of unit spacing, centred: rows running fastest along the first
+    /// coordinate, or (`sorted`) sorted by it, as mgcv's unique rows are.
+    fn grid(side: usize, sorted: bool) -> Vec<f64> {
+        let n = side * side;
+        let half = (side as f64 - 1.0) / 2.0;
+        (0..2 * n)
+            .map(|i| {
+                let p = i % n;
+                let c = if (i < n) != sorted { p % side } else { p / side };
+                c as f64 - half
+            })
+            .collect()
+    }
+
+    /// Orthonormal eigenvectors `u` with residuals |E u - u diag(vals)| below 1e-9 scale.
+    fn assert_pairs(e: &DMatrix<f64>, vals: &[f64], u: &DMatrix<f64>, scale: f64, what: &str) {
+        let k = vals.len();
+        let utu = u.transpose() * u;
+        assert!((utu - DMatrix::<f64>::identity(k, k)).amax() < 1e-10, "{what}");
+        let r = e * u - u * DMatrix::from_diagonal(&nalgebra::DVector::from_row_slice(vals));
+        assert!(r.amax() < 1e-9 * scale, "{what}: residual {}", r.amax());
+    }
+
     #[test]
     fn powers_follow_mgcv() {
         assert_eq!(tprs_powers(2, 2), vec![vec![0, 0], vec![1, 0], vec![0, 1]]);
@@ -937,27 +960,15 @@ mod tests {
         for (a, b) in vals.iter().zip(want.iter()) {
             assert!((a - b).abs() < 1e-10 * want[0].abs().max(1.0), "{a} vs {b}");
         }
-        // Orthonormal eigenvectors with small residuals.
-        let utu = u.transpose() * &u;
-        assert!((utu - DMatrix::<f64>::identity(30, 30)).amax() < 1e-10);
-        let r = &e * &u - &u * DMatrix::from_diagonal(&nalgebra::DVector::from_vec(vals.clone()));
-        assert!(r.amax() < 1e-9 * vals[0].abs());
+        assert_pairs(&e, &vals, &u, vals[0].abs(), "600 points");
     }
 
     #[test]
     fn top_eigen_on_a_regular_grid() {
         // A regular grid's symmetries give E repeated eigenvalues (mgcv's notes on its Lanczos
         // routine: inverse iteration failed there). 20 x 20 points, unit spacing, centred.
-        let side = 20;
-        let n = side * side;
-        let xu: Vec<f64> = (0..2 * n)
-            .map(|i| {
-                let p = i % n;
-                let c = if i < n { p % side } else { p / side };
-                c as f64 - 9.5
-            })
-            .collect();
-        let e = tprs_e(&xu, n, 2, 2).unwrap();
+        let n = 20 * 20;
+        let e = tprs_e(&grid(20, false), n, 2, 2).unwrap();
         let mut all: Vec<f64> = SymmetricEigen::new(e.clone()).eigenvalues.iter().copied().collect();
         all.sort_by(|a, b| b.abs().partial_cmp(&a.abs()).unwrap());
         let scale = all[0].abs();
@@ -971,10 +982,7 @@ mod tests {
             for (a, b) in got.iter().zip(want.iter()) {
                 assert!((a - b).abs() < 1e-10 * scale, "k = {k}: {a} vs {b}");
             }
-            let utu = u.transpose() * &u;
-            assert!((utu - DMatrix::<f64>::identity(k, k)).amax() < 1e-10, "k = {k}");
-            let r = &e * &u - &u * DMatrix::from_diagonal(&nalgebra::DVector::from_vec(vals.clone()));
-            assert!(r.amax() < 1e-9 * scale, "k = {k}: residual {}", r.amax());
+            assert_pairs(&e, &vals, &u, scale, &format!("k = {k}"));
         }
     }
 
@@ -983,16 +991,7 @@ mod tests {
     /// sorted order (mgcv's unique rows), so the subsample is a band of rows.
     #[test]
     fn top_eigen_start_blocks_agree() {
-        let side = 33;
-        let n = side * side;
-        let grid: Vec<f64> = (0..2 * n)
-            .map(|i| {
-                let p = i % n;
-                let c = if i < n { p / side } else { p % side };
-                c as f64 - 16.0
-            })
-            .collect();
-        for xu in [points(1200, 8), grid] {
+        for xu in [points(1200, 8), grid(33, true)] {
             let n = xu.len() / 2;
             let e = tprs_e(&xu, n, 2, 2).unwrap();
             let (va, ua) = top_eigen(&e, 30, 1e-11).unwrap();
@@ -1006,10 +1005,7 @@ mod tests {
             for (a, b) in mag(&va).iter().zip(mag(&vb).iter()) {
                 assert!((a - b).abs() < 1e-10 * scale, "n = {n}: {a} vs {b}");
             }
-            let utu = ua.transpose() * &ua;
-            assert!((utu - DMatrix::<f64>::identity(30, 30)).amax() < 1e-10);
-            let r = &e * &ua - &ua * DMatrix::from_diagonal(&nalgebra::DVector::from_vec(va.clone()));
-            assert!(r.amax() < 1e-9 * scale, "n = {n}: residual {}", r.amax());
+            assert_pairs(&e, &va, &ua, scale, &format!("n = {n}"));
         }
     }
 
