@@ -663,8 +663,9 @@ impl Columns {
 /// decreasing order of magnitude... as mgcv's `lanczos_spd(E, U, v, k, -1)` keeps them, by a
 /// block Krylov method with full reorthogonalisation and Rayleigh-Ritz (matrix-matrix products
 /// instead of Lanczos' matrix-vector ones). Converged when every kept Ritz pair has residual
-/// |E u - theta u| <= `tol` |theta_1|. Small matrices are decomposed in full. The start block is
-/// a fixed pseudo-random one, so results do not depend on the thread count.
+/// |E u - theta u| <= `tol` |theta_1|. Small matrices are decomposed in full. The start block
+/// comes from a subsample of the points on 1,000 points and more (`nystrom_start`), else it is a
+/// fixed pseudo-random one; neither depends on the thread count, so the results do not.
 /// Returns (values in decreasing order, as mgcv orders them, U nu x k).
 pub fn top_eigen(e: &DMatrix<f64>, k: usize, tol: f64) -> Result<(Vec<f64>, DMatrix<f64>)> {
     top_eigen_from(e, k, tol, true)
@@ -691,7 +692,8 @@ fn top_eigen_from(e: &DMatrix<f64>, k: usize, tol: f64, nystrom: bool) -> Result
     if n <= 4 * b || n <= 200 {
         return Ok(full(e));
     }
-    let mut v = match nystrom_start(e, b, tol).filter(|_| nystrom) {
+    // The random path does not compute a start only to drop it.
+    let mut v = match nystrom.then(|| nystrom_start(e, b, tol)).flatten() {
         Some(v) => v,
         None => {
             let mut rng = ChaCha8Rng::seed_from_u64(0x7470_7273);
@@ -916,6 +918,13 @@ mod tests {
             .collect()
     }
 
+    /// Magnitudes of `v`, largest first (where magnitudes tie, a solver may keep either sign).
+    fn magnitudes(v: &[f64]) -> Vec<f64> {
+        let mut m: Vec<f64> = v.iter().map(|x| x.abs()).collect();
+        m.sort_by(|a, b| b.partial_cmp(a).unwrap());
+        m
+    }
+
     /// Orthonormal eigenvectors `u` with residuals |E u - u diag(vals)| below 1e-9 scale.
     fn assert_pairs(e: &DMatrix<f64>, vals: &[f64], u: &DMatrix<f64>, scale: f64, what: &str) {
         let k = vals.len();
@@ -975,11 +984,7 @@ mod tests {
         for k in [30, 31, 40] {
             let (vals, u) = top_eigen(&e, k, 1e-11).unwrap();
             // Where the k-th and (k+1)-th magnitudes tie, either may be kept: compare magnitudes.
-            let mut want: Vec<f64> = all[..k].iter().map(|v| v.abs()).collect();
-            let mut got: Vec<f64> = vals.iter().map(|v| v.abs()).collect();
-            want.sort_by(|a, b| b.partial_cmp(a).unwrap());
-            got.sort_by(|a, b| b.partial_cmp(a).unwrap());
-            for (a, b) in got.iter().zip(want.iter()) {
+            for (a, b) in magnitudes(&vals).iter().zip(magnitudes(&all[..k]).iter()) {
                 assert!((a - b).abs() < 1e-10 * scale, "k = {k}: {a} vs {b}");
             }
             assert_pairs(&e, &vals, &u, scale, &format!("k = {k}"));
@@ -997,12 +1002,7 @@ mod tests {
             let (va, ua) = top_eigen(&e, 30, 1e-11).unwrap();
             let (vb, _) = top_eigen_from(&e, 30, 1e-11, false).unwrap();
             let scale = va[0].abs().max(va[29].abs());
-            let mag = |v: &[f64]| {
-                let mut m: Vec<f64> = v.iter().map(|x| x.abs()).collect();
-                m.sort_by(|a, b| b.partial_cmp(a).unwrap());
-                m
-            };
-            for (a, b) in mag(&va).iter().zip(mag(&vb).iter()) {
+            for (a, b) in magnitudes(&va).iter().zip(magnitudes(&vb).iter()) {
                 assert!((a - b).abs() < 1e-10 * scale, "n = {n}: {a} vs {b}");
             }
             assert_pairs(&e, &va, &ua, scale, &format!("n = {n}"));

@@ -69,9 +69,10 @@ pub fn print_order_ranks(x: &[f64], sci: &[usize], sci_key: &[f64], sci_erank: &
     keys.sort_unstable();
     let mut ranks = vec![0u32; n];
     let mut r = 0u32;
+    // Equal strings: equal in all but the position.
+    let string = |t: &(bool, u64, u32, u32)| (t.0, t.1, t.2);
     for (k, t) in keys.iter().enumerate() {
-        let p = &keys[k.max(1) - 1];
-        if k == 0 || (p.0, p.1, p.2) != (t.0, t.1, t.2) {
+        if k == 0 || string(&keys[k - 1]) != string(t) {
             r += 1;
         }
         ranks[t.3 as usize] = r;
@@ -89,6 +90,10 @@ fn total_order_bits(v: f64) -> u64 {
     }
 }
 
+/// The distinct rows of columns given by their ranks (`ranks[j][i]`: row i's rank in column j),
+/// ordered by the columns' ranks in turn, as R's `order(r1, r2, ..., method = "radix")` orders
+/// them: (the first row of each distinct row in that order, 0-based; each row's distinct row,
+/// 1-based). Equal rows keep the first.
 pub fn unique_ranked_rows(ranks: &[&[u32]], n: usize) -> (Vec<usize>, Vec<usize>) {
     // Up to four columns: each row's ranks packed in one u128 beside its position, sorted as
     // contiguous pairs (positions compared through the columns cost 3x more); ties in position
