@@ -5,6 +5,7 @@
 //! Matrices are column-major slices, as R stores them.
 
 use crate::engine::extreme_eigen::{extreme_eigen, largest_magnitude};
+use crate::engine::ln_fast::ln_table;
 use crate::engine::simd::{simd, Simd};
 use crate::engine::tile_product::{PackedB, TileJob};
 use crate::error::{NceError, Result};
@@ -292,11 +293,11 @@ impl Eta {
         })
     }
 
-    /// eta at each squared distance of `r2`, into `out`. For even d the logarithm is
-    /// [`ln_fast`] (within a few ulp of `ln`), which lets the loop vectorise; `FMA` fuses its
-    /// multiply-adds (the builds for CPUs with FMA).
+    /// eta at the squared distances `r2(i)` for i in 0..out.len(), into `out`. For even d the
+    /// logarithm is [`LnTable::ln`](crate::engine::ln_fast::LnTable::ln) (within 2 ulp of `ln`), which lets the loop vectorise; `FMA`
+    /// fuses its multiply-adds (the builds for CPUs with FMA).
     #[inline(always)]
-    pub fn fill<const FMA: bool>(&self, r2: &[f64], out: &mut [f64]) {
+    fn fill<const FMA: bool>(&self, r2: impl Fn(usize) -> f64, out: &mut [f64]) {
         if self.even {
             // The usual case (2m - d = 2, as d = 2 with m = 2) with no power to take.
             if self.power == 2 {
@@ -305,25 +306,28 @@ impl Eta {
                 self.fill_even::<FMA, false>(r2, out);
             }
         } else {
-            for (o, &v) in out.iter_mut().zip(r2) {
-                *o = self.of_r2(v);
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = self.of_r2(r2(i));
             }
         }
     }
 
     /// `fill` for even d (`SQUARE`: 2m - d = 2, no power to take). A subnormal squared
     /// distance (points about 1e-154 apart) takes the logarithm of the smallest normal double
-    /// instead of its own ([`ln_fast`] needs a normal input): eta there is below 1e-305 either
-    /// way, and one maximum keeps the loop free of the checks an exact logarithm would need.
+    /// instead of its own (the table's logarithm needs a normal input): eta there is below
+    /// 1e-305 either way, and one maximum keeps the loop free of the checks an exact logarithm
+    /// would need.
     #[inline(always)]
-    fn fill_even<const FMA: bool, const SQUARE: bool>(&self, r2: &[f64], out: &mut [f64]) {
+    fn fill_even<const FMA: bool, const SQUARE: bool>(&self, r2: impl Fn(usize) -> f64, out: &mut [f64]) {
         let half = self.factor * 0.5;
         let p = self.power / 2;
-        for (o, &v) in out.iter_mut().zip(r2) {
+        let t = ln_table();
+        for i in 0..out.len() {
+            let v = r2(i);
             let pw = if SQUARE { v } else { v.powi(p) };
             let normal = if v < f64::MIN_POSITIVE { f64::MIN_POSITIVE } else { v };
-            let e = half * ln_fast::<FMA>(normal) * pw;
-            *o = if v > 0.0 { e } else { 0.0 };
+            let e = half * t.ln::<FMA>(normal) * pw;
+            out[i] = if v > 0.0 { e } else { 0.0 };
         }
     }
 
@@ -340,43 +344,6 @@ impl Eta {
             self.factor * r2.sqrt().powi(self.power)
         }
     }
-}
-
-/// Natural logarithm of a positive normal double, branch-free: x = 2^e m with m in
-/// [sqrt(1/2), sqrt(2)), ln x = e ln 2 + 2 atanh((m - 1) / (m + 1)), the series summed to
-/// s^23 (|s| <= 0.172, truncation below 1e-17). Zero, subnormal and non-finite inputs give
-/// values the caller must not use (eta raises subnormals to the smallest normal; points are
-/// checked finite). `FMA` fuses the series' multiply-adds (one rounding each instead of two;
-/// both within 4 ulp of `ln`).
-#[inline(always)]
-pub fn ln_fast<const FMA: bool>(x: f64) -> f64 {
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    // 2^52 + the biased exponent, less 2^52: the exponent as a double by bit operations and
-    // one subtraction (exact), which vectorises where an integer-to-double conversion does not.
-    const TWO52: f64 = 4_503_599_627_370_496.0;
-    // sqrt(1/2)'s bits. Adding 1 - sqrt(1/2) to x's bits carries into the exponent exactly when
-    // x's mantissa is sqrt(2) or more; the mantissa bits plus sqrt(1/2)'s are then m in
-    // [sqrt(1/2), sqrt(2)) (the reduction of musl's log): integer adds instead of compares
-    // and blends.
-    const SQRT_HALF: u64 = 0x3fe6_a09e_667f_3bcd;
-    let madd = |a: f64, b: f64, c: f64| if FMA { a.mul_add(b, c) } else { a * b + c };
-    let ix = x.to_bits().wrapping_add(0x3ff0_0000_0000_0000 - SQRT_HALF);
-    let e = (f64::from_bits(0x4330_0000_0000_0000 | (ix >> 52)) - TWO52) - 1023.0;
-    let m = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + SQRT_HALF);
-    let s = (m - 1.0) / (m + 1.0);
-    let z = s * s;
-    // The series' polynomial in z, sum_i z^i / (2i + 3) for i = 0..10, by Estrin's scheme: a
-    // chain of 4 dependent steps instead of Horner's 10, which bounded the vectorised loop.
-    let (z2, c) = (z * z, |i: i32| 1.0 / f64::from(2 * i + 3));
-    let z4 = z2 * z2;
-    let pair = |i: i32| madd(c(i + 1), z, c(i));
-    let q0 = madd(pair(2), z2, pair(0));
-    let q1 = madd(pair(6), z2, pair(4));
-    let q2 = madd(c(10), z2, pair(8));
-    let p = madd(madd(q2, z4, q1), z4, q0);
-    let tail = 2.0 * s * z * p;
-    madd(e, LN2_HI, 2.0 * s + madd(e, LN2_LO, tail))
 }
 
 fn check_points(x: &[f64], n: usize, d: usize, arg: &str) -> Result<()> {
@@ -521,9 +488,44 @@ struct RadialBlock<'a> {
 
 impl RadialBlock<'_> {
     /// eta(|x_i - xu_j|) into `out` ((hi - lo) x kc, column-major), one knot (column) at a time
-    /// over contiguous rows, so the loops vectorise.
+    /// over contiguous rows, so the loops vectorise. Dimensions 1-3 take each squared distance
+    /// where its eta is (no pass through memory between them).
     #[inline(always)]
     fn fill_body<const FMA: bool>(&self, eta: &Eta, out: &mut [f64]) {
+        match self.d {
+            1 => self.fill_d::<FMA, 1>(eta, out),
+            2 => self.fill_d::<FMA, 2>(eta, out),
+            3 => self.fill_d::<FMA, 3>(eta, out),
+            _ => self.fill_any::<FMA>(eta, out),
+        }
+    }
+
+    /// `fill_body` for dimension `D`.
+    #[inline(always)]
+    fn fill_d<const FMA: bool, const D: usize>(&self, eta: &Eta, out: &mut [f64]) {
+        let nb = self.hi - self.lo;
+        let cols: [&[f64]; D] = std::array::from_fn(|l| &self.x[l * self.n + self.lo..l * self.n + self.hi]);
+        for (c, col) in out.chunks_exact_mut(nb).take(self.kc).enumerate() {
+            let j = self.j0 + c;
+            let u: [f64; D] = std::array::from_fn(|l| self.xu[l * self.nu + j]);
+            // Cut to the column's length, so the compiler sees every row index in bounds.
+            let cols: [&[f64]; D] = std::array::from_fn(|l| &cols[l][..col.len()]);
+            // The same sum, in the same order, as fill_any's.
+            let r2 = |i: usize| {
+                let mut acc = 0.0;
+                for l in 0..D {
+                    let z = cols[l][i] - u[l];
+                    acc += z * z;
+                }
+                acc
+            };
+            eta.fill::<FMA>(r2, col);
+        }
+    }
+
+    /// `fill_body` for any dimension: the squared distances of a column first, then their eta.
+    #[inline(always)]
+    fn fill_any<const FMA: bool>(&self, eta: &Eta, out: &mut [f64]) {
         let nb = self.hi - self.lo;
         let mut r2 = vec![0.0; nb];
         for (c, col) in out.chunks_exact_mut(nb).take(self.kc).enumerate() {
@@ -537,7 +539,7 @@ impl RadialBlock<'_> {
                     *acc += z * z;
                 }
             }
-            eta.fill::<FMA>(&r2, col);
+            eta.fill::<FMA>(|i| r2[i], col);
         }
     }
 
@@ -1039,27 +1041,6 @@ mod tests {
                 let want: f64 = (0..nu + 3).map(|l| b[l] * uz[c * (nu + 3) + l]).sum();
                 assert!((got[c * n + i] - want).abs() < 1e-12 * (1.0 + want.abs()));
             }
-        }
-    }
-
-    #[test]
-    fn ln_fast_matches_ln() {
-        let mut rng = ChaCha8Rng::seed_from_u64(4);
-        for _ in 0..100_000 {
-            let x = (rng.gen::<f64>() * 80.0 - 40.0).exp();
-            let (a, b) = (ln_fast::<false>(x), x.ln());
-            let f = ln_fast::<true>(x);
-            assert!(
-                (f - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0),
-                "{x}: {f} vs {b}"
-            );
-            assert!(
-                (a - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0),
-                "{x}: {a} vs {b}"
-            );
-        }
-        for x in [1.0, 2.0, 0.5, std::f64::consts::SQRT_2, 1e-300, 1e300] {
-            assert!((ln_fast::<false>(x) - x.ln()).abs() <= 4.0 * f64::EPSILON * x.ln().abs().max(1.0));
         }
     }
 

@@ -12,6 +12,7 @@ pub mod freml;
 pub mod grouped;
 pub mod irls;
 pub mod knots;
+pub mod ln_fast;
 mod newton;
 pub mod penalty;
 pub mod pirls;
