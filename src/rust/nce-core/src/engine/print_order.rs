@@ -95,28 +95,34 @@ fn total_order_bits(v: f64) -> u64 {
 /// them: (the first row of each distinct row in that order, 0-based; each row's distinct row,
 /// 1-based). Equal rows keep the first.
 pub fn unique_ranked_rows(ranks: &[&[u32]], n: usize) -> (Vec<usize>, Vec<usize>) {
-    // Up to four columns: each row's ranks packed in one u128 beside its position, sorted as
-    // contiguous pairs (positions compared through the columns cost 3x more); ties in position
-    // order, so each distinct row's first comes first.
-    let order: Vec<usize> = if ranks.len() <= 4 && n <= u32::MAX as usize {
+    let mut first = Vec::new();
+    let mut index = vec![0usize; n];
+    // Row i, a new distinct row or the same as the one before it in the order.
+    let mut take = |i: usize, new: bool| {
+        if new {
+            first.push(i);
+        }
+        index[i] = first.len();
+    };
+    if ranks.len() <= 4 && n <= u32::MAX as usize {
+        // Up to four columns: each row's ranks packed in one u128 beside its position, sorted as
+        // contiguous pairs (positions compared through the columns cost 3x more); ties in
+        // position order, so each distinct row's first comes first. Neighbours are compared by
+        // their keys too.
         let mut keys: Vec<(u128, u32)> = (0..n)
             .map(|i| (ranks.iter().fold(0u128, |a, r| (a << 32) | u128::from(r[i])), i as u32))
             .collect();
         keys.sort_unstable();
-        keys.iter().map(|&(_, i)| i as usize).collect()
+        for (k, &(key, i)) in keys.iter().enumerate() {
+            take(i as usize, k == 0 || keys[k - 1].0 != key);
+        }
     } else {
         let mut order: Vec<usize> = (0..n).collect();
         // A stable sort: equal rows stay in their order, so each distinct row's first comes first.
         order.sort_by(|&i, &j| row_cmp(ranks, i, j));
-        order
-    };
-    let mut first = Vec::new();
-    let mut index = vec![0usize; n];
-    for (k, &i) in order.iter().enumerate() {
-        if k == 0 || row_cmp(ranks, order[k - 1], i).is_ne() {
-            first.push(i);
+        for (k, &i) in order.iter().enumerate() {
+            take(i, k == 0 || row_cmp(ranks, order[k - 1], i).is_ne());
         }
-        index[i] = first.len();
     }
     (first, index)
 }
