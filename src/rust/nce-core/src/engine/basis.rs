@@ -294,8 +294,9 @@ impl Eta {
     }
 
     /// eta at the squared distances `r2(i)` for i in 0..out.len(), into `out`. For even d the
-    /// logarithm is [`LnTable::ln`](crate::engine::ln_fast::LnTable::ln) (within 2 ulp of `ln`), which lets the loop vectorise; `FMA`
-    /// fuses its multiply-adds (the builds for CPUs with FMA).
+    /// logarithm is [`LnTable::ln`](crate::engine::ln_fast::LnTable::ln) (within 2 ulp of
+    /// `ln`), which lets the loop vectorise; `FMA` fuses its multiply-adds (the builds for CPUs
+    /// with FMA).
     #[inline(always)]
     fn fill<const FMA: bool>(&self, r2: impl Fn(usize) -> f64, out: &mut [f64]) {
         if self.even {
@@ -539,6 +540,8 @@ impl RadialBlock<'_> {
                     *acc += z * z;
                 }
             }
+            // Cut to the column's length, as in fill_d, so the loop keeps no bounds checks.
+            let r2 = &r2[..col.len()];
             eta.fill::<FMA>(|i| r2[i], col);
         }
     }
