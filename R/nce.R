@@ -253,7 +253,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   # Relative to the reference, log p = log q + f + nu: log q leaves the classifier's offset (the
   # Poisson transform's data rows carry no offset: their log q is a constant of its objective).
   if (relative) offset <- offset + c(if (method == "poisson") 0 * con$lq_data else con$lq_data, con$lq_ref)
-  warn_unseen_levels(d, con$rows[con$y == 0, , drop = FALSE], reference, model_vars(formula))
+  warn_unseen_levels(d, con, reference, model_vars(formula))
   prior_w <- c(if (is.null(w)) rep(1, n) else w, rep(1, m))
 
   frame$.label <- label
@@ -566,10 +566,12 @@ check_nce_args <- function(formula, data, reference, ratio, call = caller_call()
 # A discrete reference (ref_bernoulli(), ref_categorical()) whose draws take values the data never
 # take: the data and reference are separated there, and the coefficients of the variable run off
 # to infinity (with a meaningless standard error). Warn before fitting.
-warn_unseen_levels <- function(data, ref_draws, reference, used) {
+warn_unseen_levels <- function(data, con, reference, used) {
   if (!isTRUE(reference$kind %in% c("bernoulli", "categorical"))) return(invisible())
+  # Only the draws' columns, not the whole frame of the draws (its rows subset: 8 ms at 40,000).
+  is_ref <- con$y == 0
   for (v in intersect(reference$vars, used)) {
-    unseen <- setdiff(unique(as.character(ref_draws[[v]])), unique(as.character(data[[v]])))
+    unseen <- setdiff(unique(as.character(con$rows[[v]][is_ref])), unique(as.character(data[[v]])))
     if (length(unseen)) {
       nce_warn(sprintf(paste("`data` column %s never takes the value(s) %s that the reference generates: data and",
                              "reference are separated there, so the coefficients of %s run off to infinity",
