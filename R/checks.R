@@ -97,6 +97,28 @@ check_data_frame <- function(x, arg = deparse(substitute(x)), min_rows = 1L, cal
   invisible(x)
 }
 
+# Required arguments left out (`absent`: TRUE by name where missing()): one classed error naming
+# them, before R's bare "argument is missing, with no default" from deep inside.
+check_supplied <- function(absent, call = caller_call()) {
+  if (any(absent)) {
+    nce_abort(sprintf("argument(s) %s must be given.", paste0("`", names(absent)[absent], "`", collapse = ", ")),
+              "input", call = call)
+  }
+  invisible()
+}
+
+# The columns a predict() method needs in `newdata`: one refusal for every class, naming what is
+# missing (`hint`: what to give instead).
+check_newdata_columns <- function(newdata, needed, hint = NULL, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  miss <- setdiff(needed, names(newdata))
+  if (length(miss)) {
+    nce_abort(sprintf("`newdata` lacks column(s) %s%s", paste(miss, collapse = ", "),
+                      if (is.null(hint)) "" else paste0(": ", hint)), "input", call = call)
+  }
+  invisible(newdata)
+}
+
 check_function <- function(x, arg = deparse(substitute(x)), allow_null = FALSE, call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   if (allow_null && is.null(x)) return(invisible(x))

@@ -39,7 +39,7 @@ predict.nce_conditional <- function(object, newdata,
   if (type == "log_normaliser") {
     nd <- cond_newdata(object, newdata, need_state = FALSE)
     xb <- setup_predict(object$group_setup, nd, FALSE)
-    x <- cbind(1, matrix(0, nrow(xb), pa - 1L), xb)
+    x <- cbind(matrix(1, nrow(xb), 1L), matrix(0, nrow(xb), pa - 1L), xb)
     fit <- -drop(x %*% beta)
     se <- sqrt(rowSums((x %*% v) * x))
   } else {
@@ -51,9 +51,12 @@ predict.nce_conditional <- function(object, newdata,
     if (type == "log_kernel") x[, c(1L, seq_along(beta)[-seq_len(pa)])] <- 0
     fit <- drop(x %*% beta)
     se <- sqrt(rowSums((x %*% v) * x))
+    fit[bl$outside] <- -Inf
+    se[bl$outside] <- NA_real_
     if (type == "response") {
       fit <- exp(fit)
       se <- fit * se
+      se[bl$outside] <- 0
     }
   }
   names(fit) <- names(se) <- rownames(newdata)

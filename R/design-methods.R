@@ -111,8 +111,7 @@ predict.nce_eig <- function(object, newdata, type = c("link", "response", "lpmat
   r <- object$ratio
   if (!is.data.frame(newdata)) nce_abort("`newdata` must be a data frame with the parameter and summary columns.",
                                          "input")
-  miss <- setdiff(c(r$parameters, r$summary_names), names(newdata))
-  if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input")
+  check_newdata_columns(newdata, c(r$parameters, r$summary_names))
   nd <- newdata[c(r$parameters, r$summary_names)]
   if (!se.fit) {
     lr <- ratio_log_ratio(r, nd[r$parameters], nd[r$summary_names])

@@ -346,6 +346,8 @@ glance.latkes_collection <- function(x, ...) {  # nolint: object_name_linter.
 augment.latkes_collection <- function(x, ...) {  # nolint: object_name_linter.
   out <- do.call(rbind, lapply(names(x$fits), function(nm) {
     a <- augment.snce_fit(x$fits[[nm]], ...)
+    # The rows carry the `by` column already when they are the fit's own or the user's.
+    if (x$by %in% names(a)) return(a)
     cbind(stats::setNames(data.frame(rep(nm, nrow(a)), stringsAsFactors = FALSE), x$by), a)
   }))
   rownames(out) <- NULL

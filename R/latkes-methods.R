@@ -159,12 +159,8 @@ inside_window <- function(object, nd) {
 # Transitions given in the internal names: the columns the fit needs, without NA.
 check_transition_rows <- function(object, nd, call = caller_call()) {
   need <- c("x", "y", "x_prev", "y_prev", if (object$order == 2) c("x_prev2", "y_prev2"))
-  miss <- setdiff(need, names(nd))
-  if (length(miss)) {
-    nce_abort(sprintf("`newdata` lacks column(s) %s: give transitions (x, y, x_prev, y_prev%s) or raw fixations",
-                      paste(miss, collapse = ", "), if (object$order == 2) ", x_prev2, y_prev2" else ""),
-              "input", call = call)
-  }
+  check_newdata_columns(nd, need, sprintf("give transitions (%s) or raw fixations", paste(need, collapse = ", ")),
+                        call = call)
   check_numeric_columns(nd, need, "newdata", call = call)
   bad <- which(!rows_finite(nd[need]))
   if (length(bad)) {
@@ -289,6 +285,7 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
   trans <- if (is.null(newdata)) {
     object$transitions
   } else {
+    check_data_frame(newdata, "newdata")
     prep <- latkes_prepare(newdata, object$coords[["x"]], object$coords[["y"]], object[["group_column"]], object$window,
                            object$outside, object$order, names(object[["maps"]]), drop_points = object[["drop_points"]])
     sequence_transitions(prep$data, c("x", "y"), ".sequence_id", object$order, NULL)$trans

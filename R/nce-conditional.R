@@ -170,11 +170,12 @@ check_given_terms <- function(formula, vars, gv, call) {
 # New rows with the fit's columns: given columns converted as in the fit.
 cond_newdata <- function(object, newdata, need_state = TRUE, call = caller_call()) {
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
-  need <- c(if (need_state) object$reference$vars, object$given)
-  missing <- setdiff(need, names(newdata))
-  if (length(missing)) {
-    nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
+  check_newdata_columns(newdata, c(if (need_state) object$reference$vars, object$given), call = call)
+  if (need_state) {
+    check_numeric_columns(newdata, object$reference$vars, "newdata", call = call)
+    newdata <- stand_in_infinite(newdata, object$reference$vars, cond_data_rows(object))
   }
+  inf <- attr(newdata, "nce_infinite")
   for (v in object$given) {
     z <- object$intercept$convert[[v]](newdata[[v]])
     unknown <- which(is.na(z) & !is.na(newdata[[v]]))
@@ -191,12 +192,17 @@ cond_newdata <- function(object, newdata, need_state = TRUE, call = caller_call(
   }
   check_extrapolation(newdata, object$groups[object$given[object$intercept$kinds[object$given] != "levels"]],
                       call = call)
+  attr(newdata, "nce_infinite") <- inf
   newdata
 }
 
 cond_blocks <- function(object, newdata, call = caller_call()) {
   newdata <- cond_newdata(object, newdata, call = call)
-  list(a = setup_predict(object$row_setup, newdata, TRUE), b = setup_predict(object$group_setup, newdata, FALSE))
+  # Density 0 where the reference's is, and at infinite states (as nce()).
+  out <- !is.na(lq <- reference_log_q(object$reference, newdata)) & lq == -Inf
+  out[attr(newdata, "nce_infinite")] <- TRUE
+  list(a = setup_predict(object$row_setup, newdata, TRUE), b = setup_predict(object$group_setup, newdata, FALSE),
+       outside = out)
 }
 
 # predict(type = "terms"): the model block's terms (parametric columns grouped by term, each
@@ -212,11 +218,11 @@ cond_terms <- function(object, x, v, se_fit, rn) {
   cols <- split(seq_along(lab), factor(lab, levels = unique(c(setdiff(lab, "(normaliser)"), "(normaliser)"))))
   beta <- object$coefficients
   fit <- vapply(cols, function(j) drop(x[, j, drop = FALSE] %*% beta[j]), numeric(nrow(x)))
-  fit <- matrix(fit, nrow(x), dimnames = list(rn, names(cols)))
+  fit <- matrix(fit, nrow(x), length(cols), dimnames = list(rn, names(cols)))
   if (!se_fit) return(fit)
   se <- vapply(cols, function(j) sqrt(rowSums((x[, j, drop = FALSE] %*% v[j, j, drop = FALSE]) * x[, j, drop = FALSE])),
                numeric(nrow(x)))
-  list(fit = fit, se.fit = matrix(se, nrow(x), dimnames = dimnames(fit)))
+  list(fit = fit, se.fit = matrix(se, nrow(x), length(cols), dimnames = dimnames(fit)))
 }
 
 # The data rows (reference and given columns) of a conditional fit.

@@ -205,26 +205,34 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
 # the other types refuse it.
 nce_predict_newdata <- function(object, newdata, type = "link", call = caller_call()) {
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
-  if (missing(newdata) || is.null(newdata)) return(data_rows(object))
+  if (missing(newdata) || is.null(newdata)) {
+    d <- data_rows(object)
+    if (!is.null(object$data_names)) rownames(d) <- object$data_names
+    # The fit's own rows: nce_finish_prediction() pads them at rows dropped by na.exclude, as glm.
+    return(structure(d, nce_own_rows = TRUE))
+  }
   check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
   # A fit relative to its reference has a density over every column of the reference.
   needed <- union(model_vars(object$nce_formula), if (isTRUE(object$relative)) object$reference$vars)
-  missing <- setdiff(needed, names(newdata))
-  if (length(missing)) {
-    nce_abort(sprintf("`newdata` lacks column(s) %s", paste(missing, collapse = ", ")), "input", call = call)
-  }
+  check_newdata_columns(newdata, needed, call = call)
   check_reference_columns(newdata, object$reference, arg = "newdata", call = call)
-  vars <- intersect(object$reference$vars, names(newdata))
-  inf <- which(Reduce(`|`, lapply(newdata[vars], function(v) is.numeric(v) & is.infinite(v)), FALSE))
-  if (length(inf)) {
-    if (!type %in% c("log_density", "link", "response", "density")) {
-      nce_abort(sprintf("`newdata` has infinite values (rows %s): type = \"%s\" needs finite coordinates.",
-                        format_positions(inf), type), "data", call = call)
-    }
-    # A finite stand-in (the first data point's value), overwritten by nce_finish_prediction().
-    for (v in vars) if (is.numeric(newdata[[v]])) newdata[[v]][is.infinite(newdata[[v]])] <- object$nce_frame[[v]][1L]
-    attr(newdata, "nce_infinite") <- inf
+  newdata <- stand_in_infinite(newdata, intersect(object$reference$vars, names(newdata)), object$nce_frame)
+  inf <- attr(newdata, "nce_infinite")
+  if (length(inf) && !type %in% c("log_density", "link", "response", "density")) {
+    nce_abort(sprintf("`newdata` has infinite values (rows %s): type = \"%s\" needs finite coordinates.",
+                      format_positions(inf), type), "data", call = call)
   }
+  newdata
+}
+
+# Rows of `newdata` with an infinite value in `vars`, where a model's density is 0: each such value
+# replaced by a finite stand-in (the first row of `standin`), so that the model matrix can be
+# built, and the rows kept in attribute "nce_infinite" for the prediction to set afterwards.
+stand_in_infinite <- function(newdata, vars, standin) {
+  inf <- which(Reduce(`|`, lapply(newdata[vars], function(v) is.numeric(v) & is.infinite(v)), FALSE))
+  if (!length(inf)) return(newdata)
+  for (v in vars) if (is.numeric(newdata[[v]])) newdata[[v]][is.infinite(newdata[[v]])] <- standin[[v]][1L]
+  attr(newdata, "nce_infinite") <- inf
   newdata
 }
 
@@ -243,6 +251,10 @@ nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
     se[out] <- 0
   }
   names(fit) <- names(se) <- rownames(newdata)
+  if (isTRUE(attr(newdata, "nce_own_rows"))) {
+    fit <- stats::napredict(object$na.action, fit)
+    se <- stats::napredict(object$na.action, se)
+  }
   if (se_fit) list(fit = fit, se.fit = se) else fit
 }
 
@@ -374,8 +386,12 @@ data_rows <- function(object) {
 }
 
 # simulate()'s `seed`: set it, returning the RNG state to restore (NULL when seed is NULL).
-set_sim_seed <- function(seed) {
+set_sim_seed <- function(seed, call = caller_call()) {
   if (is.null(seed)) return(NULL)
+  if (!is.numeric(seed) || length(seed) != 1L || !is.finite(seed)) {
+    nce_abort(sprintf("`seed` must be NULL or one finite number for set.seed(), not %s.", describe_value(seed)),
+              "input", call = call)
+  }
   if (!exists(".Random.seed", envir = .GlobalEnv, inherits = FALSE)) stats::runif(1)
   old <- get(".Random.seed", envir = .GlobalEnv)
   set.seed(seed)
@@ -571,10 +587,8 @@ extractAIC.nce_fit <- function(fit, scale = 0, k = 2, ...) {
 #' head(fitted(fit))
 #' r <- residuals(fit, type = "response")
 #' round(tapply(r, cut(model.frame(fit)$y, 5), mean), 4)   # about 0: no misfit along y
-#' @export
-fitted.nce_fit <- function(object, ...) {
-  stats::napredict(object$na.action, stats::predict(object, type = "response"))
-}
+#' @name fitted.nce_fit
+NULL
 
 #' @rdname fitted.nce_fit
 #' @export
@@ -595,9 +609,10 @@ residuals.nce_fit <- function(object, type = c("deviance", "pearson", "response"
   r
 }
 
+# The base class's deviance(): a smooth fit is also a "glm", whose method comes before "nce_result".
 #' @rdname fitted.nce_fit
 #' @export
-deviance.nce_fit <- function(object, ...) -2 * as.numeric(stats::logLik(object))
+deviance.nce_fit <- function(object, ...) deviance.nce_result(object, ...)
 
 #' @rdname fitted.nce_fit
 #' @export
@@ -882,12 +897,20 @@ plot.nce_fit <- function(x, n_grid = 200, level = 0.95, ...) {
     old <- graphics::par(mfrow = grDevices::n2mfrow(length(vars)))
     on.exit(graphics::par(old))
   }
+  # A Bernoulli reference has mass at 0 and 1 only: points with intervals there, not curves.
+  binary <- identical(x$reference$kind, "bernoulli")
   for (v in vars) {
-    grid_v <- plot_range(x$reference, data[[v]], v, n_grid)
+    grid_v <- if (binary) c(0, 1) else plot_range(x$reference, data[[v]], v, n_grid)
     newdata <- as.data.frame(lapply(data, function(col) {
-      rep(if (is.numeric(col)) stats::median(col) else col[1L], n_grid)
+      # (A binary variable's median may be 0.5, outside its support: its commoner value instead.)
+      at <- if (binary) as.numeric(stats::median(col) >= 0.5) else if (is.numeric(col)) stats::median(col) else col[1L]
+      rep(at, length(grid_v))
     }))
     newdata[[v]] <- grid_v
+    if (binary) {
+      plot_binary(grid_v, predict(x, newdata, type = "log_density", se.fit = TRUE), z, v, ...)
+      next
+    }
     p <- predict(x, newdata, type = if (one_d) "density" else "log_density", se.fit = TRUE)
     lo <- if (one_d) exp(log(p$fit) - z * p$se.fit / p$fit) else p$fit - z * p$se.fit
     hi <- if (one_d) exp(log(p$fit) + z * p$se.fit / p$fit) else p$fit + z * p$se.fit
@@ -905,6 +928,16 @@ plot.nce_fit <- function(x, n_grid = 200, level = 0.95, ...) {
     graphics::rug(data[[v]], col = "grey50")
   }
   invisible(x)
+}
+
+# Log density at 0 and 1 with its Wald interval (a binary variable, the others at their commoner values).
+plot_binary <- function(at, p, z, v, ...) {
+  lo <- p$fit - z * p$se.fit
+  hi <- p$fit + z * p$se.fit
+  graphics::plot(at, p$fit, xlim = c(-0.5, 1.5), ylim = range(lo, hi), xaxt = "n", pch = 19, col = "steelblue",
+                 xlab = v, ylab = "log probability (others at their commoner values)", ...)
+  graphics::axis(1, at = at)
+  graphics::segments(at, lo, at, hi, col = "steelblue", lwd = 2)
 }
 
 # Grid over a uniform reference's box, else the data's range padded by 10%.

@@ -198,6 +198,9 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                 control = nce_control(), given = NULL,
                 start = NULL, model = NULL, gradient = NULL, n_starts = 1L, discrete = FALSE,
                 relative = FALSE) {
+  # (A nonlinear model given as a function needs no formula.)
+  check_supplied(c(formula = missing(formula) && is.null(model), data = missing(data),
+                   reference = missing(reference)))
   rng <- rng_state(lazy = c("weights", "subset"))
   check_bool(discrete)
   check_bool(relative)
@@ -260,7 +263,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   frame$.offset <- offset
   nce_fields <- list(n = n, m = m, ratio = m / n, method = method, reference = reference,
                      nce_formula = formula, nce_frame = frame, control = control, call = cl,
-                     data_weights = w, na.action = drop$omit, relative = relative)
+                     data_weights = w, na.action = drop$omit, relative = relative, data_names = data_row_names(d))
   if (neural) {
     if (method != "logistic") nce_abort("an mlp() term needs method = \"logistic\"", "input")
     # For the importance-sampling check of log Z: relative, Z is the mean of exp(f) over q's draws.
@@ -439,11 +442,20 @@ nce_handle_na <- function(d, w, rows, na_action, call = caller_call()) {
                             "or use na.action = na.omit"),
                       length(bad), format_positions(rows[bad])), "data", call = call)
   }
-  omit <- stats::setNames(rows[bad], rownames(d)[bad])
+  # Positions among the rows fitted before the drop (after `subset`), as glm() keeps them for napredict().
+  omit <- stats::setNames(bad, rownames(d)[bad])
   class(omit) <- if (action == "na.exclude") "exclude" else "omit"
   nce_warn(sprintf("dropped %d row(s) of `data` with NA or non-finite values (rows %s), as `na.action` asks",
                    length(bad), format_positions(rows[bad])), "na", call = call)
   list(rows = bad, omit = omit)
+}
+
+# The data rows' names, for predict() and fitted() at them; NULL where they are 1..n (R's automatic
+# row names, not made into strings for a large fit).
+data_row_names <- function(d) {
+  rn <- attr(d, "row.names")
+  if (is.integer(rn) && (length(rn) == 2L && is.na(rn[1L]) || identical(rn, seq_len(nrow(d))))) return(NULL)
+  rownames(d)
 }
 
 nce_na_action <- function(na_action, call) {

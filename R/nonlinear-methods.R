@@ -81,8 +81,7 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
   if (missing(newdata) || is.null(newdata)) newdata <- nl_data_rows(object)
   check_data_frame(newdata, min_rows = 0L)
   vars <- object$reference$vars
-  miss <- setdiff(vars, names(newdata))
-  if (length(miss)) nce_abort(sprintf("`newdata` lacks column(s) %s", paste(miss, collapse = ", ")), "input")
+  check_newdata_columns(newdata, vars)
   check_reference_columns(newdata, object$reference, arg = "newdata")
   nd <- newdata[vars]
   cf <- stats::coef(object)
@@ -92,6 +91,7 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
   fit <- if (unnorm) f else f + cf[[1L]]
   names(fit) <- rownames(newdata)
   if (!se.fit) return(if (type %in% c("response", "density")) exp(fit) else fit)
+  if (!nrow(nd)) return(list(fit = fit, se.fit = fit))
   g <- nl_gradient(object$model, theta, nd, f)
   g <- cbind(if (unnorm) 0 else 1, matrix(g, nrow(nd)))
   se <- sqrt(pmax(rowSums((g %*% stats::vcov(object)) * g), 0))

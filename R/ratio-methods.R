@@ -77,10 +77,7 @@ ratio_newdata <- function(object, newdata, call = caller_call()) {
   if (!is.data.frame(newdata)) {
     nce_abort("`newdata` must be a data frame with the parameter and summary columns.", "input", call = call)
   }
-  miss <- setdiff(c(object$parameters, object$summary_names), names(newdata))
-  if (length(miss)) {
-    nce_abort(sprintf("`newdata` lacks column(s) %s.", paste(miss, collapse = ", ")), "input", call = call)
-  }
+  check_newdata_columns(newdata, c(object$parameters, object$summary_names), call = call)
   cols <- c(object$parameters, object$summary_names)
   # A column of NA only (logical in R) predicts NA, as a numeric NA does.
   for (v in cols) if (is.logical(newdata[[v]]) && all(is.na(newdata[[v]]))) newdata[[v]] <- as.double(newdata[[v]])

@@ -1,7 +1,12 @@
 # Reference distributions q: small objects that sample and evaluate log q over
 # named columns. Built-ins sample and evaluate in Rust.
 
-new_reference <- function(kind, vars, ..., class = "nce_ref_builtin") {
+new_reference <- function(kind, vars, ..., class = "nce_ref_builtin", call = caller_call()) {
+  # Two ranges for one column would leave one of them unused, silently.
+  if (anyDuplicated(vars)) {
+    nce_abort(sprintf("column(s) %s are given more than once: name each column once",
+                      paste(unique(vars[duplicated(vars)]), collapse = ", ")), "input", call = call)
+  }
   structure(list(kind = kind, vars = vars, ...), class = c(class, "nce_reference"))
 }
 
@@ -108,9 +113,13 @@ ref_normal_build <- function(mean, cov, call) {
     nce_abort(sprintf("`cov` must be a finite %d x %d matrix", d, d), "input", call = call)
   }
   ref <- new_reference("normal", names(mean), mean = unname(as.double(mean)),
-                       sigma = matrix(as.double(cov), d, d))
-  # Let Rust check symmetry and positive definiteness once, here.
-  rs(nce_ref_log_density(ref_spec(ref), matrix(ref$mean, 1L), 1L), call = call)
+                       sigma = matrix(as.double(cov), d, d), call = call)
+  # Let Rust check symmetry and positive definiteness once, here (its field is `sigma`; the
+  # user's argument `cov`).
+  tryCatch(rs(nce_ref_log_density(ref_spec(ref), matrix(ref$mean, 1L), 1L), call = call), nce_error = function(e) {
+    e$message <- sub("`sigma`", "`cov`", conditionMessage(e), fixed = TRUE)
+    stop(e)
+  })
   ref
 }
 
@@ -179,6 +188,12 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
     nce_abort("`data` columns used by `ref_fit()` must be numeric and finite", "input")
   }
   if (nrow(x) < 2L) nce_abort("`data` needs at least two rows to fit a reference", "input")
+  flat <- vars[apply(x, 2L, function(v) diff(range(v)) == 0)]
+  if (family != "uniform" && length(flat)) {
+    nce_abort(sprintf("`data` column(s) %s are constant: a %s reference needs spread in every column",
+                      paste(flat, collapse = ", "), if (family == "normal") "normal" else "mixture of normals"),
+              "input")
+  }
   if (family == "mixture") {
     check_number(inflate, "inflate", min = 0, exclusive_min = TRUE)
     return(ref_mixture_fit(x, components, inflate, call = sys.call()))
@@ -204,11 +219,6 @@ ref_mixture_fit <- function(x, components, inflate, call) {
   }
   n <- nrow(x)
   d <- ncol(x)
-  flat <- colnames(x)[apply(x, 2L, function(v) diff(range(v)) == 0)]
-  if (length(flat)) {
-    nce_abort(sprintf("`data` column(s) %s are constant: a mixture of normals needs spread in every column",
-                      paste(flat, collapse = ", ")), "input", call = call)
-  }
   components <- sort(unique(as.integer(components)))
   # The rows, and 64 chunks' statistics (a weight, a mean and a covariance per component).
   check_size(8 * (2 * n * d + 64 * max(components) * (1 + d + d * (d + 1) / 2)), "components", "ref_fit()",

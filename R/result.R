@@ -19,7 +19,7 @@
 #'   `nce_error_input` that lists the valid ones; `newdata` with 0 rows gives an empty result.
 #' - `fitted(x)` is `predict(x, type = "response")` at the fit's own rows.
 #' - `summary()`, `logLik()`, `AIC()`, `BIC()` and `broom::glance()` report one log-likelihood
-#'   with one df.
+#'   with one df; `deviance()` is `-2 * logLik()` (a density has no saturated model).
 #' - `update(x)` reproduces `x` bit for bit: the fit stores the state of R's random number
 #'   generator at its call, and `update()` re-evaluates the call from that state (then puts the
 #'   session's generator back as it was). `update(x, resample = TRUE)` draws anew from the
@@ -152,6 +152,11 @@ augment.nce_result <- function(x, ...) refuse("augment", x)  # nolint: object_na
 #' @export
 fitted.nce_result <- function(object, ...) stats::predict(object, type = "response")
 
+# -2 log L, with the log-likelihood of logLik() (there is no saturated model for a density), so
+# the two never disagree; refused where logLik() is.
+#' @export
+deviance.nce_result <- function(object, ...) -2 * as.numeric(stats::logLik(object))
+
 # The random state of a front end's call, stored in its result for update(): `call`, the state
 # at the call (before its arguments are evaluated), and `fit`, the state after the arguments the
 # caller supplied are evaluated, from which the fit's own draws start. update() restores both: an
@@ -226,6 +231,15 @@ update.nce_result <- function(object, formula., ..., resample = FALSE,  # nolint
   if (!is.environment(env)) env <- tryCatch(environment(stats::formula(object)), error = function(e) NULL)
   caller <- parent.frame()
   if (!is.environment(env)) env <- caller
+  # An argument the front end does not have: refused here, not by R's bare "unused argument".
+  fun <- tryCatch(eval(call[[1L]], env), error = function(e) NULL)
+  if (is.function(fun) && !"..." %in% names(formals(fun))) {
+    unknown <- setdiff(names(extras), names(formals(fun)))
+    if (length(unknown)) {
+      nce_abort(sprintf("%s has no argument(s) %s to change.", deparse(call[[1L]]), paste(unknown, collapse = ", ")),
+                "input")
+    }
+  }
   run <- function() {
     tryCatch(eval(call, env), nce_error = function(e) stop(e), error = function(e) {
       # Objects of the call not where the fit was made (a formula built elsewhere): try the caller.

@@ -50,8 +50,13 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
   if (!all(paste0(vars, "_prev") %in% names(newdata))) {
     return(predict_raw_sequence(object, newdata, type, se.fit, match_choice(se_type)))
   }
+  # The states themselves (a missing one would be looked up in the formula's environment).
+  check_newdata_columns(newdata, vars, "give transitions (the states and their `_prev` columns) or sequences")
   check_numeric_columns(newdata, intersect(c(vars, paste0(vars, "_prev")), names(newdata)), "newdata")
+  newdata <- stand_in_infinite(newdata, c(vars, paste0(vars, "_prev")), object$transitions)
+  inf <- attr(newdata, "nce_infinite")
   if (!is.null(object$features)) newdata <- object$features(newdata)
+  attr(newdata, "nce_infinite") <- inf
   # Factor columns of the fit (by variables, maps per image) given as strings: the fit's levels.
   for (col in intersect(names(newdata), names(object$transitions))) {
     if (is.factor(object$transitions[[col]]) && is.character(newdata[[col]])) {
@@ -107,12 +112,33 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
     # Kernel and intercept uncertainty, their covariance left out (not computed by the fit).
     se <- sqrt(se^2 + object$transition_intercept_se^2)
   }
+  # Density 0 (log -Inf) outside the reference's support and at infinite coordinates, as nce().
+  out <- outside_kernel(object, newdata)
+  fit[out] <- -Inf
+  se[out] <- NA_real_
   if (type == "response") {
     fit <- exp(fit)
     se <- fit * se
+    se[out] <- 0
   }
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit
+}
+
+# Transitions where the reference kernel has density 0 (log q = -Inf), or with an infinite
+# coordinate (attribute "nce_infinite" of stand_in_infinite()): the model's density is 0 there.
+outside_kernel <- function(object, newdata) {
+  vars <- object$reference$vars
+  prev <- paste0(vars, "_prev")
+  out <- logical(nrow(newdata))
+  out[attr(newdata, "nce_infinite")] <- TRUE
+  ok <- which(!out & rows_finite(newdata[c(vars, prev)]))
+  if (length(ok)) {
+    lq <- kernel_logq(object$reference, newdata[ok, vars, drop = FALSE],
+                      stats::setNames(newdata[ok, prev, drop = FALSE], vars))
+    out[ok] <- lq == -Inf
+  }
+  out
 }
 
 # Sequences as the fit's data (states, group, time): their transitions built as snce() did, one

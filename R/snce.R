@@ -78,6 +78,7 @@
 snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group = NULL, order = 1L,
                  time = NULL, cluster = c("transition", "sequence"), knots = NULL, sp = NULL,
                  control = nce_control(), discrete = FALSE, shards = NULL) {
+  check_supplied(c(formula = missing(formula), data = missing(data), reference = missing(reference)))
   rng <- rng_state()
   cl <- match.call()
   check_bool(discrete, "discrete")

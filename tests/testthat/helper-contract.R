@@ -180,6 +180,7 @@ expect_contract <- function(case) {
     expect_equal(as.numeric(s$logLik), as.numeric(ll), tolerance = 1e-8, info = info("summary()$logLik = logLik()"))
     expect_equal(attr(s$logLik, "df"), attr(ll, "df"), tolerance = 1e-8, info = info("summary() df = logLik() df"))
     expect_equal(s$aic, -2 * as.numeric(ll) + 2 * attr(ll, "df"), tolerance = 1e-8, info = info("summary()$aic = AIC()"))
+    expect_equal(stats::deviance(fit), -2 * as.numeric(ll), tolerance = 1e-8, info = info("deviance() = -2 logLik()"))
     if (requireNamespace("broom", quietly = TRUE)) {
       g <- broom::glance(fit)
       expect_equal(g$logLik, as.numeric(ll), tolerance = 1e-8, info = info("glance()$logLik = logLik()"))

@@ -138,3 +138,23 @@ test_that("predict() of a conditional fit warns outside the fitted z and refuses
                class = "nce_error_input")
   expect_error(simulate(fit, nsim = 1e8), "nsim", class = "nce_error_size")
 })
+
+test_that("conditional predict(): empty newdata, non-numeric and infinite states, density 0 off the support", {
+  set.seed(2)
+  z <- stats::runif(200, -1, 1)
+  d <- data.frame(y = stats::runif(200), z = z)
+  fit <- nce(~ y + I(y * z), d, ref_uniform(y = c(0, 1)), ratio = 3, given = ~ z)
+  tm <- predict(fit, d[0, ], type = "terms")
+  expect_identical(dim(tm), c(0L, 3L))
+  expect_length(expect_no_warning(predict(fit, d[0, ], type = "log_normaliser")), 0L)
+  expect_length(predict(fit, d[0, ], type = "response"), 0L)
+  expect_error(predict(fit, data.frame(y = "a", z = 0)), "must be numeric", class = "nce_error_input")
+  p <- predict(fit, data.frame(y = c(0.5, Inf, 2, -1), z = 0), type = "response", se.fit = TRUE)
+  expect_gt(p$fit[[1]], 0)
+  expect_identical(unname(p$fit[2:4]), c(0, 0, 0))
+  expect_identical(unname(p$se.fit[2:4]), c(0, 0, 0))
+  expect_identical(unname(predict(fit, data.frame(y = c(Inf, 2), z = 0))), c(-Inf, -Inf))
+  # One log-likelihood: deviance() is -2 logLik() on every class (the classification deviance was
+  # returned here).
+  expect_equal(deviance(fit), -2 * as.numeric(logLik(fit)))
+})

@@ -320,3 +320,41 @@ test_that("hostile inputs to network energies and neural classifiers give classe
     expect_error(suppressWarnings(case[[2]]()), class = case[[3]], info = case[[1]])
   }
 })
+
+test_that("na.exclude pads fitted() and predict() alike, with the data's row names", {
+  set.seed(5)
+  d <- data.frame(y = c(NA, runif(59)))
+  for (form in list(~ y, ~ s(y, k = 4))) {
+    f <- suppressWarnings(nce(form, d, ref_uniform(y = c(0, 1)), ratio = 3, na.action = na.exclude))
+    p <- predict(f, type = "response")
+    expect_identical(fitted(f), p)
+    expect_length(p, 60L)
+    expect_true(is.na(p[[1]]))
+    expect_identical(names(p)[1:3], c("1", "2", "3"))
+    omitted <- suppressWarnings(nce(form, d, ref_uniform(y = c(0, 1)), ratio = 3, na.action = na.omit))
+    expect_length(fitted(omitted), 59L)
+  }
+})
+
+test_that("arguments left out, duplicated reference columns, bad seeds and unknown update() arguments", {
+  d <- data.frame(y = runif(30))
+  expect_error(nce(~ y, d), "`reference` must be given", class = "nce_error_input")
+  expect_error(snce(~ y, d), "`reference` must be given", class = "nce_error_input")
+  expect_error(ref_uniform(y = c(0, 1), y = c(0, 2)), "more than once", class = "nce_error_input")
+  expect_error(ref_normal(y = c(0, 1), y = c(0, 2)), "more than once", class = "nce_error_input")
+  expect_error(ref_normal(y = 0, cov = -1), "`cov`", class = "nce_error_input")
+  expect_error(ref_fit(data.frame(a = 1:5, b = 1)), "b are constant", class = "nce_error_input")
+  set.seed(6)
+  f <- nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3)
+  expect_error(simulate(f, seed = "a"), "`seed`", class = "nce_error_input")
+  expect_error(update(f, foo = 1), "no argument\\(s\\) foo", class = "nce_error_input")
+})
+
+test_that("plot() of a Bernoulli fit draws its two values, not a curve through 0.5", {
+  set.seed(7)
+  db <- data.frame(a = rbinom(300, 1, 0.5), b = rbinom(300, 1, 0.3))
+  f <- nce(~ a + b, db, ref_bernoulli(0.5, vars = c("a", "b")), ratio = 3)
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_no_error(plot(f))
+})

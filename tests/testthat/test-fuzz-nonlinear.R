@@ -95,3 +95,12 @@ test_that("an interrupt in the model's R function goes on as an interrupt, not a
   rust_interrupt <- structure(list(message = "interrupted by the user", code = "interrupt"), class = "nce_rust_error")
   expect_identical(tryCatch(nce:::rs(rust_interrupt), interrupt = function(i) "interrupt"), "interrupt")
 })
+
+test_that("nonlinear predict() with 0 rows and se.fit gives an empty result", {
+  set.seed(3)
+  d <- data.frame(y = rnorm(60))
+  fit <- nce(~ -(y - mu)^2 / 2, d, ref_normal(y = 0, cov = 2), start = c(mu = 0), ratio = 3)
+  p <- expect_no_warning(predict(fit, d[0, , drop = FALSE], se.fit = TRUE, type = "response"))
+  expect_length(p$fit, 0L)
+  expect_length(p$se.fit, 0L)
+})

@@ -163,3 +163,34 @@ test_that("snce() refuses unknown formula variables as nce() does", {
   expect_error(snce(~ I(y * w_prev), chain, ref_uniform(y = c(0, 1)), ratio = 2), "w_prev", class = "nce_error_input")
   expect_error(nce(~ I(y * w), chain, ref_uniform(y = c(0, 1)), ratio = 2), "w", class = "nce_error_input")
 })
+
+test_that("snce predict() needs the states in newdata and gives density 0 outside the reference", {
+  # A state missing from newdata was looked up in the formula's environment.
+  y <- runif(20)  # nolint: object_usage_linter. (the variable the old lookup found)
+  expect_error(predict(fuzz_snce, data.frame(y_prev = runif(5))), "lacks column\\(s\\) y", class = "nce_error_input")
+  nd <- data.frame(y = c(0.5, 2, -1, Inf), y_prev = 0.5)
+  p <- predict(fuzz_snce, nd, type = "response", se.fit = TRUE)
+  expect_gt(p$fit[[1]], 0)
+  expect_identical(unname(p$fit[2:4]), c(0, 0, 0))
+  expect_identical(unname(p$se.fit[2:4]), c(0, 0, 0))
+  expect_identical(unname(predict(fuzz_snce, nd)[2:4]), rep(-Inf, 3))
+  expect_identical(unname(predict(fuzz_snce, nd, type = "log_kernel")[2:4]), rep(-Inf, 3))
+  # Inside the support, the prediction is as before the check.
+  expect_equal(predict(fuzz_snce, nd[1, ]), predict(fuzz_snce, data.frame(y = 0.5, y_prev = 0.5)))
+})
+
+test_that("a latkes collection's augment() keeps one `by` column", {
+  skip_if_not_installed("broom")
+  set.seed(45)
+  fx <- rbind(transform(fuzz_fix, subject = "a"), transform(fuzz_fix, subject = "b"))
+  co <- latkes(fx, group = "trial", by = "subject", window = c(0, 1024, 0, 768), ratio = 3, kernel = ~ s(dist, k = 4),
+               intercept = ~ s(x_prev, y_prev, k = 6))
+  a <- broom::augment(co)
+  expect_identical(sum(names(a) == "subject"), 1L)
+  expect_setequal(unique(a$subject), c("a", "b"))
+})
+
+test_that("logLik() of a latkes fit names `newdata` for 0 rows", {
+  expect_error(logLik(fuzz_latkes, newdata = fuzz_fix[0, ]), "`newdata` must have at least 1 row",
+               class = "nce_error_input")
+})
