@@ -157,3 +157,21 @@ test_that("every message names the argument or says what to do", {
   e <- tryCatch(vnce(fuzz_env$xm, tgm_model(), n_latent = 1e7), error = identity)
   expect_match(conditionMessage(e), "set by `n_latent`")
 })
+
+test_that("predict() on a tgm fit: 0 rows give an empty result, points off the orthant density 0", {
+  fit <- suppressWarnings(vnce(fuzz_env$x, tgm_model(), n_latent = 2))
+  empty <- fuzz_env$x[0, , drop = FALSE]
+  expect_identical(predict(fit, newdata = empty), numeric(0))
+  expect_identical(predict(fit, newdata = empty, type = "response", se.fit = TRUE),
+                   list(fit = numeric(0), se.fit = numeric(0)))
+  expect_identical(dim(predict(fit, newdata = empty, type = "lpmatrix")), c(0L, length(coef(fit))))
+  x1 <- fuzz_env$x[1, ]
+  nd <- rbind(x1, -x1, c(Inf, 1, 1, 1), c(NA, 1, 1, 1), c(NA, -1, 1, 1))
+  link <- predict(fit, newdata = nd)
+  expect_true(is.finite(link[1L]))
+  expect_identical(unname(link[-1L]), c(-Inf, -Inf, NA, -Inf))
+  resp <- predict(fit, newdata = nd, type = "response", se.fit = TRUE)
+  expect_identical(unname(resp$fit[c(2L, 3L, 5L)]), c(0, 0, 0))
+  expect_identical(unname(resp$se.fit[c(2L, 3L, 5L)]), c(0, 0, 0))
+  expect_error(predict(fit, newdata = nd, type = "lpmatrix"), class = "nce_error_data")
+})
