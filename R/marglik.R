@@ -128,7 +128,9 @@
 #'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
 #'   in memory (`nce_error_size`, before allocating), `ess` that is not one
-#'   positive finite number, log ratios beyond 1e12 (`nce_error_data`).
+#'   positive finite number, log ratios beyond 1e12 (`nce_error_data`). An
+#'   error inside `log_density` is raised as `nce_error_model`, quoting its
+#'   message.
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.
@@ -286,7 +288,7 @@ marglik_against <- function(family, xf, xe, names, log_density, lb, ub, df, n_re
     ue <- if (split) warp_to_unc(xs, lb, ub) else uf
     ye <- if (split) warp_inverse(warp, ue) else yf
     # the kernel at the draws themselves, not at their round trip through the transports
-    lp_e <- eval_logdens(log_density, xs, "log_density", "draws")
+    lp_e <- eval_logdens(log_density, xs, "log_density", "draws", call)
     check_finite_values(lp_e, "log_density", "draws")
     lp_e <- lp_e + warp_from_unc(ue, lb, ub)$logjac + warp_forward(warp, ye)$logjac
     xf <- yf
@@ -303,10 +305,10 @@ marglik_against <- function(family, xf, xe, names, log_density, lb, ub, df, n_re
   xr <- ref$ref_draws
   colnames(xr) <- names
   if (is.null(lp_e)) {
-    lp_e <- eval_logdens(log_density, xs, "log_density", "draws")
+    lp_e <- eval_logdens(log_density, xs, "log_density", "draws", call)
     check_finite_values(lp_e, "log_density", "draws")
   }
-  lp_r <- eval_logdens(log_density, xr, "log_density", "the reference draws")
+  lp_r <- eval_logdens(log_density, xr, "log_density", "the reference draws", call)
   bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
   if (length(bad)) {
     nce_abort(sprintf(paste("`log_density` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",

@@ -262,10 +262,13 @@ vnce_log_phi_grad <- function(fit, g) {
     return(cbind(theta = pi0 * g^2 / th^3, c = -1))
   }
   m <- fit$model
-  lp <- vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(NROW(g)))
+  lp <- vapply(m$latent, function(z) call_user(m$log_phi, g, z, fit$coefficients, arg = "log_density"),
+               numeric(NROW(g)))
   lp <- matrix(lp, NROW(g))
   w <- exp(lp - row_lse(lp))
-  Reduce(`+`, lapply(seq_along(m$latent), function(l) as.matrix(m$grad(g, m$latent[[l]], fit$coefficients)) * w[, l]))
+  Reduce(`+`, lapply(seq_along(m$latent), function(l) {
+    as.matrix(call_user(m$grad, g, m$latent[[l]], fit$coefficients, arg = "gradient")) * w[, l]
+  }))
 }
 
 #' Plot a vnce() fit
@@ -326,7 +329,9 @@ vnce_log_phi <- function(fit, g) {
     return(-fit$coefficients[["c"]] + log(exp(-g^2 / (2 * s1^2)) + exp(-g^2 / (2 * th^2))))
   }
   m <- fit$model
-  row_lse(matrix(vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(NROW(g))), NROW(g)))
+  lp <- vapply(m$latent, function(z) call_user(m$log_phi, g, z, fit$coefficients, arg = "log_density"),
+               numeric(NROW(g)))
+  row_lse(matrix(lp, NROW(g)))
 }
 
 #' broom methods for vnce() fits and Bayes-factor results

@@ -73,6 +73,15 @@ fuzz_cases <- list(
                                                                  theta = c(a = 1, c = 0)))), "nce_error_input"),
   list("custom: log_density wrong length", quote(vnce(y1, custom_model(function(x, z, th) 1, gr,
                                                                    theta = c(a = 1, c = 0)))), "nce_error_input"),
+  list("custom: log_density fails", quote(vnce(y1, custom_model(function(x, z, th) stop("boom"), gr,
+                                                             theta = c(a = 1, c = 0)))), "nce_error_model"),
+  list("custom: gradient fails", quote(vnce(y1, custom_model(lp, function(x, z, th) stop("boom"),
+                                                          theta = c(a = 1, c = 0)))), "nce_error_model"),
+  list("custom: noise$sample fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0), noise = list(
+    sample = function(n) stop("boom"), log_density = function(x) dnorm(x, log = TRUE))))), "nce_error_model"),
+  list("custom: q_features fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0),
+                                                            q_features = function(x) stop("boom")))),
+       "nce_error_model"),
   # rtgm and graphs
   list("rtgm: n 1e9 (memory)", quote(rtgm(1e9, diag(2))), "nce_error_size"),
   list("rtgm: n 0", quote(rtgm(0, diag(2))), "nce_error_input"),
@@ -133,6 +142,11 @@ fuzz_cases <- list(
   list("marglik_nce: 1e300 log posterior", quote(marglik_nce(rnorm(100), function(p) 1e300 - 0.5 * p[, 1]^2)),
        "nce_error_data"),
   list("marglik_nce: not a function", quote(marglik_nce(rnorm(100), 3)), "nce_error_input"),
+  list("marglik_nce: log_density fails", quote(marglik_nce(rnorm(100), function(p) stop("boom"))), "nce_error_model"),
+  list("bayes_factor_nce: loglik1 fails", quote(bayes_factor_nce(d1, d2, function(t) stop("boom"), l2)),
+       "nce_error_model"),
+  list("bayes_factor_nce: loglik2 fails", quote(bayes_factor_nce(d1, d2, l1, function(t) stop("boom"))),
+       "nce_error_model"),
   list("bayes_factor_marglik: not marglik results", quote(bayes_factor_marglik(1, 2)), "nce_error_input"),
   list("bayes_factor_marglik: prior_odds -1", quote(bayes_factor_marglik(ml, ml, prior_odds = -1)), "nce_error_input"),
   list("bayes_factor_marglik: prior_odds Inf", quote(bayes_factor_marglik(ml, ml, prior_odds = Inf)),
@@ -174,4 +188,20 @@ test_that("predict() on a tgm fit: 0 rows give an empty result, points off the o
   expect_identical(unname(resp$fit[c(2L, 3L, 5L)]), c(0, 0, 0))
   expect_identical(unname(resp$se.fit[c(2L, 3L, 5L)]), c(0, 0, 0))
   expect_error(predict(fit, newdata = nd, type = "lpmatrix"), class = "nce_error_data")
+})
+
+test_that("errors in user functions are nce_error_model quoting them; interrupts go on as interrupts", {
+  e <- tryCatch(marglik_nce(fuzz_env$d1, function(p) stop("boom")), error = identity)
+  expect_match(conditionMessage(e), "`log_density` failed.*boom")
+  e <- tryCatch(bayes_factor_nce(fuzz_env$d1, fuzz_env$d2, fuzz_env$l1, function(t) stop("boom")), error = identity)
+  expect_match(conditionMessage(e), "`loglik2` failed.*boom")
+  e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, theta = c(a = 1, c = 0))),
+                error = identity)
+  expect_match(conditionMessage(e), "`log_density` failed.*boom")
+  interrupting <- function(p) {
+    signalCondition(structure(class = c("interrupt", "condition"), list()))
+    -0.5 * p[, 1]^2
+  }
+  expect_identical(tryCatch(marglik_nce(fuzz_env$d1, interrupting), interrupt = function(i) "interrupt",
+                            error = function(e) "error"), "interrupt")
 })
