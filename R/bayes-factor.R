@@ -40,7 +40,8 @@
 #'   vectors: the log-likelihood at `draws1` and at `draws2` (then `draws1`
 #'   and `draws2` may be `NULL`).
 #' @param ess `NULL` to estimate effective sample sizes, or two numbers (use
-#'   the numbers of draws for independent draws).
+#'   the numbers of draws for independent draws), each at most its sample's
+#'   number of draws.
 #' @param prior_odds Prior odds of model 1 against model 2, for the posterior
 #'   model probabilities.
 #' @param chains `NULL` (each sample one chain, or independent draws), or the
@@ -58,7 +59,8 @@
 #'   and above), `separated`, `converged`, `iterations`. Methods: `coef()`,
 #'   `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: non-finite log-likelihoods, NA draws,
-#'   `ess` that is not two positive finite numbers, and log-likelihood ratios
+#'   `ess` that is not two positive finite numbers or is above a sample's
+#'   number of draws, and log-likelihood ratios
 #'   beyond 1e12 in absolute value (`nce_error_data`: double precision cannot
 #'   resolve the differences between draws that estimate log K there). An
 #'   error inside `loglik1` or `loglik2` is raised as `nce_error_model`,
@@ -138,6 +140,7 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     nce_abort(sprintf("each model needs at least two posterior draws (got %d and %d)", length(l11), length(l12)),
               "input")
   }
+  check_ess_draws(ess, c(length(l11), length(l12)), c("draws of model 1", "draws of model 2"), ucall)
   check_finite_values(l11, "loglik1", "draws1")
   check_finite_values(l12, "loglik1", "draws2")
   check_finite_values(l21, "loglik2", "draws1")
@@ -231,6 +234,19 @@ check_ess <- function(ess, k, call) {
                       if (k == 1L) "one" else "two", if (k == 1L) "" else "s", if (k == 1L) "" else "s of each sample",
                       if (is.numeric(ess)) paste(format(ess), collapse = ", ") else describe_value(ess)),
               "input", call = call)
+  }
+}
+
+# An effective sample size above the number of draws it describes would make the standard error
+# smaller than independent draws give: refuse it (`n`: the draws in the estimate, per sample).
+check_ess_draws <- function(ess, n, what, call) {
+  if (is.null(ess)) return(invisible())
+  over <- which(ess > n)
+  if (length(over)) {
+    k <- over[1L]
+    nce_abort(sprintf(paste("`ess` = %s is above the %d %s it describes: an effective sample size cannot exceed",
+                            "the number of draws; give at most %d (the number of draws, for independent draws), or",
+                            "NULL to estimate it."), format(ess[k]), n[k], what[k], n[k]), "input", call = call)
   }
 }
 

@@ -93,7 +93,8 @@
 #'   with the second half (`TRUE`), or use all draws for both.
 #' @param ess `NULL` to estimate the effective sample size of the draws from
 #'   the score contributions, or one number (the reference draws are
-#'   independent).
+#'   independent): that of the draws in the estimate (with `split = TRUE` the
+#'   second half of each chain), so at most their number.
 #' @param chains `NULL` for one chain (or independent draws), the number of
 #'   chains of equal length stacked one after another in `draws`, or their
 #'   lengths. Effective sample sizes are then estimated per chain (each chain's
@@ -128,7 +129,8 @@
 #'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
 #'   in memory (`nce_error_size`, before allocating), `ess` that is not one
-#'   positive finite number, log ratios beyond 1e12 (`nce_error_data`). An
+#'   positive finite number or is above the number of draws in the estimate
+#'   (`nce_error_input`), log ratios beyond 1e12 (`nce_error_data`). An
 #'   error inside `log_density` is raised as `nce_error_model`, quoting its
 #'   message.
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
@@ -220,6 +222,8 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   if (is.null(n_ref)) n_ref <- nrow(xe)
   check_count(n_ref, "n_ref", min = 2, max = 2^52, call = ucall)
   check_ess(ess, 1L, ucall)
+  check_ess_draws(ess, nrow(xe), if (split) "draws in the estimate (the second half of each chain)" else "draws",
+                  ucall)
   # reference draws and their log densities in Rust, copies in R, log_density's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
   # with split = TRUE the scores' autocorrelation time comes from the whole chains (bridge_solve's `whole`)
