@@ -393,9 +393,11 @@ check_draws_spread <- function(x, arg = "draws", constant_ok = FALSE, call = cal
   # (marglik_nce() refuses a constant column where it fits the reference: constant_ok)
   bad <- which(k < need & (k > 1L | !constant_ok))
   if (length(bad)) {
-    nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): marglik_nce() needs draws of a",
+    # the message names the caller's argument only: check_draws_spread() serves more than one function
+    nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): `%s` must be draws of a",
                             "continuous posterior (at least %d distinct values per column); check the sampler"),
-                      arg, format_positions(bad), paste(unique(k[bad]), collapse = "/"), need), "input", call = call)
+                      arg, format_positions(bad), paste(unique(k[bad]), collapse = "/"), arg, need), "input",
+              call = call)
   }
   big <- which(apply(abs(x), 2L, max) > 1e150)
   if (length(big)) {
