@@ -71,7 +71,10 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
                       format(nu), n), call = call)
   }
   noise <- model$noise
-  if (is.null(noise)) noise <- normal_noise(x)
+  if (is.null(noise)) {
+    check_distinct_columns(x, call)  # the default normal noise needs spread in every column
+    noise <- normal_noise(x)
+  }
   y <- call_user(noise$sample, m, arg = "noise$sample", call = call)
   if (NROW(y) != m || NCOL(y) != NCOL(x)) {
     nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)

@@ -62,6 +62,9 @@ fuzz_cases <- list(
   list("mog_model: sigma1 Inf", quote(mog_model(sigma1 = Inf)), "nce_error_input"),
   list("mog: data with NA", quote(vnce(c(y1, NA), mog_model())), "nce_error_input"),
   list("mog: one value", quote(vnce(1, mog_model())), "nce_error_input"),
+  list("mog: constant data", quote(vnce(rep(1, 100), mog_model())), "nce_error_input"),
+  list("custom: constant data", quote(vnce(rep(1, 100), custom_model(lp, gr, theta = c(a = 1, c = 0)))),
+       "nce_error_input"),
   list("mog: a matrix of two columns", quote(vnce(cbind(y1, y1), mog_model())), "nce_error_input"),
   list("mog: start theta negative", quote(vnce(y1, mog_model(start = list(theta = -1)))), "nce_error_input"),
   list("custom_model: log_density not a function", quote(custom_model(1, gr, theta = c(a = 1, c = 0))),
@@ -170,6 +173,8 @@ test_that("every message names the argument or says what to do", {
   expect_match(conditionMessage(e), "`log_density` returned NA at 80 data point.*starting `theta`")
   e <- tryCatch(vnce(fuzz_env$xm, tgm_model(), n_latent = 1e7), error = identity)
   expect_match(conditionMessage(e), "set by `n_latent`")
+  e <- tryCatch(vnce(rep(1, 100), mog_model()), error = identity)
+  expect_match(conditionMessage(e), "column 1 of `x` has fewer than two distinct observed values")
 })
 
 test_that("predict() on a tgm fit: 0 rows give an empty result, points off the orthant density 0", {
