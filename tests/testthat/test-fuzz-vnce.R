@@ -112,6 +112,8 @@ fuzz_cases <- list(
   list("edge_roc: truth of another size", quote(edge_roc(K4, diag(3))), "nce_error_input"),
   list("edge_roc: truth all edges", quote(edge_roc(K4, matrix(1, 4, 4))), "nce_error_input"),
   list("edge_roc: truth with NA", quote(edge_roc(K4, replace(K4 != 0, 2, NA))), "nce_error_input"),
+  list("edge_roc: truth a precision matrix with NA (graph attribute intact)",
+       quote(edge_roc(K4, `[<-`(K4, cbind(1:2, 2:1), NA))), "nce_error_input"),
   # rmog
   list("rmog: n NA", quote(rmog(NA)), "nce_error_input"),
   list("rmog: n -1", quote(rmog(-1)), "nce_error_input"),
