@@ -337,3 +337,16 @@ test_that("a custom prior's non-finite or failing draws are refused where they a
   }
   expect_false(called)
 })
+
+test_that("lfire() with a simulator that always fails gives only its classed error, before simulating at theta", {
+  n_calls <- 0L
+  na_sim <- function(theta, n) {
+    n_calls <<- n_calls + 1L
+    matrix(NA_real_, n, 5)
+  }
+  pr <- prior_uniform(mu = c(-2, 2))
+  expect_no_warning(expect_error(
+    lfire(matrix(rnorm(5), 1), na_sim, fz_summ, pr, theta = theta_grid(pr, 9), n_theta = 20, n_marginal = 50,
+          batch = TRUE), "prior-predictive.*non-finite summary", class = "nce_error_simulation"))
+  expect_identical(n_calls, 1L)  # the prior-predictive chunk only
+})
