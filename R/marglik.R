@@ -199,22 +199,11 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   check_draws_spread(x, constant_ok = TRUE, call = ucall)
   n <- nrow(x)
   chains <- chains_arg(chains, n, "chains", ucall)
-  if (split) {
-    if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input")
-    # the first half of each chain fits the reference, the second half enters the estimate
-    ends <- cumsum(chains)
-    starts <- ends - chains
-    half <- unlist(lapply(seq_along(chains), function(k) starts[k] + seq_len(chains[k] %/% 2L)))
-    if (any(chains < 2L)) {
-      nce_abort("with `split = TRUE` every chain needs at least two draws", "input", call = ucall)
-    }
-    xf <- x[half, , drop = FALSE]
-    xe <- x[-half, , drop = FALSE]
-    chains_e <- chains - chains %/% 2L
-  } else {
-    xf <- xe <- x
-    chains_e <- chains
-  }
+  parts <- split_draws(x, chains, split, ucall)
+  xf <- parts$xf
+  xe <- parts$xe
+  chains_e <- parts$chains_e
+  half <- parts$half
   if (nrow(xf) <= d) {
     nce_abort(sprintf("%d draws cannot fit a %d-dimensional reference: need more than %d%s", nrow(xf), d, d,
                       if (split) " in the first half (split = TRUE)" else ""), "input")
@@ -271,6 +260,18 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
     nce_warn("the 1-D Newton/bisection search did not converge", "convergence")
   }
   as_result(out, rng = rng, env = parent.frame())
+}
+
+# With `split`, the first half of each chain fits the reference (`xf`, rows `half` of `x`) and the
+# second half enters the estimate (`xe`, chains of lengths `chains_e`); without, all draws do both.
+split_draws <- function(x, chains, split, call) {
+  if (!split) return(list(xf = x, xe = x, chains_e = chains, half = NULL))
+  n <- nrow(x)
+  if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input", call = call)
+  if (any(chains < 2L)) nce_abort("with `split = TRUE` every chain needs at least two draws", "input", call = call)
+  starts <- cumsum(chains) - chains
+  half <- unlist(lapply(seq_along(chains), function(k) starts[k] + seq_len(chains[k] %/% 2L)))
+  list(xf = x[half, , drop = FALSE], xe = x[-half, , drop = FALSE], chains_e = chains - chains %/% 2L, half = half)
 }
 
 # One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to
