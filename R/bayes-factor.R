@@ -40,7 +40,8 @@
 #'   vectors: the log-likelihood at `draws1` and at `draws2` (then `draws1`
 #'   and `draws2` may be `NULL`).
 #' @param ess `NULL` to estimate effective sample sizes, or two numbers (use
-#'   the numbers of draws for independent draws).
+#'   the numbers of draws for independent draws), each at most its sample's
+#'   number of draws.
 #' @param prior_odds Prior odds of model 1 against model 2, for the posterior
 #'   model probabilities.
 #' @param chains `NULL` (each sample one chain, or independent draws), or the
@@ -58,9 +59,12 @@
 #'   and above), `separated`, `converged`, `iterations`. Methods: `coef()`,
 #'   `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: non-finite log-likelihoods, NA draws,
-#'   `ess` that is not two positive finite numbers, and log-likelihood ratios
+#'   `ess` that is not two positive finite numbers or is above a sample's
+#'   number of draws, and log-likelihood ratios
 #'   beyond 1e12 in absolute value (`nce_error_data`: double precision cannot
-#'   resolve the differences between draws that estimate log K there).
+#'   resolve the differences between draws that estimate log K there). An
+#'   error inside `loglik1` or `loglik2` is raised as `nce_error_model`,
+#'   quoting its message.
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.
@@ -127,15 +131,16 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     check_same_dim(d1, d2)
     check_draws_spread(d1, "draws1", call = ucall)
     check_draws_spread(d2, "draws2", call = ucall)
-    l11 <- eval_logdens(loglik1, d1, "loglik1", "draws1")
-    l12 <- eval_logdens(loglik1, d2, "loglik1", "draws2")
-    l21 <- eval_logdens(loglik2, d1, "loglik2", "draws1")
-    l22 <- eval_logdens(loglik2, d2, "loglik2", "draws2")
+    l11 <- eval_logdens(loglik1, d1, "loglik1", "draws1", ucall)
+    l12 <- eval_logdens(loglik1, d2, "loglik1", "draws2", ucall)
+    l21 <- eval_logdens(loglik2, d1, "loglik2", "draws1", ucall)
+    l22 <- eval_logdens(loglik2, d2, "loglik2", "draws2", ucall)
   }
   if (length(l11) < 2L || length(l12) < 2L) {
     nce_abort(sprintf("each model needs at least two posterior draws (got %d and %d)", length(l11), length(l12)),
               "input")
   }
+  check_ess_draws(ess, c(length(l11), length(l12)), c("draws of model 1", "draws of model 2"), ucall)
   check_finite_values(l11, "loglik1", "draws1")
   check_finite_values(l12, "loglik1", "draws2")
   check_finite_values(l21, "loglik2", "draws1")
@@ -232,6 +237,19 @@ check_ess <- function(ess, k, call) {
   }
 }
 
+# An effective sample size above the number of draws it describes would make the standard error
+# smaller than independent draws give: refuse it (`n`: the draws in the estimate, per sample).
+check_ess_draws <- function(ess, n, what, call) {
+  if (is.null(ess)) return(invisible())
+  over <- which(ess > n)
+  if (length(over)) {
+    k <- over[1L]
+    nce_abort(sprintf(paste("`ess` = %s is above the %d %s it describes: an effective sample size cannot exceed",
+                            "the number of draws; give at most %d (the number of draws, for independent draws), or",
+                            "NULL to estimate it."), format(ess[k]), n[k], what[k], n[k]), "input", call = call)
+  }
+}
+
 # Log-likelihood ratios so large that double precision cannot resolve the O(1) differences that
 # the logistic regression compares (the spacing of doubles near 1e15 is 0.125): refuse.
 check_resolvable <- function(r1, r2, what, call) {
@@ -320,13 +338,26 @@ precomputed_loglik <- function(l, arg) {
 }
 
 # A vectorised log density evaluated at the rows of a draws matrix.
-eval_logdens <- function(f, x, fname, xname) {
-  v <- f(x)
+eval_logdens <- function(f, x, fname, xname, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  v <- call_user(f, x, arg = fname, at = xname, call = call)
   if (!is.numeric(v) || length(v) != nrow(x)) {
     nce_abort(sprintf("`%s` must return one number per row of its argument: got %s of length %d for the %d rows of %s",
-                      fname, class(v)[1L], length(v), nrow(x), xname), "input")
+                      fname, class(v)[1L], length(v), nrow(x), xname), "input", call = call)
   }
   as.double(v)
+}
+
+# Call a user-supplied function `f(...)`: an error in it becomes `nce_error_model`, naming the
+# argument `arg` and quoting the original message, so callers can tell a broken model from bad
+# input (the package's own classed errors pass unchanged). An interrupt is no error: it is not
+# caught here and goes on as an interrupt.
+call_user <- function(f, ..., arg, at = NULL, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  tryCatch(f(...), nce_error = function(e) stop(e), error = function(e) {
+    nce_abort(sprintf("`%s` failed%s: %s. Fix `%s` so that it runs on these arguments.", arg,
+                      if (is.null(at)) "" else paste(" at", at), conditionMessage(e), arg), "model", call = call)
+  })
 }
 
 check_finite_values <- function(v, fname, xname) {

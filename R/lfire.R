@@ -187,9 +187,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   t_sim <- 0
   c_sim <- 0
   if (is.null(marginal)) {
-    th_m <- prior$sample(n_marginal)
-    marginal <- run_simulations_timed(simulator, summaries, as_theta_matrix(th_m, prior$names, call = ucall), 1L,
-                                batch, control$chunk_size, call = ucall)
+    marginal <- lfire_marginal(simulator, summaries, prior, n_marginal, batch, control$chunk_size, ucall)
     t_sim <- t_sim + marginal$time
     c_sim <- c_sim + marginal$cpu
   } else {
@@ -207,6 +205,8 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                 "input", call = ucall)
     }
   }
+  # before anything reads them (the extrapolation check's ranges of no values warn in base R)
+  check_prior_predictive(marginal, ucall)
   s_obs <- match_summaries(s_obs, colnames(marginal$summaries), call = ucall)
   # Observed summaries outside every simulation: the fits extrapolate and the posterior collapses.
   check_extrapolation(as.data.frame(as.list(s_obs)),
@@ -253,6 +253,32 @@ check_simulations <- function(x, arg, k, call) {
   }
 }
 
+# The prior-predictive simulations. When fewer than two succeed the fit is refused right away, before
+# the simulations at `theta` run, by one error that says why (their warning would only repeat it).
+lfire_marginal <- function(simulator, summaries, prior, n, batch, chunk_size, call) {
+  held <- NULL
+  th <- as_theta_matrix(prior$sample(n), prior$names, call = call)
+  marginal <- withCallingHandlers(
+    run_simulations_timed(simulator, summaries, th, 1L, batch, chunk_size, call = call),
+    nce_warning_simulation = function(w) {
+      held <<- w
+      invokeRestart("muffleWarning")
+    })
+  check_prior_predictive(marginal, call)
+  if (!is.null(held)) warning(held)
+  marginal
+}
+
+# The classifiers standardise by the prior-predictive simulations: at least two must have succeeded.
+check_prior_predictive <- function(marginal, call) {
+  if (sum(marginal$ok) >= 2L) return(invisible())
+  why <- sort(table(marginal$failures$reason), decreasing = TRUE)
+  why <- paste(sprintf("%d x %s", as.integer(why), names(why))[seq_len(min(3L, length(why)))], collapse = "; ")
+  nce_abort(sprintf(paste("fewer than two prior-predictive simulations succeeded (%d of %d failed: %s): check",
+                          "`simulator` and `summaries`."), sum(!marginal$ok), length(marginal$ok), why),
+            "simulation", call = call)
+}
+
 normalise_log_weights <- function(lp) {
   ok <- is.finite(lp)
   w <- numeric(length(lp))
@@ -266,8 +292,8 @@ normalise_log_weights <- function(lp) {
 # Standardise, stack and fit in Rust. Parameter values with fewer than two successful
 # simulations get an NA log ratio (and zero posterior weight), with a warning.
 lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, control, call, degree = NULL, only = NULL) {
+  check_prior_predictive(marginal, call)
   sm <- marginal$summaries[marginal$ok, , drop = FALSE]
-  if (nrow(sm) < 2L) nce_abort("fewer than two prior-predictive simulations succeeded.", "simulation", call = call)
   center <- colMeans(sm)
   scale <- sqrt(colSums(sweep(sm, 2L, center)^2) / (nrow(sm) - 1L))
   const <- !(scale > 1e-12 * pmax(1, abs(center)))

@@ -50,7 +50,7 @@ marglik_telescope <- function(xf, xe, t0, t_ref, log_density, lb, ub, accuracy, 
       pr <- rs(nce_tele_propose(z, list(mean = init$mean, chol = init$chol, lb = lb, ub = ub),
                                 list(beta = beta, seed = seed, step = step, threads = threads)), call = call)
       colnames(pr$x) <- colnames(xe)
-      lp <- eval_logdens(log_density, pr$x, "log_density", "the telescoping proposals")
+      lp <- eval_logdens(log_density, pr$x, "log_density", "the telescoping proposals", call)
       evals <- evals + 1L
       bad <- which(is.nan(lp) | is.na(lp) | lp == Inf)
       if (length(bad)) {

@@ -93,7 +93,8 @@
 #'   with the second half (`TRUE`), or use all draws for both.
 #' @param ess `NULL` to estimate the effective sample size of the draws from
 #'   the score contributions, or one number (the reference draws are
-#'   independent).
+#'   independent): that of the draws in the estimate (with `split = TRUE` the
+#'   second half of each chain), so at most their number.
 #' @param chains `NULL` for one chain (or independent draws), the number of
 #'   chains of equal length stacked one after another in `draws`, or their
 #'   lengths. Effective sample sizes are then estimated per chain (each chain's
@@ -128,7 +129,10 @@
 #'   `coef()`, `vcov()`, `confint()`, `nobs()`, `tidy()`, `glance()` (see
 #'   [estimate_methods]). Refused: `n_ref` whose reference draws would not fit
 #'   in memory (`nce_error_size`, before allocating), `ess` that is not one
-#'   positive finite number, log ratios beyond 1e12 (`nce_error_data`).
+#'   positive finite number or is above the number of draws in the estimate
+#'   (`nce_error_input`), log ratios beyond 1e12 (`nce_error_data`). An
+#'   error inside `log_density` is raised as `nce_error_model`, quoting its
+#'   message.
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
 #'   School of Statistics, University of Minnesota.
@@ -195,22 +199,11 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   check_draws_spread(x, constant_ok = TRUE, call = ucall)
   n <- nrow(x)
   chains <- chains_arg(chains, n, "chains", ucall)
-  if (split) {
-    if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input")
-    # the first half of each chain fits the reference, the second half enters the estimate
-    ends <- cumsum(chains)
-    starts <- ends - chains
-    half <- unlist(lapply(seq_along(chains), function(k) starts[k] + seq_len(chains[k] %/% 2L)))
-    if (any(chains < 2L)) {
-      nce_abort("with `split = TRUE` every chain needs at least two draws", "input", call = ucall)
-    }
-    xf <- x[half, , drop = FALSE]
-    xe <- x[-half, , drop = FALSE]
-    chains_e <- chains - chains %/% 2L
-  } else {
-    xf <- xe <- x
-    chains_e <- chains
-  }
+  parts <- split_draws(x, chains, split, ucall)
+  xf <- parts$xf
+  xe <- parts$xe
+  chains_e <- parts$chains_e
+  half <- parts$half
   if (nrow(xf) <= d) {
     nce_abort(sprintf("%d draws cannot fit a %d-dimensional reference: need more than %d%s", nrow(xf), d, d,
                       if (split) " in the first half (split = TRUE)" else ""), "input")
@@ -218,6 +211,8 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   if (is.null(n_ref)) n_ref <- nrow(xe)
   check_count(n_ref, "n_ref", min = 2, max = 2^52, call = ucall)
   check_ess(ess, 1L, ucall)
+  check_ess_draws(ess, nrow(xe), if (split) "draws in the estimate (the second half of each chain)" else "draws",
+                  ucall)
   # reference draws and their log densities in Rust, copies in R, log_density's own temporaries
   check_size(8 * n_ref * (4 * d + 8), "n_ref", "marglik_nce()", call = ucall)
   # with split = TRUE the scores' autocorrelation time comes from the whole chains (bridge_solve's `whole`)
@@ -267,6 +262,18 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   as_result(out, rng = rng, env = parent.frame())
 }
 
+# With `split`, the first half of each chain fits the reference (`xf`, rows `half` of `x`) and the
+# second half enters the estimate (`xe`, chains of lengths `chains_e`); without, all draws do both.
+split_draws <- function(x, chains, split, call) {
+  if (!split) return(list(xf = x, xe = x, chains_e = chains, half = NULL))
+  n <- nrow(x)
+  if (n < 4L) nce_abort(sprintf("`split = TRUE` needs at least 4 draws, got %d", n), "input", call = call)
+  if (any(chains < 2L)) nce_abort("with `split = TRUE` every chain needs at least two draws", "input", call = call)
+  starts <- cumsum(chains) - chains
+  half <- unlist(lapply(seq_along(chains), function(k) starts[k] + seq_len(chains[k] %/% 2L)))
+  list(xf = x[half, , drop = FALSE], xe = x[-half, , drop = FALSE], chains_e = chains - chains %/% 2L, half = half)
+}
+
 # One reference (`family` "normal", "t" or "warped") against the draws: the reference fitted to
 # `xf`, the single classifier with the `xe` draws, and what telescoping needs (the draws, kernel
 # and bounds on the scale the reference lives on; for "warped" the normal scores of the transports).
@@ -286,7 +293,7 @@ marglik_against <- function(family, xf, xe, names, log_density, lb, ub, df, n_re
     ue <- if (split) warp_to_unc(xs, lb, ub) else uf
     ye <- if (split) warp_inverse(warp, ue) else yf
     # the kernel at the draws themselves, not at their round trip through the transports
-    lp_e <- eval_logdens(log_density, xs, "log_density", "draws")
+    lp_e <- eval_logdens(log_density, xs, "log_density", "draws", call)
     check_finite_values(lp_e, "log_density", "draws")
     lp_e <- lp_e + warp_from_unc(ue, lb, ub)$logjac + warp_forward(warp, ye)$logjac
     xf <- yf
@@ -303,10 +310,10 @@ marglik_against <- function(family, xf, xe, names, log_density, lb, ub, df, n_re
   xr <- ref$ref_draws
   colnames(xr) <- names
   if (is.null(lp_e)) {
-    lp_e <- eval_logdens(log_density, xs, "log_density", "draws")
+    lp_e <- eval_logdens(log_density, xs, "log_density", "draws", call)
     check_finite_values(lp_e, "log_density", "draws")
   }
-  lp_r <- eval_logdens(log_density, xr, "log_density", "the reference draws")
+  lp_r <- eval_logdens(log_density, xr, "log_density", "the reference draws", call)
   bad <- which(is.nan(lp_r) | is.na(lp_r) | lp_r == Inf)
   if (length(bad)) {
     nce_abort(sprintf(paste("`log_density` is NA, NaN or +Inf at %d of %d reference draws (rows %s); it may be",
@@ -387,9 +394,11 @@ check_draws_spread <- function(x, arg = "draws", constant_ok = FALSE, call = cal
   # (marglik_nce() refuses a constant column where it fits the reference: constant_ok)
   bad <- which(k < need & (k > 1L | !constant_ok))
   if (length(bad)) {
-    nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): marglik_nce() needs draws of a",
+    # the message names the caller's argument only: check_draws_spread() serves more than one function
+    nce_abort(sprintf(paste("`%s` column(s) %s have only %s distinct value(s): `%s` must be draws of a",
                             "continuous posterior (at least %d distinct values per column); check the sampler"),
-                      arg, format_positions(bad), paste(unique(k[bad]), collapse = "/"), need), "input", call = call)
+                      arg, format_positions(bad), paste(unique(k[bad]), collapse = "/"), arg, need), "input",
+              call = call)
   }
   big <- which(apply(abs(x), 2L, max) > 1e150)
   if (length(big)) {

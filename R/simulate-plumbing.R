@@ -25,8 +25,9 @@
 #'   number > 0 per element of `mean`;
 #' * `prior_custom()`: `sample` or `log_density` not a function, `names` not a non-empty
 #'   character vector without NA or "", `lower`/`upper` not one bound per name with
-#'   lower < upper. A `sample(n)` whose draws lack a parameter column is refused when
-#'   the prior is sampled.
+#'   lower < upper. A `sample(n)` whose draws lack a parameter column or hold non-finite
+#'   values (NA, NaN, Inf) is refused when the prior is sampled, before any simulation; an
+#'   error inside it is raised as `nce_error_model`.
 #' @examples
 #' pr <- prior_uniform(theta1 = c(-1, 1), theta2 = c(0, 1))
 #' pr$sample(3)
@@ -103,11 +104,23 @@ prior_custom <- function(sample, log_density, names, lower = NULL, upper = NULL)
     nce_abort(sprintf("`lower` and `upper` must hold %d bounds each, lower < upper.", d), "input")
   }
   new_prior(names = names, lower = lower, upper = upper, kind = "custom",
-            sample = function(n) {
-              m <- sample(n)
-              as_theta_matrix(m, names, call = NULL, what = "the prior's `sample(n)`")
-            },
+            sample = function(n) prior_custom_draws(sample, n, names),
             log_density = function(theta) as.double(log_density(as_theta_matrix(theta, names))))
+}
+
+# Draws of a custom prior, checked here, where every simulator front end draws them: a non-finite
+# parameter value would reach the user's simulator, fail there (or worse, not fail) and be
+# reported as a failed simulation, far from its cause.
+prior_custom_draws <- function(sample, n, names) {
+  m <- call_user(sample, n, arg = "prior", at = "its `sample(n)`", call = NULL)
+  th <- as_theta_matrix(m, names, call = NULL, what = "the prior's `sample(n)`")
+  bad <- which(rowSums(!is.finite(th)) > 0L)
+  if (length(bad)) {
+    nce_abort(sprintf(paste("`prior`'s `sample(n)` returned non-finite parameter values (NA, NaN or Inf) in %d of",
+                            "%d draws (rows %s): fix the sampler given to prior_custom() so that it returns finite",
+                            "draws."), length(bad), nrow(th), format_positions(bad)), "input", call = NULL)
+  }
+  th
 }
 
 new_prior <- function(names, lower, upper, kind, sample, log_density) {

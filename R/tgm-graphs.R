@@ -217,7 +217,8 @@ precision_of <- function(object, call = caller_call()) {
 #' @section What it refuses:
 #' * `object` not a [vnce()] fit of a truncated Gaussian graphical model or a square numeric matrix
 #'   with at least two rows, `abs` not TRUE or FALSE (`nce_error_input`);
-#' * `truth` not a matrix of the same size, with NA entries, or without both edges and
+#' * `truth` not a matrix of the same size, with NA entries (in the matrix or in its `graph`
+#'   attribute), or without both edges and
 #'   non-edges (no AUC is defined then) (`nce_error_input`);
 #' * NA or NaN off-diagonal entries in the estimate (`nce_error_data`): a missing score
 #'   would be ranked as if it were information.
@@ -236,7 +237,10 @@ edge_roc <- function(object, truth, abs = FALSE) {
     nce_abort(sprintf("`truth` must be a matrix of the same size as the estimate (%d x %d), not %s.",
                       nrow(k_mat), ncol(k_mat), describe_value(g_true)), call = call)
   }
-  if (anyNA(g_true)) nce_abort("`truth` has missing entries: every pair must be an edge or not.", call = call)
+  # a precision matrix's NA entries count too, not only its "graph" attribute (which would hide them)
+  if (anyNA(g_true) || (is.atomic(truth) && anyNA(truth))) {
+    nce_abort("`truth` has missing entries: every pair must be an edge or not.", call = call)
+  }
   g_true <- if (is.logical(g_true)) g_true else g_true != 0
   up <- upper.tri(k_mat)
   score <- if (abs) base::abs(k_mat[up]) else k_mat[up]

@@ -26,7 +26,8 @@
 #' * `log_density`, `gradient` or `q_features` not a function, `theta` not finite numbers, `latent`
 #'   not at least two distinct values without NA, `noise` not `NULL` or a list with functions
 #'   `sample` and `log_density` (`nce_error_input`). What the functions return is checked by
-#'   [vnce()].
+#'   [vnce()]; an error inside one of them is raised as `nce_error_model`, naming the function and
+#'   quoting its message.
 #' @examples
 #' # the mixture of mog_model(), written by hand (parameters log theta and c)
 #' lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
@@ -70,8 +71,11 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
                       format(nu), n), call = call)
   }
   noise <- model$noise
-  if (is.null(noise)) noise <- normal_noise(x)
-  y <- noise$sample(m)
+  if (is.null(noise)) {
+    check_distinct_columns(x, call)  # the default normal noise needs spread in every column
+    noise <- normal_noise(x)
+  }
+  y <- call_user(noise$sample, m, arg = "noise$sample", call = call)
   if (NROW(y) != m || NCOL(y) != NCOL(x)) {
     nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)
   }
@@ -147,29 +151,29 @@ normal_noise <- function(x) {
 
 # Everything that does not change with the parameters, and closures over x and y.
 custom_parts <- function(model, x, y, log_nu, noise, call) {
-  lpx <- noise$log_density(x)
-  lpy <- noise$log_density(y)
+  lpx <- call_user(noise$log_density, x, arg = "noise$log_density", at = "the data", call = call)
+  lpy <- call_user(noise$log_density, y, arg = "noise$log_density", at = "the noise points", call = call)
   if (length(lpx) != NROW(x) || any(!is.finite(lpx))) {
     nce_abort("`noise$log_density()` must be finite at every data point", call = call)
   }
   if (length(lpy) != NROW(y) || any(!is.finite(lpy))) {
     nce_abort("`noise$log_density()` must be finite at every noise point", call = call)
   }
-  fx <- as.matrix(model$q_features(x))
+  fx <- as.matrix(call_user(model$q_features, x, arg = "q_features", call = call))
   if (nrow(fx) != NROW(x) || any(!is.finite(fx))) {
     nce_abort("`q_features(x)` must give one finite row per point", call = call)
   }
   n_latent <- length(model$latent)
   eval_at <- function(pts, theta) {
     vapply(seq_len(n_latent), function(l) {
-      v <- model$log_phi(pts, model$latent[[l]], theta)
+      v <- call_user(model$log_phi, pts, model$latent[[l]], theta, arg = "log_density", call = call)
       if (length(v) != NROW(pts)) nce_abort("`log_density` must return one value per point", call = call)
       v
     }, numeric(NROW(pts)))
   }
   grads <- function(pts, theta) {
     lapply(seq_len(n_latent), function(l) {
-      g <- as.matrix(model$grad(pts, model$latent[[l]], theta))
+      g <- as.matrix(call_user(model$grad, pts, model$latent[[l]], theta, arg = "gradient", call = call))
       if (nrow(g) != NROW(pts) || ncol(g) != length(theta)) {
         nce_abort(sprintf("`gradient` must return a %d x %d matrix", NROW(pts), length(theta)), call = call)
       }

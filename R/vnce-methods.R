@@ -108,7 +108,10 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' `family = "lognormal"`. `type = "link"` returns the fitted log density log phi(x) = -x'Kx/2 - c
 #' of complete rows (c as the log normaliser; NA for rows with missing values), `"response"` its
 #' exponential, `"lpmatrix"` the matrix X with `X %*% coef(object)` the link (the model is linear
-#' in (K, c)); `"log_density"` is the same as `"link"`. For the mixture and custom models, `"link"`
+#' in (K, c)); `"log_density"` is the same as `"link"`. The model lives on the positive orthant: a
+#' row with a negative or infinite observed value has density 0 (`"link"` `-Inf`, `"response"` 0),
+#' whatever its missing values; `"lpmatrix"` refuses infinite values (`nce_error_data`). A
+#' `newdata` with 0 rows gives an empty result. For the mixture and custom models, `"link"`
 #' is the log of phi(x) summed over the latent variable and `"response"` its exponential.
 #'
 #' `se.fit = TRUE` gives standard errors of the link from the sandwich covariance ([vcov()]) by
@@ -149,9 +152,15 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("link", "response"
   }
   storage.mode(x) <- "double"
   if (type != "impute") {
+    out <- tgm_outside(x)
+    if (type == "lpmatrix" && any(is.infinite(x))) {
+      nce_abort(sprintf("`newdata` has infinite values (rows %s): type = \"lpmatrix\" needs finite coordinates.",
+                        format_positions(which(rowSums(is.infinite(x)) > 0L))), "data")
+    }
+    x[is.infinite(x)] <- 1  # a finite stand-in: these rows' density is set to 0 below
     lp <- tgm_lpmatrix(object, x)
     if (type == "lpmatrix") return(lp)
-    return(linear_prediction(object, lp, type, se.fit))
+    return(zero_outside(linear_prediction(object, lp, type, se.fit), out, type))
   }
   if (se.fit) {
     nce_unsupported("predict(se.fit = TRUE, type = \"impute\")", object, paste(
@@ -178,6 +187,24 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("link", "response"
     x[i, m] <- exp(as.vector(mc) + diag(lam_mm_inv) / 2)
   }
   x
+}
+
+# Rows outside the model's support, the closed positive orthant: a negative or infinite observed
+# coordinate gives density 0 whatever the row's missing values are.
+tgm_outside <- function(x) rowSums(!is.na(x) & (x < 0 | is.infinite(x))) > 0L
+
+# Density 0 (log -Inf) at the rows `out`, as nce() fits give outside their reference's support;
+# the standard error is 0 on the response scale and NA on the log scale.
+zero_outside <- function(pred, out, type) {
+  if (!any(out)) return(pred)
+  resp <- type == "response"
+  if (!is.list(pred)) {
+    pred[out] <- if (resp) 0 else -Inf
+    return(pred)
+  }
+  pred$fit[out] <- if (resp) 0 else -Inf
+  pred$se.fit[out] <- if (resp) 0 else NA_real_
+  pred
 }
 
 # link / response from a linear predictor X %*% coef, with delta-method SEs from vcov().
@@ -235,10 +262,13 @@ vnce_log_phi_grad <- function(fit, g) {
     return(cbind(theta = pi0 * g^2 / th^3, c = -1))
   }
   m <- fit$model
-  lp <- vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(NROW(g)))
+  lp <- vapply(m$latent, function(z) call_user(m$log_phi, g, z, fit$coefficients, arg = "log_density"),
+               numeric(NROW(g)))
   lp <- matrix(lp, NROW(g))
   w <- exp(lp - row_lse(lp))
-  Reduce(`+`, lapply(seq_along(m$latent), function(l) as.matrix(m$grad(g, m$latent[[l]], fit$coefficients)) * w[, l]))
+  Reduce(`+`, lapply(seq_along(m$latent), function(l) {
+    as.matrix(call_user(m$grad, g, m$latent[[l]], fit$coefficients, arg = "gradient")) * w[, l]
+  }))
 }
 
 #' Plot a vnce() fit
@@ -299,7 +329,9 @@ vnce_log_phi <- function(fit, g) {
     return(-fit$coefficients[["c"]] + log(exp(-g^2 / (2 * s1^2)) + exp(-g^2 / (2 * th^2))))
   }
   m <- fit$model
-  row_lse(matrix(vapply(m$latent, function(z) m$log_phi(g, z, fit$coefficients), numeric(NROW(g))), NROW(g)))
+  lp <- vapply(m$latent, function(z) call_user(m$log_phi, g, z, fit$coefficients, arg = "log_density"),
+               numeric(NROW(g)))
+  row_lse(matrix(lp, NROW(g)))
 }
 
 #' broom methods for vnce() fits and Bayes-factor results
@@ -556,12 +588,11 @@ update.vnce_fit <- function(object, ..., resample = FALSE, evaluate = TRUE) {
 tgm_lpmatrix <- function(object, x) {
   d <- object$d
   up <- which(upper.tri(diag(d), diag = TRUE), arr.ind = TRUE)
-  lp <- vapply(seq_len(nrow(up)), function(k) {
-    i <- up[k, 1L]
-    j <- up[k, 2L]
-    if (i == j) -x[, i]^2 / 2 else -x[, i] * x[, j]
-  }, numeric(nrow(x)))
-  lp <- cbind(matrix(lp, nrow(x)), -1)
-  colnames(lp) <- names(object$coefficients)
+  # built column-wise on the matrix itself, so 0 rows give a 0-row matrix of the right width
+  lp <- -x[, up[, 1L], drop = FALSE] * x[, up[, 2L], drop = FALSE]
+  on_diag <- up[, 1L] == up[, 2L]
+  lp[, on_diag] <- lp[, on_diag] / 2
+  lp <- cbind(lp, matrix(-1, nrow(x), 1L))
+  dimnames(lp) <- list(rownames(x), names(object$coefficients))
   lp
 }

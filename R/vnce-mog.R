@@ -4,6 +4,7 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
   x <- latent_free_data(x, call)
   if (NCOL(x) != 1L) nce_abort("`x` must be a numeric vector for mog_model()", call = call)
   x <- as.vector(x)
+  check_distinct_columns(x, call)
   n <- length(x)
   m <- round(nu * n)
   if (m < 1L) nce_abort("`ratio * length(data)` must give at least one noise point", call = call)

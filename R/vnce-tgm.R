@@ -114,14 +114,20 @@ tgm_data <- function(x, call) {
 
 # Product of univariate normals truncated at zero, each fitted to a column's observed values.
 tgm_noise <- function(x, call) {
-  fits <- lapply(seq_len(ncol(x)), function(j) {
-    v <- x[!is.na(x[, j]), j]
-    if (length(unique(v)) < 2L) {
+  check_distinct_columns(x, call)
+  fits <- lapply(seq_len(ncol(x)), function(j) rs(nce_truncnorm_fit(x[!is.na(x[, j]), j], 0), call))
+  list(mean = vapply(fits, `[[`, 0, "mean"), sd = vapply(fits, `[[`, 0, "sd"))
+}
+
+# Every model's noise is fitted to the data's columns: a column with one distinct value gives it no
+# spread (and the fit nothing to estimate), so refuse it, for every vnce() model alike.
+check_distinct_columns <- function(x, call) {
+  x <- as.matrix(x)
+  for (j in seq_len(ncol(x))) {
+    if (length(unique(x[!is.na(x[, j]), j])) < 2L) {
       nce_abort(sprintf("column %d of `x` has fewer than two distinct observed values", j), call = call)
     }
-    rs(nce_truncnorm_fit(v, 0), call)
-  })
-  list(mean = vapply(fits, `[[`, 0, "mean"), sd = vapply(fits, `[[`, 0, "sd"))
+  }
 }
 
 # Starting values: K diagonal with E[x_j^2] = 1 / K_jj (exact for a half-normal), c its exact log

@@ -57,7 +57,8 @@
 #'   Refused before any work: `ratio`, `n_latent` that are not positive (whole) numbers, and fits whose
 #'   noise and latent draws would not fit in memory (class `nce_error_size`, naming the argument that
 #'   sets the size); data with non-numeric, infinite or (graphical model) non-positive values, rows
-#'   with every value missing, columns with fewer than two observed values.
+#'   with every value missing, columns with fewer than two observed values, and (every model but
+#'   a custom one with its own noise) columns with fewer than two distinct values.
 #' @references Rhodes, B. and Gutmann, M. U. (2019). Variational noise-contrastive estimation.
 #'   AISTATS, PMLR 89.
 #' @examples

@@ -308,3 +308,45 @@ test_that("observed data outside every simulation warn; odd formulas and huge su
   s300 <- function(x) cbind(m = rowMeans(x) * 1e300, v = apply(x, 1, var))
   expect_error(ratio_amortised(fz_sim, s300, fz_prior, n = 50, batch = TRUE), "1e150", class = "nce_error_data")
 })
+
+test_that("a custom prior's non-finite or failing draws are refused where they are drawn, before simulating", {
+  called <- FALSE
+  sim <- function(theta, n) {
+    called <<- TRUE
+    matrix(rnorm(n * 5, theta[, "mu"]), n, 5)
+  }
+  na_prior <- prior_custom(sample = function(n) cbind(mu = c(NA, runif(n - 1))),
+                           log_density = function(t) rep(0, nrow(t)), names = "mu")
+  inf_prior <- prior_custom(sample = function(n) cbind(mu = c(runif(n - 1), Inf)),
+                            log_density = function(t) rep(0, nrow(t)), names = "mu")
+  failing_prior <- prior_custom(sample = function(n) stop("boom"), log_density = function(t) rep(0, nrow(t)),
+                                names = "mu")
+  cases <- list(
+    list("ratio_amortised, NA draw", function() ratio_amortised(sim, fz_summ, na_prior, n = 50, batch = TRUE),
+         "nce_error_input"),
+    list("ratio_amortised, Inf draw", function() ratio_amortised(sim, fz_summ, inf_prior, n = 50, batch = TRUE),
+         "nce_error_input"),
+    list("lfire, NA draw", function() lfire(matrix(rnorm(5), 1), sim, fz_summ, na_prior, theta = cbind(mu = 0),
+                                            n_theta = 20, n_marginal = 20, batch = TRUE), "nce_error_input"),
+    list("ratio_amortised, sample fails", function() ratio_amortised(sim, fz_summ, failing_prior, n = 50, batch = TRUE),
+         "nce_error_model")
+  )
+  for (cs in cases) {
+    e <- expect_error(expect_no_warning(cs[[2L]]()), class = cs[[3L]], label = cs[[1L]])
+    expect_match(conditionMessage(e), "`prior`", label = cs[[1L]])
+  }
+  expect_false(called)
+})
+
+test_that("lfire() with a simulator that always fails gives only its classed error, before simulating at theta", {
+  n_calls <- 0L
+  na_sim <- function(theta, n) {
+    n_calls <<- n_calls + 1L
+    matrix(NA_real_, n, 5)
+  }
+  pr <- prior_uniform(mu = c(-2, 2))
+  expect_no_warning(expect_error(
+    lfire(matrix(rnorm(5), 1), na_sim, fz_summ, pr, theta = theta_grid(pr, 9), n_theta = 20, n_marginal = 50,
+          batch = TRUE), "prior-predictive.*non-finite summary", class = "nce_error_simulation"))
+  expect_identical(n_calls, 1L)  # the prior-predictive chunk only
+})

@@ -49,6 +49,13 @@ tele_cases <- list(
        "nce_error_input"),
   list("bayes_factor_nce: chains not dividing", quote(bayes_factor_nce(d1, d2, l1, l2, chains = 3)), "nce_error_input"),
   list("bayes_factor_nce: chains NA", quote(bayes_factor_nce(d1, d2, l1, l2, chains = list(NA, NULL))),
+       "nce_error_input"),
+  # an effective sample size above the draws it describes would shrink the standard error
+  list("ess 1e9", quote(marglik_nce(x, lk, lb = 0, ess = 1e9)), "nce_error_input"),
+  list("ess above the estimation half (split)", quote(marglik_nce(x, lk, lb = 0, ess = 101)), "nce_error_input"),
+  list("ess above the draws (no split)", quote(marglik_nce(x, lk, lb = 0, split = FALSE, ess = 201)),
+       "nce_error_input"),
+  list("bayes_factor_nce: ess above the draws", quote(bayes_factor_nce(d1, d2, l1, l2, ess = c(100, 1e9))),
        "nce_error_input")
 )
 
@@ -68,7 +75,8 @@ test_that("degenerate or overflowing draws and bogus choices are refused with cl
   l1 <- function(th) stats::dnorm(0.3, th[, 1], 1, log = TRUE)
   l2 <- function(th) stats::dnorm(0.3, 0, 1, log = TRUE) + 0 * th[, 1]
   same <- matrix(0.5, 400, 1)
-  expect_error(bayes_factor_nce(same, same, l1, l2), "draws1", class = "nce_error_input")
+  e <- expect_error(bayes_factor_nce(same, same, l1, l2), "draws1", class = "nce_error_input")
+  expect_no_match(conditionMessage(e), "marglik_nce")
   # precomputed log-likelihoods of identical draws: the standard error would be 0
   expect_error(suppressWarnings(bayes_factor_nce(NULL, NULL, list(rep(-1, 50), rep(-1, 50)),
                                                  list(rep(-2, 50), rep(-2, 50)), ess = c(50, 50))),
@@ -90,4 +98,14 @@ test_that("the same sample passed as both posteriors warns", {
   l1 <- function(th) stats::dnorm(0.3, th[, 1], 1, log = TRUE)
   l2 <- function(th) stats::dnorm(0.3, 0, 1, log = TRUE) + 0 * th[, 1]
   expect_warning(bayes_factor_nce(x, x, l1, l2), "same sample", class = "nce_warning_identical_samples")
+})
+
+test_that("an ess at the number of draws in the estimate is accepted, and gives the i.i.d. standard error", {
+  set.seed(5)
+  d <- stats::rnorm(500)
+  l <- function(m) stats::dnorm(m[, 1], log = TRUE)
+  fit <- marglik_nce(d, l, ess = 250)
+  expect_equal(fit$se, fit$se_iid)
+  e <- expect_error(marglik_nce(d, l, ess = 1e9), class = "nce_error_input")
+  expect_match(conditionMessage(e), "`ess`.*250 draws in the estimate")
 })

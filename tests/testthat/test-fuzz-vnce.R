@@ -62,6 +62,9 @@ fuzz_cases <- list(
   list("mog_model: sigma1 Inf", quote(mog_model(sigma1 = Inf)), "nce_error_input"),
   list("mog: data with NA", quote(vnce(c(y1, NA), mog_model())), "nce_error_input"),
   list("mog: one value", quote(vnce(1, mog_model())), "nce_error_input"),
+  list("mog: constant data", quote(vnce(rep(1, 100), mog_model())), "nce_error_input"),
+  list("custom: constant data", quote(vnce(rep(1, 100), custom_model(lp, gr, theta = c(a = 1, c = 0)))),
+       "nce_error_input"),
   list("mog: a matrix of two columns", quote(vnce(cbind(y1, y1), mog_model())), "nce_error_input"),
   list("mog: start theta negative", quote(vnce(y1, mog_model(start = list(theta = -1)))), "nce_error_input"),
   list("custom_model: log_density not a function", quote(custom_model(1, gr, theta = c(a = 1, c = 0))),
@@ -73,6 +76,15 @@ fuzz_cases <- list(
                                                                  theta = c(a = 1, c = 0)))), "nce_error_input"),
   list("custom: log_density wrong length", quote(vnce(y1, custom_model(function(x, z, th) 1, gr,
                                                                    theta = c(a = 1, c = 0)))), "nce_error_input"),
+  list("custom: log_density fails", quote(vnce(y1, custom_model(function(x, z, th) stop("boom"), gr,
+                                                             theta = c(a = 1, c = 0)))), "nce_error_model"),
+  list("custom: gradient fails", quote(vnce(y1, custom_model(lp, function(x, z, th) stop("boom"),
+                                                          theta = c(a = 1, c = 0)))), "nce_error_model"),
+  list("custom: noise$sample fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0), noise = list(
+    sample = function(n) stop("boom"), log_density = function(x) dnorm(x, log = TRUE))))), "nce_error_model"),
+  list("custom: q_features fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0),
+                                                            q_features = function(x) stop("boom")))),
+       "nce_error_model"),
   # rtgm and graphs
   list("rtgm: n 1e9 (memory)", quote(rtgm(1e9, diag(2))), "nce_error_size"),
   list("rtgm: n 0", quote(rtgm(0, diag(2))), "nce_error_input"),
@@ -100,6 +112,8 @@ fuzz_cases <- list(
   list("edge_roc: truth of another size", quote(edge_roc(K4, diag(3))), "nce_error_input"),
   list("edge_roc: truth all edges", quote(edge_roc(K4, matrix(1, 4, 4))), "nce_error_input"),
   list("edge_roc: truth with NA", quote(edge_roc(K4, replace(K4 != 0, 2, NA))), "nce_error_input"),
+  list("edge_roc: truth a precision matrix with NA (graph attribute intact)",
+       quote(edge_roc(K4, `[<-`(K4, cbind(1:2, 2:1), NA))), "nce_error_input"),
   # rmog
   list("rmog: n NA", quote(rmog(NA)), "nce_error_input"),
   list("rmog: n -1", quote(rmog(-1)), "nce_error_input"),
@@ -133,6 +147,11 @@ fuzz_cases <- list(
   list("marglik_nce: 1e300 log posterior", quote(marglik_nce(rnorm(100), function(p) 1e300 - 0.5 * p[, 1]^2)),
        "nce_error_data"),
   list("marglik_nce: not a function", quote(marglik_nce(rnorm(100), 3)), "nce_error_input"),
+  list("marglik_nce: log_density fails", quote(marglik_nce(rnorm(100), function(p) stop("boom"))), "nce_error_model"),
+  list("bayes_factor_nce: loglik1 fails", quote(bayes_factor_nce(d1, d2, function(t) stop("boom"), l2)),
+       "nce_error_model"),
+  list("bayes_factor_nce: loglik2 fails", quote(bayes_factor_nce(d1, d2, l1, function(t) stop("boom"))),
+       "nce_error_model"),
   list("bayes_factor_marglik: not marglik results", quote(bayes_factor_marglik(1, 2)), "nce_error_input"),
   list("bayes_factor_marglik: prior_odds -1", quote(bayes_factor_marglik(ml, ml, prior_odds = -1)), "nce_error_input"),
   list("bayes_factor_marglik: prior_odds Inf", quote(bayes_factor_marglik(ml, ml, prior_odds = Inf)),
@@ -156,4 +175,40 @@ test_that("every message names the argument or says what to do", {
   expect_match(conditionMessage(e), "`log_density` returned NA at 80 data point.*starting `theta`")
   e <- tryCatch(vnce(fuzz_env$xm, tgm_model(), n_latent = 1e7), error = identity)
   expect_match(conditionMessage(e), "set by `n_latent`")
+  e <- tryCatch(vnce(rep(1, 100), mog_model()), error = identity)
+  expect_match(conditionMessage(e), "column 1 of `x` has fewer than two distinct observed values")
+})
+
+test_that("predict() on a tgm fit: 0 rows give an empty result, points off the orthant density 0", {
+  fit <- suppressWarnings(vnce(fuzz_env$x, tgm_model(), n_latent = 2))
+  empty <- fuzz_env$x[0, , drop = FALSE]
+  expect_identical(predict(fit, newdata = empty), numeric(0))
+  expect_identical(predict(fit, newdata = empty, type = "response", se.fit = TRUE),
+                   list(fit = numeric(0), se.fit = numeric(0)))
+  expect_identical(dim(predict(fit, newdata = empty, type = "lpmatrix")), c(0L, length(coef(fit))))
+  x1 <- fuzz_env$x[1, ]
+  nd <- rbind(x1, -x1, c(Inf, 1, 1, 1), c(NA, 1, 1, 1), c(NA, -1, 1, 1))
+  link <- predict(fit, newdata = nd)
+  expect_true(is.finite(link[1L]))
+  expect_identical(unname(link[-1L]), c(-Inf, -Inf, NA, -Inf))
+  resp <- predict(fit, newdata = nd, type = "response", se.fit = TRUE)
+  expect_identical(unname(resp$fit[c(2L, 3L, 5L)]), c(0, 0, 0))
+  expect_identical(unname(resp$se.fit[c(2L, 3L, 5L)]), c(0, 0, 0))
+  expect_error(predict(fit, newdata = nd, type = "lpmatrix"), class = "nce_error_data")
+})
+
+test_that("errors in user functions are nce_error_model quoting them; interrupts go on as interrupts", {
+  e <- tryCatch(marglik_nce(fuzz_env$d1, function(p) stop("boom")), error = identity)
+  expect_match(conditionMessage(e), "`log_density` failed.*boom")
+  e <- tryCatch(bayes_factor_nce(fuzz_env$d1, fuzz_env$d2, fuzz_env$l1, function(t) stop("boom")), error = identity)
+  expect_match(conditionMessage(e), "`loglik2` failed.*boom")
+  e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, theta = c(a = 1, c = 0))),
+                error = identity)
+  expect_match(conditionMessage(e), "`log_density` failed.*boom")
+  interrupting <- function(p) {
+    signalCondition(structure(class = c("interrupt", "condition"), list()))
+    -0.5 * p[, 1]^2
+  }
+  expect_identical(tryCatch(marglik_nce(fuzz_env$d1, interrupting), interrupt = function(i) "interrupt",
+                            error = function(e) "error"), "interrupt")
 })
