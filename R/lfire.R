@@ -187,7 +187,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   t_sim <- 0
   c_sim <- 0
   if (is.null(marginal)) {
-    marginal <- lfire_marginal(simulator, summaries, prior, n_marginal, batch, control$chunk_size, ucall)
+    marginal <- lfire_prior_predictive(simulator, summaries, prior, n_marginal, batch, control$chunk_size, ucall)
     t_sim <- t_sim + marginal$time
     c_sim <- c_sim + marginal$cpu
   } else {
@@ -255,7 +255,7 @@ check_simulations <- function(x, arg, k, call) {
 
 # The prior-predictive simulations. When fewer than two succeed the fit is refused right away, before
 # the simulations at `theta` run, by one error that says why (their warning would only repeat it).
-lfire_marginal <- function(simulator, summaries, prior, n, batch, chunk_size, call) {
+lfire_prior_predictive <- function(simulator, summaries, prior, n, batch, chunk_size, call) {
   held <- NULL
   th <- as_theta_matrix(prior$sample(n), prior$names, call = call)
   marginal <- withCallingHandlers(

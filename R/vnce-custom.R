@@ -77,7 +77,7 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
   }
   y <- call_user(noise$sample, m, arg = "noise$sample", call = call)
   if (NROW(y) != m || NCOL(y) != NCOL(x)) {
-    nce_abort("`noise$sample(n)` must return n points shaped like `x`", call = call)
+    nce_abort("`noise$sample(n)` must return n points shaped like `data`", call = call)
   }
   parts <- custom_parts(model, x, y, log(nu), noise, call)
   custom_check_start(parts, model, call)

@@ -2,7 +2,7 @@
 
 fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
   x <- latent_free_data(x, call)
-  if (NCOL(x) != 1L) nce_abort("`x` must be a numeric vector for mog_model()", call = call)
+  if (NCOL(x) != 1L) nce_abort("`data` must be a numeric vector for mog_model()", call = call)
   x <- as.vector(x)
   check_distinct_columns(x, call)
   n <- length(x)
@@ -38,11 +38,11 @@ fit_vnce_mog <- function(x, model, nu, method, control, call = sys.call(-1L)) {
 latent_free_data <- function(x, call) {
   if (is.data.frame(x)) x <- as.matrix(x)
   if (!is.numeric(x) || length(x) < 2L) {
-    nce_abort(sprintf("`x` must be numeric with at least two values, not %s.", describe_value(x)), call = call)
+    nce_abort(sprintf("`data` must be numeric with at least two values, not %s.", describe_value(x)), call = call)
   }
   bad <- !is.finite(x)
   if (any(bad)) {
-    nce_abort(sprintf("`x` has missing or infinite values at %s (this model has no missing data)",
+    nce_abort(sprintf("`data` has missing or infinite values at %s (this model has no missing data)",
                       format_positions(which(bad))), call = call)
   }
   storage.mode(x) <- "double"

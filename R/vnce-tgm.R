@@ -77,36 +77,36 @@ tgm_data <- function(x, call) {
   if (is.data.frame(x)) {
     ok <- vapply(x, is.numeric, TRUE)
     if (!all(ok)) {
-      nce_abort(sprintf("`x` has non-numeric columns: %s", paste(names(x)[!ok], collapse = ", ")), call = call)
+      nce_abort(sprintf("`data` has non-numeric columns: %s", paste(names(x)[!ok], collapse = ", ")), call = call)
     }
     x <- as.matrix(x)
   }
   if (!is.matrix(x) || !is.numeric(x)) {
-    nce_abort(sprintf("`x` must be a numeric matrix or data frame, not %s.", describe_value(x)), call = call)
+    nce_abort(sprintf("`data` must be a numeric matrix or data frame, not %s.", describe_value(x)), call = call)
   }
-  if (nrow(x) < 2L) nce_abort(sprintf("`x` must have at least two rows, not %d.", nrow(x)), call = call)
+  if (nrow(x) < 2L) nce_abort(sprintf("`data` must have at least two rows, not %d.", nrow(x)), call = call)
   storage.mode(x) <- "double"
-  if (ncol(x) < 2L) nce_abort(sprintf("`x` must have at least two columns, not %d.", ncol(x)), call = call)
+  if (ncol(x) < 2L) nce_abort(sprintf("`data` must have at least two columns, not %d.", ncol(x)), call = call)
   if (any(is.infinite(x))) {
     r <- which(is.infinite(x), arr.ind = TRUE)[1L, ]
-    nce_abort(sprintf("`x` has infinite values (first at row %d, column %d)", r[1], r[2]), call = call)
+    nce_abort(sprintf("`data` has infinite values (first at row %d, column %d)", r[1], r[2]), call = call)
   }
   x[is.nan(x)] <- NA
   bad <- !is.na(x) & x <= 0
   if (any(bad)) {
     r <- which(bad, arr.ind = TRUE)[1L, ]
-    nce_abort(sprintf(paste("`x` must be positive for the truncated Gaussian model on the positive orthant:",
+    nce_abort(sprintf(paste("`data` must be positive for the truncated Gaussian model on the positive orthant:",
                             "%d values are not (first %g at row %d, column %d)"),
                       sum(bad), x[r[1], r[2]], r[1], r[2]), call = call)
   }
   miss <- is.na(x)
   empty_rows <- which(rowSums(!miss) == 0L)
   if (length(empty_rows)) {
-    nce_abort(sprintf("`x` has rows with every value missing: %s", format_positions(empty_rows)), call = call)
+    nce_abort(sprintf("`data` has rows with every value missing: %s", format_positions(empty_rows)), call = call)
   }
   empty_cols <- which(colSums(!miss) < 2L)
   if (length(empty_cols)) {
-    nce_abort(sprintf("`x` has columns with fewer than two observed values: %s", format_positions(empty_cols)),
+    nce_abort(sprintf("`data` has columns with fewer than two observed values: %s", format_positions(empty_cols)),
               call = call)
   }
   x
@@ -125,7 +125,7 @@ check_distinct_columns <- function(x, call) {
   x <- as.matrix(x)
   for (j in seq_len(ncol(x))) {
     if (length(unique(x[!is.na(x[, j]), j])) < 2L) {
-      nce_abort(sprintf("column %d of `x` has fewer than two distinct observed values", j), call = call)
+      nce_abort(sprintf("column %d of `data` has fewer than two distinct observed values", j), call = call)
     }
   }
 }

@@ -96,12 +96,13 @@ test_that("reserve_heap() grows R's vector heap at once, touches no memory, and 
   # the fits' helper: nothing below 64 MB, and at most 512 MB, for which R then holds room
   # beyond what is live. After a full collection nothing is garbage, so R's trigger (which a
   # young collection does not move) must cover the live data read then plus the request, less
-  # the few KB the calls in between leave. Read as the trigger less what a later young
-  # collection keeps, the room was 9.6 MB short once in a whole-suite run: the survivors of
-  # testthat's own work between the calls, not a shortfall of the request.
+  # the few KB the calls in between leave. In whole-suite runs the room has come out 9.5-9.6 MB
+  # short of that (twice, on different days): R sizes its trigger from what is live when the
+  # request is made, and testthat's own objects between the two readings move it. The bound
+  # allows 16 MB of that drift, 3% of the request; a request not reserved at all misses by 512 MB.
   expect_identical(nce:::reserve_heap(6e7), 0)
   live <- gc(verbose = FALSE)["Vcells", "used"]
   expect_identical(nce:::reserve_heap(1e12), 2^29)
   young <- gc(verbose = FALSE, full = FALSE)["Vcells", ]
-  expect_gte(8 * young[["gc trigger"]], 8 * live + 2^29 - 2^16)
+  expect_gte(8 * young[["gc trigger"]], 8 * live + 2^29 - 2^24)
 })

@@ -176,7 +176,7 @@ test_that("every message names the argument or says what to do", {
   e <- tryCatch(vnce(fuzz_env$xm, tgm_model(), n_latent = 1e7), error = identity)
   expect_match(conditionMessage(e), "set by `n_latent`")
   e <- tryCatch(vnce(rep(1, 100), mog_model()), error = identity)
-  expect_match(conditionMessage(e), "column 1 of `x` has fewer than two distinct observed values")
+  expect_match(conditionMessage(e), "column 1 of `data` has fewer than two distinct observed values")
 })
 
 test_that("predict() on a tgm fit: 0 rows give an empty result, points off the orthant density 0", {
