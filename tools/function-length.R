@@ -1,6 +1,7 @@
 # Gate of `make lint-r` (issue #30): no function in R/ longer than 100 lines (roxygen excluded,
-# the definition from `name <- function(` to its closing brace). Prints the longest and fails on
-# any over the limit.
+# the definition from `name <- function(` to its closing brace), and no name defined twice at the
+# top level (the file collated later would replace the other silently). Prints the longest and
+# fails on any over the limit or defined twice.
 limit <- 100L
 rows <- list()
 for (f in list.files("R", pattern = "[.]R$", full.names = TRUE)) {
@@ -23,4 +24,9 @@ cat(sprintf("%d functions in R/; longest: %s\n", nrow(d),
 if (nrow(over)) {
   print(over, row.names = FALSE)
   stop(sprintf("%d function(s) in R/ over %d lines", nrow(over), limit), call. = FALSE)
+}
+twice <- d[d$fn %in% d$fn[duplicated(d$fn)], ]
+if (nrow(twice)) {
+  print(twice[order(twice$fn), ], row.names = FALSE)
+  stop(sprintf("%d function name(s) defined more than once in R/", length(unique(twice$fn))), call. = FALSE)
 }
