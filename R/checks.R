@@ -97,6 +97,12 @@ check_data_frame <- function(x, arg = deparse(substitute(x)), min_rows = 1L, cal
   invisible(x)
 }
 
+# confint() for broom's tidy(), whose level is `conf.level`: a bad one is refused by that name.
+tidy_confint <- function(x, conf_level, ..., call = caller_call()) {
+  check_probability(conf_level, "conf.level", call = call)
+  stats::confint(x, ..., level = conf_level)
+}
+
 # Required arguments left out (`absent`: TRUE by name where missing()): one classed error naming
 # them, before R's bare "argument is missing, with no default" from deep inside.
 check_supplied <- function(absent, call = caller_call()) {

@@ -391,7 +391,7 @@ plot.nce_design <- function(x, truth = NULL, ...) {
 #' @name tidy.nce_eig
 #' @exportS3Method generics::tidy
 tidy.nce_eig <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_linter.
-  ci <- confint(x, level = conf.level)
+  ci <- tidy_confint(x, conf.level)
   data.frame(term = x$estimates$estimator, estimate = x$estimates$estimate, std.error = x$estimates$std.error,
              conf.low = unname(ci[, 1]), conf.high = unname(ci[, 2]), stringsAsFactors = FALSE)
 }
@@ -415,7 +415,7 @@ augment.nce_eig <- function(x, ...) {  # nolint: object_name_linter.
 #' @rdname tidy.nce_eig
 #' @exportS3Method generics::tidy
 tidy.nce_design <- function(x, conf.level = x$level, ...) {  # nolint: object_name_linter.
-  ci <- confint(x, level = conf.level)
+  ci <- tidy_confint(x, conf.level)
   data.frame(term = names(x$best), estimate = unname(x$best), std.error = unname(sqrt(diag(vcov(x)))),
              conf.low = unname(ci[, 1]), conf.high = unname(ci[, 2]), stringsAsFactors = FALSE)
 }

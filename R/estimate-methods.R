@@ -110,7 +110,7 @@ estimate_tidy <- function(x, conf_int, conf_level) {
   est <- stats::coef(x)
   out <- data.frame(term = names(est), estimate = unname(est), std.error = x$se, stringsAsFactors = FALSE)
   if (conf_int) {
-    ci <- stats::confint(x, level = conf_level)
+    ci <- tidy_confint(x, conf_level)
     out$conf.low <- ci[1L, 1L]
     out$conf.high <- ci[1L, 2L]
   }

@@ -183,7 +183,7 @@ tidy_gam_tables <- function(x, s, parametric, conf_int, conf_level, call = calle
     out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L],
                       statistic = tab[, 3L], p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
     if (conf_int) {
-      ci <- stats::confint(x, parm = rownames(tab), level = conf_level)
+      ci <- tidy_confint(x, conf_level, parm = rownames(tab))
       out$conf.low <- unname(ci[, 1L])
       out$conf.high <- unname(ci[, 2L])
     }

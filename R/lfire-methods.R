@@ -256,7 +256,7 @@ lfire_marginal <- function(x, p) {
 #' @exportS3Method generics::tidy
 tidy.nce_lfire <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   m <- posterior_moments(x)
-  ci <- confint(x, level = conf.level)
+  ci <- tidy_confint(x, conf.level)
   data.frame(term = names(m$mean), estimate = unname(m$mean), std.error = unname(m$sd),
              conf.low = unname(ci[, 1]), conf.high = unname(ci[, 2]),
              mode = unname(x$theta[lfire_mode(x), ]), stringsAsFactors = FALSE)

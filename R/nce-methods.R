@@ -445,7 +445,7 @@ tidy.nce_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolin
   out <- data.frame(term = rownames(tab), estimate = tab[, 1L], std.error = tab[, 2L],
                     statistic = tab[, 3L], p.value = tab[, 4L], row.names = NULL, stringsAsFactors = FALSE)
   if (conf.int) {
-    ci <- stats::confint(x, level = conf.level)
+    ci <- tidy_confint(x, conf.level)
     out$conf.low <- unname(ci[, 1L])
     out$conf.high <- unname(ci[, 2L])
   }

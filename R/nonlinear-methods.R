@@ -277,7 +277,7 @@ tidy.nce_nls <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {  # nolin
   out <- data.frame(term = rownames(s), estimate = s[, 1L], std.error = s[, 2L], statistic = s[, 3L],
                     p.value = s[, 4L], row.names = NULL)
   if (isTRUE(conf.int)) {
-    ci <- stats::confint(x, level = conf.level)
+    ci <- tidy_confint(x, conf.level)
     out$conf.low <- ci[, 1L]
     out$conf.high <- ci[, 2L]
   }

@@ -310,7 +310,7 @@ augment.nce_ratio <- function(x, newdata = NULL, se_fit = FALSE, ...) {  # nolin
 #' @exportS3Method generics::tidy
 tidy.nce_ratio_posterior <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_linter.
   m <- stats::coef(x)
-  ci <- stats::confint(x, level = conf.level)
+  ci <- tidy_confint(x, conf.level)
   data.frame(term = names(m), estimate = unname(m), std.error = unname(sqrt(diag(stats::vcov(x)))),
              conf.low = unname(ci[, 1L]), conf.high = unname(ci[, 2L]), stringsAsFactors = FALSE)
 }

@@ -362,7 +362,7 @@ tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: obj
                     component = ifelse(seq_along(cf) <= pa, "kernel", "intercept"),
                     smooth = ifelse(lab == names(cf), NA_character_, lab), stringsAsFactors = FALSE)
   if (conf.int) {
-    ci <- stats::confint(x, level = conf.level, type = se_type)
+    ci <- tidy_confint(x, conf.level, type = se_type)
     out$conf.low <- unname(ci[, 1])
     out$conf.high <- unname(ci[, 2])
   }

@@ -358,3 +358,12 @@ test_that("plot() of a Bernoulli fit draws its two values, not a curve through 0
   on.exit(grDevices::dev.off())
   expect_no_error(plot(f))
 })
+
+test_that("tidy() names `conf.level` when it refuses one", {
+  skip_if_not_installed("broom")
+  set.seed(8)
+  d <- data.frame(y = runif(40))
+  for (f in list(nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3), nce(~ s(y, k = 4), d, ref_uniform(y = c(0, 1)), ratio = 3))) {
+    expect_error(broom::tidy(f, conf.int = TRUE, conf.level = 5), "`conf.level`", class = "nce_error_input")
+  }
+})
