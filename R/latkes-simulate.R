@@ -116,8 +116,16 @@ rlatkes <- function(n, kernel, window = c(0, 1024, 0, 768), n_subjects = 1, n_tr
         v
       }
       tr <- which(ids == id)
-      run <- run_lattice(lattice_tables(window, grid, state, offset), window, grid, rep(NA_real_, length(tr)),
-                         rep(NA_real_, length(tr)), len[tr] - 1L)
+      tab <- lattice_tables(window, grid, state, offset)
+      # Named as the user wrote it (the engine's tables are `state` and `offset`).
+      for (part in c("state", "offset")) {
+        if (!any(tab[[part]] > -Inf)) {
+          nce_abort(sprintf("`kernel` is -Inf at every %s: no fixation has any weight",
+                            if (part == "state") "position of the window" else "move between grid cells"),
+                    "input")
+        }
+      }
+      run <- run_lattice(tab, window, grid, rep(NA_real_, length(tr)), rep(NA_real_, length(tr)), len[tr] - 1L)
       xy[tr] <- split(data.frame(x = run$x, y = run$y), rep(seq_along(tr), len[tr]))
     }
     xy <- do.call(rbind, xy)

@@ -194,3 +194,9 @@ test_that("logLik() of a latkes fit names `newdata` for 0 rows", {
   expect_error(logLik(fuzz_latkes, newdata = fuzz_fix[0, ]), "`newdata` must have at least 1 row",
                class = "nce_error_input")
 })
+
+test_that("rlatkes() names `kernel` when it is -Inf everywhere", {
+  k <- list(dist = function(d) rep(-Inf, length(d)))
+  expect_error(rlatkes(20, kernel = k, window = c(0, 100, 0, 100), grid = c(8, 8)), "`kernel` is -Inf at every move",
+               class = "nce_error_input")
+})
