@@ -190,6 +190,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
                                          "cluster", sys.call()), knots = knots, sp = dots$sp,
                   control = dots$control, call = cl,
                   features = latkes_features(c(mean(w[1:2]), mean(w[3:4])), mp, map_by, w), user_call = sys.call(),
+                  formula_arg = "kernel",
                   discrete = if (is.null(dots$discrete)) FALSE else dots$discrete, shards = dots$shards)
   fit$window <- w
   fit$cache <- new.env(parent = emptyenv())

@@ -94,7 +94,8 @@ snce <- function(formula, data, reference, ratio = 20, intercept = NULL, group =
 # columns added; it is applied to the data and reference rows before fitting, stored on
 # the fit, and applied again to new data in predict() (and so in simulate()).
 fit_snce <- function(formula, data, reference, ratio, intercept, group, order, time, cluster, knots, sp,
-                     control, call, features = NULL, user_call = call, discrete = FALSE, shards = NULL) {
+                     control, call, features = NULL, user_call = call, discrete = FALSE, shards = NULL,
+                     formula_arg = "formula") {
   cl <- call
   if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
     nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
@@ -107,7 +108,7 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
               "unsupported", call = user_call)
   }
   tr <- build_transitions(formula, data, reference, ratio, group, order, time, features, call = user_call,
-                          discrete = discrete)
+                          discrete = discrete, formula_arg = formula_arg)
   rows <- tr$rows
   if (!is.null(shards)) check_shard_count(shards, nrow(rows), call = user_call)
   nt <- nrow(tr$trans)
@@ -165,7 +166,7 @@ intercept_spec <- function(intercept, vars, call = caller_call()) {
 
 # Transitions of each sequence with their reference points: the rows of the NCE regression.
 build_transitions <- function(formula, data, reference, ratio, group, order, time, features = NULL,
-                              call = caller_call(), discrete = FALSE) {
+                              call = caller_call(), discrete = FALSE, formula_arg = "formula") {
   if (!inherits(formula, "formula") || length(formula) != 2L) {
     nce_abort("`formula` must be one-sided, e.g. ~ I(y * y_prev)", "input", call)
   }
@@ -190,7 +191,7 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   copies <- if (isTRUE(discrete)) 2 else 4
   con <- contrast(trans, reference, ratio, paired = TRUE, prev = prev_state, transform = features,
                   data_rows = st$cur, copies = copies, width = copies * (4 * order + 24), call = call)
-  check_formula_vars(formula, names(con$data), call)
+  check_formula_vars(formula, names(con$data), call, formula_arg)
   rows <- con$rows
   rows$.label <- con$y
   rows$.transition <- c(seq_len(nt), con$of)
@@ -201,14 +202,15 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
 # Variables of `formula` that are neither columns of the transitions (states, their `_prev`
 # columns, covariates, features) nor objects of the formula's environment: refused as nce()
 # refuses them, before model.frame()'s bare "object not found".
-check_formula_vars <- function(formula, cols, call) {
+check_formula_vars <- function(formula, cols, call, arg = "formula") {
   env <- environment(formula)
   if (is.null(env)) env <- globalenv()
   unknown <- setdiff(all.vars(formula), cols)
   unknown <- unknown[!vapply(unknown, exists, TRUE, envir = env)]
   if (length(unknown)) {
-    nce_abort(sprintf(paste("`formula` uses %s, which is neither a column of `data` (or a state's `_prev` column)",
-                            "nor a variable of the formula's environment"), paste(unknown, collapse = ", ")),
+    nce_abort(sprintf(paste("`%s` uses %s, which is neither a column of `data` (or a state's `_prev` column,",
+                            "or a feature) nor a variable of the formula's environment"), arg,
+                      paste(unknown, collapse = ", ")),
               "input", call)
   }
 }

@@ -200,3 +200,8 @@ test_that("rlatkes() names `kernel` when it is -Inf everywhere", {
   expect_error(rlatkes(20, kernel = k, window = c(0, 100, 0, 100), grid = c(8, 8)), "`kernel` is -Inf at every move",
                class = "nce_error_input")
 })
+
+test_that("latkes() names `kernel` for a variable it does not know", {
+  expect_error(latkes(fuzz_fix, group = "trial", window = c(0, 1024, 0, 768), ratio = 3,
+                      kernel = ~ s(dist, k = 4) + nope), "`kernel` uses nope", class = "nce_error_input")
+})
