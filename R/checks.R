@@ -103,6 +103,21 @@ tidy_confint <- function(x, conf_level, ..., call = caller_call()) {
   stats::confint(x, ..., level = conf_level)
 }
 
+# The total work of Markov chains, n_chains x (burnin + steps) target evaluations (`steps` with
+# thinning counted), refused above 5e8: a minute or two for the Metropolis samplers of ratios,
+# network energies and truncated Gaussians here (10 s per 2e8 steps for a ratio table, 6 s per 2e7
+# for a network energy), where a mistyped burnin would otherwise run for hours.
+check_chain_work <- function(n_chains, burnin, steps, args, call = caller_call()) {
+  work <- as.double(n_chains) * (as.double(burnin) + as.double(steps))
+  if (!is.finite(work) || work > 5e8) {
+    args <- paste0("`", args, "`")
+    nce_abort(sprintf(paste("the Markov chains would take %s steps in all (chains x (burnin + steps)), more than",
+                            "the 5e8 run here: lower %s or %s"), format(work, digits = 3),
+                      paste(args[-length(args)], collapse = ", "), args[length(args)]), "size", call = call)
+  }
+  invisible(work)
+}
+
 # Required arguments left out (`absent`: TRUE by name where missing()): one classed error naming
 # them, before R's bare "argument is missing, with no default" from deep inside.
 check_supplied <- function(absent, call = caller_call()) {

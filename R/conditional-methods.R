@@ -357,3 +357,6 @@ augment.nce_conditional <- function(x, newdata = NULL, ...) {  # nolint: object_
   newdata$.se.fit <- unname(p$se.fit)
   newdata
 }
+
+#' @export
+drop1.nce_conditional <- function(object, scope, ...) drop1.nce_fit(object, scope, ...)

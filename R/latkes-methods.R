@@ -331,6 +331,9 @@ latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c
                                       range = NULL, ...) {
   check_count(n, "n", min = 2)
   check_probability(level, "level")
+  # Each term's grid rows of its basis, and their products with the covariance.
+  k_max <- max(0, vapply(object$smooth, function(sm) sm$last.para - sm$first.para + 1, 0))
+  check_size(8 * as.double(n) * (3 * k_max + 8), "n", "latkes_effects()")
   v <- stats::vcov(object, type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
   z <- stats::qnorm(1 - (1 - level) / 2)
   pa <- object$row_setup$ncol

@@ -212,6 +212,9 @@ model.matrix.nce_mlp <- function(object, ...) refuse("model.matrix", object)
 #' @export
 anova.nce_mlp <- function(object, ..., test = "Wald") refuse("anova", object)
 
+#' @export
+drop1.nce_mlp <- function(object, ...) refuse("drop1", object)
+
 #' @rdname nce_broom
 #' @exportS3Method generics::tidy
 tidy.nce_mlp <- function(x, parametric = TRUE,  # nolint: object_name_linter.
@@ -303,6 +306,8 @@ mlp_draws <- function(object, k, n_chains = 20L, burnin = 1000L, thin = 10L) {
   net <- object$network
   d <- length(net$inputs)
   steps <- ceiling(k / n_chains) * thin
+  # (with the 12 pilot runs of 200 steps below)
+  check_chain_work(n_chains, burnin + 12 * 200, steps, c("n_chains", "burnin", "nsim"))
   check_size(8 * as.double(steps) * n_chains * d, "nsim", "simulate()")
   all_x <- mlp_inputs(object$nce_frame, net$inputs, net$center, net$scale)
   lower <- apply(all_x, 2L, min)

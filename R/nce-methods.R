@@ -546,10 +546,7 @@ nce_df <- function(object) {
 #'   of freedom (2 for AIC); `scale` is unused.
 #' @param fit An `nce_fit`.
 #' @export
-extractAIC.nce_fit <- function(fit, scale = 0, k = 2, ...) {
-  ll <- stats::logLik(fit)
-  c(attr(ll, "df"), -2 * as.numeric(ll) + k * attr(ll, "df"))
-}
+extractAIC.nce_fit <- function(fit, scale = 0, k = 2, ...) extractAIC.nce_result(fit, scale, k, ...)
 
 #' Fitted densities, residuals and deviance of an nce fit
 #'
@@ -832,11 +829,13 @@ nce_anova_terms <- function(object) {
 
 #' Drop each term of an nce fit in turn
 #'
-#' Refits the model without each term (new reference draws, via [update()])
+#' Refits the model without each term (on the same reference draws, via [update()])
 #' and reports each smaller fit's `df` and AIC with the Wald test of the term
-#' from [anova.nce_fit()].
+#' from [anova()] of the two fits. The same for sequential fits ([snce()],
+#' [latkes()]) and conditional ones (`given =`); fits with a network term refuse it,
+#' as they refuse `anova()`.
 #'
-#' @param object An `nce_fit` (or `nce_gam`).
+#' @param object An `nce_fit` (or `nce_gam`, `snce_fit`, `latkes_fit`, `nce_conditional`).
 #' @param scope Term labels to drop (all by default).
 #' @param ... Unused.
 #' @return An `anova` data frame, one row for the full fit and one per term.
@@ -851,15 +850,18 @@ drop1.nce_fit <- function(object, scope, ...) {
   if (!is.character(scope) || !all(scope %in% labels)) {
     nce_abort(sprintf("`scope` must be term labels of the model (%s)", paste(labels, collapse = ", ")), "input")
   }
-  env <- parent.frame()
-  full_df <- nce_df(object)
+  df_aic <- function(f) {
+    ll <- stats::logLik(f)
+    c(attr(ll, "df"), stats::AIC(f))
+  }
   rows <- lapply(scope, function(term) {
     f <- stats::update.formula(object$nce_formula, stats::as.formula(paste("~ . -", term)))
     small <- stats::update(object, formula. = f)
-    w <- nce_wald(small, object)
-    c(nce_df(small), stats::AIC(small), w)
+    # The class's own two-fit test, in the one anova layout.
+    w <- unlist(stats::anova(small, object)[2L, c("Df", "Wald", "Pr(>Chi)")])
+    c(df_aic(small), w)
   })
-  tab <- rbind(c(full_df, stats::AIC(object), NA, NA, NA), do.call(rbind, rows))
+  tab <- rbind(c(df_aic(object), NA, NA, NA), do.call(rbind, rows))
   tab <- as.data.frame(tab)
   names(tab) <- c("Df", "AIC", "Wald Df", "Wald", "Pr(>Chi)")
   rownames(tab) <- c("<none>", scope)

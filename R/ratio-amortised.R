@@ -424,6 +424,7 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
                              call) {
   d <- length(pr$names)
   steps <- ceiling(n_draws / n_chains)
+  check_chain_work(n_chains, burnin, steps, c("n_chains", "burnin", "n_draws"), call = call)
   check_size(2 * 8 * steps * n_chains * d, "n_draws", "the draws", call = call)
   init <- as_theta_matrix(pr$sample(max(2000L, 10L * n_chains)), pr$names)
   lw <- log_target(init)
@@ -474,8 +475,15 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
   }
   flat <- matrix(draws, steps * n_chains, d, dimnames = list(NULL, pr$names))
   ess <- vapply(seq_len(d), function(j) chain_ess(draws[, , j, drop = TRUE]), 1)
+  acc <- sum(acc_chain) / (steps * n_chains)
+  if (acc < 0.02 || acc > 0.98) {
+    nce_warn(sprintf(paste("the chains accepted %.1f%% of their proposals: they %s (effective sample size %s);",
+                           "set `scale` nearer the posterior's spread, or leave it NULL"), 100 * acc,
+                     if (acc < 0.02) "barely move" else "take steps too small to explore",
+                     paste(format(round(ess)), collapse = ", ")), "mixing", call = call)
+  }
   c(list(draws = flat, weights = rep(1 / nrow(flat), nrow(flat)), ess = stats::setNames(ess, pr$names),
-         acceptance = sum(acc_chain) / (steps * n_chains), chain_acceptance = acc_chain / steps, scale = scale,
+         acceptance = acc, chain_acceptance = acc_chain / steps, scale = scale,
          engine = engine), extra)
 }
 
@@ -554,24 +562,29 @@ ratio_tables <- function(object, s_obs, n_grid) {
   list(values = values, lo = lo, hi = hi)
 }
 
-# Effective sample size of parallel chains (columns): n_total / (1 + 2 sum of the
-# autocorrelations pooled over chains, cut at the first negative pair sum, Geyer's rule).
+# Effective sample size of parallel chains (columns): n_total / tau, tau = 1 + 2 sum of the
+# multi-chain autocorrelations, cut at the first negative pair sum (Geyer's rule).
 chain_ess <- function(x) {
   x <- as.matrix(x)
-  nt <- nrow(x)
-  if (nt < 4L) return(length(x))
-  xc <- sweep(x, 2L, colMeans(x))
-  v <- mean(xc^2)
-  if (v <= 0) return(length(x))
-  maxlag <- min(nt - 1L, 200L)
-  rho <- vapply(seq_len(maxlag), function(k) {
-    mean(xc[(k + 1):nt, , drop = FALSE] * xc[1:(nt - k), , drop = FALSE]) / v
-  }, 1)
-  s <- 0
-  for (k in seq(1L, maxlag - 1L, by = 2L)) {
+  n <- nrow(x)
+  m <- ncol(x)
+  if (n < 4L) return(length(x))
+  means <- colMeans(x)
+  xc <- sweep(x, 2L, means)
+  # Within- and between-chain variances (Gelman et al.'s multi-chain estimate, as Stan's): chains
+  # that never move have no within-chain variance, and their draws count as about one per chain.
+  w <- sum(xc^2) / (m * (n - 1))
+  var_plus <- (n - 1) / n * w + (if (m > 1L) stats::var(means) else 0)
+  if (!(var_plus > 0)) return(1)
+  maxlag <- min(n - 1L, 200L)
+  acov <- vapply(0:maxlag, function(k) sum(xc[(k + 1):n, , drop = FALSE] * xc[1:(n - k), , drop = FALSE]) / (m * n), 1)
+  rho <- c(1, 1 - (w - acov[-1L]) / var_plus)
+  # Geyer's initial positive sequence: pairs of autocorrelations summed while positive.
+  tau <- -1
+  for (k in seq(1L, length(rho) - 1L, by = 2L)) {
     pair <- rho[k] + rho[k + 1L]
     if (pair < 0) break
-    s <- s + pair
+    tau <- tau + 2 * pair
   }
-  length(x) / (1 + 2 * s)
+  min(length(x), length(x) / tau)
 }

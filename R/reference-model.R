@@ -39,6 +39,8 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
   check_count(n_chains, "n_chains", max = 10000)
   check_whole(burnin, "burnin", min = 0)
   check_count(thin, "thin", max = 10000)
+  # The burn-in alone, here; the draws when the reference is sampled.
+  check_chain_work(n_chains, burnin, 0, c("n_chains", "burnin"))
   vars <- fit$reference$vars
   metropolis <- inherits(fit, "nce_mlp") && mlp_alone(fit)
   from_fit <- if (metropolis) {

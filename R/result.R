@@ -73,7 +73,9 @@ refusal_reasons <- list(
                                     "for log ratios and ratio_posterior() for posteriors")),
   nce_ratio = list(simulate = paste("a ratio estimator is not a model of the pairs' labels;",
                                     "simulate (theta, s) pairs with simulate_summaries()")),
-  nce_mlp = list(.why = paste("the network is not linear in its parameters, and its weights are not identifiable",
+  nce_mlp = list(drop1 = paste("single-term deletions are tested by anova(), which a fit with a network refuses:",
+                               "compare held-out log-likelihoods, logLik(fit, newdata = held_out)"),
+                 .why = paste("the network is not linear in its parameters, and its weights are not identifiable",
                               "(permuting hidden units gives the same function): there is no model matrix and no",
                               "covariance for them"),
                  anova = paste("nested fits with a network are not tested by a Wald test on the network's weights;",
@@ -151,6 +153,16 @@ augment.nce_result <- function(x, ...) refuse("augment", x)  # nolint: object_na
 #' @rdname nce_result
 #' @export
 fitted.nce_result <- function(object, ...) stats::predict(object, type = "response")
+
+# From logLik(), so that the two never disagree; refused where logLik() is. (The methods of
+# nce_fit call these: a smooth fit is also a "glm", whose methods come before "nce_result".)
+#' @export
+extractAIC.nce_result <- function(fit, scale = 0, k = 2, ...) {
+  ll <- stats::logLik(fit)
+  c(attr(ll, "df"), -2 * as.numeric(ll) + k * attr(ll, "df"))
+}
+#' @export
+drop1.nce_result <- function(object, ...) refuse("drop1", object)
 
 # -2 log L, with the log-likelihood of logLik() (there is no saturated model for a density), so
 # the two never disagree; refused where logLik() is.

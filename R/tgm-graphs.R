@@ -121,6 +121,7 @@ rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NU
   }
   # the draws in Rust, their copy into R, and R's own copy when the column names are set
   check_size(8 * 3 * n * d, "n", "rtgm()", call = call)
+  check_chain_work(chains, burnin, n * thin / chains, c("chains", "burnin", "n"), call = call)
   x <- rs(nce_rtgm(as.double(n), K, as.double(rep_len(mean, d)),
                    list(burnin = as.integer(burnin), thin = as.integer(thin), chains = as.integer(chains),
                         start = if (is.null(start)) NULL else as.double(start), seed = draw_seed(),

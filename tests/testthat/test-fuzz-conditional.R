@@ -158,3 +158,17 @@ test_that("conditional predict(): empty newdata, non-numeric and infinite states
   # returned here).
   expect_equal(deviance(fit), -2 * as.numeric(logLik(fit)))
 })
+
+test_that("drop1() and extractAIC() answer on every fit class that has a log-likelihood, and refuse elsewhere", {
+  set.seed(3)
+  z <- stats::runif(200, -1, 1)
+  d <- data.frame(y = stats::rnorm(200, 1 + 2 * z, 0.5), z = z)
+  fit <- nce(~ y + I(y^2) + I(y * z), d, ref_normal(y = 1, cov = 4), ratio = 3, given = ~ z)
+  expect_equal(extractAIC(fit), c(attr(logLik(fit), "df"), AIC(fit)))
+  dr <- drop1(fit)
+  expect_identical(rownames(dr), c("<none>", "y", "I(y^2)", "I(y * z)"))
+  expect_true(all(dr[-1L, "Pr(>Chi)"] < 0.05))
+  est <- marglik_nce(matrix(stats::rnorm(400), ncol = 1), function(s) -0.5 * s[, 1]^2)
+  expect_error(drop1(est), class = "nce_error_unsupported")
+  expect_error(extractAIC(est), class = "nce_error_unsupported")
+})

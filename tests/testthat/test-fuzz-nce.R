@@ -262,6 +262,8 @@ test_that("hostile inputs to network energies and neural classifiers give classe
   pr <- prior_uniform(mu = c(-1, 1))
   cases <- list(
     list("hidden negative", function() nce(~ mlp(y, hidden = -1), d, u), "nce_error_input"),
+    list("ref_model burnin endless", function() ref_model(fit, burnin = 1e12), "nce_error_size"),
+    list("drop1 of a network fit", function() drop1(fit), "nce_error_unsupported"),
     list("hidden NA", function() nce(~ mlp(y, hidden = NA), d, u), "nce_error_input"),
     list("hidden string", function() nce(~ mlp(y, hidden = "64"), d, u), "nce_error_input"),
     list("hidden huge", function() nce(~ mlp(y, hidden = 1e9), d, u), "nce_error_input"),

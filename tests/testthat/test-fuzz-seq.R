@@ -205,3 +205,9 @@ test_that("latkes() names `kernel` for a variable it does not know", {
   expect_error(latkes(fuzz_fix, group = "trial", window = c(0, 1024, 0, 768), ratio = 3,
                       kernel = ~ s(dist, k = 4) + nope), "`kernel` uses nope", class = "nce_error_input")
 })
+
+test_that("latkes_effects() refuses a huge grid at once", {
+  t0 <- proc.time()[["elapsed"]]
+  expect_error(latkes_effects(fuzz_latkes, n = 1e9), "`n`", class = "nce_error_size")
+  expect_lt(proc.time()[["elapsed"]] - t0, 2)
+})

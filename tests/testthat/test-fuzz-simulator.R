@@ -350,3 +350,24 @@ test_that("lfire() with a simulator that always fails gives only its classed err
           batch = TRUE), "prior-predictive.*non-finite summary", class = "nce_error_simulation"))
   expect_identical(n_calls, 1L)  # the prior-predictive chunk only
 })
+
+test_that("Metropolis posteriors: stuck chains warn and count as few draws; endless chains are refused at once", {
+  set.seed(9)
+  r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 600, batch = TRUE, formula = ~ te(mu, m, k = 4))
+  obs <- matrix(rnorm(5, 0.3), 1)
+  for (sc in c(1e-300, 1e300)) {
+    expect_warning(p <- ratio_posterior(r, obs, n_draws = 1000, method = "metropolis", n_chains = 20, scale = sc),
+                   "accepted", class = "nce_warning_mixing")
+    # 20 chains that never move are about 20 draws, not 1000 (the estimate gave 1000 before).
+    expect_lt(p$ess[[1]], 21)
+  }
+  good <- ratio_posterior(r, obs, n_draws = 1000, method = "metropolis", n_chains = 20)
+  expect_gt(good$ess[[1]], 50)
+  t0 <- proc.time()[["elapsed"]]
+  expect_error(ratio_posterior(r, obs, method = "metropolis", n_chains = 20, burnin = 2e9), "burnin",
+               class = "nce_error_size")
+  expect_error(ratio_posterior(r, obs, n_draws = 1000, method = "metropolis", n_chains = 1e9), "n_chains",
+               class = "nce_error_size")
+  expect_error(rtgm(10, ring_graph(4), burnin = 2e9), "burnin", class = "nce_error_size")
+  expect_lt(proc.time()[["elapsed"]] - t0, 5)
+})
