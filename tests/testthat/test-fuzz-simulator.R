@@ -371,3 +371,15 @@ test_that("Metropolis posteriors: stuck chains warn and count as few draws; endl
   expect_error(rtgm(10, ring_graph(4), burnin = 2e9), "burnin", class = "nce_error_size")
   expect_lt(proc.time()[["elapsed"]] - t0, 5)
 })
+
+test_that("update() of an LFIRE fit reproduces it when the summaries draw random numbers", {
+  noisy <- function(x) cbind(m = rowMeans(x), noise = rowMeans(x) + stats::rnorm(nrow(x), 0, 0.1))
+  set.seed(10)
+  obs <- matrix(rnorm(5, 0.2), 1)
+  fit <- lfire(obs, fz_sim, noisy, fz_prior, theta = theta_grid(fz_prior, 5), n_theta = 60, n_marginal = 80,
+               batch = TRUE, penalty = "ridge")
+  again <- update(fit)
+  expect_identical(coef(again), coef(fit))
+  expect_identical(again$observed_summaries, fit$observed_summaries)
+  expect_identical(again$summaries, fit$summaries)
+})
