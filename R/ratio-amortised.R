@@ -473,8 +473,10 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
       }
     }
   }
-  flat <- matrix(draws, steps * n_chains, d, dimnames = list(NULL, pr$names))
-  ess <- vapply(seq_len(d), function(j) chain_ess(draws[, , j, drop = TRUE]), 1)
+  # Step by step across the chains, so that n_draws (not a multiple of n_chains) keeps every chain.
+  flat <- matrix(aperm(draws, c(2L, 1L, 3L)), steps * n_chains, d, dimnames = list(NULL, pr$names))
+  flat <- flat[seq_len(n_draws), , drop = FALSE]
+  ess <- pmin(vapply(seq_len(d), function(j) chain_ess(draws[, , j, drop = TRUE]), 1), n_draws)
   acc <- sum(acc_chain) / (steps * n_chains)
   if (acc < 0.02 || acc > 0.98) {
     nce_warn(sprintf(paste("the chains accepted %.1f%% of their proposals: they %s (effective sample size %s);",

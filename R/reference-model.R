@@ -119,6 +119,12 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
   call <- sys.call()
   check_count(iterations, "iterations", max = 100, call = call)
   check_unconditional_fit(fit, call)
+  unknown <- setdiff(names(list(...)), names(formals(ref_model)))
+  if (...length() && (is.null(names(list(...))) || length(unknown) || any(names(list(...)) == ""))) {
+    nce_abort(sprintf("`...` goes to ref_model() and must name its arguments (candidates, n_chains, burnin, thin)%s",
+                      if (length(unknown)) paste0(", not ", paste(unknown, collapse = ", ")) else ""),
+              "input", call = call)
+  }
   row <- function(f, i) {
     data.frame(iteration = i, log_normaliser = f$log_normaliser,
                log_normaliser_is = f$log_normaliser_is %||% NA_real_, logLik = as.numeric(stats::logLik(f)))

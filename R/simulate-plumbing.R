@@ -185,6 +185,10 @@ theta_grid <- function(prior, n = 25L, ranges = NULL) {
     nce_abort(sprintf("`n` must be one whole number >= 1 or %d of them.", d), "input")
   }
   n <- rep_len(n, d)
+  if (!is.null(ranges) && (!is.list(ranges) || is.null(names(ranges)) || !all(names(ranges) %in% prior$names))) {
+    nce_abort(sprintf("`ranges` must be NULL or a list named by parameters among %s, e.g. list(%s = c(lower, upper)).",
+                      paste(prior$names, collapse = ", "), prior$names[1L]), "input")
+  }
   check_size(8 * prod(n) * d, "n", "the grid")
   pts <- lapply(seq_len(d), function(j) {
     nm <- prior$names[j]

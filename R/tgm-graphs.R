@@ -65,6 +65,10 @@ check_graph_args <- function(d, low, high, diag, margin, call = caller_call()) {
   check_number(high, "high", min = low, call = call)
   check_number(diag, "diag", min = 0, exclusive_min = TRUE, allow_null = TRUE, call = call)
   check_number(margin, "margin", min = 0, exclusive_min = TRUE, call = call)
+  # The diagonal dominates the rows' sums of weights: they must stay finite.
+  if (!is.finite(4 * d * high * (1 + margin)) || (!is.null(diag) && !is.finite(4 * d * diag))) {
+    nce_abort("`high` (or `diag`) is too large: the precision matrix's rows would overflow", "input", call = call)
+  }
   check_size(8 * 4 * d^2, "d", "the precision matrix", call = call)
 }
 
@@ -186,7 +190,12 @@ tgm_edges <- function(object, threshold = 0, abs = FALSE, ...) {
   check_bool(abs, "abs", call = call)
   ij <- which(upper.tri(k_mat), arr.ind = TRUE)
   w <- k_mat[ij]
-  keep <- !is.na(w) & (if (abs) base::abs(w) else w) > threshold
+  # As edge_roc(): a missing weight is not an absent edge.
+  if (anyNA(w)) {
+    nce_abort(sprintf("`object` has missing off-diagonal entries (%d pair(s)): impute or drop them first",
+                      sum(is.na(w))), "input", call = call)
+  }
+  keep <- (if (abs) base::abs(w) else w) > threshold
   out <- data.frame(from = ij[keep, 1L], to = ij[keep, 2L], weight = w[keep])
   out <- out[order(-(if (abs) base::abs(out$weight) else out$weight)), , drop = FALSE]
   rownames(out) <- NULL

@@ -369,3 +369,11 @@ test_that("tidy() names `conf.level` when it refuses one", {
     expect_error(broom::tidy(f, conf.int = TRUE, conf.level = 5), "`conf.level`", class = "nce_error_input")
   }
 })
+
+test_that("nce_adapt() refuses arguments ref_model() does not have", {
+  set.seed(12)
+  d <- data.frame(x = rnorm(200))
+  f <- nce(~ x + I(x^2), d, ref_normal(x = 0, cov = 9), ratio = 3)
+  expect_error(nce_adapt(f, foo = 1), "not foo", class = "nce_error_input")
+  expect_error(nce_adapt(f, 1, 2), "must name", class = "nce_error_input")
+})

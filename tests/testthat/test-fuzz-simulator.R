@@ -383,3 +383,21 @@ test_that("update() of an LFIRE fit reproduces it when the summaries draw random
   expect_identical(again$observed_summaries, fit$observed_summaries)
   expect_identical(again$summaries, fit$summaries)
 })
+
+test_that("grids, graphs and Metropolis draws: the second audit's cases", {
+  expect_error(theta_grid(fz_prior, 3, ranges = "mu"), "`ranges`", class = "nce_error_input")
+  expect_error(theta_grid(fz_prior, 3, ranges = list(zz = c(0, 2))), "`ranges`", class = "nce_error_input")
+  expect_identical(nrow(theta_grid(fz_prior, 3, ranges = list(mu = c(0, 2)))), 3L)
+  expect_error(ring_graph(5, low = 1e308, high = 1e308), "too large", class = "nce_error_input")
+  k <- ring_graph(5)
+  k[1, 2] <- k[2, 1] <- NA
+  expect_error(tgm_edges(k, 0.1), "missing", class = "nce_error_input")
+  set.seed(11)
+  r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 600, batch = TRUE, formula = ~ te(mu, m, k = 4))
+  obs <- matrix(rnorm(5, 0.3), 1)
+  for (nd in c(10, 15, 1000)) {
+    p <- ratio_posterior(r, obs, n_draws = nd, method = "metropolis", n_chains = if (nd == 10) 20 else 10)
+    expect_identical(nrow(p$draws), as.integer(nd))
+    expect_lte(p$ess[[1]], nd)
+  }
+})
