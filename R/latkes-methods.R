@@ -316,7 +316,8 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
 #'   (`fit_<level>`), centred to mean zero, and their pointwise `mean`.
 #' @section What it refuses:
 #' * for a `latkes_fit`, `n` not a whole number >= 2 or `level` not a number strictly between
-#'   0 and 1, or `se_type` not "sandwich" or "naive" (`nce_error_input`).
+#'   0 and 1, or `se_type` not "sandwich" or "naive" (`nce_error_input`); a grid whose basis
+#'   rows would not fit in memory (`nce_error_size`).
 #' @examples
 #' set.seed(1)
 #' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768))

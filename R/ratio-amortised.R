@@ -315,11 +315,19 @@ ratio_log_ratio <- function(object, theta, s) {
 #' normal prior's tables span 10 prior sds on each side of its mean; proposals beyond them are
 #' rejected and counted (`off_table`, with a warning).
 #'
+#' The Metropolis effective sample size is the multi-chain estimate of Gelman et al. (as Stan's:
+#' within- and between-chain variances, autocorrelations summed by Geyer's initial positive
+#' sequence), so chains that stay where they started count as about one draw each. An acceptance
+#' rate below 2% or above 98% (a `scale` far from the posterior's spread) gives a warning of class
+#' `nce_warning_mixing`.
+#'
 #' @param object An `nce_ratio` from [ratio_amortised()], or a design result whose
 #'   classifier serves: an `nce_eig` ([design_eig()]) or an `nce_design` ([design_optimise()],
 #'   the classifier of its last evaluation, at the chosen design).
 #' @param observed The observed data, as `summaries` takes it.
-#' @param n_draws Importance: number of prior draws. Metropolis: total draws kept.
+#' @param n_draws Importance: number of prior draws. Metropolis: total draws kept (each chain's
+#'   draws in turn, step by step, so every chain is kept when `n_draws` is not a multiple of
+#'   `n_chains`).
 #' @param method `"importance"` or `"metropolis"`.
 #' @param n_chains,burnin Metropolis: parallel chains and burn-in steps per chain.
 #' @param scale Metropolis: proposal sd per parameter (default: from an importance pass).
@@ -338,7 +346,8 @@ ratio_log_ratio <- function(object, theta, s) {
 #'   the choices, `n_grid` not a whole number in 16..10^6 (`nce_error_input`);
 #' * `engine = "rust"` for a classifier with a term in two parameters or a prior other than
 #'   uniform or normal (`nce_error_unsupported`);
-#' * draws that would not fit in memory (`nce_error_size`);
+#' * draws that would not fit in memory, and chains of more than 5e8 steps in all
+#'   (`n_chains` x (`burnin` + draws per chain); `nce_error_size`);
 #' * `summaries` failing on `observed`, giving non-finite values, or giving another number
 #'   of summaries than the simulations (`nce_error_input`).
 #' @examples

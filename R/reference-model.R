@@ -21,7 +21,9 @@
 #'
 #' @param fit An `nce_fit` from [nce()] (not conditional).
 #' @param candidates For fits sampled by importance resampling: reference draws per point.
-#' @param n_chains,burnin,thin For network energies: the Metropolis chains.
+#' @param n_chains,burnin,thin For network energies: the Metropolis chains (refused, with
+#'   `nce_error_size`, above 5e8 steps in all: `n_chains` x `burnin` here, and with the draws
+#'   when the reference is sampled).
 #' @return A reference distribution (`nce_reference`) over the fit's variables.
 #' @seealso [nce_adapt()], which runs the loop fit -> reference -> fit.
 #' @references Gutmann, M. U. and Hyvarinen, A. (2012). Noise-contrastive estimation of

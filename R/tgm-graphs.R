@@ -101,8 +101,9 @@ finish_graph <- function(upper, diag, margin) {
 #' @param chains Number of independent chains; the `n` draws are split between them.
 #' @param start Starting point (positive vector), or `NULL` for 1 / sqrt(diag(K)).
 #' @return An n x d matrix. Refused (before allocating): `n` whose draws would not fit in memory
-#'   (`nce_error_size`); a `K` that is not symmetric positive definite; non-whole `n`, `burnin`,
-#'   `thin`, `chains`.
+#'   (`nce_error_size`), or chains of more than 5e8 sweeps in all (`chains` x `burnin` + `n` x
+#'   `thin`; `nce_error_size`); a `K` that is not symmetric positive definite; non-whole `n`,
+#'   `burnin`, `thin`, `chains`.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(5)
