@@ -348,18 +348,6 @@ eval_logdens <- function(f, x, fname, xname, call = caller_call()) {
   as.double(v)
 }
 
-# Call a user-supplied function `f(...)`: an error in it becomes `nce_error_model`, naming the
-# argument `arg` and quoting the original message, so callers can tell a broken model from bad
-# input (the package's own classed errors pass unchanged). An interrupt is no error: it is not
-# caught here and goes on as an interrupt.
-call_user <- function(f, ..., arg, at = NULL, call = caller_call()) {
-  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
-  tryCatch(f(...), nce_error = function(e) stop(e), error = function(e) {
-    nce_abort(sprintf("`%s` failed%s: %s. Fix `%s` so that it runs on these arguments.", arg,
-                      if (is.null(at)) "" else paste(" at", at), conditionMessage(e), arg), "model", call = call)
-  })
-}
-
 check_finite_values <- function(v, fname, xname) {
   bad <- which(!is.finite(v))
   if (length(bad)) {

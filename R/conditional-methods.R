@@ -49,15 +49,9 @@ predict.nce_conditional <- function(object, newdata,
     if (type == "lpmatrix") return(x)
     if (type == "terms") return(cond_terms(object, x, v, se.fit, rownames(newdata)))
     if (type == "log_kernel") x[, c(1L, seq_along(beta)[-seq_len(pa)])] <- 0
-    fit <- drop(x %*% beta)
-    se <- sqrt(rowSums((x %*% v) * x))
-    fit[bl$outside] <- -Inf
-    se[bl$outside] <- NA_real_
-    if (type == "response") {
-      fit <- exp(fit)
-      se <- fit * se
-      se[bl$outside] <- 0
-    }
+    p <- zero_density_at(drop(x %*% beta), sqrt(rowSums((x %*% v) * x)), bl$outside, type == "response")
+    fit <- p$fit
+    se <- p$se
   }
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit

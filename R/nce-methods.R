@@ -225,6 +225,20 @@ nce_predict_newdata <- function(object, newdata, type = "link", call = caller_ca
   newdata
 }
 
+# A log density with density 0 at the rows `out` (outside the reference's support, or at an
+# infinite coordinate): log -Inf there with an NA standard error; on the response scale
+# (`response`) the density, 0 there with standard error 0. One rule for every class.
+zero_density_at <- function(fit, se, out, response) {
+  fit[out] <- -Inf
+  se[out] <- NA_real_
+  if (response) {
+    fit <- exp(fit)
+    se <- fit * se
+    se[out] <- 0
+  }
+  list(fit = fit, se = se)
+}
+
 # Rows of `newdata` with an infinite value in `vars`, where a model's density is 0: each such value
 # replaced by a finite stand-in (the first row of `standin`), so that the model matrix can be
 # built, and the rows kept in attribute "nce_infinite" for the prediction to set afterwards.
@@ -243,13 +257,9 @@ nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
   # Relative to the reference, log p = log q + f + nu (NA at incomplete rows, -Inf set below).
   if (isTRUE(object$relative)) fit <- fit + ifelse(out, 0, lq)
   out[attr(newdata, "nce_infinite")] <- TRUE
-  fit[out] <- -Inf
-  se[out] <- NA_real_
-  if (type %in% c("density", "response")) {
-    fit <- exp(fit)
-    se <- fit * se
-    se[out] <- 0
-  }
+  p <- zero_density_at(fit, se, out, type %in% c("density", "response"))
+  fit <- p$fit
+  se <- p$se
   names(fit) <- names(se) <- rownames(newdata)
   if (isTRUE(attr(newdata, "nce_own_rows"))) {
     fit <- stats::napredict(object$na.action, fit)

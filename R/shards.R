@@ -59,10 +59,7 @@
 #' @export
 nce_shards <- function(n = 2L, dir = NULL) {
   call <- caller_call()
-  if (!is.numeric(n) || length(n) != 1L || !is.finite(n) || n < 1 || n != round(n)) {
-    nce_abort(sprintf("`shards` must be a whole number of at least 1, not %s", describe_value(n)), "input",
-              call = call)
-  }
+  check_shard_number(n, "n", call)
   if (!is.null(dir) && !(is.character(dir) && length(dir) == 1L && !is.na(dir) && dir.exists(dir))) {
     nce_abort("`dir` of `shards` must be NULL or the path of an existing directory", "input", call = call)
   }
@@ -80,10 +77,20 @@ print.nce_shards <- function(x, ...) {
   invisible(x)
 }
 
+check_shard_number <- function(n, arg, call) {
+  if (!is.numeric(n) || length(n) != 1L || !is.finite(n) || n < 1 || n != round(n)) {
+    nce_abort(sprintf("`%s` must be a whole number of shards, at least 1, not %s", arg, describe_value(n)), "input",
+              call = call)
+  }
+}
+
 # `shards` as given to snce()/latkes(): NULL (in-process), a number or nce_shards().
 as_shards <- function(shards, call = caller_call()) {
   if (is.null(shards) || inherits(shards, "nce_shards")) return(shards)
-  if (is.numeric(shards)) return(nce_shards(shards))
+  if (is.numeric(shards)) {
+    check_shard_number(shards, "shards", call)
+    return(nce_shards(shards))
+  }
   nce_abort(sprintf("`shards` must be NULL, a number of shards or nce_shards(), not %s", describe_value(shards)),
             "input", call = call)
 }

@@ -113,14 +113,9 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
     se <- sqrt(se^2 + object$transition_intercept_se^2)
   }
   # Density 0 (log -Inf) outside the reference's support and at infinite coordinates, as nce().
-  out <- outside_kernel(object, newdata)
-  fit[out] <- -Inf
-  se[out] <- NA_real_
-  if (type == "response") {
-    fit <- exp(fit)
-    se <- fit * se
-    se[out] <- 0
-  }
+  p <- zero_density_at(fit, se, outside_kernel(object, newdata), type == "response")
+  fit <- p$fit
+  se <- p$se
   names(fit) <- names(se) <- rownames(newdata)
   if (se.fit) list(fit = fit, se.fit = se) else fit
 }

@@ -193,7 +193,7 @@ predict.vnce_tgm <- function(object, newdata = NULL, type = c("link", "response"
 # coordinate gives density 0 whatever the row's missing values are.
 tgm_outside <- function(x) rowSums(!is.na(x) & (x < 0 | is.infinite(x))) > 0L
 
-# Density 0 (log -Inf) at the rows `out`, as nce() fits give outside their reference's support;
+# Density 0 (log -Inf) at the rows `out` of a finished prediction, by zero_density_at()'s rule:
 # the standard error is 0 on the response scale and NA on the log scale.
 zero_outside <- function(pred, out, type) {
   if (!any(out)) return(pred)

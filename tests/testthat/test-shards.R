@@ -127,13 +127,14 @@ test_that("free per-transition intercepts (intercept = \"transition\") in shards
 
 test_that("bad `shards` are classed errors naming the argument", {
   d <- shard_problem()
-  expect_error(nce_shards(0), "`shards` must be a whole number of at least 1", class = "nce_error_input")
-  expect_error(nce_shards(1.5), "`shards` must be a whole number", class = "nce_error_input")
-  expect_error(nce_shards(NA), "`shards` must be a whole number", class = "nce_error_input")
+  # nce_shards()'s own argument is `n`; through `shards =` the message names `shards`.
+  expect_error(nce_shards(0), "`n` must be a whole number of shards, at least 1", class = "nce_error_input")
+  expect_error(nce_shards(1.5), "`n` must be a whole number", class = "nce_error_input")
+  expect_error(nce_shards(NA), "`n` must be a whole number", class = "nce_error_input")
   expect_error(nce_shards(2, dir = file.path(tempdir(), "no-such-dir")), "`dir` of `shards`",
                class = "nce_error_input")
   expect_error(fit_sharded("two"), "`shards` must be NULL, a number of shards", class = "nce_error_input")
-  expect_error(fit_sharded(0), "`shards` must be a whole number of at least 1", class = "nce_error_input")
+  expect_error(fit_sharded(0), "`shards` must be a whole number of shards, at least 1", class = "nce_error_input")
   expect_error(fit_sharded(50), "`shards` must be at most 3: .* 3 chunks of 4096 rows", class = "nce_error_input")
   expect_error(fit_sharded(2, discrete = TRUE), "`shards` is not supported with discrete = TRUE",
                class = "nce_error_unsupported")
