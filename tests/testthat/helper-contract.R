@@ -175,6 +175,14 @@ expect_contract <- function(case) {
     if (!is.null(ll)) expect_equal(v, -2 * as.numeric(ll) + 2 * attr(ll, "df"), info = info("AIC = -2 logLik + 2 df"))
     v
   })
+  # extractAIC() and deviance() come from logLik(): they agree with it, or refuse with it.
+  if (is.null(ll)) {
+    expect_error(stats::extractAIC(fit), class = "nce_error_unsupported", info = info("extractAIC refused with logLik"))
+    expect_error(stats::deviance(fit), class = "nce_error_unsupported", info = info("deviance refused with logLik"))
+  } else {
+    expect_equal(stats::extractAIC(fit), c(attr(ll, "df"), -2 * as.numeric(ll) + 2 * attr(ll, "df")),
+                 tolerance = 1e-8, info = info("extractAIC() = (df, AIC)"))
+  }
   if (!is.null(ll)) {
     s <- summary(fit)
     expect_equal(as.numeric(s$logLik), as.numeric(ll), tolerance = 1e-8, info = info("summary()$logLik = logLik()"))
