@@ -1,4 +1,6 @@
 //! Code shared by the bench examples (a folder without main.rs, so not an example itself).
+// Each example uses a part of it.
+#![allow(dead_code)]
 
 use std::path::Path;
 
@@ -9,4 +11,10 @@ pub fn read_f64(path: &Path) -> Vec<f64> {
         .chunks_exact(8)
         .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
         .collect()
+}
+
+/// The median of timings (the upper one of an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
 }
