@@ -43,7 +43,7 @@ predict.nce_conditional <- function(object, newdata,
     fit <- -drop(x %*% beta)
     se <- sqrt(rowSums((x %*% v) * x))
   } else {
-    bl <- cond_blocks(object, newdata)
+    bl <- cond_blocks(object, newdata, support = TRUE)
     x <- cbind(bl$a, bl$b)
     colnames(x) <- names(beta)
     if (type == "lpmatrix") return(x)

@@ -140,16 +140,16 @@ update.nce_lfire <- function(object, ..., resample = FALSE) {
   if (!any(names(changes) %in% c(sim_args, "theta", "n_theta"))) args$simulations <- object$simulations
   args[names(changes)] <- changes
   kept <- !is.null(args$marginal) && !is.null(args$simulations)
-  if (kept && !resample && !any(names(changes) %in% c("observed", "summaries"))) {
+  user_summaries <- args$summaries
+  wrap <- kept && !resample && !any(names(changes) %in% c("observed", "summaries"))
+  if (wrap) {
     # The kept simulations resume at the random state after them, where a summaries function that
     # draws random numbers would give the observed data other summaries: they are the fit's own.
     s_obs <- matrix(object$observed_summaries, 1L, dimnames = list(NULL, names(object$observed_summaries)))
-    user_summaries <- args$summaries
     args$summaries <- function(x) if (identical(x, args$observed)) s_obs else user_summaries(x)
   }
   fit <- rerun(object, lfire, args, resample, if (kept) object$rng_fit else object$rng_state)
-  fit$summaries <- object$summaries
-  if ("summaries" %in% names(changes)) fit$summaries <- changes$summaries
+  if (wrap) fit$summaries <- user_summaries
   for (nm in names(changes)) fit$call[[nm]] <- substitute(list(...))[[nm]]
   fit
 }

@@ -192,6 +192,9 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
     c_sim <- c_sim + marginal$cpu
   } else {
     check_simulations(marginal, "marginal", length(s_obs), ucall)
+    # (a run made here is checked by lfire_prior_predictive(); both before the simulations at
+    # `theta`, and before anything reads the summaries: ranges of no values warn in base R)
+    check_prior_predictive(marginal, ucall)
   }
   if (is.null(simulations)) {
     simulations <- run_simulations_timed(simulator, summaries, theta, n_theta, batch, n_theta, call = ucall)
@@ -205,8 +208,6 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
                 "input", call = ucall)
     }
   }
-  # before anything reads them (the extrapolation check's ranges of no values warn in base R)
-  check_prior_predictive(marginal, ucall)
   s_obs <- match_summaries(s_obs, colnames(marginal$summaries), call = ucall)
   # Observed summaries outside every simulation: the fits extrapolate and the posterior collapses.
   check_extrapolation(as.data.frame(as.list(s_obs)),

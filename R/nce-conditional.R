@@ -196,13 +196,12 @@ cond_newdata <- function(object, newdata, need_state = TRUE, call = caller_call(
   newdata
 }
 
-cond_blocks <- function(object, newdata, call = caller_call()) {
+# The model and normaliser blocks at new rows; with `support`, also the rows where the density is 0
+# (the reference's is, or a state is infinite), as nce() predicts.
+cond_blocks <- function(object, newdata, support = FALSE, call = caller_call()) {
   newdata <- cond_newdata(object, newdata, call = call)
-  # Density 0 where the reference's is, and at infinite states (as nce()).
-  out <- !is.na(lq <- reference_log_q(object$reference, newdata)) & lq == -Inf
-  out[attr(newdata, "nce_infinite")] <- TRUE
   list(a = setup_predict(object$row_setup, newdata, TRUE), b = setup_predict(object$group_setup, newdata, FALSE),
-       outside = out)
+       outside = if (support) outside_support(reference_log_q(object$reference, newdata), newdata))
 }
 
 # predict(type = "terms"): the model block's terms (parametric columns grouped by term, each

@@ -225,6 +225,14 @@ nce_predict_newdata <- function(object, newdata, type = "link", call = caller_ca
   newdata
 }
 
+# Rows where the model's density is 0: the reference's log density `lq` is -Inf there (NA rows
+# are unknown, not outside), or the row had an infinite coordinate (stand_in_infinite()).
+outside_support <- function(lq, newdata) {
+  out <- !is.na(lq) & lq == -Inf
+  out[attr(newdata, "nce_infinite")] <- TRUE
+  out
+}
+
 # A log density with density 0 at the rows `out` (outside the reference's support, or at an
 # infinite coordinate): log -Inf there with an NA standard error; on the response scale
 # (`response`) the density, 0 there with standard error 0. One rule for every class.
@@ -253,10 +261,9 @@ stand_in_infinite <- function(newdata, vars, standin) {
 # Log density to the requested scale, with 0 density (log -Inf) outside the reference's support.
 nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
   lq <- reference_log_q(object$reference, newdata)
-  out <- !is.na(lq) & lq == -Inf
+  out <- outside_support(lq, newdata)
   # Relative to the reference, log p = log q + f + nu (NA at incomplete rows, -Inf set below).
   if (isTRUE(object$relative)) fit <- fit + ifelse(out, 0, lq)
-  out[attr(newdata, "nce_infinite")] <- TRUE
   p <- zero_density_at(fit, se, out, type %in% c("density", "response"))
   fit <- p$fit
   se <- p$se
@@ -860,18 +867,14 @@ drop1.nce_fit <- function(object, scope, ...) {
   if (!is.character(scope) || !all(scope %in% labels)) {
     nce_abort(sprintf("`scope` must be term labels of the model (%s)", paste(labels, collapse = ", ")), "input")
   }
-  df_aic <- function(f) {
-    ll <- stats::logLik(f)
-    c(attr(ll, "df"), stats::AIC(f))
-  }
   rows <- lapply(scope, function(term) {
     f <- stats::update.formula(object$nce_formula, stats::as.formula(paste("~ . -", term)))
     small <- stats::update(object, formula. = f)
     # The class's own two-fit test, in the one anova layout.
     w <- unlist(stats::anova(small, object)[2L, c("Df", "Wald", "Pr(>Chi)")])
-    c(df_aic(small), w)
+    c(stats::extractAIC(small), w)
   })
-  tab <- rbind(c(df_aic(object), NA, NA, NA), do.call(rbind, rows))
+  tab <- rbind(c(stats::extractAIC(object), NA, NA, NA), do.call(rbind, rows))
   tab <- as.data.frame(tab)
   names(tab) <- c("Df", "AIC", "Wald Df", "Wald", "Pr(>Chi)")
   rownames(tab) <- c("<none>", scope)

@@ -121,8 +121,9 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
   call <- sys.call()
   check_count(iterations, "iterations", max = 100, call = call)
   check_unconditional_fit(fit, call)
-  unknown <- setdiff(names(list(...)), names(formals(ref_model)))
-  if (...length() && (is.null(names(list(...))) || length(unknown) || any(names(list(...)) == ""))) {
+  nm <- ...names()
+  unknown <- setdiff(nm, c(names(formals(ref_model)), "", NA))
+  if (...length() && (is.null(nm) || anyNA(nm) || any(nm == "") || length(unknown))) {
     nce_abort(sprintf("`...` goes to ref_model() and must name its arguments (candidates, n_chains, burnin, thin)%s",
                       if (length(unknown)) paste0(", not ", paste(unknown, collapse = ", ")) else ""),
               "input", call = call)

@@ -113,7 +113,9 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
     se <- sqrt(se^2 + object$transition_intercept_se^2)
   }
   # Density 0 (log -Inf) outside the reference's support and at infinite coordinates, as nce().
-  p <- zero_density_at(fit, se, outside_kernel(object, newdata), type == "response")
+  # (The fit's own transitions are inside: the contrast step refused data outside the support.)
+  out <- if (training) logical(nrow(newdata)) else outside_kernel(object, newdata)
+  p <- zero_density_at(fit, se, out, type == "response")
   fit <- p$fit
   se <- p$se
   names(fit) <- names(se) <- rownames(newdata)
@@ -125,15 +127,13 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
 outside_kernel <- function(object, newdata) {
   vars <- object$reference$vars
   prev <- paste0(vars, "_prev")
-  out <- logical(nrow(newdata))
-  out[attr(newdata, "nce_infinite")] <- TRUE
-  ok <- which(!out & rows_finite(newdata[c(vars, prev)]))
+  lq <- rep(NA_real_, nrow(newdata))
+  ok <- which(rows_finite(newdata[c(vars, prev)]))
   if (length(ok)) {
-    lq <- kernel_logq(object$reference, newdata[ok, vars, drop = FALSE],
-                      stats::setNames(newdata[ok, prev, drop = FALSE], vars))
-    out[ok] <- lq == -Inf
+    lq[ok] <- kernel_logq(object$reference, newdata[ok, vars, drop = FALSE],
+                          stats::setNames(newdata[ok, prev, drop = FALSE], vars))
   }
-  out
+  outside_support(lq, newdata)
 }
 
 # Sequences as the fit's data (states, group, time): their transitions built as snce() did, one

@@ -190,17 +190,24 @@ tgm_edges <- function(object, threshold = 0, abs = FALSE, ...) {
   check_number(threshold, "threshold", allow_infinite = TRUE, call = call)
   check_bool(abs, "abs", call = call)
   ij <- which(upper.tri(k_mat), arr.ind = TRUE)
-  w <- k_mat[ij]
-  # As edge_roc(): a missing weight is not an absent edge.
-  if (anyNA(w)) {
-    nce_abort(sprintf("`object` has missing off-diagonal entries (%d pair(s)): impute or drop them first",
-                      sum(is.na(w))), "input", call = call)
-  }
+  w <- pair_weights(k_mat, "an edge list", call)
   keep <- (if (abs) base::abs(w) else w) > threshold
   out <- data.frame(from = ij[keep, 1L], to = ij[keep, 2L], weight = w[keep])
   out <- out[order(-(if (abs) base::abs(out$weight) else out$weight)), , drop = FALSE]
   rownames(out) <- NULL
   out
+}
+
+# The estimate's off-diagonal entries, one per pair (i < j, column by column), refused when any is
+# missing: a missing weight would be ranked, or dropped, as if it were information.
+pair_weights <- function(k_mat, use, call) {
+  w <- k_mat[upper.tri(k_mat)]
+  if (anyNA(w)) {
+    nce_abort(sprintf(paste("the estimate has %d missing (NA or NaN) off-diagonal entries of %d: %s needs a",
+                            "value for every pair; replace them (e.g. by 0) or drop those nodes."),
+                      sum(is.na(w)), length(w), use), "data", call = call)
+  }
+  w
 }
 
 precision_of <- function(object, call = caller_call()) {
@@ -254,14 +261,9 @@ edge_roc <- function(object, truth, abs = FALSE) {
   }
   g_true <- if (is.logical(g_true)) g_true else g_true != 0
   up <- upper.tri(k_mat)
-  score <- if (abs) base::abs(k_mat[up]) else k_mat[up]
+  w <- pair_weights(k_mat, "an AUC", call)
+  score <- if (abs) base::abs(w) else w
   edge <- g_true[up]
-  if (anyNA(score)) {
-    # a missing score would be ranked as if it were information; refuse rather than guess
-    nce_abort(sprintf(paste("the estimate has %d missing (NA or NaN) off-diagonal entries of %d: an AUC needs a",
-                            "score for every pair; replace them (e.g. by 0) or drop those nodes."),
-                      sum(is.na(score)), length(score)), "data", call = call)
-  }
   if (!any(edge) || all(edge)) nce_abort("`truth` must have both edges and non-edges.", call = call)
   r <- rank(score)
   n1 <- sum(edge)

@@ -391,7 +391,7 @@ test_that("grids, graphs and Metropolis draws: the second audit's cases", {
   expect_error(ring_graph(5, low = 1e308, high = 1e308), "too large", class = "nce_error_input")
   k <- ring_graph(5)
   k[1, 2] <- k[2, 1] <- NA
-  expect_error(tgm_edges(k, 0.1), "missing", class = "nce_error_input")
+  expect_error(tgm_edges(k, 0.1), "missing", class = "nce_error_data")
   set.seed(11)
   r <- ratio_amortised(fz_sim, fz_summ, fz_prior, n = 600, batch = TRUE, formula = ~ te(mu, m, k = 4))
   obs <- matrix(rnorm(5, 0.3), 1)
