@@ -1038,7 +1038,8 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
         let h = &pt.h;
         let beta = DVector::from_column_slice(&pt.beta[..pa]);
         let lam: Vec<f64> = pt.rho.iter().map(|r| r.exp()).collect();
-        let (w1, w2) = weight_derivs_rows(prob, &pt.mu);
+        let w1 = weight_derivs_rows(prob, &pt.mu, |w| w.0);
+        let w2 = weight_derivs_rows(prob, &pt.mu, |w| w.1);
         let ld = pens.log_det(&pt.rho)?;
         let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
         let bj: Vec<DVector<f64>> = (0..m).map(|j| self.solve_beta(h, &sb[j]) * (-lam[j])).collect();
@@ -1118,7 +1119,11 @@ impl<D: FreeRows + ?Sized> crate::engine::reml::RemlModel for FreeCtx<'_, D> {
                 hess[(k, j)] = v;
             }
         }
-        Ok(Derivs { grad, hess, dbeta: bj })
+        Ok(Derivs {
+            grad,
+            hess: Some(hess),
+            dbeta: bj,
+        })
     }
 
     fn score(pt: &FreePoint) -> f64 {

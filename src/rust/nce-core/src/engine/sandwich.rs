@@ -29,7 +29,10 @@ pub fn sample_sandwich<D: Design>(
     }
     let k = sample.iter().copied().max().unwrap_or(0) + 1;
     let g2: Vec<f64> = row_grad.iter().map(|g| g * g).collect();
-    let mut meat = d.weighted_crossprod(&g2, &vec![0.0; n]).0;
+    let mut meat = d
+        .weighted_crossprods(&[&g2])
+        .pop()
+        .ok_or_else(|| NceError::Numerical("no cross-product".into()))?;
     for s in 0..k {
         let count = sample.iter().filter(|&&v| v == s).count();
         if count == 0 {
@@ -40,7 +43,7 @@ pub fn sample_sandwich<D: Design>(
             .zip(sample)
             .map(|(g, &v)| if v == s { *g } else { 0.0 })
             .collect();
-        let total: DVector<f64> = d.weighted_crossprod(&vec![0.0; n], &gs).1;
+        let total: DVector<f64> = d.crossprod_vec(&gs);
         meat -= &total * total.transpose() / count as f64;
     }
     Ok(bread_meat_bread(bread, &meat, aliased))
