@@ -166,14 +166,21 @@ check_numeric_columns <- function(data, cols, arg = deparse(substitute(data)), c
 # (memory.max, or memory.limit_in_bytes under cgroup v1) and the machine's total RAM as the
 # ceiling. These are fixed for the process, so the same call on the same machine is refused or
 # not whatever else runs at that moment (free memory is not). 8 GiB where none can be read;
-# `options(nce.max_memory = bytes)` overrides it.
+# `options(nce.max_memory = bytes)` overrides it. Read once per process (a forked worker reads
+# its own): the 18 files took 1 ms of each call, two calls a fit.
 available_memory <- function() {
   opt <- getOption("nce.max_memory")
   if (!is.null(opt)) return(as.double(opt))
-  lim <- c(process_limits(), cgroup_memory_limit(), total_ram())
-  lim <- lim[is.finite(lim) & lim > 0]
-  if (length(lim)) min(lim) else 8 * 2^30
+  pid <- Sys.getpid()
+  if (!identical(memory_cache$pid, pid)) {
+    lim <- c(process_limits(), cgroup_memory_limit(), total_ram())
+    lim <- lim[is.finite(lim) & lim > 0]
+    memory_cache$limit <- if (length(lim)) min(lim) else 8 * 2^30
+    memory_cache$pid <- pid
+  }
+  memory_cache$limit
 }
+memory_cache <- new.env(parent = emptyenv())
 
 read_lines_quietly <- function(path) {
   if (!file.exists(path)) return(character())

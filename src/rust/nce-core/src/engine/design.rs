@@ -20,6 +20,17 @@ pub trait Design: Sync {
     fn ncol(&self) -> usize;
     /// out = X beta (no offset).
     fn linear_predictor(&self, beta: &[f64], out: &mut [f64]);
+    /// X beta_l for each of `betas`, into new vectors (one pass over the rows where possible).
+    fn linear_predictors(&self, betas: &[&[f64]]) -> Vec<Vec<f64>> {
+        betas
+            .iter()
+            .map(|b| {
+                let mut e = vec![0.0; self.nrow()];
+                self.linear_predictor(b, &mut e);
+                e
+            })
+            .collect()
+    }
     /// (X' diag(w) X, X' v).
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>);
 
@@ -302,6 +313,35 @@ impl Design for DenseDesign<'_> {
                 }
             }
         });
+    }
+
+    /// Each chunk of rows reads every column once for all of `betas`; each output's sums are
+    /// `linear_predictor`'s, in the same order.
+    fn linear_predictors(&self, betas: &[&[f64]]) -> Vec<Vec<f64>> {
+        let n = self.nrow;
+        let mut outs: Vec<Vec<f64>> = betas.iter().map(|_| vec![0.0; n]).collect();
+        let mut chunks: Vec<Vec<&mut [f64]>> = (0..n.div_ceil(CHUNK_ROWS)).map(|_| Vec::new()).collect();
+        for out in outs.iter_mut() {
+            for (k, o) in out.chunks_mut(CHUNK_ROWS).enumerate() {
+                chunks[k].push(o);
+            }
+        }
+        chunks.into_par_iter().enumerate().for_each(|(k, mut os)| {
+            let r0 = k * CHUNK_ROWS;
+            for j in 0..self.ncol {
+                let c = &self.col(j)[r0..r0 + os.first().map_or(0, |o| o.len())];
+                for (o, beta) in os.iter_mut().zip(betas) {
+                    let b = beta[j];
+                    if b == 0.0 {
+                        continue;
+                    }
+                    for (v, x) in o.iter_mut().zip(c) {
+                        *v += b * x;
+                    }
+                }
+            }
+        });
+        outs
     }
 
     fn weighted_crossprod(&self, w: &[f64], v: &[f64]) -> (DMatrix<f64>, DVector<f64>) {
@@ -1160,6 +1200,11 @@ mod tests {
         whole.linear_predictor(&beta, &mut e1);
         parts.linear_predictor(&beta, &mut e2);
         assert_eq!(e1, e2);
+        // Several at once (a partial last chunk, a zero coefficient skipped): the same bits.
+        let beta2 = [0.0, 2.5, -0.4];
+        let mut e3 = vec![0.0; n];
+        whole.linear_predictor(&beta2, &mut e3);
+        assert_eq!(parts.linear_predictors(&[&beta, &beta2]), vec![e1.clone(), e3]);
         let short = [1.0, 2.0];
         let e = DenseDesign::from_columns(&cols[..1], n + 1).unwrap_err();
         assert!(e.to_string().contains("column 1 has"), "{e}");

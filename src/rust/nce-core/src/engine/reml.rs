@@ -480,14 +480,8 @@ impl<D: Design> Ctx<'_, D> {
         // First order: tr(A_j) = lambda_j tr(H^{-1} S_j) + sum_i w1_i (X b_j)_i lev_i.
         let sb: Vec<DVector<f64>> = (0..m).map(|j| pens.apply(j, beta.as_slice())).collect();
         let bj: Vec<DVector<f64>> = (0..m).map(|j| &hinv * &sb[j] * (-lam[j])).collect();
-        let mut ej: Vec<Vec<f64>> = bj
-            .iter()
-            .map(|b| {
-                let mut e = vec![0.0; n];
-                d.linear_predictor(b.as_slice(), &mut e);
-                e
-            })
-            .collect();
+        let bref: Vec<&[f64]> = bj.iter().map(|b| b.as_slice()).collect();
+        let mut ej = d.linear_predictors(&bref);
         let grad: Vec<f64> = (0..m)
             .map(|j| {
                 let tra = lam[j] * pens.trace_with(j, &hinv) + ws_dot3(&w1, &lev, &ej[j]);
