@@ -439,10 +439,10 @@ pub(crate) mod kernels {
         [hsum(&acc[0]), hsum(&acc[1]), hsum(&acc[2]), hsum(&acc[3])]
     }
 
-    /// Rows s0..s0 + len of every column of `d` into `xs` (SUB rows a column), zero-padded.
+    /// Rows s0..s0 + len of every column of `d` into `xs` (`width` rows a column), zero-padded.
     #[inline(always)]
-    fn fill_panel(d: &DenseDesign, s0: usize, len: usize, xs: &mut [f64]) {
-        for (j, dst) in xs.chunks_exact_mut(SUB).take(d.ncol).enumerate() {
+    fn fill_panel(d: &DenseDesign, s0: usize, len: usize, xs: &mut [f64], width: usize) {
+        for (j, dst) in xs.chunks_exact_mut(width).take(d.ncol).enumerate() {
             dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
             dst[len..].iter_mut().for_each(|v| *v = 0.0);
         }
@@ -484,7 +484,7 @@ pub(crate) mod kernels {
             let cols: Vec<&[f64]> = if len == SUB {
                 (0..p).map(|j| &d.col(j)[s0..s0 + SUB]).collect()
             } else {
-                fill_panel(d, s0, len, &mut xs);
+                fill_panel(d, s0, len, &mut xs, SUB);
                 xs.chunks(SUB).collect()
             };
             // X'v in the same pass, while the block is in cache (as `dots` adds it).
@@ -528,7 +528,7 @@ pub(crate) mod kernels {
         let mut s0 = r0;
         while s0 < r1 {
             let len = SUB.min(r1 - s0);
-            fill_panel(d, s0, len, &mut xs);
+            fill_panel(d, s0, len, &mut xs, SUB);
             let mut i0 = 0;
             while i0 < len {
                 let mut q = [[0.0f64; LANES]; R];
@@ -666,7 +666,7 @@ pub(crate) mod kernels {
             let mut s0 = r0;
             while s0 < r1 {
                 let len = SUB.min(r1 - s0);
-                fill_panel(d, s0, len, &mut xs);
+                fill_panel(d, s0, len, &mut xs, SUB);
                 let xp = xs.as_ptr();
                 let mut i0 = 0;
                 while i0 < len {
@@ -858,10 +858,7 @@ pub(crate) mod kernels {
             let mut s0 = r0;
             while s0 < r1 {
                 let len = G.min(r1 - s0);
-                for (j, dst) in xs.chunks_exact_mut(G).enumerate() {
-                    dst[..len].copy_from_slice(&d.col(j)[s0..s0 + len]);
-                    dst[len..].iter_mut().for_each(|v| *v = 0.0);
-                }
+                fill_panel(d, s0, len, &mut xs, G);
                 let xp = xs.as_ptr();
                 let mut q = [_mm512_setzero_pd(); 8];
                 for j in 0..p {
