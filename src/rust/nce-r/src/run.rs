@@ -58,6 +58,9 @@ pub fn run_serving<T: Send, Q: Send, A: Send>(
         .build()
         .map_err(|e| NceError::Numerical(format!("could not start a thread pool: {e}")))?;
     let stop = AtomicBool::new(false);
+    // Set when this loop took R's pending interrupt: R_CheckUserInterrupt consumed it, so it must
+    // come back to R even when the work finished anyway (it may have been past its last poll).
+    let mut interrupted = false;
     let (tx, rx) = mpsc::channel::<Msg<Q, A>>();
     let done = tx.clone();
     let requester = Requester { tx: Mutex::new(tx) };
@@ -75,12 +78,14 @@ pub fn run_serving<T: Send, Q: Send, A: Send>(
                 Ok(Msg::Done) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if !stop.load(Ordering::Relaxed) && interrupt_pending() {
+                        interrupted = true;
                         stop.store(true, Ordering::Relaxed);
                     }
                 }
             }
         }
         match handle.join() {
+            Ok(Ok(_)) if interrupted => Err(NceError::Interrupted),
             Ok(Ok(r)) => r,
             Ok(Err(p)) | Err(p) => Err(NceError::Internal(panic_message(p.as_ref()))),
         }
