@@ -953,6 +953,42 @@ mod tests {
         assert!((r.log_evidence - exact).abs() < 0.2);
         let (m, _) = moments(&r, 0);
         assert!((m - (0.3 * -2.0 + 0.7 * 2.0)).abs() < 0.25, "mean {m}");
+        // Random-walk Metropolis chains started from the prior stay in the mode they first find,
+        // so its share is that of the starts' basins (about one half), not 0.3.
+        use crate::sampling::metropolis::{metropolis, ChainControl};
+        let chains = 200;
+        let mut starts = vec![0.0; 2 * chains];
+        BuiltinPrior::uniform(vec![-5.0; 2], vec![5.0; 2])
+            .unwrap()
+            .sample(chains, 4, &mut starts)
+            .unwrap();
+        // Column-major for `metropolis`.
+        let starts: Vec<f64> = (0..2)
+            .flat_map(|j| (0..chains).map(move |c| (c, j)))
+            .map(|(c, j)| starts[2 * c + j])
+            .collect();
+        let box_l = |x: &[f64]| {
+            if x.iter().all(|v| v.abs() <= 5.0) {
+                (bimodal_l(x), false)
+            } else {
+                (f64::NEG_INFINITY, false)
+            }
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let ctrl_rw = ChainControl {
+            scale: &[0.4, 0.4],
+            burnin: 200,
+            steps: 1000,
+            seed: 4,
+        };
+        let rw = metropolis(&box_l, 2, &starts, &ctrl_rw, &stop).unwrap();
+        let per_rw = 1000 * chains;
+        let low_rw = (0..per_rw)
+            .filter(|&k| rw.draws[k] + rw.draws[per_rw + k] < 0.0)
+            .count() as f64
+            / per_rw as f64;
+        eprintln!("  random-walk Metropolis from the prior: share of the 0.3 mode {low_rw:.4}");
+        assert!((low_rw - 0.3).abs() > 0.1, "share {low_rw}");
     }
 
     /// 10-D: prior N(0, 3^2 I), L = -(theta - mu)' P (theta - mu) / 2 with P the inverse of an
