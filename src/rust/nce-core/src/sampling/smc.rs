@@ -310,14 +310,12 @@ struct Mover<'a> {
 fn eval_target(target: &mut dyn BatchLogTarget, theta: &[f64], out: &mut [f64]) -> Result<()> {
     target.log_ratio(theta, out)?;
     if let Some(i) = out.iter().position(|v| v.is_nan() || *v == f64::INFINITY) {
-        return Err(NceError::invalid(
-            "log_ratio",
-            format!(
-                "returned {} at a point (row {} of a batch); it must be finite or -Inf",
-                out[i],
-                i + 1
-            ),
-        ));
+        // The caller's function is at fault, not its arguments.
+        return Err(NceError::Model(format!(
+            "`log_ratio` returned {} at a point (row {} of a batch); it must be finite or -Inf",
+            out[i],
+            i + 1
+        )));
     }
     Ok(())
 }
@@ -370,8 +368,8 @@ impl Mover<'_> {
         self.idx.clear();
         self.inside.clear();
         for i in 0..n {
-            if self.plp[i].is_nan() {
-                return Err(NceError::invalid("prior", "its log density returned NaN"));
+            if self.plp[i].is_nan() || self.plp[i] == f64::INFINITY {
+                return Err(NceError::invalid("prior", "its log density returned NaN or +Inf"));
             }
             if self.plp[i] > f64::NEG_INFINITY {
                 self.idx.push(i);
@@ -1082,8 +1080,9 @@ mod tests {
             assert!(r.ess[j] >= 2000.0, "ess {j}: {}", r.ess[j]);
         }
         assert_eq!(r.draws.len(), 10 * 10_000);
-        // Evidence: sd of the estimate about 0.1 at this size.
-        assert!((r.log_evidence - log_z).abs() < 0.3, "{} vs {log_z}", r.log_evidence);
+        // Evidence: over 20 seeds at 2000 particles the error had mean 0.03 and sd 0.26 (no
+        // bias seen); 0.75 is about 3 sds. This seed's error is 0.19.
+        assert!((r.log_evidence - log_z).abs() < 0.75, "{} vs {log_z}", r.log_evidence);
     }
 
     /// A prior given by functions: N(0, 3^2 I) in 2-D through `FnPrior`, on the crescent's L
