@@ -522,4 +522,17 @@ nce_fit_reml_grouped_sharded <- function(runner, b, problem) .Call(wrap__nce_fit
 #' @noRd
 nce_heap_reserve <- function(bytes) .Call(wrap__nce_heap_reserve, bytes)
 
+#' Tempered SMC on prior(theta) exp(log_ratio(theta)), then `steps` draws per particle (chain)
+#' at the posterior. `log_ratio` an R function of an n x d matrix returning n log ratios (-Inf
+#' allowed); `prior` list(kind = "uniform", lower, upper), list(kind = "normal", mean, sd) or
+#' list(kind = "callback", sample = function(n) n x d matrix, log_density = function(theta
+#' matrix) n values, -Inf outside the support); the functions may return a condition instead of
+#' raising it (class "interrupt" for an interrupt), which becomes `nce_error_model`; d is the
+#' prior's length (or the columns of a callback prior's draws). `settings` as `smc_settings`
+#' reads it. Returns list(draws = steps x chains x d array, acceptance (per chain), ess (per
+#' parameter), betas, log_evidence, stages, sweeps (per stage), stage_acceptance, evaluations,
+#' calls).
+#' @keywords internal
+#' @noRd
+nce_smc_sample <- function(log_ratio, prior, settings) .Call(wrap__nce_smc_sample, log_ratio, prior, settings)
 

@@ -14,6 +14,8 @@ pub enum NceError {
     Internal(String),
     /// More memory asked for than can be allocated (`bytes`, NaN when the size overflows).
     TooLarge { what: String, bytes: f64 },
+    /// A user-supplied function (e.g. an R callback) failed; the message says which and why.
+    Model(String),
 }
 
 pub type Result<T> = std::result::Result<T, NceError>;
@@ -34,6 +36,7 @@ impl NceError {
             NceError::Numerical(_) => "numerical",
             NceError::Internal(_) => "internal",
             NceError::TooLarge { .. } => "size",
+            NceError::Model(_) => "model",
         }
     }
 }
@@ -45,6 +48,7 @@ impl fmt::Display for NceError {
             NceError::Interrupted => write!(f, "interrupted by the user"),
             NceError::Numerical(m) => write!(f, "numerical failure: {m}"),
             NceError::Internal(m) => write!(f, "internal error in the Rust core (please report): {m}"),
+            NceError::Model(m) => write!(f, "{m}"),
             NceError::TooLarge { what, bytes } => write!(
                 f,
                 "{what} would need {}, more than can be allocated; ask for fewer draws or rows",

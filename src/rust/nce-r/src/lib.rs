@@ -19,6 +19,7 @@ mod nonlinear;
 mod ref_discrete_steps;
 mod reference;
 mod run;
+mod sampler;
 mod shards;
 mod simulator;
 mod spatial;
@@ -47,4 +48,5 @@ extendr_api::extendr_module! {
     use simulator;
     use shards;
     use heap;
+    use sampler;
 }
