@@ -40,6 +40,9 @@ pub struct RatioSettings {
     pub step: f64,
     /// Decoupled weight decay (AdamW) of the weights.
     pub weight_decay: f64,
+    /// Epochs without a better held-out loss before the step is halved (the late epochs' noise
+    /// of a constant step is most of the error left otherwise).
+    pub step_patience: usize,
     /// Epochs without a better held-out loss before training stops.
     pub patience: usize,
     /// Share of the simulations held out for early stopping (0: stop on the training loss).
@@ -58,6 +61,7 @@ impl RatioSettings {
             max_epochs: 1000,
             step: 5e-4,
             weight_decay: 0.0,
+            step_patience: 5,
             patience: 20,
             held_out: 0.1,
             seed,
@@ -71,6 +75,8 @@ pub struct EpochReport {
     pub epoch: usize,
     pub train_loss: f64,
     pub held_out_loss: f64,
+    /// The step the epoch used.
+    pub step: f64,
 }
 
 /// The best parameters and the record of the training.
@@ -182,6 +188,8 @@ pub struct Trainer {
     /// Best parameters, their held-out loss and epoch.
     best: (Vec<f64>, f64, usize),
     since_best: usize,
+    since_step: usize,
+    step: f64,
     epoch: usize,
     early: bool,
     finished: bool,
@@ -193,10 +201,10 @@ impl Trainer {
     /// simulations and draws the starting weights.
     pub fn new(arch: &Architecture, data: &Rows, s: RatioSettings) -> Result<Self> {
         let n = arch.check_rows(data)?;
-        if s.batch < 2 || s.max_epochs == 0 || s.patience == 0 {
+        if s.batch < 2 || s.max_epochs == 0 || s.patience == 0 || s.step_patience == 0 {
             return Err(NceError::invalid(
                 "settings",
-                "`batch` must be at least 2, `max_epochs` and `patience` at least 1",
+                "`batch` must be at least 2, `max_epochs`, `patience` and `step_patience` at least 1",
             ));
         }
         if s.n_negatives == 0 || s.n_negatives > 1000 {
@@ -260,6 +268,8 @@ impl Trainer {
             held,
             held_count: n_held,
             since_best: 0,
+            since_step: 0,
+            step: s.step,
             epoch: 0,
             early: false,
             finished: false,
@@ -314,7 +324,7 @@ impl Trainer {
             }
             train_loss += l * rows.len() as f64;
             self.adam
-                .step(&mut self.params, &self.grad, self.s.step, self.s.weight_decay, &self.decay);
+                .step(&mut self.params, &self.grad, self.step, self.s.weight_decay, &self.decay);
         }
         self.epoch = epoch;
         train_loss /= order.len() as f64;
@@ -327,13 +337,20 @@ impl Trainer {
             epoch,
             train_loss,
             held_out_loss: held,
+            step: self.step,
         };
         self.history.push(rep);
         if held < self.best.1 {
             self.best = (self.params.clone(), held, epoch);
             self.since_best = 0;
+            self.since_step = 0;
         } else {
             self.since_best += 1;
+            self.since_step += 1;
+            if self.since_step >= self.s.step_patience {
+                self.step *= 0.5;
+                self.since_step = 0;
+            }
             self.early = self.since_best >= self.s.patience;
         }
         self.finished = self.early || epoch == self.s.max_epochs;
