@@ -2,7 +2,9 @@
 //! embedding of the raw data, as a session run a slice of time at a time, and evaluating it.
 //! Conversions only; no numerics here.
 
-use crate::convert::{guard, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of, threads_of};
+use crate::convert::{
+    guard, list_count, list_get, list_number, list_vec, real_matrix, real_slice, seed_of, threads_of,
+};
 use crate::mlp::row_major;
 use crate::run;
 use extendr_api::prelude::*;
@@ -46,7 +48,10 @@ fn embedding_of(settings: &List) -> Res<EmbeddingSpec> {
             hidden: widths(&e, "hidden", arg)?,
             out: list_count(&e, "out", arg, 1)?,
         }),
-        _ => Err(NceError::invalid("embedding", "`kind` must be \"none\", \"dense\" or \"pooled\"")),
+        _ => Err(NceError::invalid(
+            "embedding",
+            "`kind` must be \"none\", \"dense\" or \"pooled\"",
+        )),
     }
 }
 
@@ -199,9 +204,9 @@ fn nce_ratio_net_sessions_run(sessions: List, seconds: f64, threads: i32) -> Rob
                         x,
                         trainer,
                     } = &mut **s;
-                    let trainer = trainer.as_mut().ok_or_else(|| {
-                        NceError::invalid("sessions", "holds a session that has returned its result")
-                    })?;
+                    let trainer = trainer
+                        .as_mut()
+                        .ok_or_else(|| NceError::invalid("sessions", "holds a session that has returned its result"))?;
                     let data = Rows { theta, z, x };
                     let mut reports: Vec<EpochReport> = Vec::new();
                     let began = Instant::now();

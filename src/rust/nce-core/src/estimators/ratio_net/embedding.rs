@@ -41,7 +41,11 @@ enum Kind {
     None,
     Dense(Stack),
     /// phi, the values per item, and the number of windows per row.
-    Pooled { phi: Stack, item: usize, windows: usize },
+    Pooled {
+        phi: Stack,
+        item: usize,
+        windows: usize,
+    },
 }
 
 /// Buffers of one block of rows.
@@ -171,7 +175,7 @@ impl Embedding {
     pub fn backward(&self, params: &[f64], x: &[f64], rows: usize, ws: &mut EmbedWs, dfeat: &[f64], grad: &mut [f64]) {
         match &self.kind {
             Kind::None => {}
-            Kind::Dense(s) => s.backward(params, x, rows, &mut ws.stack, dfeat, grad, None),
+            Kind::Dense(s) => s.backward(params, x, &mut ws.stack, &dfeat[..rows * self.outputs()], grad, None),
             Kind::Pooled { phi, windows, .. } => {
                 let (m, nw) = (self.outputs(), *windows);
                 let scale = 1.0 / nw as f64;
@@ -182,7 +186,7 @@ impl Embedding {
                         ws.dphi.extend(d.iter().map(|v| v * scale));
                     }
                 }
-                phi.backward(params, &ws.cols, rows * nw, &mut ws.stack, &ws.dphi, grad, None);
+                phi.backward(params, &ws.cols, &mut ws.stack, &ws.dphi, grad, None);
             }
         }
     }
@@ -216,7 +220,9 @@ mod tests {
         let mut p = vec![0.0; e.n_params()];
         e.init(&mut stream_rng(2, 0), &mut p);
         let x = [0.1, -0.4, 0.7, 1.2, -0.3, 0.5];
-        let Kind::Pooled { phi, .. } = &e.kind else { unreachable!() };
+        let Kind::Pooled { phi, .. } = &e.kind else {
+            unreachable!()
+        };
         let mut want = vec![0.0; 3];
         for t in 0..2 {
             let mut ws = StackWs::default();
@@ -267,7 +273,11 @@ mod tests {
                 a[k] += h;
                 b[k] -= h;
                 let fd = (obj(&a) - obj(&b)) / (2.0 * h);
-                assert!((fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()), "{spec:?} p{k}: {fd} vs {}", grad[k]);
+                assert!(
+                    (fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()),
+                    "{spec:?} p{k}: {fd} vs {}",
+                    grad[k]
+                );
             }
         }
     }

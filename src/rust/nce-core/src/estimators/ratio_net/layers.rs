@@ -42,7 +42,10 @@ impl Stack {
     /// `arg` names the setting in errors.
     pub fn new(inputs: usize, hidden: &[usize], out: usize, activation: Activation, arg: &str) -> Result<Self> {
         if inputs == 0 || out == 0 {
-            return Err(NceError::invalid(arg, "a layer stack needs at least one input and one output"));
+            return Err(NceError::invalid(
+                arg,
+                "a layer stack needs at least one input and one output",
+            ));
         }
         if hidden.iter().any(|&w| w == 0 || w > 100_000) || out > 100_000 {
             return Err(NceError::invalid(arg, "every layer must have 1 to 100000 units"));
@@ -174,19 +177,19 @@ impl Stack {
     }
 
     /// Adds to `grad` the gradient of sum_{r,j} dout[r, j] out[r, j] at the block of the last
-    /// `forward` call; with `dx` (row-major `rows x inputs`), writes its gradient with respect to
-    /// the inputs there.
+    /// `forward` call (its rows: those of `dout`, row-major `rows x outputs`); with `dx` (row-major
+    /// `rows x inputs`), writes its gradient with respect to the inputs there.
     pub fn backward(
         &self,
         params: &[f64],
         x: &[f64],
-        rows: usize,
         ws: &mut StackWs,
         dout: &[f64],
         grad: &mut [f64],
         dx: Option<&mut [f64]>,
     ) {
-        assert!(grad.len() == self.n_params && dout.len() >= rows * self.outputs());
+        let rows = dout.len() / self.outputs();
+        assert!(grad.len() == self.n_params && dout.len() == rows * self.outputs());
         let nh = self.hidden_layers();
         ws.delta.clear();
         ws.delta.extend_from_slice(&dout[..rows * self.outputs()]);
@@ -208,7 +211,14 @@ impl Stack {
             if l == 0 {
                 if let Some(dx) = dx.take() {
                     // dx (rows x fan) = delta (rows x w) * W (w x fan)
-                    gemm((rows, w, fan), 1.0, (&ws.delta, w, 1), (weights, fan, 1), 0.0, &mut dx[..rows * fan]);
+                    gemm(
+                        (rows, w, fan),
+                        1.0,
+                        (&ws.delta, w, 1),
+                        (weights, fan, 1),
+                        0.0,
+                        &mut dx[..rows * fan],
+                    );
                 }
                 break;
             }
@@ -266,29 +276,36 @@ mod tests {
                 let rows = 6;
                 let x: Vec<f64> = (0..rows * 3).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0).collect();
                 let g: Vec<f64> = (0..rows * 2).map(|r| 0.3 * r as f64 - 1.0).collect();
-                let obj = |p: &[f64], x: &[f64]| -> f64 {
-                    outputs(&s, p, x, rows).iter().zip(&g).map(|(f, g)| f * g).sum()
-                };
+                let obj =
+                    |p: &[f64], x: &[f64]| -> f64 { outputs(&s, p, x, rows).iter().zip(&g).map(|(f, g)| f * g).sum() };
                 let mut ws = StackWs::default();
                 let mut out = vec![0.0; rows * 2];
                 s.forward(&p, &x, rows, &mut ws, &mut out);
                 let mut grad = vec![0.0; s.n_params()];
                 let mut dx = vec![0.0; rows * 3];
-                s.backward(&p, &x, rows, &mut ws, &g, &mut grad, Some(&mut dx));
+                s.backward(&p, &x, &mut ws, &g, &mut grad, Some(&mut dx));
                 let h = 1e-6;
                 for k in 0..p.len() {
                     let (mut a, mut b) = (p.clone(), p.clone());
                     a[k] += h;
                     b[k] -= h;
                     let fd = (obj(&a, &x) - obj(&b, &x)) / (2.0 * h);
-                    assert!((fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()), "{act:?} {hidden:?} p{k}: {fd} vs {}", grad[k]);
+                    assert!(
+                        (fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()),
+                        "{act:?} {hidden:?} p{k}: {fd} vs {}",
+                        grad[k]
+                    );
                 }
                 for k in 0..x.len() {
                     let (mut a, mut b) = (x.clone(), x.clone());
                     a[k] += h;
                     b[k] -= h;
                     let fd = (obj(&p, &a) - obj(&p, &b)) / (2.0 * h);
-                    assert!((fd - dx[k]).abs() < 1e-6 * (1.0 + fd.abs()), "{act:?} {hidden:?} x{k}: {fd} vs {}", dx[k]);
+                    assert!(
+                        (fd - dx[k]).abs() < 1e-6 * (1.0 + fd.abs()),
+                        "{act:?} {hidden:?} x{k}: {fd} vs {}",
+                        dx[k]
+                    );
                 }
             }
         }

@@ -169,7 +169,11 @@ mod tests {
                     a[j] += h;
                     b[j] -= h;
                     let fd = (f(&a) - f(&b)) / (2.0 * h);
-                    assert!((fd - g[j]).abs() < 1e-7 * (1.0 + fd.abs()), "{loss:?} K={k} logit {j}: {fd} vs {}", g[j]);
+                    assert!(
+                        (fd - g[j]).abs() < 1e-7 * (1.0 + fd.abs()),
+                        "{loss:?} K={k} logit {j}: {fd} vs {}",
+                        g[j]
+                    );
                 }
             }
         }
@@ -185,7 +189,12 @@ mod tests {
         let lik: [[f64; 2]; 2] = [[0.8, 0.2], [0.3, 0.7]];
         let px = [0.5 * 0.8 + 0.5 * 0.3, 0.5 * 0.2 + 0.5 * 0.7];
         let lr = |t: usize, x: usize| (lik[t][x] / px[x]).ln();
-        for (loss, k) in [(Loss::Nre, 1), (Loss::Nre, 3), (Loss::Nrec { gamma: 1.0 }, 2), (Loss::Nrec { gamma: 2.5 }, 3)] {
+        for (loss, k) in [
+            (Loss::Nre, 1),
+            (Loss::Nre, 3),
+            (Loss::Nrec { gamma: 1.0 }, 2),
+            (Loss::Nrec { gamma: 2.5 }, 3),
+        ] {
             // Expected loss over (theta_0, x) joint and K independent marginal thetas, by
             // enumeration; its derivative in the table l[t][x] by finite differences.
             let expected = |tab: &[[f64; 2]; 2]| -> f64 {

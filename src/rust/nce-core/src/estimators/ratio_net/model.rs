@@ -110,13 +110,22 @@ impl Architecture {
     pub fn check_rows(&self, rows: &Rows) -> Result<usize> {
         let n = rows.theta.len() / self.d;
         if n == 0 || rows.theta.len() != checked_len(&[n, self.d], "theta")? {
-            return Err(NceError::invalid("theta", format!("must have {} column(s) and a row", self.d)));
+            return Err(NceError::invalid(
+                "theta",
+                format!("must have {} column(s) and a row", self.d),
+            ));
         }
         if rows.z.len() != checked_len(&[n, self.p], "z")? {
-            return Err(NceError::invalid("z", format!("must have {n} rows of {} value(s)", self.p)));
+            return Err(NceError::invalid(
+                "z",
+                format!("must have {n} rows of {} value(s)", self.p),
+            ));
         }
         if rows.x.len() != checked_len(&[n, self.q()], "x")? {
-            return Err(NceError::invalid("x", format!("must have {n} rows of {} value(s)", self.q())));
+            return Err(NceError::invalid(
+                "x",
+                format!("must have {n} rows of {} value(s)", self.q()),
+            ));
         }
         if !rows.theta.iter().chain(rows.z).chain(rows.x).all(|v| v.is_finite()) {
             return Err(NceError::invalid("x", "theta, z and x must be finite"));
@@ -127,7 +136,15 @@ impl Architecture {
     /// Logits of the pairs of a block: raw rows `idx` of `data`, each with `c` thetas, given in
     /// `thetas` (row-major `idx.len() x c` row indices of `data.theta`). Every raw row is embedded
     /// once; the pass is kept in `pass` for `backward_pairs`.
-    pub(crate) fn forward_pairs(&self, params: &[f64], data: &Rows, idx: &[usize], thetas: &[usize], c: usize, pass: &mut PairPass) {
+    pub(crate) fn forward_pairs(
+        &self,
+        params: &[f64],
+        data: &Rows,
+        idx: &[usize],
+        thetas: &[usize],
+        c: usize,
+        pass: &mut PairPass,
+    ) {
         let (d, p, q, m) = (self.d, self.p, self.q(), self.features());
         let rows = idx.len();
         let ne = self.embedding.n_params();
@@ -157,7 +174,14 @@ impl Architecture {
     /// Adds to `grad` the gradient of sum dlogits . logits at the pass of `forward_pairs`: the
     /// head's, then, through the head's input gradients summed over each row's pairs, the
     /// embedding's.
-    pub(crate) fn backward_pairs(&self, params: &[f64], c: usize, pass: &mut PairPass, dlogits: &[f64], grad: &mut [f64]) {
+    pub(crate) fn backward_pairs(
+        &self,
+        params: &[f64],
+        c: usize,
+        pass: &mut PairPass,
+        dlogits: &[f64],
+        grad: &mut [f64],
+    ) {
         let (d, p, m) = (self.d, self.p, self.features());
         let hi = d + p + m;
         let rows = pass.rows;
@@ -170,7 +194,6 @@ impl Architecture {
         self.head.backward(
             &params[ne..],
             &pass.hin,
-            rows * c,
             &mut pass.hws,
             dlogits,
             gh,
@@ -246,7 +269,10 @@ impl RatioNet {
             } else if v.len() == w {
                 Ok(true)
             } else {
-                Err(NceError::invalid(arg, format!("must have one row or {n} rows of {w} value(s)")))
+                Err(NceError::invalid(
+                    arg,
+                    format!("must have one row or {n} rows of {w} value(s)"),
+                ))
             }
         };
         let (z1, f1) = (one(z, p, "z")?, one(features, m, "x")?);
@@ -275,7 +301,10 @@ impl RatioNet {
     /// embedding computed once, the head at every theta (the posterior sampler's call).
     pub fn log_ratio_at(&self, theta: &[f64], z: &[f64], x: &[f64]) -> Result<Vec<f64>> {
         if x.len() != self.arch.q() {
-            return Err(NceError::invalid("x", format!("must be one row of {} values", self.arch.q())));
+            return Err(NceError::invalid(
+                "x",
+                format!("must be one row of {} values", self.arch.q()),
+            ));
         }
         let feat = self.embed(x)?;
         self.log_ratio(theta, z, &feat)
@@ -349,7 +378,11 @@ mod tests {
                 u[k] += h;
                 v[k] -= h;
                 let fd = (obj(&u) - obj(&v)) / (2.0 * h);
-                assert!((fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()), "{spec:?} p{k}: {fd} vs {}", grad[k]);
+                assert!(
+                    (fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()),
+                    "{spec:?} p{k}: {fd} vs {}",
+                    grad[k]
+                );
             }
         }
     }

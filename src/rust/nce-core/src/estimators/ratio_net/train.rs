@@ -129,12 +129,12 @@ fn batch_pass(
     arch: &Architecture,
     params: &[f64],
     data: &Rows,
-    loss: Loss,
-    k: usize,
+    s: &RatioSettings,
     rows: &[usize],
     thetas: &[usize],
     grad: Option<&mut [f64]>,
 ) -> f64 {
+    let (loss, k) = (s.loss, s.n_negatives);
     let c = k + 1;
     let mut passes: Vec<PairPass> = rows
         .par_chunks(BLOCK_ROWS)
@@ -211,10 +211,16 @@ impl Trainer {
             return Err(NceError::invalid("n_negatives", "must be between 1 and 1000"));
         }
         if !s.loss.is_valid() {
-            return Err(NceError::invalid("loss", "needs gamma > 0 (nrec) and lambda >= 0 (bnre)"));
+            return Err(NceError::invalid(
+                "loss",
+                "needs gamma > 0 (nrec) and lambda >= 0 (bnre)",
+            ));
         }
         if !(s.step > 0.0 && s.step.is_finite() && s.weight_decay >= 0.0 && s.weight_decay.is_finite()) {
-            return Err(NceError::invalid("step", "the step must be > 0 and the weight decay >= 0"));
+            return Err(NceError::invalid(
+                "step",
+                "the step must be > 0 and the weight decay >= 0",
+            ));
         }
         if !(0.0..0.9).contains(&s.held_out) {
             return Err(NceError::invalid("held_out", "must be a share in [0, 0.9)"));
@@ -241,7 +247,10 @@ impl Trainer {
             0
         };
         if n < n_held + 2 {
-            return Err(NceError::invalid("x", "needs at least two simulations to train on besides the held-out ones"));
+            return Err(NceError::invalid(
+                "x",
+                "needs at least two simulations to train on besides the held-out ones",
+            ));
         }
         let mut held_rows = perm[..n_held].to_vec();
         held_rows.sort_unstable();
@@ -282,7 +291,7 @@ impl Trainer {
     fn held_out_loss(&self, arch: &Architecture, data: &Rows, params: &[f64]) -> f64 {
         let mut total = 0.0;
         for (rows, pairs) in &self.held {
-            let l = batch_pass(arch, params, data, self.s.loss, self.s.n_negatives, rows, pairs, None);
+            let l = batch_pass(arch, params, data, &self.s, rows, pairs, None);
             total += l * rows.len() as f64;
         }
         total / self.held_count as f64
@@ -307,24 +316,20 @@ impl Trainer {
             }
             let rows = &order[a..b];
             let pairs = draw_pairs(rows, self.s.n_negatives, &mut self.rng);
-            let l = batch_pass(
-                arch,
-                &self.params,
-                data,
-                self.s.loss,
-                self.s.n_negatives,
-                rows,
-                &pairs,
-                Some(&mut self.grad),
-            );
+            let l = batch_pass(arch, &self.params, data, &self.s, rows, &pairs, Some(&mut self.grad));
             if !l.is_finite() || self.grad.iter().any(|g| !g.is_finite()) {
                 return Err(NceError::Numerical(format!(
                     "the loss became {l} in epoch {epoch}; lower the step (`step`) or standardise theta, z and x"
                 )));
             }
             train_loss += l * rows.len() as f64;
-            self.adam
-                .step(&mut self.params, &self.grad, self.step, self.s.weight_decay, &self.decay);
+            self.adam.step(
+                &mut self.params,
+                &self.grad,
+                self.step,
+                self.s.weight_decay,
+                &self.decay,
+            );
         }
         self.epoch = epoch;
         train_loss /= order.len() as f64;
@@ -410,7 +415,9 @@ mod tests {
         let p = draw_pairs(&rows, 4, &mut rng);
         for r in 0..3 {
             assert_eq!(p[r * 5], rows[r]);
-            assert!(p[r * 5 + 1..(r + 1) * 5].iter().all(|&j| j != rows[r] && rows.contains(&j)));
+            assert!(p[r * 5 + 1..(r + 1) * 5]
+                .iter()
+                .all(|&j| j != rows[r] && rows.contains(&j)));
         }
     }
 
@@ -482,10 +489,22 @@ mod tests {
         s.max_epochs = 10;
         for bad in [
             RatioSettings { batch: 1, ..s.clone() },
-            RatioSettings { n_negatives: 0, ..s.clone() },
-            RatioSettings { held_out: 0.95, ..s.clone() },
-            RatioSettings { loss: Loss::Nrec { gamma: 0.0 }, ..s.clone() },
-            RatioSettings { step: -1.0, ..s.clone() },
+            RatioSettings {
+                n_negatives: 0,
+                ..s.clone()
+            },
+            RatioSettings {
+                held_out: 0.95,
+                ..s.clone()
+            },
+            RatioSettings {
+                loss: Loss::Nrec { gamma: 0.0 },
+                ..s.clone()
+            },
+            RatioSettings {
+                step: -1.0,
+                ..s.clone()
+            },
         ] {
             assert!(Trainer::new(&arch, &data, bad).is_err());
         }
