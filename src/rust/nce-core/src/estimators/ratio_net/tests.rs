@@ -101,7 +101,7 @@ fn deep_sets() -> EmbeddingSpec {
 const TOLERANCE: f64 = 0.15;
 /// BNRE's balance penalty trades accuracy for conservativeness (measured 0.25, biased low); the
 /// head alone or a dense embedding must learn the mean of the 10 draws from raw values, with no
-/// pooling to help (measured 0.23 without an embedding).
+/// pooling to help (measured 0.23 without an embedding, 0.17 with a dense one).
 const LOOSE_TOLERANCE: f64 = 0.3;
 
 /// Release only (a minute in debug builds):
