@@ -256,6 +256,44 @@ nce_mlp_forward <- function(x, params, settings) .Call(wrap__nce_mlp_forward, x,
 #' @noRd
 nce_mlp_metropolis <- function(params, settings, lower, upper, starts, chains) .Call(wrap__nce_mlp_metropolis, params, settings, lower, upper, starts, chains)
 
+#' Start training a neural ratio estimator. `theta`: n x d parameters of the simulations; `z`:
+#' n x p hand-made features (p may be 0); `x`: n x q raw simulated data; `settings` =
+#' list(embedding = list(kind = "none" | "dense" | "pooled", hidden, out, item, window), hidden
+#' (the head's widths), activation, loss = "nre" | "nrec" | "bnre", n_negatives, gamma, lambda,
+#' batch, max_epochs, step, weight_decay, step_patience, patience, held_out, seed). Returns the
+#' session (an external pointer) for `nce_ratio_net_sessions_run`.
+#' @keywords internal
+#' @noRd
+nce_ratio_net_session <- function(theta, z, x, settings) .Call(wrap__nce_ratio_net_session, theta, z, x, settings)
+
+#' Run epochs of several sessions side by side, each for about `seconds` (at least one epoch,
+#' unless its training is over), in one pool of `threads` threads; each session's epochs are
+#' what they would be alone. Returns a list with one entry per session: list(reports = the
+#' epochs run, as `epoch_matrix`; done = whether its training is over).
+#' @keywords internal
+#' @noRd
+nce_ratio_net_sessions_run <- function(sessions, seconds, threads) .Call(wrap__nce_ratio_net_sessions_run, sessions, seconds, threads)
+
+#' The result of a finished session: list(params, held_out_loss, best_epoch, history (epochs x
+#' 4: epoch, train_loss, held_out_loss, step), stopped_early, dims = c(d, p, q)). The session is
+#' spent.
+#' @keywords internal
+#' @noRd
+nce_ratio_net_session_result <- function(session) .Call(wrap__nce_ratio_net_session_result, session)
+
+#' log r(theta, x) at paired rows: `theta` n x d, `z` n x p or 1 x p, `x` n x q or 1 x q (one row
+#' is used for every theta and embedded once: the posterior sampler's call). `settings` as for
+#' the session (its embedding, hidden and activation are read). Returns n values.
+#' @keywords internal
+#' @noRd
+nce_ratio_net_log_ratio <- function(params, settings, theta, z, x, threads) .Call(wrap__nce_ratio_net_log_ratio, params, settings, theta, z, x, threads)
+
+#' The embedding of the rows of `x` (n x q) as an n x m matrix. `settings` as for the session,
+#' with `d` and `p` (the columns of theta and z it was trained with; `dims` of the result).
+#' @keywords internal
+#' @noRd
+nce_ratio_net_embed <- function(params, settings, x, threads) .Call(wrap__nce_ratio_net_embed, params, settings, x, threads)
+
 #' Effective sample size of a series of stacked chains (`chains`: their lengths): each chain's
 #' long-run variance by the initial monotone sequence, deviations from the overall mean.
 #' @keywords internal

@@ -16,6 +16,7 @@ mod heap;
 mod latkes;
 mod mlp;
 mod nonlinear;
+mod ratio_net;
 mod ref_discrete_steps;
 mod reference;
 mod run;
@@ -44,6 +45,7 @@ extendr_api::extendr_module! {
     use spatial;
     use ref_discrete_steps;
     use nonlinear;
+    use ratio_net;
     use debug;
     use simulator;
     use shards;

@@ -35,7 +35,7 @@ fn network_of(settings: &List) -> Res<Network> {
 }
 
 /// A column-major R matrix of `ncol` columns as a row-major vector, with its row count.
-fn row_major(x: &Robj, arg: &str, ncol: usize) -> Res<(Vec<f64>, usize)> {
+pub(crate) fn row_major(x: &Robj, arg: &str, ncol: usize) -> Res<(Vec<f64>, usize)> {
     let (v, n, d) = real_matrix(x, arg)?;
     if d != ncol {
         return Err(NceError::invalid(arg, format!("must have {ncol} column(s), got {d}")));

@@ -30,7 +30,7 @@ impl Activation {
     }
 
     #[inline]
-    fn apply(self, z: f64) -> f64 {
+    pub(crate) fn apply(self, z: f64) -> f64 {
         match self {
             Activation::Relu => z.max(0.0),
             Activation::Softplus => softplus(z),
@@ -40,7 +40,7 @@ impl Activation {
 
     /// Derivative at pre-activation `z` whose activation is `a`.
     #[inline]
-    fn derivative(self, z: f64, a: f64) -> f64 {
+    pub(crate) fn derivative(self, z: f64, a: f64) -> f64 {
         match self {
             Activation::Relu => {
                 if z > 0.0 {
@@ -79,7 +79,7 @@ pub fn sigmoid(z: f64) -> f64 {
 /// C = alpha A B + beta C for an `m x k` A and a `k x n` B given by row and column strides, and a
 /// row-major `m x n` C. The strides are checked against the slices, so the unsafe call stays in
 /// bounds.
-fn gemm(
+pub(crate) fn gemm(
     (m, k, n): (usize, usize, usize),
     alpha: f64,
     (a, rsa, csa): (&[f64], usize, usize),

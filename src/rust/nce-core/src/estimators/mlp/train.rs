@@ -212,7 +212,7 @@ pub fn mean_loss(net: &Network, theta: &[f64], data: &dyn Objective, idx: &[usiz
     parts.iter().sum::<f64>() / idx.len() as f64
 }
 
-struct Adam {
+pub(crate) struct Adam {
     m: Vec<f64>,
     v: Vec<f64>,
     t: i32,
@@ -223,7 +223,7 @@ impl Adam {
     const B2: f64 = 0.999;
     const EPS: f64 = 1e-8;
 
-    fn new(k: usize) -> Self {
+    pub(crate) fn new(k: usize) -> Self {
         Adam {
             m: vec![0.0; k],
             v: vec![0.0; k],
@@ -232,7 +232,7 @@ impl Adam {
     }
 
     /// One AdamW step: the Adam update, and the weights (`decay[k]`) shrunk by step * wd.
-    fn step(&mut self, theta: &mut [f64], grad: &[f64], step: f64, wd: f64, decay: &[bool]) {
+    pub(crate) fn step(&mut self, theta: &mut [f64], grad: &[f64], step: f64, wd: f64, decay: &[bool]) {
         self.t += 1;
         let c1 = 1.0 - Self::B1.powi(self.t);
         let c2 = 1.0 - Self::B2.powi(self.t);
