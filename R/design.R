@@ -67,7 +67,7 @@
 #'   [ratio_amortised()]'s default, which is too stiff here (see above).
 #' @param classifier,hidden,control The classifier: `"gam"` (default, the GAM of `formula`) or
 #'   `"mlp"`, a neural network of the parameters and summaries with hidden layers of `hidden`
-#'   units trained as [nce_mlp_control()] `control` says (see [ratio_amortised()]); one
+#'   units trained as [nce_ratio_control()] `control` says (see [ratio_amortised()]); one
 #'   network per fold (the folds' cross-fitting already averages classifiers).
 #' @param n_shuffle Shuffled pairs per joint pair in the classifier's training set. The
 #'   default, 5, fills the corners of the product of marginals that joint pairs rarely reach;
@@ -143,7 +143,7 @@ eig_classifier <- function(classifier, formula, hidden, control, default_hidden,
       nce_abort("`formula` sets up the GAM classifier; with classifier = \"mlp\" leave it out", "input", call = call)
     }
     spec <- mlp_spec("x", hidden = hidden)
-    return(list(classifier = "mlp", hidden = spec$hidden, control = merge_control(control, nce_mlp_control,
+    return(list(classifier = "mlp", hidden = spec$hidden, control = merge_control(control, nce_ratio_control,
                                                                                    call = call)))
   }
   if (!is.null(control) || (!default_hidden && !is.null(hidden))) {

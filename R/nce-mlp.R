@@ -497,39 +497,3 @@ nce_mlp_smooth_fit <- function(formula, parts, x, scaling, frame, label, offset,
     rest_terms = stats::terms(parts$rest)
   ), tr, scaling, formula, nce_fields)
 }
-
-# The neural ratio classifier of ratio_amortised(classifier = "mlp"): joint pairs (label 1)
-# against shuffled ones (0), the network of all parameters and summaries, each mapped to normal
-# scores by the joint pairs' quantiles. `n_networks` networks are trained on the same pairs, each
-# from its own random start and held-out rows, and their outputs averaged (an ensemble: the
-# average's error is less set by one start's chance); the intercept is refitted with it fixed.
-ratio_mlp_fit <- function(th, s, n_shuffle, spec, control, n_networks, call) {
-  m <- nrow(th)
-  perm <- unlist(lapply(seq_len(n_shuffle), function(k) sample.int(m)))
-  pairs <- rbind(data.frame(th, s, check.names = FALSE),
-                 data.frame(th[perm, , drop = FALSE], s[rep(seq_len(m), n_shuffle), , drop = FALSE],
-                            check.names = FALSE))
-  y <- rep(c(1, 0), c(m, m * n_shuffle))
-  vars <- c(colnames(th), colnames(s))
-  quantiles <- lapply(vars, function(v) normal_score_knots(pairs[[v]][y == 1]))
-  x <- mlp_inputs(pairs, vars, quantiles = quantiles)
-  z <- matrix(1, nrow(x), 1L, dimnames = list(NULL, "(Intercept)"))
-  w <- rep(1, nrow(x))
-  t0 <- proc.time()[["elapsed"]]
-  spec$vars <- vars
-  trained <- train_mlps(x, z, y, w, rep(0, nrow(x)), spec, control, -log(n_shuffle), n_networks, call = call)
-  networks <- lapply(trained, function(tr) c(tr$network, list(quantiles = quantiles, shift = 0)))
-  training <- lapply(trained, `[[`, "training")
-  g <- ensemble_forward(networks, x)
-  res <- rs(nce_fit_glm(z, list(y = y, weights = w, offset = g), as.integer(y),
-                        list(family = "binomial", control = nce_control(), threads = nce_threads())), call = call)
-  eta <- g + res$coefficients[1L]
-  pairs$y <- y
-  list(networks = networks, training = training, intercept = res$coefficients[1L], pairs = pairs,
-       fitted.values = stats::plogis(eta), time_fit = proc.time()[["elapsed"]] - t0)
-}
-
-# The mean output of an ensemble of networks at the rows of `x`.
-ensemble_forward <- function(networks, x) {
-  Reduce(`+`, lapply(networks, mlp_forward, x = x)) / length(networks)
-}

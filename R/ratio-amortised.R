@@ -131,11 +131,18 @@
 #' @export
 ratio_amortised <- function(simulator, summaries, prior, n = 10000L, formula = NULL, batch = FALSE, n_shuffle = NULL,
                             simulations = NULL, discrete = FALSE, classifier = c("auto", "gam", "mlp"),
-                            hidden = c(64, 64), control = NULL, n_networks = NULL) {
+                            hidden = c(64, 64), control = NULL, n_networks = NULL, embedding = NULL,
+                            loss = c("nrec", "nre", "bnre")) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
+  net_given <- !missing(hidden) || !missing(loss)
+  if (is.null(summaries)) summaries <- raw_summaries
   check_simulator(simulator, summaries, prior, ucall)
+  if (!is.null(embedding) && !inherits(embedding, "nce_embedding")) {
+    check_fail("NULL or an embedding (embed_dense(), embed_set(), embed_series())", embedding, "embedding", ucall)
+  }
+  loss <- check_choice(loss, ratio_losses, "loss", ucall)
   check_count(n, min = 10)
   check_bool(batch)
   check_bool(discrete)
@@ -143,18 +150,19 @@ ratio_amortised <- function(simulator, summaries, prior, n = 10000L, formula = N
   if (!is.null(n_shuffle)) check_count(n_shuffle, max = 100)
   if (!is.null(n_networks)) check_count(n_networks, max = 100)
   gam_args <- !is.null(formula) || discrete
-  mlp_args <- !is.null(control) || !missing(hidden) || !is.null(n_networks)
+  mlp_args <- net_given || !is.null(control) || !is.null(n_networks) || !is.null(embedding)
   if (gam_args && (classifier == "mlp" || (classifier == "auto" && mlp_args))) {
-    nce_abort(paste("`formula` and `discrete` set up the GAM classifier, `hidden`, `control` and `n_networks` the",
-                    "network: give the one set that goes with `classifier`"), "input", call = ucall)
+    nce_abort(paste("`formula` and `discrete` set up the GAM classifier, `hidden`, `control`, `n_networks`,",
+                    "`embedding` and `loss` the network: give the one set that goes with `classifier`"),
+              "input", call = ucall)
   }
   if (classifier == "gam" && mlp_args) {
-    nce_abort("`hidden`, `control` and `n_networks` set up the network; they apply only with classifier = \"mlp\"",
-              "input", call = ucall)
+    nce_abort(paste("`hidden`, `control`, `n_networks`, `embedding` and `loss` set up the network; they apply only",
+                    "with classifier = \"mlp\""), "input", call = ucall)
   }
   if (classifier != "gam") {
     spec <- mlp_spec("x", hidden = hidden)
-    control <- merge_control(control, nce_mlp_control, call = ucall)
+    control <- merge_control(control, nce_ratio_control, call = ucall)
   }
   t_sim <- 0
   if (is.null(simulations)) {
@@ -176,13 +184,11 @@ ratio_amortised <- function(simulator, summaries, prior, n = 10000L, formula = N
   check_ratio_names(prior$names, snames, ucall)
   m <- nrow(th)
   if (m < 10L) nce_abort("fewer than 10 simulations succeeded.", "simulation", call = ucall)
-  if (classifier == "auto") {
-    classifier <- auto_ratio_classifier(length(prior$names), length(snames), gam_args, mlp_args)
-  }
+  if (classifier == "auto") classifier <- if (gam_args) "gam" else "mlp"
   if (is.null(n_shuffle)) n_shuffle <- if (classifier == "mlp") 5L else 1L
   if (classifier == "mlp") {
     n_networks <- as.integer(n_networks %||% 5L)
-    out <- ratio_mlp_fit(th, s, n_shuffle, spec, control, n_networks, ucall)
+    out <- ratio_net_fit(th, s, n_shuffle, spec, control, n_networks, embedding, loss, ucall)
     own <- c(list(formula = NULL, hidden = spec$hidden, control = control, n_networks = n_networks), out)
     cls <- c("nce_ratio_mlp", "nce_ratio", "nce_result")
   } else {
@@ -239,17 +245,6 @@ ratio_gam_fit <- function(th, s, pars, formula, n_shuffle, discrete, ucall) {
   list(gam = g, formula = formula, time_fit = t_fit)
 }
 
-# classifier = "auto": a formula or discrete = TRUE asks for the GAM, hidden or control for the
-# network. Otherwise the GAM while its default formula has at most auto_max_pairs parameter-summary
-# ti() terms: its REML fit grows steeply with their number (bench/ratio-auto.R), the network's
-# time does not, and past that size the network's posterior is as close to exact.
-auto_max_pairs <- 4L
-auto_ratio_classifier <- function(n_par, n_summ, gam_args, mlp_args) {
-  if (gam_args) return("gam")
-  if (mlp_args) return("mlp")
-  if (n_par * n_summ > auto_max_pairs) "mlp" else "gam"
-}
-
 # Parameter and summary names become formula terms: no clash with each other or the response
 # `y`, and syntactic.
 check_ratio_names <- function(pars, snames, call) {
@@ -287,6 +282,13 @@ default_ratio_formula <- function(pars, snames, data = NULL) {
   terms <- c(main, inter)
   if (!length(terms)) terms <- "1"
   stats::as.formula(paste("~", paste(terms, collapse = " + ")))
+}
+
+# summaries = NULL: the simulator's output as it is, its columns named x1, x2, ... where unnamed.
+raw_summaries <- function(x) {
+  x <- as.matrix(x)
+  if (is.null(colnames(x))) colnames(x) <- paste0("x", seq_len(ncol(x)))
+  x
 }
 
 # Log ratio of the classifier at rows of parameters and summaries (predict.nce_ratio(): mgcv's
@@ -361,14 +363,15 @@ ratio_log_ratio <- function(object, theta, s) {
 #' post$engine
 #' summary(post)
 #' @export
-ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("importance", "metropolis"),
-                            n_chains = 100L, burnin = 100L, scale = NULL, engine = c("auto", "rust", "r"),
+ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("smc", "importance", "metropolis"),
+                            n_chains = NULL, burnin = 100L, scale = NULL, engine = c("auto", "rust", "r"),
                             n_grid = 2049L) {
   rng <- rng_state()
   ucall <- sys.call()
   object <- as_ratio(object, ucall)
   check_count(n_draws, min = 10)
-  method <- check_choice(method, c("importance", "metropolis"), "method", ucall)
+  method <- check_choice(method, c("smc", "importance", "metropolis"), "method", ucall)
+  if (is.null(n_chains)) n_chains <- if (method == "smc") min(2000L, n_draws) else 100L
   check_count(n_chains, min = 2)
   check_count(burnin, min = 0)
   engine <- check_choice(engine, c("auto", "rust", "r"), "engine", ucall)
@@ -380,22 +383,26 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
   s_obs <- observed_summaries(object$summaries, observed, object$batch, ucall)
   s_obs <- match_summaries(s_obs, object$summary_names, call = ucall)
   pr <- object$prior
+  log_ratio_obs <- function(th) observed_log_ratio(object, th, s_obs)
   log_target <- function(th) {
     lp <- pr$log_density(th)
     ok <- is.finite(lp)
     out <- rep(-Inf, nrow(th))
-    if (any(ok)) {
-      sm <- matrix(s_obs, sum(ok), length(s_obs), byrow = TRUE, dimnames = list(NULL, names(s_obs)))
-      out[ok] <- lp[ok] + ratio_log_ratio(object, th[ok, , drop = FALSE], sm)
-    }
+    if (any(ok)) out[ok] <- lp[ok] + log_ratio_obs(th[ok, , drop = FALSE])
     out
   }
   t0 <- proc.time()[["elapsed"]]
-  if (method == "importance") {
+  if (method == "smc") {
+    res <- ratio_smc(log_ratio_obs, pr, n_draws, n_chains, ucall)
+  } else if (method == "importance") {
     th <- as_theta_matrix(pr$sample(n_draws), pr$names, call = ucall)
-    sm <- matrix(s_obs, n_draws, length(s_obs), byrow = TRUE, dimnames = list(NULL, names(s_obs)))
-    w <- normalise_log_weights(ratio_log_ratio(object, th, sm))
+    w <- normalise_log_weights(log_ratio_obs(th))
     res <- list(draws = th, weights = w, ess = 1 / sum(w^2), acceptance = NA_real_)
+    if (res$ess < min(1000, n_draws / 10)) {
+      nce_warn(sprintf(paste("importance sampling from the prior kept an effective sample of %.0f of %d draws: the",
+                             "posterior is far narrower than the prior; use method = \"smc\" (the default)"),
+                       res$ess, n_draws), "ess", call = ucall)
+    }
   } else {
     engine <- ratio_engine(engine, object, ucall)
     res <- ratio_metropolis(log_target, pr, n_draws, n_chains, burnin, scale, object, s_obs, engine, n_grid, ucall)
@@ -408,6 +415,50 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("impo
                         time = proc.time()[["elapsed"]] - t0, ratio = object, observed = observed, args = args,
                         rng_state = rng)),
             class = c("nce_ratio_posterior", "nce_result"))
+}
+
+# The log ratio at parameter rows `th` for the observed summaries `s_obs` (a named vector): the
+# network reads (and embeds) the observed data once for all rows.
+observed_log_ratio <- function(object, th, s_obs) {
+  if (!nrow(th)) return(numeric())
+  s1 <- matrix(s_obs, 1L, length(s_obs), dimnames = list(NULL, names(s_obs)))
+  if (inherits(object, "nce_ratio_mlp")) return(ratio_net_log_ratio(object, th, s1))
+  ratio_log_ratio(object, th, s1[rep(1L, nrow(th)), , drop = FALSE])
+}
+
+# Tempered sequential Monte Carlo from the prior to the posterior (nce-core sampling/smc.rs):
+# `n_chains` particles, moved by random-walk Metropolis scaled by their own spread at each
+# temperature, then run as chains at the posterior for n_draws / n_chains steps. The log ratio
+# is evaluated in R for all particles at once, called from the Rust sampler's main thread.
+ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call) {
+  d <- length(pr$names)
+  steps <- ceiling(n_draws / n_chains)
+  check_chain_work(n_chains, 0, steps, c("n_chains", "burnin", "n_draws"), call = call)
+  check_size(2 * 8 * steps * n_chains * d, "n_draws", "the draws", call = call)
+  # R errors and interrupts in the callbacks come back as values, which the sampler turns into an
+  # nce_error_model or an interrupt.
+  guarded <- function(f) function(x) tryCatch(f(x), error = identity, interrupt = identity)
+  prior <- ratio_rust_prior(pr) %||%
+    list(kind = "callback", sample = guarded(function(n) unname(as_theta_matrix(pr$sample(n), pr$names))),
+         log_density = guarded(function(th) {
+           colnames(th) <- pr$names
+           as.double(pr$log_density(th))
+         }))
+  target <- guarded(function(th) {
+    colnames(th) <- pr$names
+    as.double(log_ratio_obs(th))
+  })
+  # Each chain keeps every 5th step: in 10 dimensions that took the effective sample of 2,000
+  # chains x 5 draws from 1,600 to 2,300-2,500 of 10,000 (nce-core smc.rs tests).
+  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = 5,
+                                             seed = draw_seed(), threads = nce_threads())), call = call)
+  draws <- array(r$draws, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
+  flat <- matrix(aperm(draws, c(2L, 1L, 3L)), steps * n_chains, d, dimnames = list(NULL, pr$names))
+  flat <- flat[seq_len(n_draws), , drop = FALSE]
+  ess <- pmin(stats::setNames(as.double(r$ess), pr$names), n_draws)
+  list(draws = flat, weights = rep(1 / n_draws, n_draws), ess = ess, acceptance = mean(r$acceptance),
+       chain_acceptance = r$acceptance, engine = "rust",
+       smc = list(temperatures = r$betas, log_evidence = r$log_evidence, stages = r$stages, sweeps = r$sweeps))
 }
 
 # The classifier behind a ratio object: itself, an nce_eig's, or an nce_design's final one.

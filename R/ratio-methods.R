@@ -419,8 +419,8 @@ plot.nce_ratio_posterior <- function(x, ...) {
 }
 
 # The neural classifier (ratio_amortised(classifier = "mlp"), class nce_ratio_mlp): the log ratio
-# is the networks' mean output plus the intercept plus log(n_shuffle). What needs the GAM is
-# refused.
+# is the networks' mean logit (their losses make the logit the log ratio itself). What needs the
+# GAM is refused.
 
 #' @export
 predict.nce_ratio_mlp <- function(object, newdata = NULL, type = c("link", "response", "lpmatrix"),
@@ -430,12 +430,11 @@ predict.nce_ratio_mlp <- function(object, newdata = NULL, type = c("link", "resp
   if (type == "lpmatrix") refuse("predict(type = \"lpmatrix\")", object)
   if (se.fit) refuse("predict(se.fit = TRUE)", object)
   nd <- if (is.null(newdata)) object$pairs else ratio_newdata(object, newdata)
-  net <- object$networks[[1L]]
   out <- rep(NA_real_, nrow(nd))
-  ok <- which(rows_finite(nd[net$inputs]))
+  ok <- which(rows_finite(nd[c(object$parameters, object$summary_names)]))
   if (length(ok)) {
-    x <- mlp_inputs(nd[ok, , drop = FALSE], net$inputs, quantiles = net$quantiles)
-    out[ok] <- ensemble_forward(object$networks, x) + object$intercept + log(object$n_shuffle)
+    rows <- nd[ok, , drop = FALSE]
+    out[ok] <- ratio_net_log_ratio(object, rows, rows)
   }
   if (type == "link") out else exp(out)
 }
@@ -448,11 +447,11 @@ model.frame.nce_ratio_mlp <- function(formula, ...) formula$pairs
 
 #' @export
 logLik.nce_ratio_mlp <- function(object, ...) {
-  # The classification's Bernoulli log-likelihood; df counts every parameter of every network and
-  # the intercept (an upper bound on the effective number).
+  # The classification's Bernoulli log-likelihood on the joint pairs and one shuffle of them; df
+  # counts every parameter of every network (an upper bound on the effective number).
   p <- object$fitted.values
   y <- object$pairs$y
-  structure(sum(stats::dbinom(y, 1, p, log = TRUE)), df = ensemble_n_params(object$networks) + 1,
+  structure(sum(stats::dbinom(y, 1, p, log = TRUE)), df = ensemble_n_params(object$networks),
             nobs = nrow(object$pairs), class = "logLik")
 }
 
@@ -500,24 +499,37 @@ ensemble_n_params <- function(networks) sum(vapply(networks, function(net) net$n
 
 #' @export
 print.nce_ratio_mlp <- function(x, ...) {
-  cat("Amortised ratio estimator (neural classifier between joint and shuffled (theta, s) pairs)\n")
-  cat(sprintf("%d joint pairs, %d shuffled per pair; parameters %s; summaries %s\n", x$n, x$n_shuffle,
-              paste(x$parameters, collapse = ", "), paste(x$summary_names, collapse = ", ")))
-  net <- x$networks[[1L]]
+  loss <- switch(x$loss, nrec = "contrastive (NRE-C)", nre = "binary (NRE)", bnre = "balanced binary (BNRE)")
+  cat(sprintf("Amortised ratio estimator: neural classifier, %s loss, %d other parameter draw(s) per joint pair\n",
+              loss, x$n_shuffle))
+  cat(sprintf("%d joint simulations; parameters %s; data %s\n", x$n, paste(x$parameters, collapse = ", "),
+              describe_names(x$summary_names)))
+  if (!is.null(x$embedding)) {
+    cat(sprintf("  %s columns read through the embedding: ", length(x$scaling$embedded)))
+    print(x$embedding)
+  }
   k <- length(x$networks)
   epochs <- vapply(x$training, function(t) as.integer(t$best_epoch), 0L)
-  loss <- held_out_losses(x)
-  if (k == 1L) {
-    cat(sprintf("Network: ReLU, hidden layers %s, %d parameters; best epoch %d, held-out loss %.5f\n",
-                paste(net$hidden, collapse = "-"), net$n_params, epochs, loss))
-  } else {
-    cat(sprintf("Ensemble of %d networks, outputs averaged: ReLU, hidden layers %s, %d parameters each\n", k,
-                paste(net$hidden, collapse = "-"), net$n_params))
-    cat(sprintf("Best epochs %s; held-out loss %.5f (mean; %.5f-%.5f)\n", paste(epochs, collapse = ", "), mean(loss),
-                min(loss), max(loss)))
+  loss_h <- held_out_losses(x)
+  cat(sprintf("%s: ReLU, hidden layers %s, %d parameters%s\n",
+              if (k == 1L) "Network" else sprintf("Ensemble of %d networks, log ratios averaged", k),
+              paste(x$hidden, collapse = "-"), x$networks[[1L]]$n_params, if (k > 1L) " each" else ""))
+  cat(sprintf("Best epoch%s %s; held-out loss %s\n", if (k > 1L) "s" else "", paste(epochs, collapse = ", "),
+              if (k > 1L) sprintf("%.5f (mean; %.5f-%.5f)", mean(loss_h), min(loss_h), max(loss_h)) else
+                sprintf("%.5f", loss_h)))
+  capped <- epochs >= x$control$max_epochs
+  if (any(capped)) {
+    cat(sprintf("%d network(s) still improving at max_epochs = %d: consider more epochs\n", sum(capped),
+                as.integer(x$control$max_epochs)))
   }
   cat(sprintf("Simulation %.2f s, fitting %.2f s\n", x$time[["simulation"]], x$time[["fitting"]]))
   invisible(x)
+}
+
+# Up to 6 names, then how many more.
+describe_names <- function(v) {
+  if (length(v) <= 6L) return(paste(v, collapse = ", "))
+  sprintf("%s, ... (%d columns)", paste(v[1:5], collapse = ", "), length(v))
 }
 
 #' @export
