@@ -268,8 +268,8 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     if (method != "logistic") nce_abort("an mlp() term needs method = \"logistic\"", "input")
     # For the importance-sampling check of log Z: relative, Z is the mean of exp(f) over q's draws.
     nce_fields$lq_ref <- if (relative) 0 else con$lq_ref
-    return(as_result(nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots, sp, discrete),
-                     rng = rng, env = parent.frame()))
+    fit <- nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots, sp, discrete)
+    return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref))
   }
   smooths <- has_smooths(formula)
   if (discrete && !smooths) {
@@ -281,12 +281,13 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
       nce_abort(sprintf("smooth terms need method = \"logistic\"%s",
                         if (discrete) " (also with `discrete = TRUE`)" else ""), "input")
     }
-    return(as_result(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete),
-                     rng = rng, env = parent.frame()))
+    fit <- nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete)
+    return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref))
   }
   refuse_smooth_args(knots, sp)
-  as_result(nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w),
-            rng = rng, env = parent.frame())
+  fit <- nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w)
+  # Before a normalising constant is reported: is the model proper, and the reference good enough?
+  nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref)
 }
 
 # What only formula fits take (an mlp() term, `discrete`, `relative`), refused beside `given` or
