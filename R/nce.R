@@ -156,6 +156,12 @@
 #' them, data outside the reference's support, and a `ratio` whose reference
 #' sample would not fit in memory (`nce_error_size`, checked before
 #' allocating; `options(nce.max_memory = bytes)` sets the limit).
+#'
+#' **What nce() checks before reporting log Z** (formula fits without `given`; see [nce_checks]):
+#' that the fitted model is proper on the reference's support (else warning
+#' `nce_warning_improper`, `proper = FALSE` and log Z `NA`), and that the reference covers the
+#' data well enough to estimate log Z (else warning `nce_warning_reference`).
+#'
 #' Columns whose names are not syntactic (spaces, `%`) are used in the formula
 #' with backticks: `` ~ `log dose` ``.
 #' @return An object of class `nce_fit` with methods `print`, `summary`,

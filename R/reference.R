@@ -270,7 +270,8 @@ singular_columns <- function(v, vars) {
   if (length(sds) < 2L || any(sds == 0) || !isSymmetric(unname(v))) return(character())
   e <- eigen(v / outer(sds, sds), symmetric = TRUE)
   k <- length(e$values)
-  if (e$values[k] >= singular_tol) return(character())
+  # (An indefinite matrix is left to the positive-definiteness check in Rust.)
+  if (abs(e$values[k]) >= singular_tol) return(character())
   u <- e$vectors[, k]
   vars[abs(u) > 1e-3 * max(abs(u))]
 }
