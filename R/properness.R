@@ -19,7 +19,8 @@
 #' `1` from the point 10 to the point 30 standard deviations out, or is higher there than at the
 #' data's extreme (outside the reference's support the density is 0, so a bounded reference such as
 #' [ref_uniform()] never fails). Then nce() warns (class `nce_warning_improper`, naming the
-#' direction and the remedy), the fit records `proper = FALSE` and `improper_along`, its
+#' direction and the remedy), the fit records `proper = FALSE` and `improper_along` (`proper` is
+#' `TRUE` for a proper fit, `NA` when predict() cannot evaluate the fit at new points), its
 #' `log_normaliser` is `NA`, print() and summary() say "log Z not identified", and predict() gives
 #' `NA` for the normalised types (`"link"`, `"log_density"`, `"response"`, `"density"`; 0 outside
 #' the support stays 0) while `"log_unnormalised"` still gives \eqn{f_\theta}; `logLik()` is `NA`;
@@ -81,7 +82,13 @@ nce_check_proper <- function(fit, d) {
   rays <- proper_rays(d)
   if (is.null(rays)) return(fit)
   pts <- ray_points(d, rays)
-  ld <- suppressWarnings(stats::predict(fit, pts, type = "log_density"))
+  # A fit whose density cannot be evaluated at new points (mgcv refuses some odd formulas) is
+  # left unchecked: proper = NA.
+  ld <- tryCatch(suppressWarnings(stats::predict(fit, pts, type = "log_density")), error = function(e) NULL)
+  if (is.null(ld)) {
+    fit$proper <- NA
+    return(fit)
+  }
   bad <- improper_rays(matrix(ld, nrow = length(proper_probe_sds) + 1L))
   if (!any(bad)) return(fit)
   along <- unique(rays$label[bad])
@@ -216,7 +223,7 @@ warn_reference <- function(chk) {
 # print() and summary()'s line for log Z: the estimate, or why there is none.
 log_z_not_identified <- function(x) {
   if (!isFALSE(x$proper)) return(NULL)
-  sprintf("log Z not identified: the model is improper along %s\n", paste(x$improper_along, collapse = ", "))
+  sprintf("\nlog Z not identified: the model is improper along %s\n", paste(x$improper_along, collapse = ", "))
 }
 
 # Refuse what needs a normalised (proper) model.
