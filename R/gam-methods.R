@@ -19,7 +19,8 @@ print.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("Estimated degrees of freedom:\n")
   print.default(format(edf, digits = digits), print.gap = 2L, quote = FALSE)
   cat(sprintf("total = %s\n", format(sum(x$edf), digits = digits)))
-  cat(sprintf("\nlog normalising constant (-(Intercept)): %s\n", format(x$log_normaliser, digits = digits)))
+  cat(log_z_not_identified(x) %||%
+        sprintf("\nlog normalising constant (-(Intercept)): %s\n", format(x$log_normaliser, digits = digits)))
   cat(sprintf("REML score: %s; %d data points, %d reference points (ratio %g)%s\n",
               format(x$gcv.ubre, digits = digits + 2L), x$n, x$m, x$ratio,
               if (x$converged) "" else "; NOT CONVERGED"))
@@ -60,6 +61,7 @@ summary.nce_gam <- function(object, se_type = c("sandwich", "naive"), ...) {
                 relative = object$relative,
                 se_type = se_type, formula = object$nce_formula, converged = object$converged)
   s[c("logLik", "aic")] <- summary_loglik(object)
+  s[c("proper", "improper_along")] <- list(object$proper, object$improper_along)
   class(s) <- c("summary.nce_gam", class(s))
   s
 }
@@ -79,9 +81,9 @@ print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
     stats::printCoefmat(x$s.table, digits = digits, signif.stars = signif.stars, has.Pvalue = TRUE,
                         na.print = "NA", cs.ind = 1, ...)
   }
-  cat(sprintf("\nlog normalising constant: %s (s.e. %s)\n",
-              format(x$log_normaliser[["estimate"]], digits = digits),
-              format(x$log_normaliser[["se"]], digits = digits)))
+  cat(log_z_not_identified(x) %||% sprintf("\nlog normalising constant: %s (s.e. %s)\n",
+                                           format(x$log_normaliser[["estimate"]], digits = digits),
+                                           format(x$log_normaliser[["se"]], digits = digits)))
   format_loglik(x, digits, "normalised model; total edf")
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$nce$n, x$nce$m, x$nce$ratio, reference_label(x$nce$reference, x$nce$relative),

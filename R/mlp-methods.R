@@ -125,8 +125,9 @@ print.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
     print.default(format(edf, digits = digits), print.gap = 2L, quote = FALSE)
     if (isTRUE(x$rest_fit$discrete)) cat(discrete_note(x$rest_fit$discrete_layout), " (smooth terms)\n", sep = "")
   }
-  cat(sprintf("\nlog normalising constant (-(Intercept)): %s (importance-sampling check: %s)\n",
-              format(x$log_normaliser, digits = digits), format(x$log_normaliser_is, digits = digits)))
+  cat(log_z_not_identified(x) %||%
+        sprintf("\nlog normalising constant (-(Intercept)): %s (importance-sampling check: %s)\n",
+                format(x$log_normaliser, digits = digits), format(x$log_normaliser_is, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g)\n", x$n, x$m, x$ratio))
   if (isTRUE(x$relative)) cat(relative_note(x$reference), "\n", sep = "")
   invisible(x)
@@ -168,6 +169,7 @@ summary.nce_mlp <- function(object, ...) {
   s$network <- object$network
   s$training <- object$training
   s$log_normaliser_is <- object$log_normaliser_is
+  s[c("proper", "improper_along")] <- list(object$proper, object$improper_along)
   class(s) <- c("summary.nce_mlp", class(s))
   s
 }
@@ -184,8 +186,9 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
     cat("\nApproximate significance of smooth terms (the network held fixed):\n")
     stats::printCoefmat(x$s.table, digits = digits, has.Pvalue = TRUE, na.print = "NA", cs.ind = 1)
   }
-  cat(sprintf("\nlog normalising constant: %s (importance-sampling check %s)\n",
-              format(x$log_normaliser[["estimate"]], digits = digits), format(x$log_normaliser_is, digits = digits)))
+  cat(log_z_not_identified(x) %||%
+        sprintf("\nlog normalising constant: %s (importance-sampling check %s)\n",
+                format(x$log_normaliser[["estimate"]], digits = digits), format(x$log_normaliser_is, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$n, x$m, x$ratio, reference_label(x$reference, x$relative), paste(x$reference$vars, collapse = ", ")))
   format_loglik(x, digits, "normalised model; df, all network parameters")
@@ -268,6 +271,7 @@ augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
 #' @export
 simulate.nce_mlp <- function(object, nsim = 1, seed = NULL, method = c("metropolis", "sir"), n_chains = 20L,
                              burnin = 1000L, thin = 10L, candidates = 100, ...) {
+  check_proper(object, "simulate()")
   method <- if (missing(method)) {
     if (mlp_alone(object)) "metropolis" else "sir"
   } else {

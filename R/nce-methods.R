@@ -98,7 +98,8 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
       paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
   cat("Coefficients:\n")
   print.default(format(stats::coef(x), digits = digits), print.gap = 2L, quote = FALSE)
-  cat(sprintf("\nlog normalising constant (-(Intercept)): %s\n", format(x$log_normaliser, digits = digits)))
+  cat(log_z_not_identified(x) %||%
+        sprintf("\nlog normalising constant (-(Intercept)): %s\n", format(x$log_normaliser, digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g)%s\n", x$n, x$m, x$ratio,
               if (x$converged) "" else "; NOT CONVERGED"))
   if (isTRUE(x$relative)) cat(relative_note(x$reference), "\n", sep = "")
@@ -126,7 +127,8 @@ summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
                  log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
                  n = object$n, m = object$m, ratio = object$ratio, method = object$method,
                  converged = object$converged, iterations = object$iterations,
-                 reference = object$reference, relative = object$relative), summary_loglik(object)),
+                 reference = object$reference, relative = object$relative, proper = object$proper,
+                 improper_along = object$improper_along), summary_loglik(object)),
             class = "summary.nce_fit")
 }
 
@@ -136,9 +138,9 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
       paste(deparse(x$call), sep = "\n", collapse = "\n"), "\n\n", sep = "")
   cat(sprintf("Coefficients (%s standard errors):\n", x$se_type))
   stats::printCoefmat(x$coefficients, digits = digits, na.print = "NA")
-  cat(sprintf("\nlog normalising constant: %s (s.e. %s)\n",
-              format(x$log_normaliser[["estimate"]], digits = digits),
-              format(x$log_normaliser[["se"]], digits = digits)))
+  cat(log_z_not_identified(x) %||% sprintf("\nlog normalising constant: %s (s.e. %s)\n",
+                                           format(x$log_normaliser[["estimate"]], digits = digits),
+                                           format(x$log_normaliser[["se"]], digits = digits)))
   cat(sprintf("%d data points, %d reference points (ratio %g), reference: %s over %s\n",
               x$n, x$m, x$ratio, reference_label(x$reference, x$relative), paste(x$reference$vars, collapse = ", ")))
   format_loglik(x, digits, "normalised model; df")
@@ -264,6 +266,8 @@ nce_finish_prediction <- function(object, newdata, fit, se, type, se_fit) {
   out <- outside_support(lq, newdata)
   # Relative to the reference, log p = log q + f + nu (NA at incomplete rows, -Inf set below).
   if (isTRUE(object$relative)) fit <- fit + ifelse(out, 0, lq)
+  # An improper model has no normalised density (see ?nce_checks): NA, except 0 outside the support.
+  if (isFALSE(object$proper) && type != "log_unnormalised") fit[] <- NA_real_
   p <- zero_density_at(fit, se, out, type %in% c("density", "response"))
   fit <- p$fit
   se <- p$se
@@ -361,6 +365,7 @@ nce_model_matrix <- function(object, newdata) {
 #' tapply(s$y, s$.sim, mean)
 #' @export
 simulate.nce_fit <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
+  check_proper(object, "simulate()")
   check_nsim(nsim, 8 * 2 * object$n * (length(object$reference$vars) + 2))
   check_number(candidates, "candidates", min = 1)
   n <- object$n
@@ -535,6 +540,11 @@ nce_as_tibble <- function(df) {
 #' -optimize(nll, c(0.1, 5))$objective
 #' @export
 logLik.nce_fit <- function(object, newdata = NULL, ...) {
+  # An improper model has no normalised log-likelihood (see ?nce_checks).
+  if (isFALSE(object$proper)) {
+    return(structure(NA_real_, df = nce_df(object), nobs = if (is.null(newdata)) object$n else nrow(newdata),
+                     class = "logLik"))
+  }
   if (is.null(newdata)) {
     ld <- stats::predict(object, type = "link")
     w <- object$data_weights

@@ -156,6 +156,12 @@
 #' them, data outside the reference's support, and a `ratio` whose reference
 #' sample would not fit in memory (`nce_error_size`, checked before
 #' allocating; `options(nce.max_memory = bytes)` sets the limit).
+#'
+#' **What nce() checks before reporting log Z** (formula fits without `given`; see [nce_checks]):
+#' that the fitted model is proper on the reference's support (else warning
+#' `nce_warning_improper`, `proper = FALSE` and log Z `NA`), and that the reference covers the
+#' data well enough to estimate log Z (else warning `nce_warning_reference`).
+#'
 #' Columns whose names are not syntactic (spaces, `%`) are used in the formula
 #' with backticks: `` ~ `log dose` ``.
 #' @return An object of class `nce_fit` with methods `print`, `summary`,
@@ -268,8 +274,8 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     if (method != "logistic") nce_abort("an mlp() term needs method = \"logistic\"", "input")
     # For the importance-sampling check of log Z: relative, Z is the mean of exp(f) over q's draws.
     nce_fields$lq_ref <- if (relative) 0 else con$lq_ref
-    return(as_result(nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots, sp, discrete),
-                     rng = rng, env = parent.frame()))
+    fit <- nce_mlp_fit(formula, frame, label, offset, control, nce_fields, prior_w, knots, sp, discrete)
+    return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref))
   }
   smooths <- has_smooths(formula)
   if (discrete && !smooths) {
@@ -281,12 +287,13 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
       nce_abort(sprintf("smooth terms need method = \"logistic\"%s",
                         if (discrete) " (also with `discrete = TRUE`)" else ""), "input")
     }
-    return(as_result(nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete),
-                     rng = rng, env = parent.frame()))
+    fit <- nce_smooth_fit(formula, frame, label, offset, knots, sp, control, nce_fields, prior_w, discrete)
+    return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref))
   }
   refuse_smooth_args(knots, sp)
-  as_result(nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w),
-            rng = rng, env = parent.frame())
+  fit <- nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w)
+  # Before a normalising constant is reported: is the model proper, and the reference good enough?
+  nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref)
 }
 
 # What only formula fits take (an mlp() term, `discrete`, `relative`), refused beside `given` or

@@ -152,4 +152,5 @@ check_unconditional_fit <- function(fit, call) {
   if (!inherits(fit, "nce_fit") || inherits(fit, c("nce_conditional", "snce_fit", "nce_nls"))) {
     check_fail("an unconditional fit of nce() (linear, smooth or mlp())", fit, "fit", call)
   }
+  check_proper(fit, "a reference made from a fit", call = call)
 }

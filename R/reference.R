@@ -59,7 +59,9 @@ ref_uniform <- function(...) {
 #'   sd > 0 (or, with `cov`, not one finite mean) (`nce_error_input`);
 #' * `cov` not a finite square matrix with one row per column (`nce_error_input`), or not
 #'   symmetric positive definite (checked in Rust when the reference is built, so a bad
-#'   covariance fails here rather than in [nce()]) (`nce_error_input`).
+#'   covariance fails here rather than in [nce()]) (`nce_error_input`); a singular covariance
+#'   (smallest eigenvalue of its correlation matrix below 1e-10: the rounding of the covariance of
+#'   exactly collinear columns leaves about 1e-16), naming the collinear columns (`nce_error_input`).
 #' @examples
 #' ref_normal(y = c(0, 2))                      # mean 0, sd 2
 #' ref_normal(a = 0, b = 1, cov = diag(2))      # bivariate, with a covariance
@@ -112,6 +114,13 @@ ref_normal_build <- function(mean, cov, call) {
   if (!is.numeric(cov) || !all(dim(cov) == d) || any(!is.finite(cov))) {
     nce_abort(sprintf("`cov` must be a finite %d x %d matrix", d, d), "input", call = call)
   }
+  singular <- singular_columns(cov, names(mean))
+  if (length(singular)) {
+    nce_abort(sprintf(paste("`cov` is singular: the columns %s are (nearly) collinear (smallest eigenvalue of the",
+                            "correlation matrix below %g), so the reference has no density off their subspace;",
+                            "give a positive definite covariance"), paste(singular, collapse = ", "), singular_tol),
+              "input", call = call)
+  }
   ref <- new_reference("normal", names(mean), mean = unname(as.double(mean)),
                        sigma = matrix(as.double(cov), d, d), call = call)
   # Let Rust check symmetry and positive definiteness once, here (its field is `sigma`; the
@@ -161,6 +170,10 @@ ref_normal_build <- function(mean, cov, call) {
 #'   are not coerced) or has NA or infinite values (`nce_error_input`);
 #' * `expand` not one finite number >= 0, or (normal, mixture) `inflate` not one finite
 #'   number > 0 (`nce_error_input`);
+#' * (normal) columns that are (nearly) collinear in the data, so that their covariance is singular
+#'   (smallest eigenvalue of their correlation matrix below 1e-10): ref_fit() does not regularise
+#'   it, it refuses and names the columns (`nce_error_data`); drop one of them from `vars`. (The
+#'   mixture's covariances carry a ridge, see above.)
 #' * (mixture) `components` not whole numbers from 1 to 100, or too few rows for the
 #'   smallest (`nce_error_input`); a column constant in the data (`nce_error_input`).
 #' @examples
@@ -200,6 +213,14 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
   }
   if (family == "normal") {
     check_number(inflate, "inflate", min = 0, exclusive_min = TRUE)
+    singular <- singular_columns(stats::cov(x), vars)
+    if (length(singular)) {
+      nce_abort(sprintf(paste("`data` columns %s are (nearly) collinear (smallest eigenvalue of their correlation",
+                              "matrix below %g): a normal reference fitted to them would be singular, with no",
+                              "density off their line or plane. ref_fit() does not regularise it: drop one of them",
+                              "from `vars`, or use family = \"uniform\""), paste(singular, collapse = ", "), singular_tol),
+                "data")
+    }
     ref_normal_build(stats::setNames(colMeans(x), vars), inflate * stats::cov(x), call = sys.call())
   } else {
     rng <- apply(x, 2L, range)
@@ -237,6 +258,22 @@ ref_mixture_fit <- function(x, components, inflate, call) {
                                               iterations = f$iterations, chosen = seq_along(f$bic) == f$chosen))
   rs(nce_ref_log_density(ref_spec(ref), matrix(f$means[seq_len(d)], 1L), 1L), call = call)
   ref
+}
+
+# A covariance is singular when the smallest eigenvalue of its correlation matrix is below this:
+# the rounding of a covariance of exactly collinear columns leaves ~1e-16.
+singular_tol <- 1e-10
+
+# The columns in the null direction of a (nearly) singular covariance `v`, or none.
+singular_columns <- function(v, vars) {
+  sds <- sqrt(pmax(diag(v), 0))
+  if (length(sds) < 2L || any(sds == 0) || !isSymmetric(unname(v))) return(character())
+  e <- eigen(v / outer(sds, sds), symmetric = TRUE)
+  k <- length(e$values)
+  # (An indefinite matrix is left to the positive-definiteness check in Rust.)
+  if (abs(e$values[k]) >= singular_tol) return(character())
+  u <- e$vectors[, k]
+  vars[abs(u) > 1e-3 * max(abs(u))]
 }
 
 #' Reference given by user functions
