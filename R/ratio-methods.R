@@ -389,12 +389,21 @@ summary.nce_ratio_posterior <- function(object, level = 0.95, ...) {
 
 #' @export
 print.summary.nce_ratio_posterior <- function(x, digits = 4L, ...) {
-  how <- if (is.null(x$engine)) x$method else sprintf("%s in %s", x$method, if (x$engine == "r") "R" else "Rust")
+  how <- if (x$method == "smc") {
+    "tempered sequential Monte Carlo"
+  } else if (is.null(x$engine)) {
+    x$method
+  } else {
+    sprintf("%s in %s", x$method, if (x$engine == "r") "R" else "Rust")
+  }
   cat(sprintf("Posterior from an amortised ratio estimator (%s, %d draws); %g%% credible intervals\n",
               how, x$n, 100 * x$level))
   print(format(x$table, digits = digits))
   cat("Effective sample size:", paste(format(round(x$ess, 1)), collapse = ", "), "\n")
   if (!is.na(x$acceptance)) cat(sprintf("Acceptance rate: %.3f\n", x$acceptance))
+  # The draws follow the classifier; whether its posteriors are as wide as they should be is a
+  # separate check over simulated data sets.
+  cat("Calibration of the classifier not checked here: ratio_coverage() checks it\n")
   invisible(x)
 }
 
