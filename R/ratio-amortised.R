@@ -45,68 +45,53 @@
 #'   (1.19), and with three-way `ti()` terms on 20,000 pairs 30.4 s against 32.0 s (90 s against
 #'   55 s before). Terms in three or more covariates are rounded to 25 values per covariate,
 #'   which is coarse: prefer the exact fit for them.
-#' @param classifier `"auto"` (default), `"gam"` (the GAM of `formula`) or `"mlp"`: a neural network of all
-#'   parameters and summaries ([mlp()] layers of `hidden` units, ReLU), trained in Rust by
-#'   minibatch Adam with early stopping on held-out pairs ([nce_mlp_control()]) — neural ratio
-#'   estimation. Its cost grows with the pairs, not with the number of parameter-summary pairs,
-#'   so it serves many summaries where the default GAM formula (a `ti()` per pair) is slow.
-#'   Each input is first mapped to normal scores by the joint pairs' quantiles (a monotone map,
-#'   continued linearly beyond them), so heavy-tailed summaries do not dominate. By default
-#'   5 networks are trained (`n_networks`) and their outputs averaged. Measured on the ARCH(1)
-#'   model of the simulator vignette (17 summaries, uniform prior, observed series of
-#'   `bench/ratio-mlp.R`, exact posterior by quadrature, 30 simulation sets (seeds 13-42), 2
-#'   threads, 2026-11-29): with 1,000 pairs the 5 networks take 1.0-1.7 s, the posterior means
-#'   are at most 0.097 (t1) and 0.120 (t2) from the exact ones and the sds 0.81-1.23 and
-#'   1.03-1.32 times the exact ones; one network takes 0.3-0.6 s, its means are at most 0.121
-#'   and 0.155 off and its sds 0.73-1.54 and 1.04-1.53 times exact.
-#'   With 5,000 and 10,000 pairs, see below. The GAM with its default formula on 1,000 pairs (3 seeds,
-#'   2026-11-28): 19-34 s (165-221 s before the REML engine took its derivatives by pairs of
-#'   rows), means 0.03-0.07 and 0.02-0.09 off, sds 1.10-1.19 and 1.12-1.29 times.
+#' @param summaries A function of the simulator's output returning a matrix of summaries with
+#'   named columns, or `NULL`: the simulator's output itself (its columns named `x1`, `x2`, ...
+#'   where unnamed), for the network classifier to read directly or through an `embedding`.
+#' @param classifier `"auto"` (default), `"gam"` (the GAM of `formula`) or `"mlp"`: a neural
+#'   network trained in Rust (neural ratio estimation; see `loss`, `embedding`, `hidden`,
+#'   `n_networks`, [nce_ratio_control()]). The network reads each simulation once and contrasts
+#'   its joint pair with the parameters of `n_shuffle` other simulations of its minibatch, drawn
+#'   afresh every epoch. Parameters are standardised, summaries read directly are mapped to
+#'   normal scores by the joint simulations' quantiles (a monotone map, continued linearly
+#'   beyond them), so heavy-tailed summaries do not dominate.
 #'
-#'   `"auto"` takes the GAM when `formula` or `discrete` is given, the network when `hidden` or
-#'   `control` is, and otherwise the GAM only while its default formula has at most
-#'   4 parameter-summary interactions (parameters x summaries), the network beyond. Chosen on
-#'   ARCH(1) with 2 parameters and the first 1, 2, 4 and 8 of its summaries (`bench/ratio-auto.R`,
-#'   5,000 pairs, 3 seeds, exact posterior by quadrature, idle 2-core machine). With 4
-#'   interactions both fit in 1-2 s; the GAM's posterior sds are 1.06-1.15 and 1.17-1.28 times
-#'   the exact ones and its mean of t2 0.09-0.14 off (the network: 0.93-0.97, 1.07-1.14, within
-#'   0.05), and the GAM keeps the methods a network lacks (standard errors, `coef()`, `anova()`).
-#'   With 8 the GAM takes 2.7-4.1 s against 1.4-2.4 s, its mean of t2 is 0.11-0.15 off (the
-#'   network's within 0.05), its sds 1.06-1.17 and 1.19-1.31 times exact (0.87-0.94 and
-#'   1.03-1.25); with 16 it takes 33-65 s against 1.3-2.0 s. On all 17 summaries (34
-#'   interactions) at the default 10,000 pairs (seeds 13-42) the 5 networks fit in 10.9-16.3 s
-#'   with posterior sds 0.80-1.05 and 1.00-1.21 times the exact ones (both within 1.2 times for
-#'   28 of the 30 simulation sets) and means at most 0.072 and 0.090 from exact; one network
-#'   fits in 2.9-5.3 s with sds 0.80-1.14 and 0.94-1.29 times exact (22 of 30 within 1.2 times)
-#'   and means at most 0.085 and 0.120 off. At 5,000 pairs: 5 networks 5.1-7.9 s, sds 0.82-1.17
-#'   and 0.99-1.35 times exact (21 of 30 within 1.2 times); one network 1.4-3.1 s (20 of 30).
-#'   The GAM takes minutes there.
-#'   The fit says which it took (`$classifier`).
-#' @param n_networks With the network: how many networks are trained on the same pairs, each
-#'   from its own random start and held-out rows; the log ratio is their mean output (an
-#'   ensemble). By default 5. The networks' disagreement is the training's chance: on one
-#'   ARCH(1) simulation set (1,000 pairs) the posterior mean of t2 from 10 single networks
-#'   ranged from 0.06 below to 0.15 above the exact one, its sd from 1.02 to 1.42 times exact;
-#'   averaging cuts that part of the error, not the part the simulations set (which the networks
-#'   share). Over the 30 simulation sets above, 5 networks gave root-mean-square errors of the
-#'   posterior means 0.058 and 0.067 against one network's 0.062 and 0.073 (1,000 pairs), 0.049
-#'   and 0.037 against 0.056 and 0.040 (5,000 pairs), and of the log sd ratios 0.108 and 0.199
-#'   against 0.196 and 0.235, 0.098 and 0.144 against 0.121 and 0.160; at 10,000 pairs 0.042 and
-#'   0.042 against 0.046 and 0.057, log sd ratios 0.089 and 0.106 against 0.111 and 0.123. The
-#'   networks train side by side, one per thread, so 5 take about 3 times one network's time on
-#'   2 threads (the same networks for any thread count). Their spread is not an error bar for
-#'   the posterior; [ratio_coverage()] checks whether the posteriors are as wide as they should
-#'   be.
-#' @param hidden With the network: units of each hidden layer.
-#' @param control With the network: [nce_mlp_control()] or a list of some of its
-#'   arguments.
+#'   `"auto"` takes the GAM when `formula` or `discrete` is given and the network otherwise: a
+#'   GAM's additive smooth and tensor-product terms cannot represent every joint density (on
+#'   sbibm's two moons they gave a posterior mean of (-0.73, 0.71) where the reference's is
+#'   (-0.12, 0.12)), and on ARCH(1) with 1 to 17 summaries the network's posteriors were as close
+#'   to exact or closer, in less time beyond 4 interactions (`bench/ratio-auto.R`). The GAM keeps
+#'   the methods a network lacks (standard errors, `coef()`, `anova()`). The fit says which it
+#'   took (`$classifier`).
+#' @param loss With the network: `"nrec"` (default), the contrastive loss of NRE-C (Miller,
+#'   Weniger and Forré 2022; the multinomial logistic loss of the source text, with `n_shuffle`
+#'   + 1 classes and gamma = 1); `"nre"`, the binary loss with the contrasting pairs weighted
+#'   as one class; or `"bnre"`, the binary loss with the balance penalty of Delaunoy et al.
+#'   (2022, lambda = 100), which errs towards wider posteriors. Each loss's optimum is the exact
+#'   log ratio. Chosen on sbibm's two moons (see `bench/README.md`).
+#' @param embedding With the network: `NULL` (the summaries go to the classifier as they are) or
+#'   an embedding network trained with the classifier ([embed_dense()], [embed_set()],
+#'   [embed_series()]) that reads the data columns it names; learned summaries.
+#' @param n_networks With the network: how many networks are trained on the same simulations,
+#'   each from its own random start and held-out simulations; the log ratio is their mean logit
+#'   (an ensemble). By default 5. Averaging cuts the part of the error that the training's chance
+#'   sets, not the part the simulations set (which the networks share). The networks train side by
+#'   side, one per thread, and do not depend on the thread count. Their spread is not an error bar
+#'   for the posterior; [ratio_coverage()] checks whether the posteriors are as wide as they
+#'   should be.
+#' @param hidden With the network: units of each hidden layer of the classifier.
+#' @param control With the network: [nce_ratio_control()] or a list of some of its arguments.
 #' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
 #'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `discrete`,
 #'   `classifier` (`"gam"` or `"mlp"`), `time`. With the network, class
 #'   `c("nce_ratio_mlp", "nce_ratio", "nce_result")` holding `networks` and `training` (one
-#'   entry per network) and `n_networks` in place of `gam` and `formula`.
+#'   entry per network), `n_networks`, `loss`, `embedding` and `scaling` (the inputs'
+#'   standardisation) in place of `gam` and `formula`.
 #' @section What it refuses:
-#' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n` not a whole
+#' * `embedding` not from [embed_dense()], [embed_set()] or [embed_series()], or reading columns
+#'   the summaries lack or that do not make whole items and windows; `loss` not one of the
+#'   choices; a training beyond the work bound of [nce_ratio_control()] (`nce_error_input`);
+#' * `simulator` or `summaries` not a function (or `NULL`), `prior` not an `nce_prior`, `n` not a whole
 #'   number >= 10, `n_shuffle` not in 1..100, `batch` not TRUE/FALSE, `formula` not
 #'   one-sided, `simulations` not from [simulate_summaries()] or lacking the prior's
 #'   parameters (`nce_error_input`);
@@ -299,10 +284,26 @@ ratio_log_ratio <- function(object, theta, s) {
 
 #' Posterior draws from an amortised ratio estimator
 #'
-#' For an observed data set, draws from prior x exp(log ratio) without new simulations:
-#' by importance sampling with the prior as proposal (weights, effective sample size), or
-#' by random-walk Metropolis run as `n_chains` parallel chains (acceptance rate and effective
-#' sample size reported).
+#' For an observed data set, draws from prior x exp(log ratio) without new simulations: by
+#' tempered sequential Monte Carlo (the default), by importance sampling with the prior as
+#' proposal (weights, effective sample size), or by random-walk Metropolis run as `n_chains`
+#' parallel chains (acceptance rate and effective sample size reported).
+#'
+#' **Sequential Monte Carlo** (`method = "smc"`, in Rust): `n_chains` particles (default 2,000)
+#' start as prior draws and move to the posterior through a ladder of temperatures
+#' prior x exp(beta x log ratio), beta from 0 to 1, each step chosen so that the particles' weights
+#' keep an effective sample of half their number; at each temperature they are resampled and moved
+#' by random-walk Metropolis whose proposal is the particles' own covariance, scaled towards 30%
+#' acceptance. At the posterior every particle runs on as a chain, keeping every 10th step, until
+#' `n_draws` draws are kept. The effective sample size is the multi-chain estimate below. The log
+#' ratio is evaluated for all particles at once (one call of the classifier per Metropolis sweep);
+#' priors other than [prior_uniform()] and [prior_normal()] are sampled and evaluated in R.
+#' Checked against truth in the package's tests: a crescent (means within 0.01, sds within 0.5%
+#' of a 1000 x 1000 grid), two modes of weights 0.3 and 0.7 (0.301 in the smaller; random-walk
+#' Metropolis from the prior gave 0.565) and a correlated 10-D Gaussian (sds within 3%, effective
+#' sample 2,300-2,500 of 10,000 at every 5th step). Importance sampling from the prior is kept as
+#' an option; it warns (`nce_warning_ess`) when its effective sample is below 1,000 or a tenth of
+#' `n_draws`, as on narrow posteriors (two moons: 180 of 10,000).
 #'
 #' Metropolis runs in Rust when it can (`engine = "auto"`): when no term of the classifier
 #' involves two parameters (as the default formula of [ratio_amortised()]), its log ratio at
@@ -327,23 +328,25 @@ ratio_log_ratio <- function(object, theta, s) {
 #'   classifier serves: an `nce_eig` ([design_eig()]) or an `nce_design` ([design_optimise()],
 #'   the classifier of its last evaluation, at the chosen design).
 #' @param observed The observed data, as `summaries` takes it.
-#' @param n_draws Importance: number of prior draws. Metropolis: total draws kept (each chain's
-#'   draws in turn, step by step, so every chain is kept when `n_draws` is not a multiple of
-#'   `n_chains`).
-#' @param method `"importance"` or `"metropolis"`.
-#' @param n_chains,burnin Metropolis: parallel chains and burn-in steps per chain.
+#' @param n_draws Importance: number of prior draws. SMC and Metropolis: total draws kept (each
+#'   chain's draws in turn, step by step, so every chain is kept when `n_draws` is not a multiple
+#'   of `n_chains`).
+#' @param method `"smc"` (default), `"importance"` or `"metropolis"`.
+#' @param n_chains,burnin SMC: particles (default 2,000, at most `n_draws`). Metropolis: parallel
+#'   chains (default 100) and burn-in steps per chain.
 #' @param scale Metropolis: proposal sd per parameter (default: from an importance pass).
 #' @param engine Metropolis: `"auto"` (Rust when the classifier and prior allow it, else R),
 #'   `"rust"` (an error when they do not) or `"r"`.
 #' @param n_grid Metropolis in Rust: grid points per parameter of the log-ratio tables.
 #' @return An object of class `nce_ratio_posterior`: `draws` (matrix), `weights`, `ess`,
-#'   `acceptance` (Metropolis; per chain in `chain_acceptance`), `engine`, and for the Rust
-#'   engine `table_error` and `off_table`; with `summary()`, `coef()`, `vcov()`,
+#'   `acceptance` (SMC and Metropolis; per chain in `chain_acceptance`), `engine`, for SMC
+#'   `smc` (the temperatures, the estimate of log p(observed), stages and sweeps), and for
+#'   Metropolis in Rust `table_error` and `off_table`; with `summary()`, `coef()`, `vcov()`,
 #'   `confint()`, `plot()`.
 #' @section What it refuses:
 #' * `object` not an `nce_ratio` (or an `nce_eig`, or an `nce_design` with a final
 #'   evaluation), `n_draws` not a whole number >= 10, `method` not
-#'   "importance" or "metropolis", `n_chains` not a whole number >= 2, `burnin` not a whole
+#'   "smc", "importance" or "metropolis", `n_chains` not a whole number >= 2, `burnin` not a whole
 #'   number >= 0, `scale` not NULL or one finite number > 0 per parameter, `engine` not one of
 #'   the choices, `n_grid` not a whole number in 16..10^6 (`nce_error_input`);
 #' * `engine = "rust"` for a classifier with a term in two parameters or a prior other than
@@ -448,9 +451,10 @@ ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call) {
     colnames(th) <- pr$names
     as.double(log_ratio_obs(th))
   })
-  # Each chain keeps every 5th step: in 10 dimensions that took the effective sample of 2,000
-  # chains x 5 draws from 1,600 to 2,300-2,500 of 10,000 (nce-core smc.rs tests).
-  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = 5,
+  # Each chain keeps every 10th step: with every 5th, 2,000 chains x 5 draws kept an effective
+  # sample of 2,300-2,500 of 10,000 in 10 dimensions (nce-core smc.rs tests) but 1,470 on the
+  # two-moons crescents (bench/sbibm.R, 10,000 simulations).
+  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = 10,
                                              seed = draw_seed(), threads = nce_threads())), call = call)
   draws <- array(r$draws, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
   flat <- matrix(aperm(draws, c(2L, 1L, 3L)), steps * n_chains, d, dimnames = list(NULL, pr$names))

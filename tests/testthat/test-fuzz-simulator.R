@@ -306,7 +306,8 @@ test_that("observed data outside every simulation warn; odd formulas and huge su
   expect_error(ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, formula = ~ s(unknown)), "unknown",
                class = "nce_error_input")
   s300 <- function(x) cbind(m = rowMeans(x) * 1e300, v = apply(x, 1, var))
-  expect_error(ratio_amortised(fz_sim, s300, fz_prior, n = 50, batch = TRUE), "1e150", class = "nce_error_data")
+  expect_error(ratio_amortised(fz_sim, s300, fz_prior, n = 50, batch = TRUE, classifier = "gam"), "1e150",
+               class = "nce_error_data")
 })
 
 test_that("a custom prior's non-finite or failing draws are refused where they are drawn, before simulating", {
