@@ -194,6 +194,10 @@ expect_contract <- function(case) {
       expect_equal(g$logLik, as.numeric(ll), tolerance = 1e-8, info = info("glance()$logLik = logLik()"))
       expect_equal(g$AIC, stats::AIC(fit), tolerance = 1e-8, info = info("glance()$AIC = AIC()"))
       expect_equal(g$BIC, stats::BIC(fit), tolerance = 1e-8, info = info("glance()$BIC = BIC()"))
+      # One deviance: glance() reports the one deviance() gives (a penalised one was stored apart).
+      if ("deviance" %in% names(g)) {
+        expect_equal(g$deviance, stats::deviance(fit), tolerance = 1e-8, info = info("glance()$deviance = deviance()"))
+      }
     }
   }
   call_m("BIC", function() {
