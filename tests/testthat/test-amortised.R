@@ -216,3 +216,10 @@ test_that("the classifier's deviance is mgcv's (unpenalised) in deviance(), glan
   expect_equal(a[["Resid. Dev"]], c(deviance(r0), deviance(r)), tolerance = 1e-10)
   expect_equal(a$Deviance[2L], deviance(r0) - deviance(r), tolerance = 1e-10)
 })
+
+test_that("fitted() of a ratio classifier is the ratio, predict(type = \"response\"), as its help says", {
+  r <- fit_gauss_ratio()
+  expect_equal(fitted(r), predict(r, type = "response"), tolerance = 1e-12)
+  # The probability that a pair is joint, which the help gives as plogis(predict() - log(n_shuffle)).
+  expect_equal(plogis(predict(r) - log(r$n_shuffle)), unname(r$gam$fitted.values), tolerance = 1e-10)
+})
