@@ -123,6 +123,11 @@ residuals.nce_ratio <- function(object, ...) stats::residuals(object$gam, ...)
 logLik.nce_ratio <- function(object, ...) {
   # The classification's Bernoulli log-likelihood at the penalised fit, with the total edf as
   # its degrees of freedom (as mgcv's logLik.gam counts them).
+  if (!is.null(list(...)$newdata)) {
+    nce_unsupported("logLik(newdata =)", object, paste(
+      "its log-likelihood is the classifier's at its own labelled pairs; held-out (theta, s) pairs carry no",
+      "labels to score (use predict(newdata =) for their log ratios)"))
+  }
   g <- object$gam
   w <- if (is.null(g$prior.weights)) 1 else g$prior.weights
   ll <- sum(w * stats::dbinom(g$y, 1, g$fitted.values, log = TRUE))

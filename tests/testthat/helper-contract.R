@@ -12,6 +12,7 @@
 #   unsupported  methods the class refuses with nce_error_unsupported
 #   response_is_exp_link  TRUE (default) when type = "response" is exp(type = "link")
 #   loglik_ordered  TRUE when the nested fit's logLik must not exceed the fit's
+#   skip         checks left out for a known gap, each with a comment in the case saying why
 
 # anova.glm's columns with a Wald test in place of the score test of test = "Rao".
 anova_columns <- c("Resid. Df", "Resid. Dev", "Df", "Deviance", "Wald", "Pr(>Chi)")
@@ -170,6 +171,18 @@ expect_contract <- function(case) {
     if (!is.null(n)) expect_equal(attr(v, "nobs"), n, info = info("logLik nobs"))
     v
   })
+  # logLik(newdata =) is the held-out log-likelihood of the new rows (nobs: their number), or a
+  # classed refusal: never the in-sample value with `newdata` silently ignored.
+  if (!is.null(ll) && !is.null(case$newdata) && !"logLik_newdata" %in% case$skip) {
+    for (k in unique(c(1L, nrow(case$newdata)))) {
+      nd_k <- utils::head(case$newdata, k)
+      held <- tryCatch(suppressWarnings(stats::logLik(fit, newdata = nd_k)), nce_error = function(e) e)
+      if (inherits(held, "error")) next
+      expect_s3_class(held, "logLik")
+      expect_equal(attr(held, "nobs"), k, info = info(sprintf("logLik(newdata = %d rows) counts them", k)))
+      expect_true(is.finite(as.numeric(held)), info = info("held-out logLik finite"))
+    }
+  }
   call_m("AIC", function() {
     v <- stats::AIC(fit)
     if (!is.null(ll)) expect_equal(v, -2 * as.numeric(ll) + 2 * attr(ll, "df"), info = info("AIC = -2 logLik + 2 df"))
