@@ -216,7 +216,7 @@ check_formula_vars <- function(formula, cols, call, arg = "formula") {
 }
 
 # The observed transitions of each sequence: rows at time t with the `_prev` columns of the
-# `order` states before, and `.sequence`; `cur` holds their rows in `data`.
+# `order` states before, and `.sequence`, named as the rows of `data` they end at; `cur` holds those rows.
 sequence_transitions <- function(data, vars, group, order, time) {
   missing <- setdiff(vars, names(data))
   if (length(missing)) {
@@ -261,6 +261,8 @@ sequence_transitions <- function(data, vars, group, order, time) {
     for (v in vars) trans[[paste0(v, suffix)]] <- data[[v]][lagged(k)]
   }
   trans$.sequence <- seq_id[cur]
-  rownames(trans) <- NULL
+  # Each transition keeps the name of the data row it ends at, so predict() at the fit's own
+  # transitions and at the data (one value per row) name a transition alike, as predict.glm()
+  # names fitted values by the data's rows.
   list(trans = trans, cur = cur)
 }

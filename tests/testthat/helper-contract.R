@@ -112,7 +112,15 @@ expect_contract <- function(case) {
     call_m("predict_newdata", function() {
       v <- stats::predict(fit, newdata = case$data)
       # Sequences give one value per row, NA where a row starts its sequence.
-      if (length(v) != length(p0)) v <- v[!is.na(v)]
+      if (length(v) != length(p0)) {
+        # ... named by the rows: the in-sample value of a name is the value of the same row.
+        if (!is.null(names(p0))) {
+          expect_true(all(names(p0) %in% names(v)), info = info("in-sample predict() names are the data's rows"))
+          expect_equal(unname(v[names(p0)]), unname(p0), tolerance = 1e-8,
+                       info = info("predict()[name] and predict(newdata = data)[name] are the same transition"))
+        }
+        v <- v[!is.na(v)]
+      }
       expect_equal(unname(v), unname(p0), tolerance = 1e-8,
                    info = info("predict(newdata = the fitted data) equals the in-sample prediction"))
       d0 <- stats::predict(fit, newdata = utils::head(case$data, 0L))

@@ -211,3 +211,25 @@ test_that("latkes_effects() refuses a huge grid at once", {
   expect_error(latkes_effects(fuzz_latkes, n = 1e9), "`n`", class = "nce_error_size")
   expect_lt(proc.time()[["elapsed"]] - t0, 2)
 })
+
+test_that("in-sample predict() of snce and latkes fits names a transition by the data row it ends at", {
+  # As predict.glm() names fitted values: predict(fit)["k"] and predict(fit, newdata = data)["k"]
+  # are the same transition (they were the k-th transition and the one ending at row k).
+  p <- predict(fuzz_snce)
+  q <- predict(fuzz_snce, newdata = fuzz_chain)
+  expect_identical(names(p), as.character(2:61))
+  expect_equal(q[names(p)], p, tolerance = 1e-12)
+  expect_true(is.na(q[["1"]]))
+  pl <- predict(fuzz_latkes)
+  ql <- predict(fuzz_latkes, newdata = fuzz_fix)
+  expect_equal(ql[names(pl)], pl, tolerance = 1e-12)
+  # Each trial's first fixation starts a sequence: no transition ends there.
+  starts <- as.character(which(!duplicated(fuzz_fix$trial)))
+  expect_false(any(starts %in% names(pl)))
+  # Row names of the data carry over.
+  ch <- fuzz_chain
+  rownames(ch) <- paste0("t", seq_len(nrow(ch)))
+  set.seed(43)
+  f <- snce(~ I(y * y_prev), ch, ref_uniform(y = c(0, 1)), ratio = 3, intercept = ~ s(y_prev, k = 4))
+  expect_identical(names(predict(f)), paste0("t", 2:61))
+})
