@@ -233,3 +233,21 @@ test_that("in-sample predict() of snce and latkes fits names a transition by the
   f <- snce(~ I(y * y_prev), ch, ref_uniform(y = c(0, 1)), ratio = 3, intercept = ~ s(y_prev, k = 4))
   expect_identical(names(predict(f)), paste0("t", 2:61))
 })
+
+test_that("latkes() without `group` warns when the data look like several trials", {
+  set.seed(45)
+  expect_warning(lk(fuzz_fix, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)),
+                 "column trial looks like a trial or subject id", class = "nce_warning_group")
+  # A restarting fixation index alone is named too.
+  d <- fuzz_fix[setdiff(names(fuzz_fix), c("trial", "fixation"))]
+  d$fix_index <- stats::ave(seq_len(nrow(d)), fuzz_fix$trial, FUN = seq_along)
+  set.seed(45)
+  expect_warning(lk(d, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)), "fixation index fix_index restarts",
+                 class = "nce_warning_group")
+  # `group = NULL` says the rows are one sequence; one trial or a steady index gives no warning.
+  set.seed(45)
+  expect_no_warning(lk(fuzz_fix, group = NULL, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)))
+  one <- fuzz_fix[fuzz_fix$trial == 1, ]
+  set.seed(45)
+  expect_no_warning(lk(one, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)))
+})
