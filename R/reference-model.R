@@ -111,7 +111,7 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
 #'   its reference points (`log_normaliser_is`, for network fits), and its log-likelihood. Its
 #'   call gives the reference as `ref_model(<the fit before>)`: `fit` by the name it was passed
 #'   as, later fits as `adapted_fit_1`, ..., kept with the call, so that [update()] of the result
-#'   refits it.
+#'   refits it. Data removed since `fit` was made are refused (`nce_error_data`).
 #' @seealso [ref_model()].
 #' @examples
 #' set.seed(1)
@@ -131,6 +131,7 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
                       if (length(unknown)) paste0(", not ", paste(unknown, collapse = ", ")) else ""),
               "input", call = call)
   }
+  check_fit_data(fit, parent.frame(), call)
   row <- function(f, i) {
     data.frame(iteration = i, log_normaliser = f$log_normaliser,
                log_normaliser_is = f$log_normaliser_is %||% NA_real_, logLik = as.numeric(stats::logLik(f)))
@@ -154,6 +155,23 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
   }
   fit$adaptation <- do.call(rbind, rows)
   fit
+}
+
+# nce_adapt() refits the call's `data` by update(): refuse data gone since the fit (update() would
+# report R's bare "object not found"). Looked up where the fit was made, then in `caller`, as
+# update() does.
+check_fit_data <- function(fit, caller, call) {
+  expr <- fit$call$data
+  if (is.null(expr)) return(invisible())
+  env <- fit[["call_env"]]
+  if (!is.environment(env)) env <- environment(stats::formula(fit))
+  d <- tryCatch(eval(expr, env), error = function(e) tryCatch(eval(expr, caller), error = function(e2) e))
+  what <- sprintf("the data the fit used (`data = %s`)", deparse1(expr, width.cutoff = 60L))
+  if (inherits(d, "error")) {
+    nce_abort(sprintf("%s are gone (%s): nce_adapt() refits them; put them back or fit again with nce()",
+                      what, conditionMessage(d)), "data", call = call)
+  }
+  invisible()
 }
 
 # `fit` must be an unconditional fit of nce(): the fits a reference can be made from.

@@ -251,3 +251,9 @@ test_that("latkes() without `group` warns when the data look like several trials
   set.seed(45)
   expect_no_warning(lk(one, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)))
 })
+
+test_that("#76: snce() names a state column that is not a syntactic name, not R's parse error", {
+  ch <- data.frame(`my y` = fuzz_chain$y, check.names = FALSE)
+  expect_error(snce(~ I(`my y` * `my y_prev`), ch, ref_uniform(`my y` = c(0, 1)), ratio = 3),
+               "the state column\\(s\\) \"my y\" .* not syntactic R names.*my\\.y", class = "nce_error_input")
+})
