@@ -111,7 +111,8 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
 #'   its reference points (`log_normaliser_is`, for network fits), and its log-likelihood. Its
 #'   call gives the reference as `ref_model(<the fit before>)`: `fit` by the name it was passed
 #'   as, later fits as `adapted_fit_1`, ..., kept with the call, so that [update()] of the result
-#'   refits it. Data removed since `fit` was made are refused (`nce_error_data`).
+#'   refits it. Data changed or removed since `fit` was made are refused (`nce_error_data`): the
+#'   refits would use other data than the fit's.
 #' @seealso [ref_model()].
 #' @examples
 #' set.seed(1)
@@ -158,8 +159,8 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
 }
 
 # nce_adapt() refits the call's `data` by update(): refuse data gone since the fit (update() would
-# report R's bare "object not found"). Looked up where the fit was made, then in `caller`, as
-# update() does.
+# report R's bare "object not found") or changed since (it would refit them silently), by the
+# checksum the fit stored. Looked up where the fit was made, then in `caller`, as update() does.
 check_fit_data <- function(fit, caller, call) {
   expr <- fit$call$data
   if (is.null(expr)) return(invisible())
@@ -170,6 +171,10 @@ check_fit_data <- function(fit, caller, call) {
   if (inherits(d, "error")) {
     nce_abort(sprintf("%s are gone (%s): nce_adapt() refits them; put them back or fit again with nce()",
                       what, conditionMessage(d)), "data", call = call)
+  }
+  if (!is.null(fit$data_hash) && !identical(data_hash(d), fit$data_hash)) {
+    nce_abort(sprintf(paste("%s have changed since the fit: nce_adapt() would refit other data than the fit's.",
+                            "Fit the new data with nce() first, or restore the old"), what), "data", call = call)
   }
   invisible()
 }

@@ -409,3 +409,27 @@ test_that("#76: a failing reference function, integer columns in ref_fit(), data
     expect_error(nce_adapt(f), "the data the fit used \\(`data = dd`\\) are gone", class = "nce_error_data")
   })
 })
+
+test_that("#76: nce_adapt() refuses data changed since the fit, by the checksum stored with it", {
+  dd <- fuzz_data()
+  set.seed(8)
+  f <- nce(~ y, dd, ref_uniform(y = c(0, 1)), ratio = 3)
+  expect_type(f$data_hash, "character")
+  # The same values however made keep the checksum: a column written back, an ALTREP 1:n and its copy.
+  same <- dd
+  same$y[1] <- dd$y[1]
+  expect_identical(nce:::data_hash(same), f$data_hash)
+  a <- data.frame(i = 1:10)
+  b <- a
+  b$i[1] <- 1L
+  expect_identical(nce:::data_hash(a), nce:::data_hash(b))
+  dd$y[3] <- 0.5
+  expect_error(nce_adapt(f), "the data the fit used \\(`data = dd`\\) have changed since the fit",
+               class = "nce_error_data")
+  dd <- fuzz_data()[1:40, , drop = FALSE]
+  expect_error(nce_adapt(f), "have changed", class = "nce_error_data")
+  # Restored, the refit runs.
+  dd <- fuzz_data()
+  set.seed(9)
+  expect_s3_class(nce_adapt(f, candidates = 3), "nce_fit")
+})
