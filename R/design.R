@@ -73,7 +73,9 @@
 #'   default, 5, fills the corners of the product of marginals that joint pairs rarely reach;
 #'   with 1, the classifier separates joint from shuffled pairs there almost perfectly and its
 #'   log ratio diverges (seen on the death model at late times with 500 training pairs).
-#' @param holdout With `folds = 1`: the fraction of the pairs held out to estimate the EIG.
+#' @param holdout With `folds = 1`: the fraction of the pairs held out to estimate the EIG
+#'   (`NULL`, the default, holds out half). Given with `folds` > 1, where each fold is held out
+#'   in turn, it is refused (`nce_error_input`).
 #' @param folds Folds of the cross-fitting (1: a single split by `holdout`, the classifier's
 #'   error then not in the standard error). Each fold needs at least 20 pairs.
 #' @param n_marginal Shuffles of the held-out pairs for the marginal terms of the bounds.
@@ -110,21 +112,21 @@
 #' death_model_eig(1)  # the exact value
 #' @export
 design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = FALSE, formula = NULL,
-                       n_shuffle = 5L, holdout = 0.5, n_marginal = 10L, folds = 5L, classifier = c("gam", "mlp"),
+                       n_shuffle = 5L, holdout = NULL, n_marginal = 10L, folds = 5L, classifier = c("gam", "mlp"),
                        hidden = c(64, 64), control = NULL) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_simulator(simulator, summaries, prior, ucall)
   design <- check_design_vector(design, "design", ucall)
-  check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
+  holdout_used <- check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
   clf <- eig_classifier(classifier, formula, hidden, control, missing(hidden), ucall)
   check_size(8 * n * (length(prior$names) + 22) * (1 + n_shuffle + n_marginal), "n", "the simulations",
              call = ucall)
-  out <- eig_at_design(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout, n_marginal,
+  out <- eig_at_design(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout_used, n_marginal,
                        ucall, folds = as.integer(folds), clf = clf)
   out$call <- call
   out$rng_state <- rng
@@ -397,7 +399,7 @@ subset_simulations <- function(sims, rows) {
 design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L, batch = FALSE,
                             n_initial = NULL, n_refine = NULL, rounds = NULL,
                             estimator = c("plugin", "nwj", "jsd"), level = 0.95, n_final = n,
-                            formula = NULL, n_shuffle = 5L, holdout = 0.5, n_marginal = 10L, folds = 5L) {
+                            formula = NULL, n_shuffle = 5L, holdout = NULL, n_marginal = 10L, folds = 5L) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
@@ -423,7 +425,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   check_probability(level)
   check_count(n_final, min = 0)
   if (n_final > 0 && n_final < 40) check_fail("0 or a whole number >= 40", n_final, "n_final", ucall)
-  check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
+  holdout_used <- check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
@@ -434,7 +436,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   evaluate <- function(designs, round) {
     rows <- lapply(seq_len(nrow(designs)), function(i) {
       d <- stats::setNames(designs[i, ], names(lower))
-      e <- eig_at_design(simulator, summaries, prior, d, n, batch, formula, n_shuffle, holdout, n_marginal, ucall,
+      e <- eig_at_design(simulator, summaries, prior, d, n, batch, formula, n_shuffle, holdout_used, n_marginal, ucall,
                          folds = as.integer(folds), keep_ratio = FALSE)
       est <- e$estimates
       data.frame(as.list(d), plugin = est$estimate[1], plugin_se = est$std.error[1], nwj = est$estimate[2],
@@ -466,7 +468,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   eig_best <- c(estimate = grid$fit[which.max(grid$fit)], std.error = grid$se.fit[which.max(grid$fit)])
   final <- NULL
   if (n_final > 0) {
-    final <- eig_at_design(simulator, summaries, prior, best, n_final, batch, formula, n_shuffle, holdout,
+    final <- eig_at_design(simulator, summaries, prior, best, n_final, batch, formula, n_shuffle, holdout_used,
                            n_marginal, ucall, folds = as.integer(folds))
   }
   structure(list(call = call, rng_state = rng,
@@ -812,17 +814,27 @@ prior_from_posterior <- function(object, n_points = 1000L, bandwidth = NULL) {
 
 # The simulation and classifier sizes of design_eig() and design_optimise(): at least 20 pairs
 # to train and 20 to test in each fold (or the single split).
+# Returns the fraction held out with folds = 1: `holdout`, 0.5 by default.
 check_eig_sizes <- function(n, batch, n_shuffle, holdout, n_marginal, folds, call) {
   check_count(n, min = 40, call = call)
   check_bool(batch, call = call)
   check_count(n_shuffle, max = 100, call = call)
-  check_probability(holdout, call = call)
+  if (!is.null(holdout)) check_probability(holdout, call = call)
   check_count(n_marginal, max = 1000, call = call)
   check_count(folds, max = 20, call = call)
+  # Cross-fitting holds out each fold in turn (1 / folds of the pairs): a `holdout` beside it would
+  # be ignored, so it is refused rather than silently dropped.
+  if (!is.null(holdout) && folds > 1L) {
+    nce_abort(sprintf(paste("`holdout` applies to a single split (`folds = 1`) only: with `folds` = %d each fold",
+                            "holds out 1/%d of the pairs in turn. Drop `holdout`, or set `folds = 1`"),
+                      as.integer(folds), as.integer(folds)), "input", call = call)
+  }
+  holdout <- holdout %||% 0.5
   n_test <- if (folds == 1L) round(holdout * n) else floor(n / folds)
   if (n_test < 20L || n - n_test < 20L) {
     what <- if (folds == 1L) sprintf("`holdout` = %s", format(holdout)) else sprintf("`folds` = %d", as.integer(folds))
     nce_abort(sprintf("%s leaves %d pairs to train and %d to test: each needs at least 20.",
                       what, n - n_test, n_test), "input", call = call)
   }
+  holdout
 }

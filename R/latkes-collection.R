@@ -200,8 +200,25 @@ nobs.latkes_collection <- function(object, ...) sum(vapply(object$fits, function
 
 #' @rdname latkes_collection
 #' @export
-logLik.latkes_collection <- function(object, ...) {
-  ll <- lapply(object$fits, stats::logLik, ...)
+logLik.latkes_collection <- function(object, newdata = NULL, ...) {
+  fits <- object$fits
+  if (!is.null(newdata)) {
+    # Each held-out row goes to the fit of its level, as predict() sends it (every fit on every
+    # row would count each row once per subject).
+    check_data_frame(newdata, "newdata", min_rows = 0L)
+    if (!object$by %in% names(newdata)) {
+      nce_abort(sprintf("`newdata` needs the column %s: it chooses the fit of each row", object$by), "input")
+    }
+    lev <- as.character(newdata[[object$by]])
+    unknown <- setdiff(unique(lev), names(fits))
+    if (length(unknown)) {
+      nce_abort(sprintf("`newdata` has level(s) %s of %s with no fit", format_positions(unknown), object$by), "input")
+    }
+    if (!length(lev)) nce_abort("`newdata` has no rows to evaluate the log-likelihood at", "input")
+    ll <- lapply(unique(lev), function(l) stats::logLik(fits[[l]], newdata = newdata[lev == l, , drop = FALSE], ...))
+  } else {
+    ll <- lapply(fits, stats::logLik, ...)
+  }
   structure(sum(vapply(ll, as.numeric, 0)), df = sum(vapply(ll, attr, 0, "df")),
             nobs = sum(vapply(ll, attr, 0, "nobs")), class = "logLik")
 }

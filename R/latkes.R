@@ -88,7 +88,10 @@
 #' @param data Data frame of fixations in time order within each sequence.
 #' @param x,y Names of the coordinate columns.
 #' @param group Name of the column that splits `data` into sequences (trials),
-#'   or `NULL` for one sequence.
+#'   or `NULL` for one sequence. Left out while `data` has a column named like a
+#'   trial or subject id (`trial`, `subject`, `id`, ...) with several values, or a
+#'   fixation index that restarts, it gives a warning of class
+#'   `nce_warning_group`: the jumps between trials would be fitted as saccades.
 #' @param window `c(xmin, xmax, ymin, ymax)`, the rectangle the fixations live
 #'   on (the screen); `NULL` takes the range of the coordinates.
 #' @param ratio Reference points per transition (the paper used 20); see [nce_vocabulary].
@@ -182,6 +185,7 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   if (length(bad) || (length(dots) && is.null(names(dots)))) {
     nce_abort(sprintf("unknown argument(s) in `...`: %s", paste(bad, collapse = ", ")), "input")
   }
+  if (missing(group)) warn_ungrouped(data, c(x, y))  # once the arguments are checked
   knots <- utils::modifyList(cyclic_knots(), as.list(dots$knots))
   w <- prep$window
   fit <- fit_snce(kernel, prep$data, ref_uniform(x = w[1:2], y = w[3:4]), ratio = ratio, intercept = intercept,
@@ -203,6 +207,29 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
   fit["map_by"] <- list(map_by)
   class(fit) <- c("latkes_fit", class(fit))
   as_result(fit, rng = rng, env = parent.frame())
+}
+
+# Without `group` the rows are one sequence, so the jump from one trial's last fixation to the next
+# trial's first becomes a saccade of the kernel. Warn (nce_warning_group) when the data look like
+# several sequences: a column named as a trial or subject id with more than one value, or a
+# fixation index that restarts (falls).
+warn_ungrouped <- function(data, coords) {
+  cols <- setdiff(names(data), coords)
+  ids <- cols[grepl("^(trial|subject|subj|participant|session|group|id|sequence|seq|recording)([._]?(id|nr|no|index))?$",
+                    cols, ignore.case = TRUE)]
+  ids <- ids[vapply(ids, function(v) length(unique(data[[v]])) > 1L, TRUE)]
+  idx <- cols[grepl("^(current_)?fix(ation)?([._]?(index|idx|nr|no|number|id))?$", cols, ignore.case = TRUE)]
+  idx <- idx[vapply(idx, function(v) is.numeric(data[[v]]) && any(diff(data[[v]]) < 0, na.rm = TRUE), TRUE)]
+  if (!length(ids) && !length(idx)) return(invisible(NULL))
+  why <- c(if (length(ids) == 1L) sprintf("column %s looks like a trial or subject id", ids),
+           if (length(ids) > 1L) sprintf("columns %s look like trial or subject ids", paste(ids, collapse = ", ")),
+           if (length(idx) == 1L) sprintf("the fixation index %s restarts", idx),
+           if (length(idx) > 1L) sprintf("the fixation indices %s restart", paste(idx, collapse = ", ")))
+  fix <- if (length(ids)) sprintf("`group = \"%s\"`", ids[1L]) else "`group` (the trial's column)"
+  nce_warn(sprintf(paste("`group` is missing, so the %d rows are fitted as one sequence and the jumps between",
+                         "trials as saccades, but %s: pass %s to split the sequences, or `group = NULL` if the",
+                         "rows are one sequence"),
+                   nrow(data), paste(why, collapse = " and "), fix), "group", call = NULL)
 }
 
 cyclic_knots <- function() list(angle = c(-pi, pi), angle_prev = c(-pi, pi), rel_angle = c(-pi, pi))

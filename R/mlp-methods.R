@@ -139,10 +139,9 @@ mlp_describe <- function(x, digits) {
   cat(sprintf("Network: mlp(%s), %s, hidden layers %s: %d parameters\n", paste(net$inputs, collapse = ", "),
               net$activation, paste(net$hidden, collapse = "-"), net$n_params))
   stopped <- tr$starts$stopped_early[tr$best_start]
+  run <- max(tr$history$epoch[tr$history$start == tr$best_start])
   cat(sprintf("Training: %d start(s); best start %d, best epoch %d of %d run%s; held-out NCE loss %s\n",
-              nrow(tr$starts), tr$best_start, tr$best_epoch,
-              max(tr$history$epoch[tr$history$start == tr$best_start]),
-              if (stopped) " (stopped early)" else " (reached max_epochs: consider more)",
+              nrow(tr$starts), tr$best_start, tr$best_epoch, run, epoch_note(stopped, tr$best_epoch, run),
               format(tr$held_out_loss, digits = digits)))
   if (!is.null(tr$rounds)) {
     rd <- tr$rounds
@@ -150,6 +149,13 @@ mlp_describe <- function(x, digits) {
                 nrow(rd), rd$round[rd$kept],
                 if (rd$still_improving[1L]) "; still improving: consider a larger `backfit`" else ""))
   }
+}
+
+# How training ended. More epochs can help only where the held-out loss was still falling at the
+# last epoch run (the best epoch is the last); a best epoch before it means the loss had turned.
+epoch_note <- function(stopped, best, run) {
+  if (stopped) return(" (stopped early)")
+  if (best >= run) " (reached max_epochs still improving: consider more)" else " (reached max_epochs)"
 }
 
 #' Summarise an nce fit with a neural-network term

@@ -939,20 +939,38 @@ plot.nce_fit <- function(x, n_grid = 200, level = 0.95, ...) {
     p <- predict(x, newdata, type = if (one_d) "density" else "log_density", se.fit = TRUE)
     lo <- if (one_d) exp(log(p$fit) - z * p$se.fit / p$fit) else p$fit - z * p$se.fit
     hi <- if (one_d) exp(log(p$fit) + z * p$se.fit / p$fit) else p$fit + z * p$se.fit
+    # The axis from the finite values only: density 0 outside a reference's support (log density
+    # -Inf, its band NaN) is drawn as a gap, not passed to plot() as an infinite limit.
+    ylim <- plot_ylim(if (one_d) c(0, hi) else c(lo, hi), v)
     if (one_d) {
       h <- graphics::hist(data[[v]], plot = FALSE, breaks = "FD")
       graphics::plot(h, freq = FALSE, col = "grey90", border = "white", main = "", xlab = v,
-                     ylim = c(0, max(hi, h$density)), xlim = range(grid_v), ...)
+                     ylim = c(0, max(ylim[2L], h$density)), xlim = range(grid_v), ...)
     } else {
-      graphics::plot(grid_v, p$fit, type = "n", ylim = range(lo, hi), xlab = v,
+      graphics::plot(grid_v, p$fit, type = "n", ylim = ylim, xlab = v,
                      ylab = "log density (others at medians)", ...)
     }
+    ok <- is.finite(lo) & is.finite(hi)
+    lo[!ok] <- hi[!ok] <- NA_real_
     graphics::polygon(c(grid_v, rev(grid_v)), c(lo, rev(hi)),
                       col = grDevices::adjustcolor("steelblue", 0.3), border = NA)
     graphics::lines(grid_v, p$fit, col = "steelblue", lwd = 2)
     graphics::rug(data[[v]], col = "grey50")
   }
   invisible(x)
+}
+
+# The y-axis limits of plot(): the range of the finite values; none finite is refused (plot()'s
+# own error, "need finite 'ylim' values", says nothing of the fit).
+plot_ylim <- function(values, v, call = caller_call(2L)) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  r <- suppressWarnings(range(values, finite = TRUE))
+  if (!all(is.finite(r))) {
+    nce_abort(sprintf(paste("the fitted density and its interval are not finite anywhere on the grid of `%s`",
+                            "(outside the reference's support, or standard errors not available): nothing to plot"),
+                      v), "numerical", call = call)
+  }
+  r
 }
 
 # Log density at 0 and 1 with its Wald interval (a binary variable, the others at their commoner values).

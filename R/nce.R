@@ -269,7 +269,8 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   frame$.offset <- offset
   nce_fields <- list(n = n, m = m, ratio = m / n, method = method, reference = reference,
                      nce_formula = formula, nce_frame = frame, control = control, call = cl,
-                     data_weights = w, na.action = drop$omit, relative = relative, data_names = data_row_names(d))
+                     data_weights = w, na.action = drop$omit, relative = relative, data_names = data_row_names(d),
+                     data_hash = data_hash(data))
   if (neural) {
     if (method != "logistic") nce_abort("an mlp() term needs method = \"logistic\"", "input")
     # For the importance-sampling check of log Z: relative, Z is the mean of exp(f) over q's draws.
@@ -294,6 +295,20 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
   fit <- nce_linear_fit(formula, frame, label, offset, method, control, nce_fields, prior_w)
   # Before a normalising constant is reported: is the model proper, and the reference good enough?
   nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), d, con$lq_ref)
+}
+
+# A checksum of a data frame's values, stored with a fit so that refits of its call (nce_adapt())
+# can tell the data it was fitted to from data changed since. The columns and names, and row names
+# only when set (automatic ones are stored as c(NA, -n) or c(NA, n) after edits), serialised in
+# format 2, which writes ALTREP vectors (1:n) out as plain ones: equal values, equal sums.
+data_hash <- function(data) {
+  rn <- if (is.data.frame(data) && .row_names_info(data) < 0L) nrow(data) else rownames(data)
+  f <- tempfile()
+  on.exit(unlink(f))
+  con <- file(f, "wb")
+  serialize(list(names(data), unname(as.list(data)), rn), con, version = 2L)
+  close(con)
+  unname(tools::md5sum(f))
 }
 
 # What only formula fits take (an mlp() term, `discrete`, `relative`), refused beside `given` or

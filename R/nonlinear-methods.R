@@ -8,7 +8,7 @@
 #' density (`"response"`, `"density"`) or the unnormalised \eqn{f} (`"log_unnormalised"`), with
 #' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
 #' model (minus the intercept as log normaliser), with df the number of parameters including the
-#' intercept; `anova()` a Wald test (sandwich covariance) of the parameters of the larger fit that
+#' intercept, or with `newdata` the held-out log density of its points (`nobs` their number); `anova()` a Wald test (sandwich covariance) of the parameters of the larger fit that
 #' the smaller one lacks being 0, the smaller fit being the larger with those fixed at 0;
 #' `residuals()` the label minus the fitted class probability on all data and reference rows;
 #' `simulate()` sampling-importance-resampling from the reference; `plot()` the fitted log
@@ -16,7 +16,7 @@
 #'
 #' @param object,x,formula A fit of class `nce_nls`.
 #' @param type See Details.
-#' @param newdata Data frame of points (default: the data).
+#' @param newdata Data frame of points (default: the data); for `logLik()`, held-out points.
 #' @param se.fit Return standard errors.
 #' @param parm,level For `confint()`.
 #' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
@@ -121,9 +121,16 @@ residuals.nce_nls <- function(object, ...) {
 
 #' @rdname nce_nls-methods
 #' @export
-logLik.nce_nls <- function(object, ...) {
-  v <- sum(object$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
-  structure(v, df = length(object$coefficients), nobs = object$n, class = "logLik")
+logLik.nce_nls <- function(object, newdata = NULL, ...) {
+  df <- length(object$coefficients)
+  if (is.null(newdata)) {
+    v <- sum(object$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
+    return(structure(v, df = df, nobs = object$n, class = "logLik"))
+  }
+  # Held out: the log density at the new points, as logLik.nce_fit() computes it.
+  ld <- predict.nce_nls(object, newdata, type = "link")
+  if (anyNA(ld)) nce_abort("the log density is NA at some points (NA in `newdata`?): remove them first", "input")
+  structure(sum(ld), df = df, nobs = length(ld), class = "logLik")
 }
 
 #' @rdname nce_nls-methods

@@ -10,7 +10,9 @@
 #' shuffled (theta, s) pairs, and answers the model methods of mgcv's GAMs through it:
 #' `coef()`, `vcov()` (the Bayesian covariance `Vp`), `confint()` (Wald intervals of the
 #' coefficients), `nobs()` (classifier rows: joint plus shuffled pairs), `fitted()` (the
-#' probability that a pair is joint), `residuals()`, `logLik()`/`AIC()`/`BIC()` (of the
+#' estimated ratio at the classifier's pairs, `predict(type = "response")` as for every result; the
+#' classifier's probability that a pair is joint is `plogis(predict(x) - log(x$n_shuffle))`),
+#' `residuals()` (of the classification), `logLik()`/`AIC()`/`BIC()` (of the
 #' classification, with the effective degrees of freedom; comparable between classifiers fitted
 #' to the same pairs), `anova()` (mgcv's tests of the smooth terms, or a deviance test between
 #' classifiers fitted to the same pairs), `model.frame()` (the pairs), `model.matrix()`,
@@ -121,6 +123,11 @@ residuals.nce_ratio <- function(object, ...) stats::residuals(object$gam, ...)
 logLik.nce_ratio <- function(object, ...) {
   # The classification's Bernoulli log-likelihood at the penalised fit, with the total edf as
   # its degrees of freedom (as mgcv's logLik.gam counts them).
+  if (!is.null(list(...)$newdata)) {
+    nce_unsupported("logLik(newdata =)", object, paste(
+      "its log-likelihood is the classifier's at its own labelled pairs; held-out (theta, s) pairs carry no",
+      "labels to score (use predict(newdata =) for their log ratios)"))
+  }
   g <- object$gam
   w <- if (is.null(g$prior.weights)) 1 else g$prior.weights
   ll <- sum(w * stats::dbinom(g$y, 1, g$fitted.values, log = TRUE))

@@ -108,7 +108,11 @@ ref_model <- function(fit, candidates = 10, n_chains = 20L, burnin = 1000L, thin
 #' @param ... Passed to [ref_model()] (`candidates`, `n_chains`, `burnin`, `thin`).
 #' @return The last fit, with `adaptation`: a data frame with one row per fit (the first is
 #'   `fit`), its log normalising constant from the intercept and from importance sampling over
-#'   its reference points (`log_normaliser_is`, for network fits), and its log-likelihood.
+#'   its reference points (`log_normaliser_is`, for network fits), and its log-likelihood. Its
+#'   call gives the reference as `ref_model(<the fit before>)`: `fit` by the name it was passed
+#'   as, later fits as `adapted_fit_1`, ..., kept with the call, so that [update()] of the result
+#'   refits it. Data changed or removed since `fit` was made are refused (`nce_error_data`): the
+#'   refits would use other data than the fit's.
 #' @seealso [ref_model()].
 #' @examples
 #' set.seed(1)
@@ -128,23 +132,51 @@ nce_adapt <- function(fit, iterations = 1L, ...) {
                       if (length(unknown)) paste0(", not ", paste(unknown, collapse = ", ")) else ""),
               "input", call = call)
   }
+  check_fit_data(fit, parent.frame(), call)
   row <- function(f, i) {
     data.frame(iteration = i, log_normaliser = f$log_normaliser,
                log_normaliser_is = f$log_normaliser_is %||% NA_real_, logLik = as.numeric(stats::logLik(f)))
   }
   rows <- list(row(fit, 0L))
+  # The call gives each reference by its constructor, ref_model(<previous fit>, ...): the first
+  # previous fit under the name it was passed by (`fit` unless a name), the later ones as
+  # adapted_fit_1, ..., each bound in an environment above the fit's own. The printed call reads
+  # as what was fitted, and update() of the result draws the reference again from the fit's
+  # random state (nce() evaluates its arguments from the state its call stored), bit for bit.
+  first <- substitute(fit)
+  ctor <- if ("package:nce" %in% search()) quote(ref_model) else quote(nce::ref_model)
   for (i in seq_len(iterations)) {
-    # The call names the new reference, kept in an environment above the fit's own, so that
-    # update() of the result refits against the same reference.
+    prev <- if (i > 1L) sprintf("adapted_fit_%d", i - 1L) else if (is.name(first)) as.character(first) else "fit"
     env <- new.env(parent = fit[["call_env"]] %||% environment(stats::formula(fit)))
-    assign(".nce_adapted_reference", ref_model(fit, ...), envir = env)
-    fit$call$reference <- quote(.nce_adapted_reference)
+    assign(prev, fit, envir = env)
+    fit$call$reference <- as.call(c(list(ctor, as.name(prev)), list(...)))
     fit$call_env <- env
     fit <- stats::update(fit, resample = TRUE)
     rows[[i + 1L]] <- row(fit, i)
   }
   fit$adaptation <- do.call(rbind, rows)
   fit
+}
+
+# nce_adapt() refits the call's `data` by update(): refuse data gone since the fit (update() would
+# report R's bare "object not found") or changed since (it would refit them silently), by the
+# checksum the fit stored. Looked up where the fit was made, then in `caller`, as update() does.
+check_fit_data <- function(fit, caller, call) {
+  expr <- fit$call$data
+  if (is.null(expr)) return(invisible())
+  env <- fit[["call_env"]]
+  if (!is.environment(env)) env <- environment(stats::formula(fit))
+  d <- tryCatch(eval(expr, env), error = function(e) tryCatch(eval(expr, caller), error = function(e2) e))
+  what <- sprintf("the data the fit used (`data = %s`)", deparse1(expr, width.cutoff = 60L))
+  if (inherits(d, "error")) {
+    nce_abort(sprintf("%s are gone (%s): nce_adapt() refits them; put them back or fit again with nce()",
+                      what, conditionMessage(d)), "data", call = call)
+  }
+  if (!is.null(fit$data_hash) && !identical(data_hash(d), fit$data_hash)) {
+    nce_abort(sprintf(paste("%s have changed since the fit: nce_adapt() would refit other data than the fit's.",
+                            "Fit the new data with nce() first, or restore the old"), what), "data", call = call)
+  }
+  invisible()
 }
 
 # `fit` must be an unconditional fit of nce(): the fits a reference can be made from.

@@ -200,6 +200,7 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
   if (!is.numeric(x) || any(!is.finite(x))) {
     nce_abort("`data` columns used by `ref_fit()` must be numeric and finite", "input")
   }
+  storage.mode(x) <- "double"  # integer columns too, for every family (the mixture's engine takes doubles)
   if (nrow(x) < 2L) nce_abort("`data` needs at least two rows to fit a reference", "input")
   flat <- vars[apply(x, 2L, function(v) diff(range(v)) == 0)]
   if (family != "uniform" && length(flat)) {
@@ -209,7 +210,7 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
   }
   if (family == "mixture") {
     check_number(inflate, "inflate", min = 0, exclusive_min = TRUE)
-    return(ref_mixture_fit(x, components, inflate, call = sys.call()))
+    return(own_arguments(ref_mixture_fit(x, components, inflate, call = sys.call())))
   }
   if (family == "normal") {
     check_number(inflate, "inflate", min = 0, exclusive_min = TRUE)
@@ -221,7 +222,7 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
                               "from `vars`, or use family = \"uniform\""), paste(singular, collapse = ", "), singular_tol),
                 "data")
     }
-    ref_normal_build(stats::setNames(colMeans(x), vars), inflate * stats::cov(x), call = sys.call())
+    own_arguments(ref_normal_build(stats::setNames(colMeans(x), vars), inflate * stats::cov(x), call = sys.call()))
   } else {
     rng <- apply(x, 2L, range)
     w <- rng[2L, ] - rng[1L, ]
@@ -229,6 +230,16 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
     args <- lapply(seq_along(vars), function(j) c(rng[1L, j] - expand * w[j], rng[2L, j] + expand * w[j]))
     do.call(ref_uniform, stats::setNames(args, vars))
   }
+}
+
+# ref_fit()'s errors from the builders it shares with ref_normal() and the engine name their
+# arguments (`cov`, `x`), which ref_fit() does not have: both are made from `data`, so say that.
+own_arguments <- function(expr) {
+  tryCatch(expr, nce_error = function(e) {
+    e$message <- sub("`cov`", "the covariance of the `data` columns", conditionMessage(e), fixed = TRUE)
+    e$message <- sub("`x`", "the `data` columns", conditionMessage(e), fixed = TRUE)
+    stop(e)
+  })
 }
 
 # A mixture of normals fitted by EM (Rust) for each number of `components`, the lowest BIC kept.
@@ -287,7 +298,7 @@ singular_columns <- function(v, vars) {
 #' @section What it refuses:
 #' * `sample` or `log_density` not a function, or `vars` not a non-empty character vector
 #'   without NA or "" (`nce_error_input`). What the functions return is checked when [nce()]
-#'   calls them.
+#'   calls them; an error inside either is raised as `nce_error_model`, quoting its message.
 #' @examples
 #' # An exponential reference on [0, Inf)
 #' r <- ref_custom(function(n) data.frame(y = rexp(n)),
@@ -326,7 +337,7 @@ ref_draw.nce_ref_builtin <- function(ref, n) builtin_draws(ref, n, FALSE)$draws
 
 #' @export
 ref_draw.nce_ref_custom <- function(ref, n) {
-  x <- ref$sample(n)
+  x <- call_user(ref$sample, n, arg = "reference", at = "its `sample(n)`", call = NULL)
   if (is.matrix(x)) x <- as.data.frame(x)
   if (!is.data.frame(x)) nce_abort("the reference's `sample(n)` must return a data frame or matrix", "reference")
   missing <- setdiff(ref$vars, names(x))
@@ -381,7 +392,7 @@ ref_logq.nce_ref_builtin <- function(ref, data) {
 
 #' @export
 ref_logq.nce_ref_custom <- function(ref, data) {
-  lq <- ref$log_density(data[ref$vars])
+  lq <- call_user(ref$log_density, data[ref$vars], arg = "reference", at = "its `log_density()`", call = NULL)
   if (!is.numeric(lq) || length(lq) != nrow(data)) {
     nce_abort(sprintf("the reference's `log_density()` must return %d numbers, one per row; it returned %d",
                       nrow(data), length(lq)), "reference")

@@ -284,7 +284,55 @@ run_simulations <- function(simulator, summaries, theta, n, batch, chunk_size, c
     }
   })
   elapsed <- proc.time()[["elapsed"]] - t0
-  assemble_simulations(res, theta, index, elapsed, call)
+  assemble_simulations(res, theta, index, elapsed, call,
+                       diagnose = function() diagnose_simulator(simulator, summaries, theta[1L, , drop = FALSE], batch))
+}
+
+# Why every simulation failed, when the cause is the plumbing between prior, simulator and
+# summaries rather than the model: parameter columns the simulator reads that the prior does not
+# have (R's "subscript out of bounds" does not name them), matrix indexing of the one parameter
+# vector a simulator gets without `batch`, or a vector returned where `summaries` wants a matrix.
+# Runs the simulator once on the first parameter row; NULL when none of these is the cause.
+diagnose_simulator <- function(simulator, summaries, th1, batch) {
+  miss <- setdiff(simulator_reads(simulator), colnames(th1))
+  if (length(miss)) {
+    return(sprintf("the simulator reads the parameter(s) %s, not among those it is given (the prior's: %s)",
+                   paste0("\"", miss, "\"", collapse = ", "), paste(colnames(th1), collapse = ", ")))
+  }
+  x <- tryCatch(if (batch) simulator(th1, 1L) else simulator(th1[1L, ]), error = function(e) e)
+  if (inherits(x, "error")) {
+    if (!batch && grepl("incorrect number of dimensions", conditionMessage(x), fixed = TRUE)) {
+      return(paste("without `batch = TRUE` the simulator gets one named parameter vector (read it as",
+                   "theta[[\"name\"]]), not a matrix: index it so, or pass `batch = TRUE` with function(theta, n)"))
+    }
+    return(NULL)
+  }
+  s <- tryCatch(summaries(x), error = function(e) e)
+  if (batch && is.null(dim(x)) && !is.list(x) && (inherits(s, "error") || is.null(dim(s)))) {
+    return(sprintf(paste("with `batch = TRUE` the simulator returned a vector (length %d) for one parameter row, where",
+                         "a matrix with one row per simulation (or what `summaries` takes for a batch) is expected"),
+                   length(x)))
+  }
+  NULL
+}
+
+# The parameter names a simulator reads by name from its first argument: theta[, "a"],
+# theta[["a"]], theta["a"] and theta$a in its body.
+simulator_reads <- function(simulator) {
+  arg <- names(formals(simulator))[1L]
+  if (is.null(arg) || identical(arg, "...")) return(character())
+  found <- character()
+  walk <- function(e) {
+    if (!is.call(e)) return()
+    f <- e[[1L]]
+    if ((identical(f, as.name("[")) || identical(f, as.name("[["))) && identical(e[[2L]], as.name(arg))) {
+      for (i in seq_along(e)[-(1:2)]) if (is.character(e[[i]])) found <<- c(found, e[[i]])
+    }
+    if (identical(f, as.name("$")) && identical(e[[2L]], as.name(arg))) found <<- c(found, as.character(e[[3L]]))
+    for (i in seq_along(e)[-1L]) if (is.call(e[[i]])) walk(e[[i]])
+  }
+  walk(body(simulator))
+  unique(found)
 }
 
 # One L'Ecuyer-CMRG stream per chunk, derived from R's RNG so set.seed() fixes them all.
@@ -359,7 +407,7 @@ simulate_chunk <- function(simulator, summaries, th, batch) {
   list(vals = vals, why = why)
 }
 
-assemble_simulations <- function(res, theta, index, elapsed, call) {
+assemble_simulations <- function(res, theta, index, elapsed, call, diagnose = function() NULL) {
   total <- length(index)
   why <- unlist(lapply(res, `[[`, "why"), use.names = FALSE)
   # Summary length and names: from the first successful simulation.
@@ -376,7 +424,9 @@ assemble_simulations <- function(res, theta, index, elapsed, call) {
     }
   }
   if (is.null(first)) {
-    nce_abort(sprintf("all %d simulations failed; the first reason: %s", total, why[1L]), "simulation", call = call)
+    cause <- tryCatch(diagnose(), error = function(e) NULL)
+    nce_abort(sprintf("all %d simulations failed; the first reason: %s%s", total, why[1L],
+                      if (is.null(cause)) "" else paste0(". Likely cause: ", cause)), "simulation", call = call)
   }
   k <- length(first)
   nms <- names(first)

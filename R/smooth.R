@@ -225,8 +225,11 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
   ev <- eigen(xwx, symmetric = TRUE)
   mu <- res$fitted
   w <- if (family == "binomial") mu * (1 - mu) else mu
-  wtdmu <- mean(y)
-  nulldev <- sum(fam$dev.resids(y, rep(wtdmu, n), rep(1, n)))
+  # mgcv's deviances: of the fitted means, without the penalty (the engine's `deviance` counts
+  # it), and of the weighted mean.
+  wtdmu <- sum(weights * y) / sum(weights)
+  nulldev <- sum(fam$dev.resids(y, rep(wtdmu, n), weights))
+  dev <- sum(fam$dev.resids(y, mu, weights))
   edf <- stats::setNames(res$edf, cn)
   pred_formula <- setup$pred.formula
   attr(pred_formula, "full") <- stats::reformulate(all.vars(setup$terms))
@@ -241,7 +244,7 @@ fit_penalised <- function(formula, data, family = c("binomial", "poisson"), offs
     method = "REML", gcv.ubre = c(REML = res$reml), optimizer = c("newton", "rust"),
     linear.predictors = res$eta, fitted.values = mu, y = y,
     prior.weights = weights, weights = w, residuals = (y - mu) / w,
-    deviance = res$deviance, null.deviance = nulldev, df.null = n - 1,
+    deviance = dev, null.deviance = nulldev, df.null = n - 1,
     df.residual = n - sum(res$edf), rank = p,
     iter = res$inner_iterations, outer_iterations = res$outer_iterations,
     converged = res$converged, message = res$message, n_certain = res$n_certain,

@@ -456,7 +456,14 @@ residuals.snce_fit <- function(object, type = c("response", "deviance"), ...) {
 #' \mid y_{t-1})} with `n_draws` draws per transition, a check that does not
 #' rest on the intercept.
 #'
+#' With `newdata` (transitions, or sequences as the fit's data) it is the
+#' held-out log-likelihood of those transitions, as [predict()] gives their log
+#' densities (refused with `intercept = "transition"`, whose normaliser is
+#' known for the observed transitions only, unless `normalise = "reference"`).
+#'
 #' @param object An `snce_fit`.
+#' @param newdata Held-out transitions or sequences; `NULL` (default) for the
+#'   observed transitions.
 #' @param normalise `"intercept"` or `"reference"`.
 #' @param n_draws Reference draws per transition for `normalise = "reference"`.
 #' @param ... Unused.
@@ -465,15 +472,28 @@ residuals.snce_fit <- function(object, type = c("response", "deviance"), ...) {
 #'   one per free intercept with `intercept = "transition"`), `nobs` the number
 #'   of transitions.
 #' @export
-logLik.snce_fit <- function(object, normalise = c("intercept", "reference"), n_draws = 1000, ...) {
+logLik.snce_fit <- function(object, newdata = NULL, normalise = c("intercept", "reference"), n_draws = 1000, ...) {
   normalise <- match_choice(normalise)
-  ll <- if (normalise == "intercept") {
-    sum(predict.snce_fit(object, type = "link"))
+  trans <- if (is.null(newdata)) object$transitions else snce_held_out(object, newdata)
+  nd <- if (!is.null(newdata)) trans
+  ld <- if (normalise == "intercept") {
+    predict.snce_fit(object, nd, type = "link")
   } else {
     check_count(n_draws, "n_draws", min = 2)
-    sum(predict.snce_fit(object, type = "log_kernel") - reference_log_z(object, object$transitions, n_draws))
+    predict.snce_fit(object, nd, type = "log_kernel") - reference_log_z(object, trans, n_draws)
   }
-  structure(ll, df = snce_df(object), nobs = object$n, class = "logLik")
+  if (anyNA(ld)) nce_abort("the log density is NA at some transitions (NA in `newdata`?): remove them first", "input")
+  structure(sum(ld), df = snce_df(object), nobs = length(ld), class = "logLik")
+}
+
+# Held-out transitions for logLik(): `newdata` as transitions (the states and their `_prev`
+# columns), or sequences as the fit's data, made into transitions as snce() made them.
+snce_held_out <- function(object, newdata, call = caller_call()) {
+  call <- call  # force the caller's call now: forced later, sys.call() would count other frames
+  check_data_frame(newdata, "newdata", min_rows = 0L, call = call)
+  vars <- object$reference$vars
+  if (all(paste0(vars, "_prev") %in% names(newdata)) || nrow(newdata) == 0L) return(newdata)
+  sequence_transitions(newdata, vars, object[["sequence_group"]], object$order, object[["sequence_time"]])$trans
 }
 
 # Effective number of parameters, the normaliser's included.

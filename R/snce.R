@@ -100,6 +100,7 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
   if (!inherits(reference, c("nce_reference", "nce_kernel"))) {
     nce_abort("`reference` must be a ref_*() or kernel_*() object", "input", user_call)
   }
+  check_state_names(reference$vars, user_call)
   control <- merge_control(control, nce_control, call = user_call)
   int <- intercept_spec(intercept, reference$vars, call = user_call)
   shards <- as_shards(shards, call = user_call)
@@ -146,6 +147,19 @@ fit_snce <- function(formula, data, reference, ratio, intercept, group, order, t
     knots = knots, control = control, features = features, discrete = discrete, call = cl,
     sequence_group = group, sequence_time = time
   )), class = c("snce_fit", "nce_fit", "nce_result"))
+}
+
+# The states' names must be syntactic: mgcv reads the terms of a formula (the default intercept
+# s(<state>_prev) among them) back from their text, where `my y` is two symbols (R's bare parse
+# error, "unexpected symbol").
+check_state_names <- function(vars, call) {
+  bad <- vars[make.names(vars) != vars]
+  if (length(bad)) {
+    nce_abort(sprintf(paste("the state column(s) %s of `data` and `reference` are not syntactic R names, which the",
+                            "model formulas cannot hold: rename them (e.g. to %s)"),
+                      paste0("\"", bad, "\"", collapse = ", "), paste(make.names(bad), collapse = ", ")),
+              "input", call = call)
+  }
 }
 
 # Default, formula, "transition" or "none".
@@ -216,7 +230,7 @@ check_formula_vars <- function(formula, cols, call, arg = "formula") {
 }
 
 # The observed transitions of each sequence: rows at time t with the `_prev` columns of the
-# `order` states before, and `.sequence`; `cur` holds their rows in `data`.
+# `order` states before, and `.sequence`, named as the rows of `data` they end at; `cur` holds those rows.
 sequence_transitions <- function(data, vars, group, order, time) {
   missing <- setdiff(vars, names(data))
   if (length(missing)) {
@@ -261,6 +275,8 @@ sequence_transitions <- function(data, vars, group, order, time) {
     for (v in vars) trans[[paste0(v, suffix)]] <- data[[v]][lagged(k)]
   }
   trans$.sequence <- seq_id[cur]
-  rownames(trans) <- NULL
+  # Each transition keeps the name of the data row it ends at, so predict() at the fit's own
+  # transitions and at the data (one value per row) name a transition alike, as predict.glm()
+  # names fitted values by the data's rows.
   list(trans = trans, cur = cur)
 }

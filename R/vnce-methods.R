@@ -405,7 +405,8 @@ augment.vnce_fit <- function(x, data = NULL, ...) {  # nolint: object_name_linte
 #' too small). A parametric bootstrap is not needed: the objective is smooth in the parameters.
 #'
 #' **Log-likelihood**: the data's log density under the fitted normalised model, with c as the
-#' log normaliser. Available for the truncated Gaussian graphical model when no value is missing
+#' log normaliser; with `newdata` (points or rows as [predict()] takes them) the held-out log
+#' density of those, `nobs` their number. Available for the truncated Gaussian graphical model when no value is missing
 #' and the fitted K is normalisable (exp(-x'Kx/2) integrable on the orthant), and for the
 #' mixture of Gaussians (the latent label summed out exactly). Refused, with the reason, when
 #' values are missing (the marginal over the missing values has no closed form), for an improper
@@ -419,6 +420,8 @@ augment.vnce_fit <- function(x, data = NULL, ...) {  # nolint: object_name_linte
 #' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
 #'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param evaluate For `update()`: `FALSE` returns the call instead of refitting.
+#' @param newdata For `logLik()`: held-out points (a vector for the mixture) or rows (a matrix
+#'   with the fit's columns); `NULL` (default) for the data of the fit.
 #' @param ... Unused (or, for `update()`, arguments of [vnce()] to change).
 #' @return `vcov()`: the covariance matrix of `coef()`. `nobs()`: the number of data rows used.
 #'   `model.frame()`: the data as a data frame. `logLik()`: a `logLik` object with df the number
@@ -516,7 +519,7 @@ model.matrix.vnce_fit <- function(object, ...) {
 
 #' @rdname vnce_methods
 #' @export
-logLik.vnce_fit <- function(object, ...) {
+logLik.vnce_fit <- function(object, newdata = NULL, ...) {
   if (inherits(object, "vnce_custom")) {
     nce_unsupported("logLik", object, paste(
       "a custom model does not declare which parameter is its log normaliser, so its normalised density is unknown"))
@@ -532,8 +535,18 @@ logLik.vnce_fit <- function(object, ...) {
                                                 object$normalisable$why, "), so c is no log normaliser"))
     }
   }
-  val <- sum(stats::predict(object, type = "link"))
-  structure(val, df = length(object$coefficients), nobs = nobs(object), class = "logLik")
+  if (is.null(newdata)) {
+    val <- sum(stats::predict(object, type = "link"))
+    return(structure(val, df = length(object$coefficients), nobs = nobs(object), class = "logLik"))
+  }
+  # Held out: the log density at the new points (rows), as logLik.nce_fit() computes it.
+  if (inherits(object, "vnce_tgm") && anyNA(newdata)) {
+    nce_unsupported("logLik(newdata =)", object, paste(
+      "`newdata` has missing values, and the marginal density of a row over its missing values has no closed form"))
+  }
+  ld <- stats::predict(object, newdata, type = "link")
+  if (anyNA(ld)) nce_abort("the log density is NA at some points (NA in `newdata`?): remove them first", "input")
+  structure(sum(ld), df = length(object$coefficients), nobs = length(ld), class = "logLik")
 }
 
 #' @rdname vnce_methods

@@ -12,6 +12,7 @@
 #   unsupported  methods the class refuses with nce_error_unsupported
 #   response_is_exp_link  TRUE (default) when type = "response" is exp(type = "link")
 #   loglik_ordered  TRUE when the nested fit's logLik must not exceed the fit's
+#   skip         checks left out for a known gap, each with a comment in the case saying why
 
 # anova.glm's columns with a Wald test in place of the score test of test = "Rao".
 anova_columns <- c("Resid. Df", "Resid. Dev", "Df", "Deviance", "Wald", "Pr(>Chi)")
@@ -111,7 +112,15 @@ expect_contract <- function(case) {
     call_m("predict_newdata", function() {
       v <- stats::predict(fit, newdata = case$data)
       # Sequences give one value per row, NA where a row starts its sequence.
-      if (length(v) != length(p0)) v <- v[!is.na(v)]
+      if (length(v) != length(p0)) {
+        # ... named by the rows: the in-sample value of a name is the value of the same row.
+        if (!is.null(names(p0))) {
+          expect_true(all(names(p0) %in% names(v)), info = info("in-sample predict() names are the data's rows"))
+          expect_equal(unname(v[names(p0)]), unname(p0), tolerance = 1e-8,
+                       info = info("predict()[name] and predict(newdata = data)[name] are the same transition"))
+        }
+        v <- v[!is.na(v)]
+      }
       expect_equal(unname(v), unname(p0), tolerance = 1e-8,
                    info = info("predict(newdata = the fitted data) equals the in-sample prediction"))
       d0 <- stats::predict(fit, newdata = utils::head(case$data, 0L))
@@ -170,6 +179,18 @@ expect_contract <- function(case) {
     if (!is.null(n)) expect_equal(attr(v, "nobs"), n, info = info("logLik nobs"))
     v
   })
+  # logLik(newdata =) is the held-out log-likelihood of the new rows (nobs: their number), or a
+  # classed refusal: never the in-sample value with `newdata` silently ignored.
+  if (!is.null(ll) && !is.null(case$newdata) && !"logLik_newdata" %in% case$skip) {
+    for (k in unique(c(1L, nrow(case$newdata)))) {
+      nd_k <- utils::head(case$newdata, k)
+      held <- tryCatch(suppressWarnings(stats::logLik(fit, newdata = nd_k)), nce_error = function(e) e)
+      if (inherits(held, "error")) next
+      expect_s3_class(held, "logLik")
+      expect_equal(attr(held, "nobs"), k, info = info(sprintf("logLik(newdata = %d rows) counts them", k)))
+      expect_true(is.finite(as.numeric(held)), info = info("held-out logLik finite"))
+    }
+  }
   call_m("AIC", function() {
     v <- stats::AIC(fit)
     if (!is.null(ll)) expect_equal(v, -2 * as.numeric(ll) + 2 * attr(ll, "df"), info = info("AIC = -2 logLik + 2 df"))
@@ -194,6 +215,10 @@ expect_contract <- function(case) {
       expect_equal(g$logLik, as.numeric(ll), tolerance = 1e-8, info = info("glance()$logLik = logLik()"))
       expect_equal(g$AIC, stats::AIC(fit), tolerance = 1e-8, info = info("glance()$AIC = AIC()"))
       expect_equal(g$BIC, stats::BIC(fit), tolerance = 1e-8, info = info("glance()$BIC = BIC()"))
+      # One deviance: glance() reports the one deviance() gives (a penalised one was stored apart).
+      if ("deviance" %in% names(g)) {
+        expect_equal(g$deviance, stats::deviance(fit), tolerance = 1e-8, info = info("glance()$deviance = deviance()"))
+      }
     }
   }
   call_m("BIC", function() {

@@ -377,3 +377,59 @@ test_that("nce_adapt() refuses arguments ref_model() does not have", {
   expect_error(nce_adapt(f, foo = 1), "not foo", class = "nce_error_input")
   expect_error(nce_adapt(f, 1, 2), "must name", class = "nce_error_input")
 })
+
+test_that("#76: a failing reference function, integer columns in ref_fit(), data gone before nce_adapt()", {
+  d <- fuzz_data()
+  # An error inside a custom reference's functions is the user's model failing, quoted.
+  boom <- ref_custom(function(n) data.frame(y = runif(n)), function(u) stop("user boom"), "y")
+  expect_error(nce(~ y, d, boom, ratio = 3), "`reference` failed at its `log_density\\(\\)`: user boom",
+               class = "nce_error_model")
+  boom_draw <- ref_custom(function(n) stop("draw boom"), function(u) rep(0, nrow(u)), "y")
+  expect_error(nce(~ y, d, boom_draw, ratio = 3), "draw boom", class = "nce_error_model")
+  # Integer columns: every family accepts them, and the mixture fits as on the same doubles.
+  set.seed(5)
+  di <- data.frame(a = sample(1:20, 200, TRUE), b = sample(1:50, 200, TRUE))
+  set.seed(6)
+  ri <- ref_fit(di, "mixture", components = 1:2)
+  set.seed(6)
+  rd <- ref_fit(as.data.frame(lapply(di, as.double)), "mixture", components = 1:2)
+  expect_equal(ri$means, rd$means, tolerance = 1e-12)
+  expect_s3_class(ref_fit(di, "normal"), "nce_reference")
+  # ref_fit() names its own arguments, not the builders' `cov` and `x`.
+  dc <- data.frame(a = 1:50 + 0.5)
+  dc$b <- 2 * dc$a
+  e <- expect_error(ref_fit(dc, "normal"), "covariance of the `data` columns", class = "nce_error_input")
+  expect_false(grepl("`cov`|`x`", conditionMessage(e)))
+  # The data of a fit removed before nce_adapt(): a classed error saying so, not "object not found".
+  local({
+    dd <- fuzz_data()
+    set.seed(7)
+    f <- nce(~ y, dd, ref_uniform(y = c(0, 1)), ratio = 3)
+    rm(dd)
+    expect_error(nce_adapt(f), "the data the fit used \\(`data = dd`\\) are gone", class = "nce_error_data")
+  })
+})
+
+test_that("#76: nce_adapt() refuses data changed since the fit, by the checksum stored with it", {
+  dd <- fuzz_data()
+  set.seed(8)
+  f <- nce(~ y, dd, ref_uniform(y = c(0, 1)), ratio = 3)
+  expect_type(f$data_hash, "character")
+  # The same values however made keep the checksum: a column written back, an ALTREP 1:n and its copy.
+  same <- dd
+  same$y[1] <- dd$y[1]
+  expect_identical(nce:::data_hash(same), f$data_hash)
+  a <- data.frame(i = 1:10)
+  b <- a
+  b$i[1] <- 1L
+  expect_identical(nce:::data_hash(a), nce:::data_hash(b))
+  dd$y[3] <- 0.5
+  expect_error(nce_adapt(f), "the data the fit used \\(`data = dd`\\) have changed since the fit",
+               class = "nce_error_data")
+  dd <- fuzz_data()[1:40, , drop = FALSE]
+  expect_error(nce_adapt(f), "have changed", class = "nce_error_data")
+  # Restored, the refit runs.
+  dd <- fuzz_data()
+  set.seed(9)
+  expect_s3_class(nce_adapt(f, candidates = 3), "nce_fit")
+})

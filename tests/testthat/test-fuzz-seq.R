@@ -211,3 +211,49 @@ test_that("latkes_effects() refuses a huge grid at once", {
   expect_error(latkes_effects(fuzz_latkes, n = 1e9), "`n`", class = "nce_error_size")
   expect_lt(proc.time()[["elapsed"]] - t0, 2)
 })
+
+test_that("in-sample predict() of snce and latkes fits names a transition by the data row it ends at", {
+  # As predict.glm() names fitted values: predict(fit)["k"] and predict(fit, newdata = data)["k"]
+  # are the same transition (they were the k-th transition and the one ending at row k).
+  p <- predict(fuzz_snce)
+  q <- predict(fuzz_snce, newdata = fuzz_chain)
+  expect_identical(names(p), as.character(2:61))
+  expect_equal(q[names(p)], p, tolerance = 1e-12)
+  expect_true(is.na(q[["1"]]))
+  pl <- predict(fuzz_latkes)
+  ql <- predict(fuzz_latkes, newdata = fuzz_fix)
+  expect_equal(ql[names(pl)], pl, tolerance = 1e-12)
+  # Each trial's first fixation starts a sequence: no transition ends there.
+  starts <- as.character(which(!duplicated(fuzz_fix$trial)))
+  expect_false(any(starts %in% names(pl)))
+  # Row names of the data carry over.
+  ch <- fuzz_chain
+  rownames(ch) <- paste0("t", seq_len(nrow(ch)))
+  set.seed(43)
+  f <- snce(~ I(y * y_prev), ch, ref_uniform(y = c(0, 1)), ratio = 3, intercept = ~ s(y_prev, k = 4))
+  expect_identical(names(predict(f)), paste0("t", 2:61))
+})
+
+test_that("latkes() without `group` warns when the data look like several trials", {
+  set.seed(45)
+  expect_warning(lk(fuzz_fix, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)),
+                 "column trial looks like a trial or subject id", class = "nce_warning_group")
+  # A restarting fixation index alone is named too.
+  d <- fuzz_fix[setdiff(names(fuzz_fix), c("trial", "fixation"))]
+  d$fix_index <- stats::ave(seq_len(nrow(d)), fuzz_fix$trial, FUN = seq_along)
+  set.seed(45)
+  expect_warning(lk(d, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)), "fixation index fix_index restarts",
+                 class = "nce_warning_group")
+  # `group = NULL` says the rows are one sequence; one trial or a steady index gives no warning.
+  set.seed(45)
+  expect_no_warning(lk(fuzz_fix, group = NULL, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)))
+  one <- fuzz_fix[fuzz_fix$trial == 1, ]
+  set.seed(45)
+  expect_no_warning(lk(one, ratio = 3, intercept = ~ s(x_prev, y_prev, k = 6)))
+})
+
+test_that("#76: snce() names a state column that is not a syntactic name, not R's parse error", {
+  ch <- data.frame(`my y` = fuzz_chain$y, check.names = FALSE)
+  expect_error(snce(~ I(`my y` * `my y_prev`), ch, ref_uniform(`my y` = c(0, 1)), ratio = 3),
+               "the state column\\(s\\) \"my y\" .* not syntactic R names.*my\\.y", class = "nce_error_input")
+})

@@ -402,3 +402,30 @@ test_that("grids, graphs and Metropolis draws: the second audit's cases", {
     expect_lte(p$ess[[1]], nd)
   }
 })
+
+test_that("a simulator failing every time names the cause: a parameter it reads, or a vector for a matrix", {
+  summ <- function(x) cbind(m = rowMeans(x))
+  # A column the prior does not have: R says only "subscript out of bounds".
+  sim <- function(theta, n) matrix(rnorm(n * 10, theta[, "sigma"]), n, 10)
+  set.seed(1)
+  expect_error(ratio_amortised(sim, summ, fz_prior, n = 50, batch = TRUE),
+               "reads the parameter\\(s\\) \"sigma\", not among those it is given \\(the prior's: mu\\)",
+               class = "nce_error_simulation")
+  sim1 <- function(theta) rnorm(10, theta[["tau"]])
+  expect_error(simulate_summaries(sim1, function(x) c(m = mean(x)), cbind(mu = c(0, 1))), "\"tau\"",
+               class = "nce_error_simulation")
+  # A batch simulator returning a vector where summaries wants a matrix.
+  sim2 <- function(theta, n) rnorm(n * 10, theta[, "mu"])
+  set.seed(1)
+  expect_error(ratio_amortised(sim2, summ, fz_prior, n = 50, batch = TRUE),
+               "returned a vector \\(length 10\\) for one parameter row", class = "nce_error_simulation")
+  # Matrix indexing of the one parameter vector a simulator gets without batch = TRUE.
+  sim3 <- function(theta) rnorm(10, theta[, "mu"])
+  expect_error(simulate_summaries(sim3, function(x) c(m = mean(x)), cbind(mu = c(0, 1))),
+               "without `batch = TRUE` the simulator gets one named parameter vector", class = "nce_error_simulation")
+  # A failure of the model itself is reported as it was, with no guessed cause.
+  sim4 <- function(theta, n) stop("model diverged")
+  e <- expect_error(ratio_amortised(sim4, summ, fz_prior, n = 50, batch = TRUE), class = "nce_error_simulation")
+  expect_match(conditionMessage(e), "model diverged")
+  expect_false(grepl("Likely cause", conditionMessage(e)))
+})

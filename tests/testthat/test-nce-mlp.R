@@ -385,3 +385,20 @@ test_that("classifier = 'auto' takes the GAM for few parameter-summary pairs and
   h <- ratio_amortised(sim, function(x) summ6(x)[, 1, drop = FALSE], pr, n = 200, batch = TRUE, hidden = 8)
   expect_s3_class(h, "nce_ratio_mlp")
 })
+
+test_that("print advises more epochs only when the best epoch was the last one run", {
+  # The held-out loss still falling at max_epochs (best = last) is when more epochs can help; a
+  # best epoch before the last means it had turned.
+  expect_match(nce:::epoch_note(FALSE, 20, 20), "consider more")
+  expect_false(grepl("consider", nce:::epoch_note(FALSE, 1, 20)))
+  expect_identical(nce:::epoch_note(FALSE, 1, 20), " (reached max_epochs)")
+  expect_identical(nce:::epoch_note(TRUE, 5, 15), " (stopped early)")
+  # On a fit: the printed line agrees with its training record.
+  set.seed(1)
+  d <- data.frame(x = rnorm(300))
+  fit <- nce(~ mlp(x, hidden = 4), d, ref_normal(x = 0, cov = 4), ratio = 3, control = list(max_epochs = 5))
+  tr <- fit$training
+  run <- max(tr$history$epoch[tr$history$start == tr$best_start])
+  out <- paste(capture.output(print(fit)), collapse = "\n")
+  expect_identical(grepl("consider more", out), !tr$starts$stopped_early[tr$best_start] && tr$best_epoch == run)
+})

@@ -158,3 +158,17 @@ test_that("print and summary", {
   expect_snapshot(print(fit))
   expect_snapshot(print(summary(fit)))
 })
+
+test_that("logLik(newdata =) of a nonlinear fit is the held-out log-likelihood, not the in-sample one", {
+  set.seed(1)
+  d <- data.frame(y = rnorm(2000, 1, 0.5))
+  test <- data.frame(y = rnorm(50, 1, 0.5))
+  f <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(y = 1, cov = 1), ratio = 5, start = c(mu = 0, ls = 0))
+  held <- logLik(f, newdata = test)
+  expect_equal(attr(held, "nobs"), 50)
+  expect_equal(as.numeric(held), sum(predict(f, test, type = "log_density")), tolerance = 1e-12)
+  # Against the true N(1, 0.5) density of the 50 points: -43.16; the fit gave -42.78.
+  expect_equal(as.numeric(held), sum(dnorm(test$y, 1, 0.5, log = TRUE)), tolerance = 2 / 43)
+  expect_equal(as.numeric(logLik(f, newdata = test[0, , drop = FALSE])), 0)
+  expect_equal(attr(logLik(f), "nobs"), 2000)
+})

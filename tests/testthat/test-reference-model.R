@@ -51,7 +51,30 @@ test_that("nce_adapt() refits against its own fits: the exact normal MLE, and up
   expect_equal(fit2$adaptation$iteration, 0:2)
   expect_equal(fit2$adaptation$logLik[3], as.numeric(logLik(fit2)))
   expect_equal(coef(update(fit2)), coef(fit2))
-  expect_output(print(fit2), ".nce_adapted_reference")
+  # The call gives the reference by its constructor, not a hidden name.
+  expect_identical(fit2$call$reference, quote(ref_model(adapted_fit_1)))
+  expect_output(print(fit2), "reference = ref_model(adapted_fit_1)", fixed = TRUE)
+  set.seed(14)
+  fit1 <- nce_adapt(fit, candidates = 5)
+  expect_identical(fit1$call$reference, quote(ref_model(fit, candidates = 5)))
+  expect_equal(coef(update(fit1)), coef(fit1))
   expect_error(nce_adapt(fit, iterations = 0), class = "nce_error_input")
   expect_error(nce_adapt(d), class = "nce_error_input")
+})
+
+test_that("plot() of an adapted fit draws, and a density not finite on the grid is a classed refusal", {
+  set.seed(21)
+  d <- data.frame(x = rnorm(500), y = rnorm(500))
+  fit <- nce(~ x + y + I(x^2) + I(y^2), d, ref_normal(x = 0, y = 0, cov = diag(2) * 9), ratio = 5)
+  set.seed(22)
+  fit2 <- nce_adapt(fit)
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_identical(plot(fit2), fit2)
+  one <- nce(~ x + I(x^2), d, ref_normal(x = 0, cov = 9), ratio = 5)
+  expect_silent(plot(nce_adapt(one)))
+  # A reference of density 0 everywhere: the fitted density is 0 (log -Inf) on the whole grid.
+  bad <- fit2
+  bad$reference <- ref_custom(function(n) d[sample.int(500, n, TRUE), ], function(u) rep(-Inf, nrow(u)), c("x", "y"))
+  expect_error(plot(bad), "not finite anywhere on the grid of `x`", class = "nce_error_numerical")
 })

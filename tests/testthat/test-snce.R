@@ -262,3 +262,19 @@ test_that("predict() at no rows gives empty results, as glm's does", {
   # The same columns as at one row.
   expect_identical(colnames(predict(f, newdata = model.frame(f)[1, ], type = "terms")), colnames(tm$fit))
 })
+
+test_that("logLik(newdata =) of an snce fit is the held-out log-likelihood of the new transitions", {
+  set.seed(31)
+  ch <- data.frame(y = rchain(300, 2))
+  held_out <- data.frame(y = rchain(60, 2))
+  fit <- snce(~ I(y * y_prev) + I(y^2), ch, ref_uniform(y = c(0, 1)), ratio = 5, intercept = ~ s(y_prev, k = 5))
+  ll <- logLik(fit, newdata = held_out)
+  expect_equal(attr(ll, "nobs"), 60)
+  # The chain's true transition log density over the 60 held-out transitions: 1.74 (the fit 1.51).
+  expect_lt(abs(as.numeric(ll) - chain_loglik(2, held_out$y)), 1)
+  expect_lt(abs(as.numeric(logLik(fit, newdata = held_out, normalise = "reference")) - as.numeric(ll)), 0.5)
+  # Transitions give the same as the sequence they come from.
+  tr <- data.frame(y = held_out$y[-1], y_prev = held_out$y[-61])
+  expect_equal(as.numeric(logLik(fit, newdata = tr)), as.numeric(ll), tolerance = 1e-10)
+  expect_equal(attr(logLik(fit), "nobs"), 300)
+})

@@ -86,3 +86,17 @@ test_that("mixture and custom models check their input", {
   bad <- custom_model(function(x, z, th) 1, function(x, z, th) matrix(0, length(x), 1), theta = 1)
   expect_error(vnce(rnorm(20), bad), "one value per point", class = "nce_error_input")
 })
+
+test_that("logLik(newdata =) of a mixture fit is the held-out log-likelihood, not the in-sample one", {
+  set.seed(2)
+  x <- rmog(2000, theta = 4)
+  xt <- rmog(50, theta = 4)
+  v <- vnce(x, mog_model())
+  held <- logLik(v, newdata = xt)
+  expect_equal(attr(held, "nobs"), 50)
+  # The true density of rmog(theta = 4): 1/5 N(0, 1) + 4/5 N(0, 16); -133.38 at these points,
+  # the fit -133.65.
+  expect_equal(as.numeric(held), sum(log(0.2 * dnorm(xt, 0, 1) + 0.8 * dnorm(xt, 0, 4))), tolerance = 2 / 133)
+  expect_equal(as.numeric(logLik(v, newdata = xt[0])), 0)
+  expect_equal(attr(logLik(v), "nobs"), 2000)
+})
