@@ -36,8 +36,11 @@
 #'   standard error at nominal coverage, \eqn{\sqrt{\alpha(1-\alpha)/n}}), `z` (their
 #'   difference in standard errors) and `verdict` (`"calibrated"` within 3 standard errors,
 #'   `"too wide"` or `"too narrow"`; 3, not 2, because several levels are tested at once and the
-#'   importance-sampling posteriors add their own error). Attributes: `credible_levels` (each
-#'   pair's credible level of its true theta; uniform on (0, 1) when calibrated), `ess` (each
+#'   importance-sampling posteriors add their own error), of class `nce_ratio_coverage` (a data
+#'   frame; [plot.nce_ratio_coverage()] draws it). Attributes: `credible_levels` (each
+#'   pair's credible level of its true theta; uniform on (0, 1) when calibrated), `ranks` (the
+#'   simulation-based calibration ranks: per pair and parameter, the posterior mass below the true
+#'   value; uniform when calibrated), `ess` (each
 #'   pair's importance-sampling effective sample size), `time`.
 #' @section What it refuses:
 #' * `object` not a ratio estimator, `n` not a whole number in 10..100000, `n_draws` not a whole
@@ -83,9 +86,16 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
     list(rows = rows, sm = sm)
   }
   cred <- ess <- numeric(length(ok))
+  ranks <- matrix(NA_real_, length(ok), length(pars), dimnames = list(NULL, pars))
   for (b in split(seq_along(ok), ceiling(seq_along(ok) / block))) {
-    parts <- lapply(b, rows_of)
-    h <- ratio_log_ratio(object, do.call(rbind, lapply(parts, `[[`, "rows")), do.call(rbind, lapply(parts, `[[`, "sm")))
+    if (inherits(object, "nce_ratio_mlp")) {
+      # The network reads (and embeds) each test pair's data once for all its draws.
+      h <- vapply(b, function(i) observed_log_ratio(object, rbind(draws, th[i, , drop = FALSE]), s[i, ]),
+                  numeric(n_draws + 1L))
+    } else {
+      parts <- lapply(b, rows_of)
+      h <- ratio_log_ratio(object, do.call(rbind, lapply(parts, `[[`, "rows")), do.call(rbind, lapply(parts, `[[`, "sm")))
+    }
     h <- matrix(h, n_draws + 1L)
     for (j in seq_along(b)) {
       i <- b[j]
@@ -95,6 +105,8 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
       truth <- lp_true[i] + h[n_draws + 1L, j]
       cred[i] <- if (is.finite(truth)) sum(w[dens > truth]) else NA_real_
       ess[i] <- 1 / sum(w^2)
+      # Simulation-based calibration: the posterior mass below the true value, per parameter.
+      ranks[i, ] <- colSums(w * (draws < rep(th[i, ], each = n_draws)))
     }
   }
   m <- sum(!is.na(cred))
@@ -105,9 +117,56 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
                     verdict = ifelse(z > 3, "too wide", ifelse(z < -3, "too narrow", "calibrated")),
                     stringsAsFactors = FALSE)
   attr(out, "credible_levels") <- cred
+  attr(out, "ranks") <- ranks
   attr(out, "ess") <- ess
   attr(out, "time") <- proc.time()[["elapsed"]] - t0
+  low <- stats::median(ess) < 50
+  if (low) {
+    nce_warn(sprintf(paste("the importance-sampling posteriors kept a median effective sample of %.0f of %d prior",
+                           "draws: the check is coarse where posteriors are narrow; raise `n_draws`"),
+                     stats::median(ess), n_draws), "ess", call = ucall)
+  }
+  class(out) <- c("nce_ratio_coverage", class(out))
   out
+}
+
+#' Plot a coverage check
+#'
+#' The expected-coverage curve of [ratio_coverage()] (the share of test pairs whose true
+#' parameter lies in the posterior's level-alpha highest-density region, against alpha, with a
+#' pointwise binomial band of 2 standard errors about the diagonal) and, per parameter, the
+#' histogram of the simulation-based calibration ranks (the posterior mass below the true value:
+#' uniform when calibrated; a hump means posteriors too wide, a U too narrow, a slope a bias).
+#'
+#' @param x A result of [ratio_coverage()].
+#' @param ... Unused.
+#' @return `x`, invisibly.
+#' @examples
+#' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
+#' summ <- function(x) cbind(m = rowMeans(x))
+#' set.seed(1)
+#' r <- ratio_amortised(sim, summ, prior_uniform(mu = c(-2, 2)), n = 1000, batch = TRUE,
+#'                      formula = ~ te(mu, m, k = 5))
+#' plot(ratio_coverage(r, n = 100, n_draws = 500))
+#' @export
+plot.nce_ratio_coverage <- function(x, ...) {
+  cred <- attr(x, "credible_levels")
+  ranks <- attr(x, "ranks")
+  cred <- cred[!is.na(cred)]
+  op <- graphics::par(mfrow = c(1L, 1L + ncol(ranks)))
+  on.exit(graphics::par(op))
+  a <- seq(0, 1, length.out = 101)
+  band <- 2 * sqrt(a * (1 - a) / length(cred))
+  plot(a, vapply(a, function(l) mean(cred <= l), 0), type = "l", xlab = "credible level", ylab = "coverage",
+       main = "Expected coverage", xlim = c(0, 1), ylim = c(0, 1))
+  graphics::polygon(c(a, rev(a)), c(a - band, rev(a + band)), col = grDevices::adjustcolor("grey", 0.4), border = NA)
+  graphics::abline(0, 1, lty = 2)
+  for (j in seq_len(ncol(ranks))) {
+    graphics::hist(ranks[, j], breaks = seq(0, 1, by = 0.1), main = paste("Ranks of", colnames(ranks)[j]),
+                   xlab = "posterior mass below the truth", col = "grey85")
+    graphics::abline(h = sum(!is.na(ranks[, j])) / 10, lty = 2)
+  }
+  invisible(x)
 }
 
 # The test simulations' summaries as the classifier's columns, by name.

@@ -32,6 +32,18 @@ test_that("ratio_coverage() finds the exact log ratio calibrated, and halved or 
   # A N(0, 1/2) region at level 0.5 holds it with probability 0.36, at 0.8 0.64.
   expect_equal(narrow$coverage[1:2], c(0.36, 0.64), tolerance = 0.1)
   expect_identical(narrow$verdict[1:2], c("too narrow", "too narrow"))
+  # Simulation-based calibration ranks: uniform for the exact ratio (Kolmogorov-Smirnov p > 0.001);
+  # too narrow posteriors put the truth in the tails: ranks below 0.1 or above 0.9 have probability
+  # 0.37 (posterior sd 1/sqrt(2) of the truth's spread), not 0.2, and 0.07 for too wide ones.
+  r_exact <- attr(exact, "ranks")[, "mu"]
+  expect_gt(suppressWarnings(stats::ks.test(r_exact, "punif"))$p.value, 0.001)
+  tails <- function(x) mean(attr(x, "ranks")[, "mu"] < 0.1 | attr(x, "ranks")[, "mu"] > 0.9)
+  expect_gt(tails(narrow), 0.28)
+  expect_lt(tails(wide), 0.14)
+  expect_s3_class(exact, "nce_ratio_coverage")
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_identical(plot(exact), exact)
 })
 
 test_that("ratio_coverage() on a fitted classifier, and its refusals", {
