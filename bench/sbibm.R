@@ -17,12 +17,16 @@
 # Environment:
 #   SBIBM_METHODS   sbi methods to run, comma-separated: nre (NRE_A), nre_b, npe (default "nre,npe")
 #   SBIBM_FRESH=1   rerun sbi and nce even where the cache (bench/sbibm/cache) has their samples
-#                   (by default sbi runs whose samples and times.csv are cached are reused, and
-#                   so are C2ST scores newer than their samples; nce is always refitted)
+#                   (by default runs whose samples and times.csv are cached for all the
+#                   observations asked for are reused, and so are C2ST scores newer than their
+#                   samples; delete bench/sbibm/cache/TASK/nce to refit nce alone)
+#   SBIBM_METHODS=  (empty) runs nce alone
 #   SBIBM_NCE_SAMPLER  ratio_posterior() method for nce: "importance" (default: SBIBM_NCE_DRAWS
 #                   prior draws, default 1e6, resampled to 10,000 by their weights) or
 #                   "metropolis" (10,000 draws of its 100 chains, its own step scale)
-#   SBIBM_NICE      niceness of the Python runs (default 10: the machine may be shared)
+#   SBIBM_NICE      niceness of the sbi runs (default 10: the machine may be shared)
+#   SBIBM_C2ST_NICE niceness of the C2ST scoring (default 0: it is not timed)
+#   SBIBM_C2ST=0    skip the C2ST scoring (e.g. to score elsewhere; cached scores are still read)
 #   SBIBM_SEED      seed of R's generator (default 1)
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -35,6 +39,8 @@ fresh <- identical(Sys.getenv("SBIBM_FRESH"), "1")
 nce_sampler <- Sys.getenv("SBIBM_NCE_SAMPLER", "importance")
 nce_draws <- as.numeric(Sys.getenv("SBIBM_NCE_DRAWS", "1e6"))
 nice <- Sys.getenv("SBIBM_NICE", "10")
+c2st_nice <- Sys.getenv("SBIBM_C2ST_NICE", "0")
+do_c2st <- !identical(Sys.getenv("SBIBM_C2ST"), "0")
 seed <- as.integer(Sys.getenv("SBIBM_SEED", "1"))
 
 if (!file.exists("bench/sbibm-tasks.R")) stop("run from the repository root: Rscript bench/sbibm.R")
@@ -80,9 +86,9 @@ sample_nce <- function(fit, observed, n = 10000L, method = nce_sampler, n_prior 
 
 say <- function(...) cat(sprintf(...), "\n", sep = "")
 
-run_py <- function(script, args, nice_it = FALSE) {
+run_py <- function(script, args, nice_it = FALSE, niceness = nice) {
   cmd <- if (nice_it) "nice" else python
-  a <- if (nice_it) c("-n", nice, python, file.path(dir_py, script), args) else c(file.path(dir_py, script), args)
+  a <- if (nice_it) c("-n", niceness, python, file.path(dir_py, script), args) else c(file.path(dir_py, script), args)
   status <- system2(cmd, a)
   identical(as.integer(status), 0L)
 }
@@ -118,7 +124,10 @@ c2st_scores <- function(task, dir, obs) {
     sc <- utils::read.csv(out)
     if (all(obs %in% sc$obs)) return(sc[match(obs, sc$obs), ])
   }
-  if (!run_py("c2st.py", c(task, obs, "--dir", dir, "--cache", cache), nice_it = TRUE)) return(NULL)
+  if (!do_c2st || !run_py("c2st.py", c(task, obs, "--dir", dir, "--cache", cache), nice_it = TRUE,
+                          niceness = c2st_nice)) {
+    return(NULL)
+  }
   sc <- utils::read.csv(out)
   sc[match(obs, sc$obs), ]
 }
@@ -152,6 +161,35 @@ sbibm_check_tasks <- function() {
   do.call(rbind, rows)
 }
 
+run_nce <- function(task, budget, dir) {
+  say("nce: %s, %d simulations", task, budget)
+  dir.create(dir, recursive = TRUE, showWarnings = FALSE)
+  cpu <- function() sum(proc.time()[c("user.self", "sys.self")])
+  t0 <- proc.time()[["elapsed"]]
+  c0 <- cpu()
+  fit <- fit_nce(task, budget)
+  t_fit <- proc.time()[["elapsed"]] - t0
+  cpu_fit <- cpu() - c0
+  t_sample <- cpu_sample <- numeric(length(obs_ids))
+  for (i in seq_along(obs_ids)) {
+    observed <- if (python_ok) read_obs(task, obs_ids[i]) else NULL
+    if (is.null(observed)) break
+    t0 <- proc.time()[["elapsed"]]
+    c0 <- cpu()
+    draws <- sample_nce(fit, observed)
+    t_sample[i] <- proc.time()[["elapsed"]] - t0
+    cpu_sample[i] <- cpu() - c0
+    write_draws(draws, file.path(dir, sprintf("obs_%d.csv", obs_ids[i])))
+  }
+  times <- data.frame(obs = obs_ids, simulate = unname(fit$time[["simulation"]]), train = t_fit,
+                      sample = t_sample, cpu_fit = cpu_fit, cpu_sample = cpu_sample,
+                      train_includes_simulate = TRUE)
+  utils::write.csv(times, file.path(dir, "times.csv"), row.names = FALSE)
+  say("  fit %.1f s (simulation %.1f s), sampling %.1f s for %d observations", t_fit, fit$time[["simulation"]],
+      sum(t_sample), length(obs_ids))
+  times
+}
+
 # --- the benchmark -------------------------------------------------------------------------------
 
 results <- list()
@@ -174,6 +212,7 @@ if (python_ok) {
   }
 }
 
+
 set.seed(seed)
 for (task in tasks) {
   for (budget in budgets) {
@@ -192,32 +231,14 @@ for (task in tasks) {
         add(task, budget, paste0("sbi ", m), times, c2st_scores(task, dir, obs_ids))
       }
     }
-    say("nce: %s, %d simulations", task, budget)
     dir <- file.path(cache, task, "nce", paste0("n", budget))
-    dir.create(dir, recursive = TRUE, showWarnings = FALSE)
-    cpu <- function() sum(proc.time()[c("user.self", "sys.self")])
-    t0 <- proc.time()[["elapsed"]]
-    c0 <- cpu()
-    fit <- fit_nce(task, budget)
-    t_fit <- proc.time()[["elapsed"]] - t0
-    cpu_fit <- cpu() - c0
-    t_sample <- cpu_sample <- numeric(length(obs_ids))
-    for (i in seq_along(obs_ids)) {
-      observed <- if (python_ok) read_obs(task, obs_ids[i]) else NULL
-      if (is.null(observed)) break
-      t0 <- proc.time()[["elapsed"]]
-      c0 <- cpu()
-      draws <- sample_nce(fit, observed)
-      t_sample[i] <- proc.time()[["elapsed"]] - t0
-      cpu_sample[i] <- cpu() - c0
-      write_draws(draws, file.path(dir, sprintf("obs_%d.csv", obs_ids[i])))
+    if (!fresh && python_ok && sbi_cached(dir, obs_ids)) {
+      say("nce: %s, %d simulations: cached in %s", task, budget, dir)
+      times <- utils::read.csv(file.path(dir, "times.csv"))
+      times <- times[match(obs_ids, times$obs), ]
+    } else {
+      times <- run_nce(task, budget, dir)
     }
-    times <- data.frame(obs = obs_ids, simulate = unname(fit$time[["simulation"]]), train = t_fit,
-                        sample = t_sample, cpu_fit = cpu_fit, cpu_sample = cpu_sample,
-                        train_includes_simulate = TRUE)
-    utils::write.csv(times, file.path(dir, "times.csv"), row.names = FALSE)
-    say("  fit %.1f s (simulation %.1f s), sampling %.1f s for %d observations", t_fit, fit$time[["simulation"]],
-        sum(t_sample), length(obs_ids))
     add(task, budget, "nce", times, if (python_ok) c2st_scores(task, dir, obs_ids) else NULL)
   }
 }
