@@ -7,7 +7,7 @@ The metric is sbibm.metrics.c2st (an MLP classifier of 2 hidden layers of 10 x d
 5-fold cross-validated accuracy, z-scored by the reference's mean and sd): 0.5 means the two
 samples are indistinguishable, 1 fully separable. Exactly 10,000 samples are compared with the
 10,000 reference samples (the first 10,000 rows of the file; fewer is an error). Prints one line
-"TASK OBS C2ST SECONDS" per observation; with --dir also writes DIR/c2st.csv.
+"TASK OBS C2ST SECONDS" per observation; with --dir also writes DIR/c2st.csv (merged with the other observations' scores there).
 """
 import argparse
 import os
@@ -70,11 +70,20 @@ def main():
         print(f"{a.task} {k} {acc:.4f} {dt:.1f}", flush=True)
         rows.append((k, acc, dt))
     if a.dir:
-        with open(os.path.join(a.dir, "c2st.csv"), "w") as f:
+        # Merged with the scores of other observations already in the file.
+        path = os.path.join(a.dir, "c2st.csv")
+        old = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f.read().splitlines()[1:]:
+                    k, acc, dt = line.split(",")
+                    old[int(k)] = (float(acc), float(dt))
+        for k, acc, dt in rows:
+            old[k] = (acc, dt)
+        with open(path, "w") as f:
             f.write("obs,c2st,seconds\n")
-            for k, acc, dt in rows:
-                f.write(f"{k},{acc:.6f},{dt:.2f}\n")
-
+            for k in sorted(old):
+                f.write(f"{k},{old[k][0]:.6f},{old[k][1]:.2f}\n")
 
 if __name__ == "__main__":
     main()

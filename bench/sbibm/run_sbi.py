@@ -101,11 +101,11 @@ def main():
             for row in s:
                 f.write(",".join(repr(float(v)) for v in row) + "\n")
         rows.append((k, t_s, cpu_s))
-        print(f"  obs {k}: sample {t_s:.1f} s", flush=True)
-    with open(os.path.join(out, "times.csv"), "w") as f:
-        f.write("obs,simulate,train,sample,cpu_fit,cpu_sample,epochs\n")
-        for k, t_s, cpu_s in rows:
-            f.write(f"{k},{t_sim:.3f},{t_train:.3f},{t_s:.3f},{cpu_fit:.3f},{cpu_s:.3f},{epochs}\n")
+        # After every observation, so that an interrupted run leaves the times of those done.
+        with open(os.path.join(out, "times.csv"), "w") as f:
+            f.write("obs,simulate,train,sample,cpu_fit,cpu_sample,epochs\n")
+            for kk, tt, cc in rows:
+                f.write(f"{kk},{t_sim:.3f},{t_train:.3f},{tt:.3f},{cpu_fit:.3f},{cc:.3f},{epochs}\n")
 
 
 if __name__ == "__main__":
