@@ -41,6 +41,9 @@ def main():
     ap.add_argument("--cache", default=os.path.join(HERE, "cache"))
     a = ap.parse_args()
 
+    a.cache = os.path.abspath(a.cache)
+    os.makedirs(a.cache, exist_ok=True)
+    os.chdir(a.cache)  # sbi writes its tensorboard logs to ./sbi-logs
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     import sbibm
