@@ -28,6 +28,9 @@
 #   SBIBM_C2ST_NICE niceness of the C2ST scoring (default 0: it is not timed)
 #   SBIBM_C2ST=0    skip the C2ST scoring (e.g. to score elsewhere; cached scores are still read)
 #   SBIBM_SEED      seed of R's generator (default 1)
+#   SBIBM_TABLE_ONLY=1  run nothing: the table of what the cache holds for the tasks, budgets
+#                   and observations asked for (each method on the observations it has times
+#                   and C2ST scores for, counted in n_obs), as after an interrupted run
 
 args <- commandArgs(trailingOnly = TRUE)
 parse_ints <- function(s) as.integer(eval(str2lang(paste0("c(", s, ")"))))
@@ -41,6 +44,7 @@ nce_draws <- as.numeric(Sys.getenv("SBIBM_NCE_DRAWS", "1e6"))
 nice <- Sys.getenv("SBIBM_NICE", "10")
 c2st_nice <- Sys.getenv("SBIBM_C2ST_NICE", "0")
 do_c2st <- !identical(Sys.getenv("SBIBM_C2ST"), "0")
+table_only <- identical(Sys.getenv("SBIBM_TABLE_ONLY"), "1")
 seed <- as.integer(Sys.getenv("SBIBM_SEED", "1"))
 
 if (!file.exists("bench/sbibm-tasks.R")) stop("run from the repository root: Rscript bench/sbibm.R")
@@ -213,7 +217,32 @@ if (python_ok) {
 }
 
 
+# The table from the cache alone: each method on the observations it has times and scores for.
+cached_table <- function() {
+  for (task in tasks) {
+    for (budget in budgets) {
+      for (m in c(methods_sbi, "nce")) {
+        dir <- file.path(cache, task, m, paste0("n", budget))
+        f_t <- file.path(dir, "times.csv")
+        f_c <- file.path(dir, "c2st.csv")
+        if (!file.exists(f_t)) next
+        times <- utils::read.csv(f_t)
+        sc <- if (file.exists(f_c)) utils::read.csv(f_c) else NULL
+        keep <- intersect(obs_ids, times$obs)
+        if (!is.null(sc)) keep <- intersect(keep, sc$obs)
+        if (!length(keep)) next
+        add(task, budget, if (m == "nce") m else paste0("sbi ", m), times[match(keep, times$obs), ],
+            if (is.null(sc)) NULL else sc[match(keep, sc$obs), ])
+      }
+    }
+  }
+}
+
 set.seed(seed)
+if (table_only) {
+  cached_table()
+  tasks <- character()
+}
 for (task in tasks) {
   for (budget in budgets) {
     if (python_ok) {
@@ -244,13 +273,19 @@ for (task in tasks) {
 }
 
 tab <- do.call(rbind, results)
-ref <- tab[tab$method == "sbi nre", c("task", "budget", "total_s")]
-tab$time_vs_sbi_nre <- tab$total_s / ref$total_s[match(paste(tab$task, tab$budget), paste(ref$task, ref$budget))]
+# Time for all the observations asked for: fit + that many times the mean sampling time (the
+# total itself when a method has every observation; projected after an interrupted run).
+tab$fit_s <- tab$total_s - tab$sample_s
+tab$sample_per_obs_s <- tab$sample_s / tab$n_obs
+tab$time_all_obs_s <- tab$fit_s + length(obs_ids) * tab$sample_per_obs_s
+ref <- tab[tab$method == "sbi nre", c("task", "budget", "time_all_obs_s")]
+tab$time_vs_sbi_nre <- tab$time_all_obs_s /
+  ref$time_all_obs_s[match(paste(tab$task, tab$budget), paste(ref$task, ref$budget))]
 tab$c2st_range <- sprintf("%.3f-%.3f", tab$c2st_min, tab$c2st_max)
-out <- tab[, c("task", "budget", "method", "n_obs", "c2st_mean", "c2st_range", "simulate_s", "train_s", "sample_s",
-               "total_s", "time_vs_sbi_nre", "cpu_s")]
-say("\nsbibm: mean C2ST over observations %s (0.5 best), wall times in seconds (2 threads; cpu_s: CPU seconds of all threads); nce sampler: %s",
-    paste(obs_ids, collapse = ","), if (nce_sampler == "importance") sprintf("importance, %g prior draws", nce_draws) else nce_sampler)
+out <- tab[, c("task", "budget", "method", "n_obs", "c2st_mean", "c2st_range", "simulate_s", "fit_s",
+               "sample_per_obs_s", "total_s", "time_vs_sbi_nre", "cpu_s")]
+say("\nsbibm: mean C2ST over observations %s (0.5 best), wall times in seconds (2 threads):\nfit_s simulation and training, total_s fit and sampling of the n_obs observations,\ntime_vs_sbi_nre (fit + %d x mean sampling time) over sbi NRE's, cpu_s CPU seconds of all threads; nce sampler: %s",
+    paste(obs_ids, collapse = ","), length(obs_ids), if (nce_sampler == "importance") sprintf("importance, %g prior draws", nce_draws) else nce_sampler)
 print(format(out, digits = 3), row.names = FALSE)
 utils::write.csv(out, file.path(cache, sprintf("results-%s.csv", format(Sys.time(), "%Y%m%d-%H%M%S"))),
                  row.names = FALSE)
