@@ -631,26 +631,41 @@ pub fn smc_sample(
         beta = next;
         betas.push(beta);
 
-        // Move: sweeps until the particles have `moves` accepted moves each on average.
-        let chol = proposal_factor(&cloud.x, d, factor)?;
+        // Move: sweeps until the particles have `moves` accepted moves each on average, the
+        // proposal's scale adapted after every sweep (a stage or two of a thin crescent would not
+        // adapt it far enough if it changed only between stages).
         let (mut acc, mut k) = (0usize, 0usize);
         moved.iter_mut().for_each(|m| *m = false);
         while k < ctrl.max_sweeps && (acc as f64) < ctrl.moves * n as f64 {
             if stop() {
                 return Err(NceError::Interrupted);
             }
-            acc += mv.sweep(&mut cloud, beta, &chol, counter, &mut moved)?;
+            let chol = proposal_factor(&cloud.x, d, factor)?;
+            let a = mv.sweep(&mut cloud, beta, &chol, counter, &mut moved)?;
+            acc += a;
             counter += 1;
             k += 1;
+            factor = adapt_factor(factor, a as f64 / n as f64, d);
         }
         let rate = acc as f64 / (k * n) as f64;
         sweeps.push(k);
         stage_acc.push(rate);
-        // Towards an acceptance of about 0.3: larger steps when most are accepted.
-        factor = (factor * (2.0 * (rate - 0.3)).exp()).clamp(1e-4 * rw_factor(d), 4.0 * rw_factor(d));
     }
 
-    // Final phase: every particle a chain at beta = 1 with one fixed proposal.
+    // Burn-in at beta = 1 until a sweep's acceptance is near 0.3 (at most `max_sweeps`), then
+    // every particle a chain with one fixed proposal.
+    for _ in 0..ctrl.max_sweeps {
+        if stop() {
+            return Err(NceError::Interrupted);
+        }
+        let chol = proposal_factor(&cloud.x, d, factor)?;
+        let rate = mv.sweep(&mut cloud, 1.0, &chol, counter, &mut moved)? as f64 / n as f64;
+        counter += 1;
+        factor = adapt_factor(factor, rate, d);
+        if (0.2..=0.45).contains(&rate) {
+            break;
+        }
+    }
     let chol = proposal_factor(&cloud.x, d, factor)?;
     let steps = ctrl.steps;
     let mut accepted = vec![0usize; n];
@@ -695,6 +710,12 @@ pub fn smc_sample(
         evaluations: mv.evaluations,
         calls: mv.calls,
     })
+}
+
+/// The proposal covariance's multiplier moved towards an acceptance of about 0.3: larger steps
+/// when most are accepted, within 1e-4 to 4 times the random-walk factor 2.38^2 / d.
+fn adapt_factor(factor: f64, rate: f64, d: usize) -> f64 {
+    (factor * (2.0 * (rate - 0.3)).exp()).clamp(1e-4 * rw_factor(d), 4.0 * rw_factor(d))
 }
 
 /// Multi-chain effective sample size of `x` (n draws x m chains, column-major), as R's
