@@ -58,7 +58,7 @@ test_that("Metropolis on the amortised ratio agrees with importance sampling", {
   r <- fit_gauss_ratio()
   set.seed(6)
   x_obs <- matrix(rnorm(20, 0.3), 1)
-  is <- ratio_posterior(r, x_obs, n_draws = 20000)
+  is <- ratio_posterior(r, x_obs, n_draws = 20000, method = "importance")
   mh <- ratio_posterior(r, x_obs, n_draws = 5000, method = "metropolis", n_chains = 50, burnin = 50)
   expect_equal(unname(coef(mh)), unname(coef(is)), tolerance = 0.03 / abs(coef(is)))
   expect_gt(mh$acceptance, 0.15)
