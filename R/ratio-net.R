@@ -12,9 +12,11 @@ ratio_losses <- c("nrec", "nre", "bnre")
 #' Settings of the network classifier of [ratio_amortised()] (and of [design_eig()] with
 #' `classifier = "mlp"`): minibatch Adam on the contrastive loss, the parameters of other
 #' simulations of the minibatch drawn afresh as the contrasting pairs every epoch, and early
-#' stopping on held-out simulations. The defaults are those of the Python toolkit sbi for its
-#' ratio estimators (minibatch 200, step 5e-4, 20 epochs of patience); the step is halved after
-#' `step_patience` epochs without a better held-out loss.
+#' stopping on held-out simulations (20 epochs of patience, as the Python toolkit sbi); the step
+#' is halved after `step_patience` epochs without a better held-out loss. The step, weight decay
+#' and minibatch were chosen on sbibm's two moons (10,000 simulations, observations 1-3, one
+#' network of 64-64 units): mean C2ST 0.745 in 7 s with step 2e-3, weight decay 1e-4 and
+#' minibatches of 256, against 0.776 in 38 s with sbi's step 5e-4, no decay and minibatches of 200.
 #'
 #' @param batch Simulations per minibatch (at least 2).
 #' @param max_epochs Most epochs. Training work (epochs x simulations x the network's
@@ -28,7 +30,7 @@ ratio_losses <- c("nrec", "nre", "bnre")
 #' @examples
 #' nce_ratio_control(max_epochs = 200)
 #' @export
-nce_ratio_control <- function(batch = 200L, max_epochs = 1000L, step = 5e-4, weight_decay = 0, held_out = 0.1,
+nce_ratio_control <- function(batch = 256L, max_epochs = 1000L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
                               patience = 20L, step_patience = 5L) {
   check_count(batch, "batch", min = 2)
   check_count(max_epochs, "max_epochs")
