@@ -215,8 +215,8 @@ latkes <- function(data, x = "x", y = "y", group = NULL, window = NULL, ratio = 
 # fixation index that restarts (falls).
 warn_ungrouped <- function(data, coords) {
   cols <- setdiff(names(data), coords)
-  ids <- cols[grepl("^(trial|subject|subj|participant|session|group|id|sequence|seq|recording)([._]?(id|nr|no|index))?$",
-                    cols, ignore.case = TRUE)]
+  id_names <- "^(trial|subject|subj|participant|session|group|id|sequence|seq|recording)([._]?(id|nr|no|index))?$"
+  ids <- cols[grepl(id_names, cols, ignore.case = TRUE)]
   ids <- ids[vapply(ids, function(v) length(unique(data[[v]])) > 1L, TRUE)]
   idx <- cols[grepl("^(current_)?fix(ation)?([._]?(index|idx|nr|no|number|id))?$", cols, ignore.case = TRUE)]
   idx <- idx[vapply(idx, function(v) is.numeric(data[[v]]) && any(diff(data[[v]]) < 0, na.rm = TRUE), TRUE)]

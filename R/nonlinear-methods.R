@@ -8,7 +8,8 @@
 #' density (`"response"`, `"density"`) or the unnormalised \eqn{f} (`"log_unnormalised"`), with
 #' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
 #' model (minus the intercept as log normaliser), with df the number of parameters including the
-#' intercept, or with `newdata` the held-out log density of its points (`nobs` their number); `anova()` a Wald test (sandwich covariance) of the parameters of the larger fit that
+#' intercept, or with `newdata` the held-out log density of its points (`nobs` their number);
+#' `anova()` a Wald test (sandwich covariance) of the parameters of the larger fit that
 #' the smaller one lacks being 0, the smaller fit being the larger with those fixed at 0;
 #' `residuals()` the label minus the fitted class probability on all data and reference rows;
 #' `simulate()` sampling-importance-resampling from the reference; `plot()` the fitted log

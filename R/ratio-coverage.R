@@ -94,7 +94,8 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
                   numeric(n_draws + 1L))
     } else {
       parts <- lapply(b, rows_of)
-      h <- ratio_log_ratio(object, do.call(rbind, lapply(parts, `[[`, "rows")), do.call(rbind, lapply(parts, `[[`, "sm")))
+      h <- ratio_log_ratio(object, do.call(rbind, lapply(parts, `[[`, "rows")),
+                           do.call(rbind, lapply(parts, `[[`, "sm")))
     }
     h <- matrix(h, n_draws + 1L)
     for (j in seq_along(b)) {

@@ -75,7 +75,9 @@ ratio_net_inputs <- function(scaling, th, s) {
   storage.mode(th) <- "double"
   theta <- sweep(sweep(th, 2L, scaling$theta_center, "-"), 2L, scaling$theta_scale, "/")
   z <- matrix(0, nrow(s), length(scaling$direct))
-  for (j in seq_along(scaling$direct)) z[, j] <- normal_scores(as.double(s[, scaling$direct[j]]), scaling$quantiles[[j]])
+  for (j in seq_along(scaling$direct)) {
+    z[, j] <- normal_scores(as.double(s[, scaling$direct[j]]), scaling$quantiles[[j]])
+  }
   x <- as.matrix(s[, scaling$embedded, drop = FALSE])
   storage.mode(x) <- "double"
   x <- sweep(sweep(x, 2L, scaling$x_center, "-"), 2L, scaling$x_scale, "/")

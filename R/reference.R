@@ -219,8 +219,8 @@ ref_fit <- function(data, family = c("normal", "uniform", "mixture"), vars = NUL
       nce_abort(sprintf(paste("`data` columns %s are (nearly) collinear (smallest eigenvalue of their correlation",
                               "matrix below %g): a normal reference fitted to them would be singular, with no",
                               "density off their line or plane. ref_fit() does not regularise it: drop one of them",
-                              "from `vars`, or use family = \"uniform\""), paste(singular, collapse = ", "), singular_tol),
-                "data")
+                              "from `vars`, or use family = \"uniform\""), paste(singular, collapse = ", "),
+                      singular_tol), "data")
     }
     own_arguments(ref_normal_build(stats::setNames(colMeans(x), vars), inflate * stats::cov(x), call = sys.call()))
   } else {
