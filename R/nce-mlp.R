@@ -246,6 +246,7 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
   call <- call
   n <- nrow(x)
   n_params <- mlp_n_params(ncol(x), spec$hidden)
+  check_training_work(control$max_epochs * control$n_starts * n_networks, n, n_params, call)
   # Each session holds a copy of the rows besides R's.
   check_size(16 * n_networks * (as.double(n) * (ncol(x) + ncol(z) + 4) + 8 * n_params), "hidden",
              "the network's training", call = call)
@@ -296,6 +297,19 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
                          best_epoch = res$best_epoch, held_out_loss = res$held_out_loss, held_out = held_k[[k]],
                          control = control))
   })
+}
+
+# Training work bounded as the ratio networks' (nce-core ratio_net MAX_TRAINING_FLOPS): about 6
+# multiply-adds per parameter and row an epoch (forward and backward), at most 1e15 in all, about
+# half a day at 20 GFLOP/s; without it max_epochs = 1e9 ran until killed.
+check_training_work <- function(epochs, rows, n_params, call) {
+  flops <- 6 * as.double(epochs) * rows * n_params
+  if (!is.finite(flops) || flops > 1e15) {
+    nce_abort(sprintf(paste("`max_epochs`: the training would take about %.1e floating-point operations (epochs x",
+                            "starts x networks x rows x parameters), more than the 1e15 allowed; lower `max_epochs`",
+                            "or `n_starts`, or use a smaller network"), flops), "input", call = call)
+  }
+  invisible(flops)
 }
 
 # Rows held out for early stopping: a share `control$held_out` of each label, drawn with R's RNG.

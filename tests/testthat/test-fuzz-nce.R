@@ -273,6 +273,12 @@ test_that("hostile inputs to network energies and neural classifiers give classe
     list("mlp with given", function() nce(~ mlp(y), d, u, given = ~ y), "nce_error_input"),
     list("mlp with sp", function() nce(~ mlp(y), d, u, sp = 1), "nce_error_input"),
     list("control not a list", function() nce(~ mlp(y), d, u, control = "fast"), "nce_error_input"),
+    list("training endless", function() nce(~ mlp(y), d, u, control = list(max_epochs = 1e9, patience = 1e9)),
+         "nce_error_input"),
+    list("ratio training endless", function() {
+      ratio_amortised(function(theta, n) matrix(rnorm(n, theta[, "mu"]), n, 1), NULL, pr, n = 50, batch = TRUE,
+                      control = list(max_epochs = 2e9, patience = 1e9))
+    }, "nce_error_input"),
     list("control unnamed", function() nce(~ mlp(y), d, u, control = list(3)), "nce_error_input"),
     list("batch 0", function() nce(~ mlp(y), d, u, control = list(batch = 0)), "nce_error_input"),
     list("max_epochs Inf", function() nce(~ mlp(y), d, u, control = list(max_epochs = Inf)), "nce_error_input"),
