@@ -7,15 +7,17 @@
 #   read raw through embed_set(); exact posterior in closed form; target: sds within 1.1x and
 #   means within 0.05 posterior sds of exact.
 # Every fit's posterior comes from ratio_posterior()'s default sampler (SMC); its effective sample
-# size is printed. Optional argument: which part ("arch", "normal", or both by default), then the
-# number of ARCH series (default 11) and the loss.
-# Run: Rscript bench/neural-sbi.R [arch|normal|both] [n_series] [loss]
+# size is printed. Optional arguments: which part ("arch", "normal", or both by default), the
+# number of ARCH series (default 11), the loss, and the networks per fit (default 1: the default
+# ensemble of 5 takes five times as long).
+# Run: Rscript bench/neural-sbi.R [arch|normal|both] [n_series] [loss] [n_networks]
 suppressMessages(library(nce))
 source("tests/testthat/helper-arch.R")
 args <- commandArgs(TRUE)
 part <- if (length(args) >= 1L) args[1] else "both"
 n_series <- if (length(args) >= 2L) as.integer(args[2]) else 11L
 loss <- if (length(args) >= 3L) args[3] else "nrec"
+n_networks <- if (length(args) >= 4L) as.integer(args[4]) else 1L
 cat(sprintf("nce %s, loss %s, %d thread(s), %s\n", utils::packageVersion("nce"), loss,
             getOption("nce.threads", 2L), format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC")))
 
@@ -25,7 +27,8 @@ if (part %in% c("arch", "both")) {
   grid <- as.matrix(expand.grid(t1 = seq(-1, 1, length.out = 101), t2 = seq(0.005, 0.995, length.out = 100)))
   set.seed(2026)
   t_fit <- system.time(r <- ratio_amortised(arch_simulate, NULL, prior, n = 20000, batch = TRUE,
-                                             embedding = embed_series(window = 3), loss = loss))[["elapsed"]]
+                                             embedding = embed_series(window = 3), loss = loss,
+                                             n_networks = n_networks))[["elapsed"]]
   print(r)
   cat(sprintf("ARCH(1), raw series, 20,000 simulations: fit %.1f s\n", t_fit))
   seeds <- c(20170530L, seq_len(n_series - 1L))
@@ -76,7 +79,8 @@ if (part %in% c("normal", "both")) {
   }
   set.seed(2027)
   t_fit <- system.time(r <- ratio_amortised(sim, NULL, prior, n = 20000, batch = TRUE,
-                                             embedding = embed_set(), loss = loss))[["elapsed"]]
+                                             embedding = embed_set(), loss = loss,
+                                             n_networks = n_networks))[["elapsed"]]
   cat(sprintf("Normal, 50 exchangeable draws, raw: fit %.1f s\n", t_fit))
   rows <- lapply(1:10, function(sd) {
     set.seed(100 + sd)
