@@ -126,7 +126,9 @@ contrast_check_size <- function(n, ratio, k, copies, width, call) {
 # huge fit's garbage is still collected as it goes. Returns the bytes requested (0 for none).
 reserve_heap <- function(bytes) {
   request <- if (bytes >= 2^26) min(as.double(bytes), 2^29) else 0
-  if (request > 0) nce_heap_reserve(request)
+  # An interrupt that fired inside (the request evaluates R code under R_ToplevelExec) was stopped
+  # there: raise it again.
+  if (request > 0 && identical(nce_heap_reserve(request), -1L)) nce_interrupt()
   invisible(request)
 }
 

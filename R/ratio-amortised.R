@@ -45,6 +45,7 @@
 #'   (1.19), and with three-way `ti()` terms on 20,000 pairs 30.4 s against 32.0 s (90 s against
 #'   55 s before). Terms in three or more covariates are rounded to 25 values per covariate,
 #'   which is coarse: prefer the exact fit for them.
+#' @param simulator,batch The simulator model; see [simulate_summaries()].
 #' @param summaries A function of the simulator's output returning a matrix of summaries with
 #'   named columns, or `NULL`: the simulator's output itself (its columns named `x1`, `x2`, ...
 #'   where unnamed), for the network classifier to read directly or through an `embedding`.

@@ -43,9 +43,12 @@ static void reserve_fn(void *data) {
 // at a time otherwise). The vector is never written, so no page of it is touched. 1 when the
 // allocation succeeded; R's error (no memory) is caught, silently, and R_ToplevelExec keeps any
 // other jump (an interrupt) from crossing the Rust frames that called this.
+// -1 when something jumped out of it: R_tryCatchError evaluates R code, where a pending
+// interrupt fires and R_ToplevelExec stops it; the caller raises it again (it was lost).
 int nce_reserve_heap(double n) {
   struct reserve r = {(R_xlen_t) n, 0};
-  return R_ToplevelExec(reserve_fn, &r) && r.ok;
+  if (!R_ToplevelExec(reserve_fn, &r)) return -1;
+  return r.ok;
 }
 
 void R_init_nce(void *dll) {

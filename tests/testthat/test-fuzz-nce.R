@@ -404,7 +404,8 @@ test_that("#76: a failing reference function, integer columns in ref_fit(), data
   # ref_fit() names its own arguments, not the builders' `cov` and `x`.
   dc <- data.frame(a = 1:50 + 0.5)
   dc$b <- 2 * dc$a
-  e <- expect_error(ref_fit(dc, "normal"), "covariance of the `data` columns", class = "nce_error_input")
+  # (collinear columns: refused by the singularity check, which names the data's columns)
+  e <- expect_error(ref_fit(dc, "normal"), "`data` columns a, b", class = "nce_error_data")
   expect_false(grepl("`cov`|`x`", conditionMessage(e)))
   # The data of a fit removed before nce_adapt(): a classed error saying so, not "object not found".
   local({
