@@ -87,12 +87,12 @@ test_that("reserve_heap() grows R's vector heap at once, touches no memory, and 
     as.numeric(gsub("[^0-9]", "", line)) * 1024
   }
   rss0 <- rss()
-  expect_true(nce:::nce_heap_reserve(want))
+  expect_identical(nce:::nce_heap_reserve(want), 1L)  # 1 allocated, 0 refused, -1 interrupted
   expect_gt(bytes("gc trigger"), want)
   if (!is.na(rss0)) expect_lt(rss() - rss0, 2^26)  # the 256 MB were never written
   # what R cannot allocate (beyond any address space) is refused quietly, the session goes on
-  expect_silent(expect_false(nce:::nce_heap_reserve(1e18)))
-  for (bad in list(NaN, -1, Inf, 0)) expect_false(nce:::nce_heap_reserve(bad))
+  expect_silent(expect_identical(nce:::nce_heap_reserve(1e18), 0L))
+  for (bad in list(NaN, -1, Inf, 0)) expect_identical(nce:::nce_heap_reserve(bad), 0L)
   # the fits' helper: nothing below 64 MB, and at most 512 MB, for which R then holds room
   # beyond what is live. After a full collection nothing is garbage, so R's trigger (which a
   # young collection does not move) must cover the live data read then plus the request, less
