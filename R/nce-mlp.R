@@ -263,26 +263,9 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
                                                    offset = as.double(offset), held_out = held_k[[k]]), settings),
                         call = call)
   }
-  threads <- nce_threads(call)
-  # Epochs run in Rust a slice of time at a time; progress is reported from R between slices
-  # (a handler called from inside the Rust call would not see the caller's progressr handlers).
-  with_simulation_progress(control$max_epochs * control$n_starts * n_networks, function(p) {
-    done <- logical(n_networks)
-    while (!all(done)) {
-      live <- which(!done)
-      steps <- rs(nce_mlp_sessions_run(sessions[live], 0.2, threads), call = call)
-      for (j in seq_along(steps)) {
-        k <- live[j]
-        r <- steps[[j]]$reports
-        if (!is.null(p)) {
-          for (i in seq_len(nrow(r))) {
-            p(message = sprintf("%sstart %d, epoch %d: held-out loss %.5f",
-                                if (n_networks > 1L) sprintf("network %d, ", k) else "", r[i, 1L], r[i, 2L], r[i, 4L]))
-          }
-        }
-      }
-      done[live] <- vapply(steps, function(st) isTRUE(st$done), TRUE)
-    }
+  run_sessions(sessions, nce_mlp_sessions_run, control$max_epochs * control$n_starts, call, function(k, r) {
+    sprintf("%sstart %d, epoch %d: held-out loss %.5f", if (n_networks > 1L) sprintf("network %d, ", k) else "",
+            r[1L], r[2L], r[4L])
   })
   lapply(seq_len(n_networks), function(k) {
     res <- rs(nce_mlp_session_result(sessions[[k]]), call = call)
@@ -310,6 +293,29 @@ check_training_work <- function(epochs, rows, n_params, call) {
                             "or `n_starts`, or use a smaller network"), flops), "input", call = call)
   }
   invisible(flops)
+}
+
+# Train the Rust sessions side by side a slice of time at a time (`run`: nce_mlp_sessions_run or
+# nce_ratio_net_sessions_run), reporting every epoch from R between slices (a handler called from
+# inside the Rust call would not see the caller's progressr handlers): `describe(k, report)` is
+# network k's message for one row of its epoch reports; `epochs` the most epochs per session.
+run_sessions <- function(sessions, run, epochs, call, describe) {
+  threads <- nce_threads(call)
+  n <- length(sessions)
+  with_simulation_progress(epochs * n, function(p) {
+    done <- logical(n)
+    while (!all(done)) {
+      live <- which(!done)
+      steps <- rs(run(sessions[live], 0.2, threads), call = call)
+      if (!is.null(p)) {
+        for (j in seq_along(steps)) {
+          r <- steps[[j]]$reports
+          for (i in seq_len(nrow(r))) p(message = describe(live[j], r[i, ]))
+        }
+      }
+      done[live] <- vapply(steps, function(st) isTRUE(st$done), TRUE)
+    }
+  })
 }
 
 # Rows held out for early stopping: a share `control$held_out` of each label, drawn with R's RNG.

@@ -113,23 +113,8 @@ ratio_net_fit <- function(th, s, n_shuffle, spec, control, n_networks, embedding
   sessions <- lapply(seq_len(n_networks), function(k) {
     rs(nce_ratio_net_session(inp$theta, inp$z, inp$x, c(settings, list(seed = draw_seed()))), call = call)
   })
-  threads <- nce_threads(call)
-  with_simulation_progress(control$max_epochs * n_networks, function(p) {
-    done <- logical(n_networks)
-    while (!all(done)) {
-      live <- which(!done)
-      steps <- rs(nce_ratio_net_sessions_run(sessions[live], 0.2, threads), call = call)
-      if (!is.null(p)) {
-        for (j in seq_along(steps)) {
-          r <- steps[[j]]$reports
-          for (i in seq_len(nrow(r))) {
-            p(message = sprintf("%sepoch %d: held-out loss %.5f",
-                                if (n_networks > 1L) sprintf("network %d, ", live[j]) else "", r[i, 1L], r[i, 3L]))
-          }
-        }
-      }
-      done[live] <- vapply(steps, function(st) isTRUE(st$done), TRUE)
-    }
+  run_sessions(sessions, nce_ratio_net_sessions_run, control$max_epochs, call, function(k, r) {
+    sprintf("%sepoch %d: held-out loss %.5f", if (n_networks > 1L) sprintf("network %d, ", k) else "", r[1L], r[3L])
   })
   trained <- lapply(sessions, function(ses) rs(nce_ratio_net_session_result(ses), call = call))
   networks <- lapply(trained, function(res) list(params = res$params, n_params = length(res$params)))

@@ -57,13 +57,6 @@ python <- file.path(dir_py, ".venv", "bin", "python")
 
 # --- nce: the two calls the package's developers may want to change -------------------------
 
-# The raw simulator output as the summaries (sbibm compares methods on the raw data).
-identity_summaries <- function(x) {
-  x <- as.matrix(x)
-  colnames(x) <- paste0("x", seq_len(ncol(x)))
-  x
-}
-
 # nce at its defaults (the network classifier; SLCP's data are 4 exchangeable 2-D draws, read
 # through embed_set(item = 2) when SBIBM_NCE_EMBED=1).
 fit_nce <- function(task, budget) {

@@ -263,3 +263,45 @@ pub fn guard(f: impl FnOnce() -> Res<Robj>) -> Robj {
         Err(p) => respond(Err(NceError::Internal(panic_message(p.as_ref())))),
     }
 }
+
+/// The sessions behind the external pointers of `sessions`, each at most once (two entries for one
+/// session would be two mutable borrows of it); `what` names them in the error.
+pub fn distinct_sessions<T: 'static>(sessions: &List, what: &str) -> Res<Vec<ExternalPtr<T>>> {
+    let bad = || NceError::invalid("sessions", format!("must be a list of distinct {what}"));
+    let ptrs: Vec<ExternalPtr<T>> = sessions
+        .values()
+        .map(|s| s.try_into().map_err(|_| bad()))
+        .collect::<Res<_>>()?;
+    let mut addr: Vec<usize> = ptrs
+        .iter()
+        .map(|p| p.try_addr().map(|t| t as *const T as usize).map_err(|_| bad()))
+        .collect::<Res<_>>()?;
+    addr.sort_unstable();
+    if addr.windows(2).any(|w| w[0] == w[1]) {
+        return Err(bad());
+    }
+    Ok(ptrs)
+}
+
+/// A training slice's time: `seconds` within 0..60 (0 when not finite).
+pub fn slice_budget(seconds: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(if seconds.is_finite() {
+        seconds.clamp(0.0, 60.0)
+    } else {
+        0.0
+    })
+}
+
+/// The message of an R condition an R callback returned as its value ("unknown error" without
+/// one); None when the value is no condition.
+pub fn returned_condition(out: &Robj) -> Option<String> {
+    if !out.inherits("condition") {
+        return None;
+    }
+    Some(
+        out.dollar("message")
+            .ok()
+            .and_then(|m| m.as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown error".into()),
+    )
+}

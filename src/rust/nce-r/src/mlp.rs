@@ -13,7 +13,7 @@ use nce_core::sampling::metropolis::{metropolis, ChainControl};
 use nce_core::NceError;
 use rayon::prelude::*;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 type Res<T> = std::result::Result<T, NceError>;
 
@@ -172,27 +172,16 @@ fn nce_mlp_session(x: Robj, z: Robj, response: List, settings: List) -> Robj {
 #[extendr]
 fn nce_mlp_sessions_run(sessions: List, seconds: f64, threads: i32) -> Robj {
     guard(|| {
-        let bad = || NceError::invalid("sessions", "must be a list of distinct training sessions");
-        let mut ptrs: Vec<ExternalPtr<MlpSession>> = sessions
-            .values()
-            .map(|s| s.try_into().map_err(|_| bad()))
-            .collect::<Res<_>>()?;
+        let mut ptrs = crate::convert::distinct_sessions::<MlpSession>(&sessions, "training sessions")?;
         let mut sess: Vec<&mut MlpSession> = ptrs
             .iter_mut()
-            .map(|p| p.try_addr_mut().map_err(|_| bad()))
+            .map(|p| {
+                p.try_addr_mut()
+                    .map_err(|_| NceError::invalid("sessions", "holds a freed session"))
+            })
             .collect::<Res<_>>()?;
-        // Two entries for one session would be two mutable borrows of it.
-        let mut addr: Vec<usize> = sess.iter().map(|s| &**s as *const MlpSession as usize).collect();
-        addr.sort_unstable();
-        if addr.windows(2).any(|w| w[0] == w[1]) {
-            return Err(bad());
-        }
         let threads = threads_of(threads)?;
-        let budget = Duration::from_secs_f64(if seconds.is_finite() {
-            seconds.clamp(0.0, 60.0)
-        } else {
-            0.0
-        });
+        let budget = crate::convert::slice_budget(seconds);
         let out = run::run(threads, |stop| {
             sess.par_iter_mut()
                 .map(|s| {

@@ -91,12 +91,7 @@ fn call_r(f: &Function, arg: Robj, what: &str) -> Res<Robj> {
     if out.inherits("interrupt") {
         return Err(NceError::Interrupted);
     }
-    if out.inherits("condition") {
-        let msg = out
-            .dollar("message")
-            .ok()
-            .and_then(|m| m.as_str().map(str::to_string))
-            .unwrap_or_else(|| "unknown error".into());
+    if let Some(msg) = crate::convert::returned_condition(&out) {
         return Err(NceError::Model(format!(
             "`{what}` failed: {msg}. Fix `{what}` so that it runs on these arguments."
         )));

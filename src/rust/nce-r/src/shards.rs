@@ -236,12 +236,7 @@ fn serve(runner: &Function, tasks: Vec<ShardTask>) -> Answer {
     if out.inherits("interrupt") {
         return Err(NceError::Interrupted);
     }
-    if out.inherits("condition") {
-        let msg = out
-            .dollar("message")
-            .ok()
-            .and_then(|m| m.as_str().map(str::to_string))
-            .unwrap_or_else(|| "unknown error".into());
+    if let Some(msg) = crate::convert::returned_condition(&out) {
         return Err(NceError::invalid("shards", format!("a shard's worker failed: {msg}")));
     }
     let l: List = out

@@ -122,7 +122,7 @@ impl ChainPrior {
     }
 
     /// Log density up to a constant (-inf outside the support).
-    fn log_density(&self, x: &[f64]) -> f64 {
+    pub(crate) fn log_density(&self, x: &[f64]) -> f64 {
         match self {
             ChainPrior::Uniform { lower, upper } => {
                 if x.iter()

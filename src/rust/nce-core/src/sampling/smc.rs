@@ -13,6 +13,7 @@
 use crate::alloc::{checked_len, try_filled};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
+use crate::sampling::metropolis::ChainPrior;
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -35,12 +36,10 @@ pub trait BatchPrior {
     fn log_density(&mut self, theta: &[f64], out: &mut [f64]) -> Result<()>;
 }
 
-/// The R package's `prior_uniform()` and `prior_normal()`: a box, or independent normals.
+/// The R package's `prior_uniform()` and `prior_normal()`: a box, or independent normals; the
+/// random-walk chains' prior (its log density), built with stricter checks (finite bounds).
 #[derive(Debug, Clone)]
-pub enum BuiltinPrior {
-    Uniform { lower: Vec<f64>, upper: Vec<f64> },
-    Normal { mean: Vec<f64>, sd: Vec<f64> },
-}
+pub struct BuiltinPrior(ChainPrior);
 
 impl BuiltinPrior {
     /// A box with finite `lower < upper` in every coordinate.
@@ -55,7 +54,7 @@ impl BuiltinPrior {
         {
             return Err(NceError::invalid("prior", "bounds must be finite with lower < upper"));
         }
-        Ok(BuiltinPrior::Uniform { lower, upper })
+        Ok(BuiltinPrior(ChainPrior::Uniform { lower, upper }))
     }
 
     /// Independent normals with finite means and finite sds > 0.
@@ -70,53 +69,31 @@ impl BuiltinPrior {
         {
             return Err(NceError::invalid("prior", "means and sds must be finite, sds > 0"));
         }
-        Ok(BuiltinPrior::Normal { mean, sd })
-    }
-
-    fn log_density_one(&self, x: &[f64]) -> f64 {
-        match self {
-            BuiltinPrior::Uniform { lower, upper } => {
-                if x.iter()
-                    .zip(lower.iter().zip(upper))
-                    .all(|(v, (l, u))| v >= l && v <= u)
-                {
-                    0.0
-                } else {
-                    f64::NEG_INFINITY
-                }
-            }
-            BuiltinPrior::Normal { mean, sd } => {
-                -0.5 * x
-                    .iter()
-                    .zip(mean.iter().zip(sd))
-                    .map(|(v, (m, s))| ((v - m) / s).powi(2))
-                    .sum::<f64>()
-            }
-        }
+        Ok(BuiltinPrior(ChainPrior::Normal { mean, sd }))
     }
 }
 
 impl BatchPrior for BuiltinPrior {
     fn dim(&self) -> usize {
-        match self {
-            BuiltinPrior::Uniform { lower, .. } => lower.len(),
-            BuiltinPrior::Normal { mean, .. } => mean.len(),
+        match &self.0 {
+            ChainPrior::Uniform { lower, .. } => lower.len(),
+            ChainPrior::Normal { mean, .. } => mean.len(),
         }
     }
 
     fn sample(&mut self, n: usize, seed: u64, out: &mut [f64]) -> Result<()> {
         let d = self.dim();
-        let me = &*self;
+        let me = &self.0;
         out[..n * d].par_chunks_mut(d).enumerate().for_each(|(i, row)| {
             let mut rng = stream_rng(seed, stream(TAG_PRIOR, 0, i));
             match me {
-                BuiltinPrior::Uniform { lower, upper } => {
+                ChainPrior::Uniform { lower, upper } => {
                     for j in 0..d {
                         let u: f64 = rng.gen();
                         row[j] = lower[j] + (upper[j] - lower[j]) * u;
                     }
                 }
-                BuiltinPrior::Normal { mean, sd } => {
+                ChainPrior::Normal { mean, sd } => {
                     for j in 0..d {
                         let z: f64 = rng.sample(StandardNormal);
                         row[j] = mean[j] + sd[j] * z;
@@ -130,7 +107,7 @@ impl BatchPrior for BuiltinPrior {
     fn log_density(&mut self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         let d = self.dim();
         for (row, o) in theta.chunks(d).zip(out.iter_mut()) {
-            *o = self.log_density_one(row);
+            *o = self.0.log_density(row);
         }
         Ok(())
     }
