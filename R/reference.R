@@ -175,7 +175,11 @@ ref_normal_build <- function(mean, cov, call) {
 #'   it, it refuses and names the columns (`nce_error_data`); drop one of them from `vars`. (The
 #'   mixture's covariances carry a ridge, see above.)
 #' * (mixture) `components` not whole numbers from 1 to 100, or too few rows for the
-#'   smallest (`nce_error_input`); a column constant in the data (`nce_error_input`).
+#'   smallest (`nce_error_input`); a column constant in the data (`nce_error_input`);
+#'   numbers of components whose EM could take more than 1e12 updates (rows x components x
+#'   d (d + 1) x 1060 iterations at most; about 40 minutes here), `nce_error_size`. The fits
+#'   report progress through progressr, one step per number of components, and stop on an
+#'   interrupt.
 #' @examples
 #' df <- data.frame(a = rnorm(100), b = rnorm(100))
 #' ref_fit(df, "normal")
@@ -255,8 +259,10 @@ ref_mixture_fit <- function(x, components, inflate, call) {
   # The rows, and 64 chunks' statistics (a weight, a mean and a covariance per component).
   check_size(8 * (2 * n * d + 64 * max(components) * (1 + d + d * (d + 1) / 2)), "components", "ref_fit()",
              call = call)
-  f <- rs(nce_mixture_fit(x, list(components = as.double(components), n_starts = 3, max_iter = 1000, tol = 1e-6,
-                                   seed = draw_seed(), threads = nce_threads())), call = call)
+  tried <- components[n >= components * (d + 1)]
+  if (!length(tried)) tried <- min(components)  # the engine says why it is too many
+  check_mixture_work(n, d, tried, call)
+  f <- mixture_fits(x, tried, call)
   if (!f$converged[f$chosen]) {
     nce_warn(sprintf("EM did not converge in %d iterations for %d components", f$iterations[f$chosen],
                      f$components[f$chosen]), "convergence", call = call)
@@ -269,6 +275,44 @@ ref_mixture_fit <- function(x, components, inflate, call) {
                                               iterations = f$iterations, chosen = seq_along(f$bic) == f$chosen))
   rs(nce_ref_log_density(ref_spec(ref), matrix(f$means[seq_len(d)], 1L), 1L), call = call)
   ref
+}
+
+# EM's worst case (3 starts of 20 iterations, then up to 1000 more), in row x component x
+# covariance-entry updates, against a bound like the chains' and the networks' (about 40 minutes
+# here): beyond it the numbers of components are refused, not run for hours.
+max_mixture_work <- 1e12
+check_mixture_work <- function(n, d, tried, call) {
+  work <- as.double(n) * sum(tried) * d * (d + 1) * (3 * 20 + 1000)
+  if (work > max_mixture_work) {
+    nce_abort(sprintf(paste("fitting mixtures of %s components to %d rows of %d variables could take %.3g EM",
+                            "updates, beyond the bound of %.0e: try fewer or smaller numbers of `components`"),
+                      format_components(tried), n, d, work, max_mixture_work), "size", call = call)
+  }
+}
+
+format_components <- function(g) {
+  if (length(g) > 1L && all(diff(g) == 1L)) paste0(g[1L], "-", g[length(g)]) else paste(g, collapse = ", ")
+}
+
+# One engine call per number of components (each from the same seed, so the fits are those of
+# one call over all of them), with progress between them; the lowest BIC is kept.
+mixture_fits <- function(x, tried, call) {
+  seed <- draw_seed()
+  threads <- nce_threads()
+  fits <- with_simulation_progress(length(tried), function(p) {
+    lapply(tried, function(g) {
+      f <- rs(nce_mixture_fit(x, list(components = as.double(g), n_starts = 3, max_iter = 1000, tol = 1e-6,
+                                       seed = seed, threads = threads)), call = call)
+      if (!is.null(p)) p(sprintf("mixture of %d components", g))
+      f
+    })
+  })
+  pick <- function(field) vapply(fits, function(f) as.double(f[[field]]), 1)
+  chosen <- which.min(pick("bic"))
+  best <- fits[[chosen]]
+  list(components = as.integer(pick("components")), df = pick("df"), loglik = pick("loglik"), bic = pick("bic"),
+       iterations = as.integer(pick("iterations")), converged = vapply(fits, function(f) f$converged, TRUE),
+       chosen = chosen, weights = best$weights, means = best$means, sigmas = best$sigmas)
 }
 
 # A covariance is singular when the smallest eigenvalue of its correlation matrix is below this:

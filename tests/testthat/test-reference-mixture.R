@@ -125,3 +125,19 @@ test_that("a relative fit's density needs every column of its reference in newda
                  class = "nce_warning_improper")
   expect_length(predict(plain, data.frame(x1 = 0)), 1L)
 })
+
+test_that("each number of components is fitted as alone, and work beyond the bound is refused", {
+  set.seed(5)
+  df <- two_clusters(300, 200)
+  set.seed(11)
+  r13 <- ref_fit(df, "mixture", components = 1:3)
+  set.seed(11)
+  r2 <- ref_fit(df, "mixture", components = 2)
+  # One seed serves every number of components, so the 2-component fit is the same either way.
+  expect_identical(r13$selection$loglik[2], r2$selection$loglik)
+  # 200,000 rows of 5 variables and 1-100 components: about 3e13 updates, refused at once.
+  big <- as.data.frame(matrix(rnorm(1e6), ncol = 5))
+  t0 <- proc.time()[["elapsed"]]
+  expect_error(ref_fit(big, "mixture", components = 1:100), class = "nce_error_size")
+  expect_lt(proc.time()[["elapsed"]] - t0, 5)
+})
