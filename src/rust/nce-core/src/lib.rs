@@ -4,8 +4,8 @@
 //! is plain Rust and is checked by `cargo test`.
 //!
 //! Layout: `engine` (the penalised engine), `sampling` (samplers and references),
-//! `estimators` (estimators built on them), and shared pieces at the top (errors, random
-//! streams, small dense linear algebra, L-BFGS, map interpolation, window quadrature).
+//! `estimators` (estimators built on them), `latkes` (the LATKES window quadrature), and shared
+//! pieces at the top (errors, random streams, small dense linear algebra, L-BFGS, maps).
 
 // Project choices for `cargo clippy -- -D warnings` (make lint): `!(x >= 0.0)` rejects NaN
 // together with out-of-range values, on purpose; numeric kernels index several arrays with one
@@ -18,9 +18,9 @@ pub mod convergence;
 pub mod engine;
 pub mod error;
 pub mod estimators;
+pub mod latkes;
 pub mod linalg;
 pub mod optim;
-pub mod quadrature;
 pub mod rng;
 pub mod sampling;
 pub mod spatial;

@@ -6,7 +6,7 @@ mod support;
 
 use nalgebra::DMatrix;
 use nce_core::engine::design::DenseDesign;
-use nce_core::engine::family::{log1pexp, Family};
+use nce_core::engine::family::{softplus, Family};
 use nce_core::engine::irls;
 use nce_core::estimators::vnce::{fit, Terms, TgmParams, TgmVnce, VnceSamples};
 use nce_core::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -313,10 +313,10 @@ impl ExactNce<'_> {
             }
             let a = self.log_marginal(&k, c, x, &mut g) - self.log_nu - lp;
             let w = if is_noise {
-                val -= log1pexp(a);
+                val -= softplus(a);
                 -1.0 / (1.0 + (-a).exp())
             } else {
-                val -= log1pexp(-a);
+                val -= softplus(-a);
                 1.0 / (1.0 + a.exp())
             };
             for (s, gi) in grad.iter_mut().zip(&g) {
@@ -370,7 +370,7 @@ fn data_term_quadrature(p: &TgmParams, x: &[f64], off: f64) -> (f64, f64) {
             }
         }
         let h = -0.5 * q - p.c - (norm.ln_pdf(u) - u);
-        -log1pexp(-(h - off))
+        -softplus(-(h - off))
     };
     let (lo, hi, m) = (mc - 12.0 * sd, mc + 12.0 * sd, 800);
     let hstep = (hi - lo) / m as f64;
@@ -442,12 +442,12 @@ fn direct_objective(
     let mut tot = 0.0;
     for (i, x) in xr.iter().enumerate() {
         let h = ratios(x, i);
-        tot += h.iter().map(|v| -log1pexp(-(v - log_nu - lpx[i]))).sum::<f64>() / h.len() as f64;
+        tot += h.iter().map(|v| -softplus(-(v - log_nu - lpx[i]))).sum::<f64>() / h.len() as f64;
     }
     for (k, y) in yr.iter().enumerate() {
         let h = ratios(y, n + k);
         let b = (h.iter().map(|v| v.exp()).sum::<f64>() / h.len() as f64).ln();
-        tot += -log1pexp(b - log_nu - lpy[k]);
+        tot += -softplus(b - log_nu - lpy[k]);
     }
     tot / n as f64
 }
@@ -515,7 +515,7 @@ fn one_missing_value_per_row_against_the_exact_marginal() {
             let off = lpx[i];
             let mut gr = vec![0.0; pth];
             let lm = exact.log_marginal(&exact.theta_k(&th), th[pth - 1], r, &mut gr);
-            let ex = -log1pexp(-(lm - off));
+            let ex = -softplus(-(lm - off));
             let (v, var) = if r.iter().any(|v| v.is_nan()) {
                 data_term_quadrature(&p, r, off)
             } else {

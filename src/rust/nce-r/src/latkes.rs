@@ -6,7 +6,7 @@ use crate::convert::{
 };
 use crate::run;
 use extendr_api::prelude::*;
-use nce_core::quadrature::{log_normalisers, Feature, MapFeature, Rule, TermTables, Transition};
+use nce_core::latkes::quadrature::{log_normalisers, Feature, MapFeature, Rule, TermTables, Transition};
 use nce_core::sampling::latkes_sim::LatticeKernel;
 use nce_core::spatial::Map;
 use nce_core::NceError;

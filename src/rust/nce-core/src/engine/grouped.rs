@@ -1242,16 +1242,7 @@ pub(crate) fn free_intercepts_on<D: FreeRows + ?Sized>(
             (1.0 / h.h.d[t] + (&si * &c).dot(&c)).max(0.0).sqrt()
         })
         .collect();
-    let row_grad: Vec<f64> = (0..nrow)
-        .map(|r| {
-            let pw = prob.prior_weights[r];
-            if pw == 0.0 {
-                0.0
-            } else {
-                pw * pirls::row_terms(prob.family, prob.y[r], pt.eta[r]).1
-            }
-        })
-        .collect();
+    let row_grad = pirls::row_gradients(prob, &pt.eta[..nrow]);
     let sandwich = cluster_of_group.map(|c| {
         // Cluster scores of the eliminated design: sum_r g_r (a_r - Q_t / d_t), from the group
         // sums of g and g a (clusters are unions of groups), group after group.

@@ -156,6 +156,22 @@ pub(crate) fn row_terms(family: Family, y: f64, eta: f64) -> (f64, f64, f64, f64
     }
 }
 
+/// Each row's score d loglik / d eta times its prior weight (0 for rows of weight 0): the
+/// per-row scores the sandwich's meat is built from.
+pub(crate) fn row_gradients(prob: &Problem, eta: &[f64]) -> Vec<f64> {
+    eta.iter()
+        .enumerate()
+        .map(|(r, &e)| {
+            let pw = prob.prior_weights[r];
+            if pw == 0.0 {
+                0.0
+            } else {
+                pw * row_terms(prob.family, prob.y[r], e).1
+            }
+        })
+        .collect()
+}
+
 /// The family's usual start from the response (as glm's mustart), as a linear predictor.
 pub(crate) fn initial_eta(prob: &Problem) -> Vec<f64> {
     prob.y

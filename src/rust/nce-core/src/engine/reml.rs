@@ -1197,16 +1197,7 @@ fn finish<D: Design>(
 /// The inner fit in `irls::fit`'s form.
 fn glm_fit<D: Design>(ctx: &Ctx<D>, f: &Inner, vp: &DMatrix<f64>) -> GlmFit {
     let prob = ctx.prob;
-    let row_grad: Vec<f64> = (0..f.eta.len())
-        .map(|r| {
-            let pw = prob.prior_weights[r];
-            if pw == 0.0 {
-                0.0
-            } else {
-                pw * pirls::row_terms(prob.family, prob.y[r], f.eta[r]).1
-            }
-        })
-        .collect();
+    let row_grad = pirls::row_gradients(prob, &f.eta);
     let n_certain = match prob.family {
         Family::Binomial => prob
             .y

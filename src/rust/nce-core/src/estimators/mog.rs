@@ -7,7 +7,7 @@
 //! Parameters are (log theta, c, w0, w1, w2); everything is in log space.
 
 use crate::convergence::Convergence;
-use crate::engine::family::sigmoid;
+use crate::engine::family::{sigmoid, softplus};
 use crate::error::{NceError, Result};
 use crate::estimators::vnce::se;
 use crate::optim::{minimise_lbfgs, LbfgsControl, Objective};
@@ -17,14 +17,6 @@ use rayon::prelude::*;
 const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 /// Points per parallel chunk; partial sums are added in chunk order.
 const CHUNK: usize = 2048;
-
-fn softplus(r: f64) -> f64 {
-    if r > 0.0 {
-        r + (-r).exp().ln_1p()
-    } else {
-        r.exp().ln_1p()
-    }
-}
 
 /// Sum over i in 0..len of f(i) = (value, gradient), by fixed chunks in parallel.
 #[allow(clippy::needless_range_loop)] // K-length gradient arrays, indexed in step

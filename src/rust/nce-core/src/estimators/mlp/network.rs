@@ -7,6 +7,7 @@
 //! row-major `width_l x inputs_l` matrix, then the `width_l` biases; after the last hidden layer,
 //! the output weights (one per unit of that layer).
 
+use crate::engine::family::{sigmoid, softplus};
 use crate::error::{NceError, Result};
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -52,27 +53,6 @@ impl Activation {
             Activation::Softplus => sigmoid(z),
             Activation::Tanh => 1.0 - a * a,
         }
-    }
-}
-
-/// log(1 + e^z) without overflow.
-#[inline]
-pub fn softplus(z: f64) -> f64 {
-    if z > 0.0 {
-        z + (-z).exp().ln_1p()
-    } else {
-        z.exp().ln_1p()
-    }
-}
-
-/// 1 / (1 + e^-z) without overflow.
-#[inline]
-pub fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
     }
 }
 

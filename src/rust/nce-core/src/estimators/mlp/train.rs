@@ -8,8 +8,9 @@
 //! each minibatch is cut into blocks of a fixed number of rows whose gradients are summed in
 //! order, so the result is the same bit for bit for any number of threads.
 
-use super::network::{sigmoid, softplus, Network, Workspace};
+use super::network::{Network, Workspace};
 use crate::alloc::checked_len;
+use crate::engine::family::{sigmoid, softplus};
 use crate::error::{NceError, Result};
 use crate::rng::stream_rng;
 use rand::Rng;

@@ -3,7 +3,7 @@
 //! thetas of other simulations of the batch (marginal pairs). Every loss is minimised by the
 //! logit log r(theta, x) = log p(x | theta) / p(x), with no offset.
 
-use crate::estimators::mlp::network::{sigmoid, softplus};
+use crate::engine::family::{sigmoid, softplus};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Loss {

@@ -11,7 +11,7 @@
 
 use super::params::{n_params, TgmParams};
 use super::problem::{Row, TgmVnce, CHUNK};
-use crate::engine::family::{log1pexp, sigmoid};
+use crate::engine::family::{sigmoid, softplus};
 use crate::error::Result;
 use crate::linalg::{chol_inverse, cholesky, LN_2PI};
 use crate::optim::Objective;
@@ -27,7 +27,7 @@ pub enum Terms {
 
 #[inline]
 fn log_sigmoid(a: f64) -> f64 {
-    -log1pexp(-a)
+    -softplus(-a)
 }
 
 /// A row's contribution to J from the values h_s = l(x_s) - log q(z_s) of its S draws (data rows:
