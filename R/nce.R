@@ -229,7 +229,9 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
     if (nonlinear) {
       fit <- nce_nonlinear(formula, data, reference, ratio, method, start, model, gradient, n_starts,
                            control, match.call(), parent.frame())
-      return(as_result(fit, rng = rng, env = parent.frame()))
+      # The same properness and reference checks as the formula fits (see ?nce_checks).
+      is_ref <- fit$nce_frame$.label == 0
+      return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), nl_data_rows(fit), fit$log_q[is_ref]))
     }
     fit <- nce_conditional(formula, data, reference, ratio, method, knots, sp, control, given,
                            match.call(), parent.frame())

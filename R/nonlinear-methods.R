@@ -9,6 +9,8 @@
 #' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
 #' model (minus the intercept as log normaliser), with df the number of parameters including the
 #' intercept, or with `newdata` the held-out log density of its points (`nobs` their number);
+#' An improper fit (see [nce_checks]) gives `NA` for the normalised types, `fitted()` and
+#' `logLik()`, and `simulate()` refuses it;
 #' `anova()` a Wald test (sandwich covariance) of the parameters of the larger fit that
 #' the smaller one lacks being 0, the smaller fit being the larger with those fixed at 0;
 #' `residuals()` the label minus the fitted class probability on all data and reference rows;
@@ -90,17 +92,21 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
   f <- nl_f(object$model, theta, nd)
   unnorm <- type == "log_unnormalised"
   fit <- if (unnorm) f else f + cf[[1L]]
-  names(fit) <- rownames(newdata)
-  if (!se.fit) return(if (type %in% c("response", "density")) exp(fit) else fit)
-  if (!nrow(nd)) return(list(fit = fit, se.fit = fit))
-  g <- nl_gradient(object$model, theta, nd, f)
-  g <- cbind(if (unnorm) 0 else 1, matrix(g, nrow(nd)))
-  se <- sqrt(pmax(rowSums((g %*% stats::vcov(object)) * g), 0))
-  if (type %in% c("response", "density")) {
-    fit <- exp(fit)
-    se <- fit * se
+  # An improper model has no normalised density (see ?nce_checks).
+  if (isFALSE(object$proper) && !unnorm) fit[] <- NA_real_
+  se <- rep(NA_real_, length(fit))
+  if (se.fit && nrow(nd)) {
+    g <- nl_gradient(object$model, theta, nd, f)
+    g <- cbind(if (unnorm) 0 else 1, matrix(g, nrow(nd)))
+    se <- sqrt(pmax(rowSums((g %*% stats::vcov(object)) * g), 0))
   }
-  names(se) <- names(fit)
+  # Density 0 outside the reference's support (a bounded reference), as for every class.
+  out <- if (unnorm) rep(FALSE, length(fit)) else outside_support(reference_log_q(object$reference, nd), nd)
+  p <- zero_density_at(fit, se, out, type %in% c("response", "density"))
+  fit <- p$fit
+  se <- p$se
+  names(fit) <- names(se) <- rownames(newdata)
+  if (!se.fit) return(fit)
   list(fit = fit, se.fit = se)
 }
 
@@ -108,6 +114,7 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
 #' @export
 fitted.nce_nls <- function(object, ...) {
   v <- exp(object$log_f[seq_len(object$n)] + object$coefficients[[1L]])
+  if (isFALSE(object$proper)) v[] <- NA_real_
   names(v) <- seq_len(object$n)
   v
 }
@@ -124,6 +131,9 @@ residuals.nce_nls <- function(object, ...) {
 #' @export
 logLik.nce_nls <- function(object, newdata = NULL, ...) {
   df <- length(object$coefficients)
+  if (isFALSE(object$proper)) {
+    return(structure(NA_real_, df = df, nobs = if (is.null(newdata)) object$n else nrow(newdata), class = "logLik"))
+  }
   if (is.null(newdata)) {
     v <- sum(object$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
     return(structure(v, df = df, nobs = object$n, class = "logLik"))
@@ -173,6 +183,7 @@ model.frame.nce_nls <- function(formula, ...) formula$nce_frame
 #' @rdname nce_nls-methods
 #' @export
 simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
+  check_proper(object, "simulate()")
   check_nsim(nsim, 8 * 2 * object$n * (length(object$reference$vars) + 2))
   check_count(candidates)
   old <- set_sim_seed(seed)
@@ -192,8 +203,8 @@ print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(sprintf("Data: %d points; reference: %d points (ratio %g)\n", x$n, x$m, x$ratio))
   cat("\nCoefficients:\n")
   print(round(x$coefficients, digits))
-  cat(sprintf("\nlog normaliser: %s; %s after %d iterations (best of %d start(s))\n",
-              format(x$log_normaliser, digits = digits), if (x$converged) "converged" else "NOT converged",
+  cat(log_z_not_identified(x) %||% sprintf("\nlog normaliser: %s; ", format(x$log_normaliser, digits = digits)))
+  cat(sprintf("%s after %d iterations (best of %d start(s))\n", if (x$converged) "converged" else "NOT converged",
               x$iterations, nrow(x$start_table)))
   invisible(x)
 }
@@ -207,7 +218,8 @@ summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   structure(c(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
-                 n = object$n, m = object$m, log_normaliser = object$log_normaliser,
+                 n = object$n, m = object$m, log_normaliser = object$log_normaliser, proper = object$proper,
+                 improper_along = object$improper_along,
                  gradient_source = object$model$gradient_source, converged = object$converged,
                  start_table = object$start_table, spread = object$spread), summary_loglik(object)),
             class = "summary.nce_nls")
@@ -219,9 +231,9 @@ print.summary.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L),
   cat("Model: ", x$model, "\nGradient: ", x$gradient_source, "\n", sep = "")
   cat(sprintf("Data: %d points; reference: %d points\n\n", x$n, x$m))
   stats::printCoefmat(x$coefficients, digits = digits)
-  cat(sprintf("\nStandard errors: %s. (Intercept) = -log normaliser; log normaliser %s\n",
-              if (x$type == "sandwich") "NCE sandwich (two independent samples)" else "naive (inverse information)",
-              format(x$log_normaliser, digits = digits)))
+  cat(sprintf("\nStandard errors: %s. (Intercept) = -log normaliser",
+              if (x$type == "sandwich") "NCE sandwich (two independent samples)" else "naive (inverse information)"))
+  cat(log_z_not_identified(x) %||% sprintf("; log normaliser %s\n", format(x$log_normaliser, digits = digits)))
   cat(sprintf("log-likelihood of the data under the normalised fit: %s (df = %d)\n",
               format(as.numeric(x$logLik), digits = digits), attr(x$logLik, "df")))
   s <- nrow(x$start_table)

@@ -4,8 +4,11 @@
 
 #' Properness and reference checks of an nce fit
 #'
-#' After fitting a formula (linear, smooth or [mlp()] terms) without `given`, [nce()] checks two
-#' things before it reports the normalising constant.
+#' After fitting a formula (linear, smooth or [mlp()] terms) without `given`, or a model
+#' nonlinear in its parameters (`start =` or `model =`, class `nce_nls`), [nce()] checks two
+#' things before it reports the normalising constant. (Conditional fits, `given =`, and the
+#' sequential fits of [snce()] and [latkes()] are not checked: their normalisers are computed per
+#' condition or transition, on bounded windows for LATKES.)
 #'
 #' **Properness.** The intercept estimates \eqn{-\log Z} only if
 #' \eqn{\exp\{f_\theta\}} is integrable over the reference's support. On an unbounded support

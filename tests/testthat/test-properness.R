@@ -124,3 +124,38 @@ test_that("ref_fit() refuses collinear columns and ref_normal() a singular covar
   expect_s3_class(ref_normal(a = 0, b = 0, cov = matrix(c(1, 0.9, 0.9, 1), 2)), "nce_reference")
   expect_s3_class(ref_fit(d, "uniform"), "nce_reference")
 })
+
+test_that("a nonlinear model that ignores a column is improper; with both columns its log Z is exact", {
+  set.seed(1)
+  d <- data.frame(x1 = rnorm(500), x2 = rnorm(500))
+  ref <- ref_normal(x1 = 0, x2 = 0, cov = diag(4, 2))
+  expect_warning(f1 <- nce(~ -a * x1^2, d, ref, ratio = 5, start = c(a = 1)), class = "nce_warning_improper")
+  expect_false(f1$proper)
+  expect_setequal(f1$improper_along, c("+x2", "-x2"))
+  expect_true(is.na(f1$log_normaliser))
+  expect_true(all(is.na(predict(f1, d[1:3, ]))))
+  expect_false(anyNA(predict(f1, d[1:3, ], type = "log_unnormalised")))
+  expect_true(is.na(logLik(f1)))
+  expect_true(all(is.na(fitted(f1))))
+  expect_output(print(f1), "log Z not identified")
+  expect_output(print(summary(f1)), "log Z not identified")
+  expect_error(simulate(f1), class = "nce_error_improper")
+  # exp(-a x1^2 - b x2^2) with a = b = 1/2 is the standard normal: log Z = log(2 pi) = 1.838.
+  expect_no_warning(f2 <- nce(~ -a * x1^2 - b * x2^2, d, ref, ratio = 5, start = c(a = 1, b = 1)))
+  expect_true(f2$proper)
+  expect_lt(abs(f2$log_normaliser - log(2 * pi)), 3 * sqrt(vcov(f2)[1, 1]))
+  # The reference check's importance-sampling log Z agrees with the intercept's.
+  expect_lt(abs(f2$reference_check$log_normaliser_is - f2$log_normaliser), 0.05)
+})
+
+test_that("a nonlinear model on a bounded reference is proper, with density 0 outside its support", {
+  set.seed(306)
+  d <- data.frame(y = rtexp(200, 2))
+  expect_no_warning(nl <- nce(~ a * y, d, ref_uniform(y = c(0, 1)), ratio = 5, start = c(a = 1)))
+  expect_true(nl$proper)
+  expect_equal(unname(predict(nl, data.frame(y = c(-1, 2)), type = "density")), c(0, 0))
+  expect_equal(unname(predict(nl, data.frame(y = 2))), -Inf)
+  # Inside, the normalised density of exp(a y) on [0, 1]: a / (e^a - 1) e^(a y).
+  a <- coef(nl)[["a"]]
+  expect_equal(unname(predict(nl, data.frame(y = 0.5))), log(a / expm1(a)) + a / 2, tolerance = 0.02)
+})
