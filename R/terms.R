@@ -115,8 +115,13 @@ side_constrain <- function(sets, data, index, free_intercepts, side_rows) {
     for (j in seq_along(sets[[s]]$smooth)) {
       b <- sets[[s]]$blocks[[j + 1L]]
       i <- i + 1L
-      sm[[i]]$X <- if (is.matrix(b)) b[at[[s]], , drop = FALSE] else
-        if (inherits(b, "nce_rust_block")) rs(nce_block_rows(b$ptr, as.integer(at[[s]]))) else mgcv::PredictMat(sm[[i]], d)
+      sm[[i]]$X <- if (is.matrix(b)) {
+        b[at[[s]], , drop = FALSE]
+      } else if (inherits(b, "nce_rust_block")) {
+        rs(nce_block_rows(b$ptr, as.integer(at[[s]])))
+      } else {
+        mgcv::PredictMat(sm[[i]], d)
+      }
     }
   }
   xp <- block_rows(sets[[1L]]$blocks[[1L]], sub)
@@ -133,8 +138,9 @@ side_constrain <- function(sets, data, index, free_intercepts, side_rows) {
       i <- i + 1L
       sm[[i]]$X <- NULL
       del <- attr(sm[[i]], "del.index")
+      b <- sets[[s]]$blocks[[j + 1L]]
       if (!is.null(del)) {
-        if (!is.null(sets[[s]]$blocks[[j + 1L]])) sets[[s]]$blocks[[j + 1L]] <- block_drop(sets[[s]]$blocks[[j + 1L]], del)
+        if (!is.null(b)) sets[[s]]$blocks[[j + 1L]] <- block_drop(b, del)
         sets[[s]]$ks[j] <- sets[[s]]$ks[j] - length(del)
       }
       sets[[s]]$smooth[[j]] <- sm[[i]]
