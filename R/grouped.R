@@ -29,67 +29,6 @@ parametric_part <- function(formula, data, intercept) {
   list(gp = gp, pt = pt, x = x, xlevels = xlevels)
 }
 
-# Model matrix and penalties of a formula's terms on `data`. With `blocks`, X is the list of
-# the terms' blocks (class "nce_blocks"), which the engine reads where they lie: binding them
-# into one matrix would hold the design twice at its peak. Without `rows`, X is NULL: each
-# smooth's basis on the rows is dropped as soon as its object is built (for shards, whose
-# workers compute their own rows: shard_design()), so at most one smooth's rows are held.
-setup_terms <- function(formula, data, knots = NULL, intercept = TRUE, blocks = FALSE, rows = TRUE) {
-  par <- parametric_part(formula, data, intercept)
-  gp <- par$gp
-  pt <- par$pt
-  xp <- par$x
-  parts <- list(xp)
-  names_out <- colnames(xp)
-  smooth <- list()
-  penalties <- list()
-  p <- ncol(xp)
-  for (spec in gp$smooth.spec) {
-    sms <- tryCatch(smooth_con(spec, data, knots, rust_rows = TRUE),
-      error = function(e) {
-        nce_abort(sprintf(paste("cannot set up the smooth term %s: %s (for discrete or few distinct values use a",
-                                "smaller `k`, or parametric or factor terms)"),
-                          spec$label, conditionMessage(e)), "input", call = NULL)
-      })
-    for (sm in sms) {
-      k <- block_ncol(sm$X)
-      if (inherits(sm$X, "nce_rust_block") && !(blocks && rows)) {
-        # Only a list of blocks reads Rust-held rows where they lie: a bound design copies them
-        # into R, shards drop them (the same set-up, and so the same constraint, either way).
-        x_rows <- if (rows) rs(nce_block_matrix(sm$X$ptr))
-        release_rust_blocks(list(sm$X))
-        sm$X <- x_rows
-      }
-      sm$first.para <- p + 1L
-      sm$last.para <- p + k
-      for (S in sm$S) penalties[[length(penalties) + 1L]] <- list(start = p, S = S, label = sm$label)
-      if (rows) parts[[length(parts) + 1L]] <- sm$X
-      names_out <- c(names_out, paste0(sm$label, ".", seq_len(k)))
-      sm$X <- NULL
-      smooth[[length(smooth) + 1L]] <- sm
-      p <- p + k
-    }
-    if (!rows) {
-      rm(sms)
-      collect_set_up_garbage(nrow(data) * k)
-    }
-  }
-  if (!rows) {
-    x <- NULL
-  } else if (blocks) {
-    x <- structure(lapply(parts, function(b) {
-      if (!inherits(b, "nce_rust_block") && !is.double(b)) storage.mode(b) <- "double"
-      b
-    }), class = "nce_blocks")
-  } else {
-    x <- do.call(cbind, parts)
-    storage.mode(x) <- "double"
-    colnames(x) <- names_out
-  }
-  list(X = x, ncol = p, colnames = names_out, penalties = penalties, smooth = smooth, pterms = pt,
-       xlevels = par$xlevels, contrasts = attr(xp, "contrasts"))
-}
-
 # mgcv::smoothCon(absorb.cons = TRUE) with the usual sum-to-zero constraint absorbed here by
 # one product with the constraint's null-space basis Z: mgcv absorbs it by qr.qty() on the
 # transposed basis, which on ~40,000 rows costs more than building the basis. The result is
@@ -284,56 +223,8 @@ absorb_constraints <- function(sm, cmat) {
 # full rounded data), and the block is stored as those distinct rows'
 # basis (m x k) plus the index of each row. Smooths with `by` variables, factor covariates,
 # constraints other than the usual one, or more distinct rounded rows than half the rows keep
-# their exact basis. Returns the setup_terms() fields
-# with `terms` (list(values, index) per block, for the engine) in place of X.
+# their exact basis (term_setup(mode = "discrete"), R/terms.R).
 discrete_grid <- c(2000, 100, 25)
-
-setup_terms_discrete <- function(formula, data, knots = NULL, intercept = TRUE, fast_tp = FALSE) {
-  par <- parametric_part(formula, data, intercept)
-  gp <- par$gp
-  pt <- par$pt
-  xp <- par$x
-  n <- nrow(xp)
-  storage.mode(xp) <- "double"
-  terms <- list()
-  if (identical(colnames(xp), "(Intercept)")) {  # one stored row (model.matrix's intercept is all 1)
-    terms[[1L]] <- list(values = matrix(1, 1L, 1L), index = rep(1L, n))
-  } else if (ncol(xp) > 0L) {
-    terms[[1L]] <- list(values = unname(xp), index = NULL)
-  }
-  names_out <- colnames(xp)
-  smooth <- list()
-  penalties <- list()
-  p <- ncol(xp)
-  add <- function(sm, values, index) {
-    k <- ncol(values)
-    sm$first.para <- p + 1L
-    sm$last.para <- p + k
-    for (S in sm$S) penalties[[length(penalties) + 1L]] <<- list(start = p, S = S, label = sm$label)
-    storage.mode(values) <- "double"
-    terms[[length(terms) + 1L]] <<- list(values = unname(values), index = index)
-    names_out <<- c(names_out, paste0(sm$label, ".", seq_len(k)))
-    sm$X <- NULL
-    smooth[[length(smooth) + 1L]] <<- sm
-    p <<- p + k
-  }
-  for (spec in gp$smooth.spec) {
-    comp <- discrete_smooth(spec, data, knots, fast_tp)
-    if (!is.null(comp)) {
-      for (sm in comp$smooths) add(sm, sm$X, comp$index)
-      next
-    }
-    sms <- tryCatch(smooth_con(spec, data, knots),
-      error = function(e) {
-        nce_abort(sprintf(paste("cannot set up the smooth term %s: %s (for discrete or few distinct values use a",
-                                "smaller `k`, or parametric or factor terms)"),
-                          spec$label, conditionMessage(e)), "input", call = NULL)
-      })
-    for (sm in sms) add(sm, sm$X, seq_len(n))
-  }
-  list(terms = terms, colnames = names_out, ncol = p, penalties = penalties, smooth = smooth, pterms = pt,
-       xlevels = par$xlevels, contrasts = attr(xp, "contrasts"), assign = attr(xp, "assign"))
-}
 
 # How the engine holds a discretised design (nce-core discrete.rs): "auto" (default) lets its cost
 # model choose between the compressed terms and their rounded bases expanded into one dense block,
@@ -460,19 +351,21 @@ r_held_values <- function(a, n, pa) {
   n * pa
 }
 
-# Fit by REML on [A | B[group, ]]. `rows` and `groups` are data frames; `group` maps each row
+# Fit by REML on [A | B[group, ]], both set up by term_setup() (with mgcv's side constraints over the
+# terms of A and B together). `rows` and `groups` are data frames; `group` maps each row
 # (1-based) to its row of `groups`. `cluster` (one entry per group) requests the clustered
 # sandwich. A carries the intercept. With `discrete`, A's smooths are discretised
-# (setup_terms_discrete()); B is already compressed by group and stays exact. With `shards`
+# (term_setup(mode = "discrete")); B is already compressed by group and stays exact. With `shards`
 # (nce_shards(), exact fits only) A is held in row shards by the workers of the future plan.
 fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offset,
                         family = "binomial", cluster = NULL, knots = NULL, sp = NULL,
                         control = nce_control(), discrete = FALSE, shards = NULL) {
-  a <- if (discrete) setup_terms_discrete(row_formula, rows, knots, intercept = TRUE) else
-    setup_terms(row_formula, rows, knots, intercept = TRUE, blocks = TRUE, rows = is.null(shards))
+  a <- term_setup(row_formula, rows, knots, intercept = TRUE, mode = setup_mode(discrete, shards),
+                  groups = list(formula = group_formula, data = groups, index = group))
   held <- a$X
   on.exit(release_rust_blocks(held), add = TRUE)
-  b <- setup_terms(group_formula, groups, knots, intercept = FALSE)
+  b <- a$groups
+  a$groups <- NULL
   a_engine <- if (discrete) a$terms else a$X
   pa <- a$ncol
   at <- function(pen, shift) list(start = as.double(pen$start + shift), S = pen$S)
@@ -506,6 +399,11 @@ fit_grouped <- function(row_formula, rows, group_formula, groups, group, y, offs
   a$X <- b$X <- a$terms <- a$colnames <- NULL
   a$discrete <- discrete
   grouped_result(res, cn, labels, c(a$smooth, b$smooth), a, b)
+}
+
+# term_setup()'s layout of a grouped fit's rows: discretised, held by shards, or a list of blocks.
+setup_mode <- function(discrete, shards) {
+  if (discrete) "discrete" else if (!is.null(shards)) "shards" else "blocks"
 }
 
 # The one `problem` list of the grouped engine calls (in memory or sharded): the rows' groups,
@@ -543,8 +441,8 @@ grouped_result <- function(res, cn, labels, smooth, row_setup, group_setup) {
 # (with `transition_intercept_se`), not among the coefficients.
 fit_free_intercepts <- function(row_formula, rows, ngroups, group, y, offset, family = "binomial", cluster = NULL,
                                 knots = NULL, sp = NULL, control = nce_control(), discrete = FALSE, shards = NULL) {
-  a <- if (discrete) setup_terms_discrete(row_formula, rows, knots, intercept = FALSE) else
-    setup_terms(row_formula, rows, knots, intercept = FALSE, blocks = TRUE, rows = is.null(shards))
+  a <- term_setup(row_formula, rows, knots, intercept = FALSE, mode = setup_mode(discrete, shards),
+                  free_intercepts = TRUE)
   held <- a$X
   on.exit(release_rust_blocks(held), add = TRUE)
   a_engine <- if (discrete) a$terms else a$X

@@ -110,7 +110,7 @@ check_shard_count <- function(shards, nrow, call = caller_call()) {
   invisible(shards)
 }
 
-# What a worker needs to compute its rows of A: the set-up (setup_terms(rows = FALSE): smooth
+# What a worker needs to compute its rows of A: the set-up (term_setup(mode = "shards"): smooth
 # objects, parametric terms, levels), whether A keeps the intercept column, and the data's
 # columns the formula uses.
 row_recipe <- function(setup, formula, data, intercept) {
@@ -162,18 +162,20 @@ write_shards <- function(shards, recipe, b, group) {
   list(paths = paths, token = token, n = length(paths), pa = recipe$setup$ncol)
 }
 
-# The model matrix of a set-up (setup_terms()) on a shard's rows, computed as the set-up
+# The model matrix of a set-up (term_setup()) on a shard's rows, computed as the set-up
 # computed it: a smooth whose sum-to-zero constraint absorb_constraints() absorbed gets its
 # basis from its Predict.matrix() method times the same null-space basis Z (so cubic, cyclic,
-# P- and tensor-product splines give the set-up's rows bit for bit); other smooths go through
-# mgcv's PredictMat() (equal to rounding).
+# P- and tensor-product splines give the set-up's rows bit for bit), less the columns that side
+# constraints deleted, as PredictMat() deletes them; other smooths go through mgcv's PredictMat()
+# (equal to rounding).
 shard_design <- function(setup, data, intercept) {
   smooth_rows <- function(sm) {
     qrc <- attr(sm, "qrc")
     j <- attr(sm, "nCons")
     if (identical(sm$by, "NA") && inherits(qrc, "qr") && is.null(attr(sm, "indi")) && isTRUE(j > 0)) {
-      x <- mgcv::Predict.matrix(sm, data)
-      return(absorb_rows(x, qrc, j))
+      x <- absorb_rows(mgcv::Predict.matrix(sm, data), qrc, j)
+      del <- attr(sm, "del.index")
+      return(if (is.null(del)) x else x[, -del, drop = FALSE])
     }
     mgcv::PredictMat(sm, data)
   }

@@ -13,29 +13,19 @@ has_smooths <- function(formula) {
 }
 
 # The fields of mgcv's gam(fit = FALSE) set-up that fit_penalised() and the gam methods read, for the
-# response formula `formula` on `data` with `offset`, built without gam(): the terms by setup_terms()
-# (the design `X` a list of blocks, "nce_blocks": R matrices and Rust-held rows, which the engine reads
-# where they lie) or, with `discrete`, by setup_terms_discrete() (`terms_discrete`, list(values, index)
-# per block); then mgcv's side constraints (side_constraints()).
+# response formula `formula` on `data` with `offset`, built without gam(): the terms and mgcv's side
+# constraints by term_setup() (R/terms.R), the design `X` a list of blocks ("nce_blocks": R matrices and
+# Rust-held rows, which the engine reads where they lie) or, with `discrete`, `terms_discrete`
+# (list(values, index) per block).
 gam_setup <- function(formula, data, offset, knots, discrete = FALSE, side_rows = 5000L) {
   gp <- mgcv::interpret.gam(formula)
   if (any(vapply(gp$smooth.spec, function(s) !is.null(s$id), TRUE))) {
     nce_abort("linked smoothing parameters (`id=`) are not supported yet", "input", call = NULL)
   }
-  rhs <- formula[-2L]
-  a <- if (discrete) setup_terms_discrete(rhs, data, knots, intercept = TRUE, fast_tp = TRUE) else
-    setup_terms(rhs, data, knots, intercept = TRUE, blocks = TRUE)
-  if (discrete && !discrete_pays(a$terms, nrow(data), length(a$penalties))) {
-    exact <- gam_setup(formula, data, offset, knots, FALSE, side_rows)
-    exact$layout <- "exact"
-    return(exact)
-  }
-  blocks <- if (discrete) a$terms else unclass(a$X)
-  # A discretised set-up without parametric columns has no block for them: a 0-column one meanwhile.
-  no_par <- length(blocks) == length(a$smooth)
-  if (no_par) blocks <- c(list(matrix(0, nrow(data), 0L)), blocks)
-  a <- side_constraints(a, blocks, data, side_rows)
-  if (no_par) a$blocks <- a$blocks[-1L]
+  a <- term_setup(formula[-2L], data, knots, intercept = TRUE, mode = if (discrete) "discrete" else "blocks",
+                  fast_tp = discrete, discrete_check = discrete, side_rows = side_rows)
+  discrete <- discrete && is.null(a$layout)
+  a$blocks <- if (discrete) a$terms else unclass(a$X)
   mf <- stats::model.frame(gp$fake.formula, data, na.action = stats::na.fail)
   n <- nrow(mf)
   # Offsets written in the formula are added to the caller's, as gam() does.
@@ -55,20 +45,23 @@ gam_setup <- function(formula, data, offset, knots, discrete = FALSE, side_rows 
   names(sp) <- unlist(lapply(sm, function(s) {
     if (length(s$S) == 1L) s$label else if (length(s$S)) paste0(s$label, seq_along(s$S))
   }))
-  nsdf <- if (no_par) 0L else block_ncol(a$blocks[[1L]])
-  list(X = if (!discrete) structure(a$blocks, class = "nce_blocks"), terms_discrete = if (discrete) a$blocks,
-       S = lapply(a$penalties, `[[`, "S"), off = vapply(a$penalties, function(pen) pen$start + 1, 0), sp = sp,
-       L = NULL, y = stats::model.response(mf), offset = offset, term.names = a$colnames, smooth = sm,
-       nsdf = nsdf, formula = formula,
-       var.summary = variable_summary(gp$pf, as.list(mf)[all.vars(gp$fake.formula[-2L])], n),
-       cmX = stats::setNames(unlist(lapply(a$blocks, block_means, n)), a$colnames), mf = mf, terms = stats::terms(mf),
-       pred.formula = gp$pred.formula,
-       # The parametric frame's terms with the response, as gam() keeps them: predict.gam() finds
-       # offsets by their "dataClasses".
-       pterms = attr(stats::model.frame(gp$pf, data, na.action = stats::na.fail), "terms"),
-       assign = if (discrete) a$assign else attr(a$blocks[[1L]], "assign"),
-       contrasts = a$contrasts, xlevels = a$xlevels, Xcentre = NULL,
-       min.edf = nsdf + sum(vapply(sm, function(s) as.numeric(s$null.space.dim), 0)), pP = NULL)
+  nsdf <- if (length(sm)) sm[[1L]]$first.para - 1L else a$ncol
+  out <- list(
+    X = a$X, terms_discrete = a$terms,
+    S = lapply(a$penalties, `[[`, "S"), off = vapply(a$penalties, function(pen) pen$start + 1, 0), sp = sp,
+    L = NULL, y = stats::model.response(mf), offset = offset, term.names = a$colnames, smooth = sm,
+    nsdf = nsdf, formula = formula,
+    var.summary = variable_summary(gp$pf, as.list(mf)[all.vars(gp$fake.formula[-2L])], n),
+    cmX = stats::setNames(unlist(lapply(a$blocks, block_means, n)), a$colnames), mf = mf, terms = stats::terms(mf),
+    pred.formula = gp$pred.formula,
+    # The parametric frame's terms with the response, as gam() keeps them: predict.gam() finds
+    # offsets by their "dataClasses".
+    pterms = attr(stats::model.frame(gp$pf, data, na.action = stats::na.fail), "terms"),
+    assign = a$assign, contrasts = a$contrasts, xlevels = a$xlevels, Xcentre = NULL,
+    min.edf = nsdf + sum(vapply(sm, function(s) as.numeric(s$null.space.dim), 0)), pP = NULL
+  )
+  out$layout <- a$layout  # "exact" where a discretised design would not pay
+  out
 }
 
 # Columns of a block of a design: an R matrix, Rust-held rows ("nce_rust_block") or a discretised
@@ -102,60 +95,6 @@ block_drop <- function(x, drop) {
   if (is.matrix(x)) return(x[, keep, drop = FALSE])
   x$values <- x$values[, keep, drop = FALSE]
   x
-}
-
-# mgcv's side constraints (gam.side(), as gam() applies them) on a term set-up `a` whose design is
-# `blocks` (the parametric block, then one per smooth): where a smooth nests others (s(u) + s(v) +
-# s(u, v)), the columns of the larger one that repeat the smaller ones are deleted (attr "del.index",
-# which PredictMat() honours), with its penalties, and the columns, names and penalties renumbered.
-# gam.side() finds the dependence by pivoted QRs of its rows; here on at most `side_rows` evenly spaced
-# rows (at least 4 per column), where the nested terms repeat each other exactly as on all rows. The rows
-# are the exact bases: a discretised term's are computed anew (PredictMat()), as its rounded rows,
-# rounded to different grids, would be nearly, not exactly, aliased. Returns `a` with the design in `blocks`.
-side_constraints <- function(a, blocks, data, side_rows) {
-  sm <- a$smooth
-  a$blocks <- blocks
-  # gam.side() changes nothing unless some covariate is in two smooths.
-  vn <- unlist(lapply(sm, function(s) {
-    v <- s$term
-    if (s$by != "NA") v <- paste0(v, s$by)
-    if (!is.null(s$by.level)) v <- paste0(v, s$by.level)
-    v
-  }))
-  if (!anyDuplicated(vn)) return(a)
-  n <- nrow(data)
-  sub <- unique(round(seq(1, n, length.out = min(n, max(side_rows, 4L * a$ncol)))))
-  rows <- data[sub, , drop = FALSE]
-  for (i in seq_along(sm)) {
-    b <- blocks[[i + 1L]]
-    sm[[i]]$X <- if (is.matrix(b)) b[sub, , drop = FALSE] else
-      if (inherits(b, "nce_rust_block")) rs(nce_block_rows(b$ptr, as.integer(sub))) else mgcv::PredictMat(sm[[i]], rows)
-  }
-  # Its warning (repeated one-covariate smooths of a variable: columns deleted) as a classed one.
-  sm <- withCallingHandlers(mgcv::gam.side(sm, block_rows(blocks[[1L]], sub), tol = .Machine$double.eps^0.5),
-                            warning = function(w) {
-                              nce_warn(conditionMessage(w), "rank", call = NULL)
-                              invokeRestart("muffleWarning")
-                            })
-  for (i in seq_along(sm)) {
-    sm[[i]]$X <- NULL
-    ind <- attr(sm[[i]], "del.index")
-    if (!is.null(ind)) blocks[[i + 1L]] <- block_drop(blocks[[i + 1L]], ind)
-  }
-  # Columns, names and penalties renumbered after the deletions.
-  p <- block_ncol(blocks[[1L]])
-  names_out <- a$colnames[seq_len(p)]
-  penalties <- list()
-  for (i in seq_along(sm)) {
-    k <- block_ncol(blocks[[i + 1L]])
-    sm[[i]]$first.para <- p + 1L
-    sm[[i]]$last.para <- p + k
-    for (S in sm[[i]]$S) penalties[[length(penalties) + 1L]] <- list(start = p, S = S, label = sm[[i]]$label)
-    names_out <- c(names_out, if (k) paste0(sm[[i]]$label, ".", seq_len(k)))
-    p <- p + k
-  }
-  a[c("smooth", "blocks", "penalties", "colnames", "ncol")] <- list(sm, blocks, penalties, names_out, p)
-  a
 }
 
 # Fit a penalised GLM set up by mgcv in Rust. `sample` (0/1 per row) requests the NCE

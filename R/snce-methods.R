@@ -1,6 +1,6 @@
 # Methods for snce fits.
 
-# Columns of a term set-up (setup_terms) at new data: the parametric columns, then each smooth's
+# Columns of a term set-up (term_setup()) at new data: the parametric columns, then each smooth's
 # rows from `smooth_rows` (mgcv::PredictMat() unless given).
 setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) mgcv::PredictMat(sm, newdata),
                           na_action = stats::na.pass) {

@@ -125,10 +125,10 @@ test_that("a term whose rounding leaves more distinct rows than half the rows ke
   disc <- nce(~ s(u, v, w, k = 15), data = dat, reference = ref, ratio = 4, discrete = TRUE)
   expect_true(disc$discrete)
   expect_lt(max(abs(disc$linear.predictors - exact$linear.predictors)), 1e-5)
-  setup <- nce:::setup_terms_discrete(~ s(u, v, w, k = 15), disc$nce_frame)
+  setup <- nce:::term_setup(~ s(u, v, w, k = 15), disc$nce_frame, mode = "discrete")
   expect_equal(nrow(setup$terms[[2L]]$values), nrow(disc$nce_frame))
   # A one-covariate term on these rows still rounds (2,000 grid values, 1,500 rows, ties).
-  setup <- nce:::setup_terms_discrete(~ s(u, k = 15), rbind(disc$nce_frame, disc$nce_frame))
+  setup <- nce:::term_setup(~ s(u, k = 15), rbind(disc$nce_frame, disc$nce_frame), mode = "discrete")
   expect_lt(nrow(setup$terms[[2L]]$values), nrow(disc$nce_frame))
 })
 

@@ -38,15 +38,15 @@ test_that("a grouped REML fit equals gam on the expanded data", {
 })
 
 test_that("the engine reads a model matrix's blocks where they lie, as it reads the bound matrix", {
-  # setup_terms(blocks = TRUE) keeps the terms' blocks apart (no second copy of the design);
+  # term_setup(mode = "blocks") keeps the terms' blocks apart (no second copy of the design);
   # the fit must be the one on the bound matrix, bit for bit.
   set.seed(52)
   n <- 2000
   rows <- data.frame(g = rep(seq_len(200), each = 10), u = runif(n), v = runif(n), f = gl(2, n / 2),
                      .label = rep(c(1, 0, 0, 0, 0), n / 5))
   form <- ~ f + s(u, bs = "cr", k = 6) + s(v, bs = "cc", k = 8)
-  bound <- nce:::setup_terms(form, rows, intercept = TRUE)
-  held <- nce:::setup_terms(form, rows, intercept = TRUE, blocks = TRUE)
+  bound <- nce:::term_setup(form, rows, intercept = TRUE, mode = "bound")
+  held <- nce:::term_setup(form, rows, intercept = TRUE)
   expect_s3_class(held$X, "nce_blocks")
   # The cubic and cyclic blocks are held in Rust (copied out here to compare).
   as_matrix <- function(b) if (inherits(b, "nce_rust_block")) nce:::nce_block_matrix(b$ptr) else b
@@ -63,13 +63,13 @@ test_that("the engine reads a model matrix's blocks where they lie, as it reads 
   }
   expect_identical(fit_with(held$X), fit_with(bound$X))
   # Without the intercept (the free-intercept fit).
-  held0 <- nce:::setup_terms(form, rows, intercept = FALSE, blocks = TRUE)
+  held0 <- nce:::term_setup(form, rows, intercept = FALSE)
   pens0 <- lapply(held0$penalties, function(p) list(start = as.double(p$start), S = p$S))
   free_with <- function(a) {
     nce:::nce_fit_reml_free_intercepts(a, list(group = rows$g, response = response, cluster = NULL,
                                                penalties = pens0, settings = c(settings, ngroups = 200L)))
   }
-  expect_identical(free_with(held0$X), free_with(nce:::setup_terms(form, rows, intercept = FALSE)$X))
+  expect_identical(free_with(held0$X), free_with(nce:::term_setup(form, rows, intercept = FALSE, mode = "bound")$X))
   # A block held in Rust beside an R matrix a row short.
   expect_s3_class(held$X[[2]], "nce_rust_block")
   bad <- structure(list(held$X[[2]], nce:::nce_block_matrix(held$X[[3]]$ptr)[-1, ]), class = "nce_blocks")

@@ -123,7 +123,7 @@ test_that("nce() and the grouped set-up use it and give mgcv's fit", {
   mf$.label <- c(rep(1, n), rep(0, nrow(mf) - n))
   g <- mgcv::gam(.label ~ s(u, v, k = 20) + offset(.offset), family = stats::binomial, data = mf, method = "REML")
   expect_lt(max(abs(fit$linear.predictors - g$linear.predictors)), 1e-3)
-  setup <- nce:::setup_terms(~ s(u, v, k = 20), dat, intercept = FALSE)
+  setup <- nce:::term_setup(~ s(u, v, k = 20), dat, intercept = FALSE, mode = "bound")
   expect_s3_class(setup$smooth[[1L]], "tprs.smooth")
   expect_equal(unname(mgcv::PredictMat(setup$smooth[[1L]], dat)), unname(setup$X), tolerance = 1e-10)
 })
@@ -169,7 +169,7 @@ test_that("string_ranks() ranks numbers as their strings sort, formatting few of
   for (x in cases) expect_identical(nce:::string_ranks(x), by_strings(x))
 })
 
-test_that("the set-up of penalised fits (setup_terms(), side constraints) equals gam()'s to rounding", {
+test_that("the set-up of penalised fits (term_setup(), side constraints) equals gam()'s to rounding", {
   set.seed(11)
   n <- 3000
   dat <- data.frame(u = runif(n), v = runif(n), w = runif(n), w2 = runif(n), w3 = runif(n), g = factor(sample(letters[1:3], n, TRUE)),
@@ -302,7 +302,7 @@ test_that("tensor products of cr and cc margins: the margins' rows from Rust, mg
 })
 
 test_that("side constraints found on a subsample of many rows equal mgcv's on all of them", {
-  # gam_setup() applies gam.side() on 5,000 evenly spaced rows (side_constraints()); gam.side() over
+  # gam_setup() applies gam.side() on 5,000 evenly spaced rows (side_constrain()); gam.side() over
   # every row is the truth, and mgcv's own set-up where the bases are mgcv's (no 2-D thin plate).
   set.seed(3)
   n <- 12000
