@@ -7,8 +7,9 @@
 # reference; grouped.R and smooth.R: the term set-up; the Rust engine through the bindings); the
 # S3 methods of a class live together in its methods file (nce-methods.R, gam-methods.R,
 # snce-methods.R, latkes-methods.R, latkes-collection.R, conditional-methods.R,
-# nonlinear-methods.R, vnce-methods.R, estimate-methods.R, lfire-methods.R, ratio-methods.R,
-# design-methods.R), broom's included; what is the same for all is here.
+# nonlinear-methods.R, vnce-methods.R, estimate-methods.R, lfire-methods.R, ratio-methods.R (with
+# ratio-gam-methods.R and ratio-net-methods.R), ratio-posterior-methods.R, design-methods.R),
+# broom's included; what is the same for all is here.
 
 #' The base class of nce results
 #'
@@ -68,9 +69,9 @@ refusal_reasons <- list(
                  simulate = "simulate from the simulator itself (an EIG estimate is not a model of data)"),
   nce_design = list(.why = "a chosen design is not a model of data (the EIG smooth is `$smooth`)",
                     simulate = "simulate from the simulator at coef(object) instead"),
-  nce_ratio_mlp = list(.why = paste("the classifier is a neural network: its weights are not identifiable and it",
-                                    "has no model matrix, coefficients' covariance or smooth terms; use predict()",
-                                    "for log ratios and ratio_posterior() for posteriors")),
+  nce_ratio_mlp = list(.why = paste("the classifier is a neural network, whose weights are not identifiable, with",
+                                    "no model matrix, coefficients' covariance or smooth terms (the GAM classifier,",
+                                    "classifier = \"gam\", has them); use predict() for log ratios")),
   nce_ratio = list(simulate = paste("a ratio estimator is not a model of the pairs' labels;",
                                     "simulate (theta, s) pairs with simulate_summaries()")),
   nce_mlp = list(drop1 = paste("single-term deletions are tested by anova(), which a fit with a network refuses:",
@@ -98,11 +99,10 @@ refusal_reasons <- list(
 )
 
 refusal_reason <- function(object, method) {
-  for (cl in class(object)) {
-    r <- refusal_reasons[[cl]]
-    if (!is.null(r[[method]])) return(r[[method]])
-    if (!is.null(r$.why)) return(r$.why)
-  }
+  reasons <- refusal_reasons[intersect(class(object), names(refusal_reasons))]
+  # A reason for this method (the nearest class's) before any class's general one.
+  for (r in reasons) if (!is.null(r[[method]])) return(r[[method]])
+  for (r in reasons) if (!is.null(r$.why)) return(r$.why)
   "this kind of result does not define it"
 }
 
@@ -138,15 +138,25 @@ plot.nce_result <- function(x, ...) refuse("plot", x)
 simulate.nce_result <- function(object, nsim = 1, seed = NULL, ...) refuse("simulate", object)
 #' @export
 vcov.nce_result <- function(object, ...) refuse("vcov", object)
-# Wald intervals from coef() and vcov() where the class has both.
+# The coefficients where the result has them (the fixed field), else refused.
+#' @export
+coef.nce_result <- function(object, ...) {
+  if (is.null(object[["coefficients"]])) refuse("coef", object) else object[["coefficients"]]
+}
+# Wald intervals from coef() and vcov() where the class has both; refused, as confint(), where not.
 #' @export
 confint.nce_result <- function(object, parm, level = 0.95, ...) {
   check_probability(level, "level")
+  tryCatch(list(stats::coef(object), stats::vcov(object)), nce_error_unsupported = function(e) {
+    refuse("confint", object)
+  })
   stats::confint.default(object, parm, level, ...)
 }
 #' @export
 nobs.nce_result <- function(object, ...) refuse("nobs", object)
 
+#' @exportS3Method generics::tidy
+tidy.nce_result <- function(x, ...) refuse("tidy", x)  # nolint: object_name_linter.
 #' @exportS3Method generics::augment
 augment.nce_result <- function(x, ...) refuse("augment", x)  # nolint: object_name_linter.
 
