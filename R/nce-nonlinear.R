@@ -240,7 +240,7 @@ nl_new_fit <- function(res, start, model, formula, frame, label, offset, lq, n, 
     model = model, nce_formula = formula, nce_frame = cbind(frame, .label = label, .offset = offset),
     log_q = lq, n = n, m = m, ratio = m / n, method = method, reference = reference,
     control = control, n_starts = n_starts, call = call, env = env
-  ), class = c("nce_nls", "nce_result"))
+  ), class = c("nce_nls", "nce_fit", "nce_result"))
   if (!fit$converged) {
     nce_warn(sprintf("the nonlinear NCE fit did not converge: %s; see nce_control(maxit =)", fit$message),
              "convergence", call = NULL)

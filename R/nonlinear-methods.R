@@ -1,11 +1,14 @@
-# Methods for nonlinear NCE fits (class nce_nls).
+# Methods for nonlinear NCE fits (class nce_nls, under nce_fit, whose coef(), vcov(), confint(),
+# nobs() and model.frame() serve it): what is here differs for a model nonlinear in its parameters.
 
 #' Methods for nonlinear NCE fits
 #'
-#' Fits of [nce()] with `start =` or `model =` (class `nce_nls`). `vcov()` is the NCE sandwich
-#' (`type = "naive"`: the inverse Fisher information of the logistic regression); `confint()` Wald
-#' intervals; `predict()` the normalised log density (`type = "link"` or `"log_density"`), the
-#' density (`"response"`, `"density"`) or the unnormalised \eqn{f} (`"log_unnormalised"`), with
+#' Fits of [nce()] with `start =` or `model =` (class `c("nce_nls", "nce_fit", "nce_result")`).
+#' As for every `nce_fit`, `vcov()` is the NCE sandwich (`type = "naive"`: the inverse Fisher
+#' information of the logistic regression) and `confint()` gives Wald intervals
+#' ([confint.nce_fit()]); `predict()` the normalised log density (`type = "link"` or
+#' `"log_density"`), the density (`"response"`, `"density"`) or the unnormalised \eqn{f}
+#' (`"log_unnormalised"`), with
 #' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
 #' model (minus the intercept as log normaliser), with df the number of parameters including the
 #' intercept, or with `newdata` the held-out log density of its points (`nobs` their number);
@@ -15,11 +18,10 @@
 #' `simulate()` sampling-importance-resampling from the reference; `plot()` the fitted log
 #' density of a model in one or two variables.
 #'
-#' @param object,x,formula A fit of class `nce_nls`.
+#' @param object,x A fit of class `nce_nls`.
 #' @param type See Details.
 #' @param newdata Data frame of points (default: the data); for `logLik()`, held-out points.
 #' @param se.fit Return standard errors.
-#' @param parm,level For `confint()`.
 #' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
 #' @param n_grid Grid points per axis for `plot()`.
 #' @param digits Significant digits for `print()`.
@@ -33,35 +35,6 @@
 #' summary(fit)
 #' predict(fit, data.frame(y = c(0, 1, 2)), type = "density", se.fit = TRUE)
 NULL
-
-#' @rdname nce_nls-methods
-#' @export
-coef.nce_nls <- function(object, ...) object$coefficients
-
-#' @rdname nce_nls-methods
-#' @export
-vcov.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
-}
-
-#' @rdname nce_nls-methods
-#' @export
-confint.nce_nls <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  check_probability(level)
-  cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = match_choice(type))))
-  if (missing(parm)) parm <- names(cf)
-  if (is.numeric(parm)) parm <- names(cf)[parm]
-  z <- stats::qnorm((1 + level) / 2)
-  out <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
-  pct <- paste(format(100 * c(1 - level, 1 + level) / 2, trim = TRUE, scientific = FALSE, digits = 3), "%")
-  dimnames(out) <- list(parm, pct)
-  out
-}
-
-#' @rdname nce_nls-methods
-#' @export
-nobs.nce_nls <- function(object, ...) object$n
 
 nl_data_rows <- function(object) {
   fr <- object$nce_frame
@@ -165,10 +138,6 @@ formula.nce_nls <- function(x, ...) {
   }
   x$nce_formula
 }
-
-#' @rdname nce_nls-methods
-#' @export
-model.frame.nce_nls <- function(formula, ...) formula$nce_frame
 
 #' @rdname nce_nls-methods
 #' @export

@@ -280,8 +280,9 @@ raw_summaries <- function(x) {
   x
 }
 
-# Log ratio of the classifier at rows of parameters and summaries (predict.nce_ratio(): mgcv's
-# prediction basis, the prior odds of shuffled to joint pairs taken out).
+# Log ratio of the classifier at rows of parameters and summaries: predict() of either classifier
+# (the GAM's prediction basis with the prior odds of shuffled to joint pairs taken out, or the
+# networks' mean logit).
 ratio_log_ratio <- function(object, theta, s) {
   stats::predict(object, data.frame(theta, s, check.names = FALSE))
 }

@@ -172,3 +172,20 @@ test_that("logLik(newdata =) of a nonlinear fit is the held-out log-likelihood, 
   expect_equal(as.numeric(logLik(f, newdata = test[0, , drop = FALSE])), 0)
   expect_equal(attr(logLik(f), "nobs"), 2000)
 })
+
+test_that("a nonlinear fit is an nce_fit: nce_fit's Wald intervals; what needs additive terms is refused", {
+  set.seed(1)
+  d <- data.frame(y = rnorm(500, 1, 0.5))
+  f <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(y = 1, cov = 1), ratio = 5, start = c(mu = 0, ls = 0))
+  expect_identical(class(f), c("nce_nls", "nce_fit", "nce_result"))
+  # Truth: mu = 1, ls = log(0.5); the sandwich intervals hold both here.
+  ci <- confint(f)
+  expect_true(ci["mu", 1] < 1 && 1 < ci["mu", 2])
+  expect_true(ci["ls", 1] < log(0.5) && log(0.5) < ci["ls", 2])
+  expect_equal(ci[, 2] - coef(f), qnorm(0.975) * sqrt(diag(vcov(f))))
+  expect_error(confint(f, parm = "sigma"), class = "nce_error_input")
+  expect_error(drop1(f), "no additive terms", class = "nce_error_unsupported")
+  expect_error(model.matrix(f), "nonlinear in its parameters", class = "nce_error_unsupported")
+  expect_error(anova(nce(~ y + I(y^2), d, ref_normal(y = 1, cov = 1), ratio = 5), f), class = "nce_error_input")
+  expect_identical(coef(update(f)), coef(f))
+})
