@@ -60,13 +60,13 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
   nd <- newdata[vars]
   cf <- stats::coef(object)
   theta <- cf[-1L]
-  f <- nl_f(object$model, theta, nd)
+  f <- nl_f(object$nls$model, theta, nd)
   unnorm <- type == "log_unnormalised"
   fit <- if (unnorm) f else f + cf[[1L]]
   names(fit) <- rownames(newdata)
   if (!se.fit) return(if (type %in% c("response", "density")) exp(fit) else fit)
   if (!nrow(nd)) return(list(fit = fit, se.fit = fit))
-  g <- nl_gradient(object$model, theta, nd, f)
+  g <- nl_gradient(object$nls$model, theta, nd, f)
   g <- cbind(if (unnorm) 0 else 1, matrix(g, nrow(nd)))
   se <- sqrt(pmax(rowSums((g %*% stats::vcov(object)) * g), 0))
   if (type %in% c("response", "density")) {
@@ -80,7 +80,7 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
 #' @rdname nce_nls-methods
 #' @export
 fitted.nce_nls <- function(object, ...) {
-  v <- exp(object$log_f[seq_len(object$n)] + object$coefficients[[1L]])
+  v <- exp(object$nls$log_f[seq_len(object$n)] + object$coefficients[[1L]])
   names(v) <- seq_len(object$n)
   v
 }
@@ -98,7 +98,7 @@ residuals.nce_nls <- function(object, ...) {
 logLik.nce_nls <- function(object, newdata = NULL, ...) {
   df <- length(object$coefficients)
   if (is.null(newdata)) {
-    v <- sum(object$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
+    v <- sum(object$nls$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
     return(structure(v, df = df, nobs = object$n, class = "logLik"))
   }
   # Held out: the log density at the new points, as logLik.nce_fit() computes it.
@@ -127,7 +127,7 @@ anova.nce_nls <- function(object, ...) {
   df <- length(extra)
   anova_table(list(small, big), rbind(NA, c(df, w, stats::pchisq(w, df, lower.tail = FALSE))),
               sprintf("Wald test (NCE sandwich covariance) of %s = 0", paste(extra, collapse = ", ")),
-              vapply(list(small, big), function(f) f$model$name %||% deparse1(f$nce_formula), ""))
+              vapply(list(small, big), function(f) f$nls$model$name %||% deparse1(f$nce_formula), ""))
 }
 
 #' @rdname nce_nls-methods
@@ -150,20 +150,20 @@ simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ..
   k <- as.integer(round(candidates * n))
   check_size(8 * k * (length(object$reference$vars) + 2), "candidates", "the simulation")
   sir_simulate(object$reference,
-               function(u) nl_f(object$model, object$coefficients[-1L], u[object$reference$vars]), n, k, nsim)
+               function(u) nl_f(object$nls$model, object$coefficients[-1L], u[object$reference$vars]), n, k, nsim)
 }
 
 #' @rdname nce_nls-methods
 #' @export
 print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("Nonlinear noise-contrastive estimation (", x$method, ")\n", sep = "")
-  cat("Model: ", x$model$name, "\n", sep = "")
+  cat("Model: ", x$nls$model$name, "\n", sep = "")
   cat(sprintf("Data: %d points; reference: %d points (ratio %g)\n", x$n, x$m, x$ratio))
   cat("\nCoefficients:\n")
   print(round(x$coefficients, digits))
   cat(sprintf("\nlog normaliser: %s; %s after %d iterations (best of %d start(s))\n",
               format(x$log_normaliser, digits = digits), if (x$converged) "converged" else "NOT converged",
-              x$iterations, nrow(x$start_table)))
+              x$iterations, nrow(x$nls$start_table)))
   invisible(x)
 }
 
@@ -175,10 +175,10 @@ summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
   se <- sqrt(diag(stats::vcov(object, type = type)))
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(c(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
+  structure(c(list(coefficients = tab, type = type, model = object$nls$model$name, method = object$method,
                  n = object$n, m = object$m, log_normaliser = object$log_normaliser,
-                 gradient_source = object$model$gradient_source, converged = object$converged,
-                 start_table = object$start_table, spread = object$spread), summary_loglik(object)),
+                 gradient_source = object$nls$model$gradient_source, converged = object$converged,
+                 start_table = object$nls$start_table, spread = object$nls$spread), summary_loglik(object)),
             class = "summary.nce_nls")
 }
 
@@ -267,7 +267,7 @@ glance.nce_nls <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   data.frame(logLik = as.numeric(ll), AIC = stats::AIC(x), BIC = stats::BIC(x), nobs = x$n,
                        n_reference = x$m, df = attr(ll, "df"), log_normaliser = x$log_normaliser,
-                       converged = x$converged, n_starts = nrow(x$start_table))
+                       converged = x$converged, n_starts = nrow(x$nls$start_table))
 }
 
 #' @rdname nce_nls-broom

@@ -179,6 +179,29 @@ drop1.nce_result <- function(object, ...) refuse("drop1", object)
 #' @export
 deviance.nce_result <- function(object, ...) -2 * as.numeric(stats::logLik(object))
 
+# The one shape of a fit of nce() (class nce_fit and below): the fields every fit has, which
+# nce_fit's methods read (coefficients, the sandwich and naive covariances, the log normaliser
+# -intercept, convergence, the classifier's linear predictors at the frame's rows, n data and m
+# reference rows, reference, method, formula, frame of data and reference rows, control, call),
+# and the class's own extras as one named sub-list in `...` (the nonlinear fit's `nls`). The
+# front end adds the random state (as_result()). Built here rather than by merging lists with c():
+# so far by the nonlinear wrapper, nce_nonlinear().
+new_nce_fit <- function(class, coefficients, vcov, vcov_naive, converged, message, iterations, objective,
+                        linear.predictors,  # nolint: object_name_linter.
+                        n, m, reference, method, formula, frame, control, call, env, ratio = m / n, ...) {
+  extras <- list(...)
+  p <- length(coefficients)
+  stopifnot(is.numeric(coefficients), !is.null(names(coefficients)), identical(dim(vcov), c(p, p)),
+            identical(dim(vcov_naive), c(p, p)), nrow(frame) == n + m, length(linear.predictors) == n + m,
+            length(extras) == length(setdiff(names(extras), "")))
+  fixed <- list(coefficients = coefficients, vcov = vcov, vcov_naive = vcov_naive,
+                log_normaliser = -unname(coefficients[1L]), converged = converged, message = message,
+                iterations = iterations, objective = objective, linear.predictors = linear.predictors, n = n, m = m,
+                ratio = ratio, reference = reference, method = method, nce_formula = formula, nce_frame = frame,
+                control = control, call = call, env = env)
+  structure(c(fixed, extras), class = c(class, "nce_fit", "nce_result"))
+}
+
 # The random state of a front end's call, stored in its result for update(): `call`, the state
 # at the call (before its arguments are evaluated), and `fit`, the state after the arguments the
 # caller supplied are evaluated, from which the fit's own draws start. update() restores both: an
