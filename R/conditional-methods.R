@@ -1,4 +1,6 @@
-# Methods of conditional nce() fits (class nce_conditional).
+# Methods of conditional nce() fits (class nce_conditional, under nce_fit): coef(), vcov(),
+# confint(), nobs(), formula(), model.frame() and drop1() are nce_fit's; what is here differs (the
+# normaliser in z is part of the model).
 
 #' Predict from a conditional nce fit
 #'
@@ -58,34 +60,11 @@ predict.nce_conditional <- function(object, newdata,
 }
 
 #' @export
-vcov.nce_conditional <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
-}
-
-#' @export
-coef.nce_conditional <- function(object, ...) object$coefficients
-
-#' @export
-confint.nce_conditional <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  call <- sys.call()
-  wald_confint(object, parm, level, match_choice(type), call = call)
-}
-
-#' @export
-nobs.nce_conditional <- function(object, ...) object$n
-
-#' @export
-formula.nce_conditional <- function(x, ...) x$nce_formula
-
-#' @export
 terms.nce_conditional <- function(x, ...) {
   labels <- c(attr(stats::terms(x$nce_formula), "term.labels"),
               attr(stats::terms(x$intercept$intercept), "term.labels"))
   stats::terms(stats::reformulate(labels, env = environment(x$nce_formula)))
 }
-
-#' @export
-model.frame.nce_conditional <- function(formula, ...) formula$nce_frame
 
 #' @export
 model.matrix.nce_conditional <- function(object, ...) {
@@ -351,6 +330,3 @@ augment.nce_conditional <- function(x, newdata = NULL, ...) {  # nolint: object_
   newdata$.se.fit <- unname(p$se.fit)
   newdata
 }
-
-#' @export
-drop1.nce_conditional <- function(object, scope, ...) drop1.nce_fit(object, scope, ...)

@@ -70,7 +70,7 @@ nce_conditional <- function(formula, data, reference, ratio, method, knots, sp, 
     nce_formula = formula, given = gv, intercept = spec, nce_frame = rows, groups = groups,
     reference = reference, ratio = ratio, n = n, m = m, method = method, knots = knots, sp_fixed = sp,
     control = control, call = call, env = env
-  )), class = c("nce_conditional", "nce_result"))
+  )), class = c("nce_conditional", "nce_fit", "nce_result"))
 }
 
 # `given`: column names or a one-sided formula. Bare names get the default intercept (one

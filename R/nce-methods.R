@@ -560,7 +560,7 @@ logLik.nce_fit <- function(object, newdata = NULL, ...) {
 
 # Parameters counted by logLik: coefficients estimated (with the intercept), or the total edf.
 nce_df <- function(object) {
-  if (inherits(object, "nce_gam")) return(sum(object$edf))
+  if (inherits(object, c("nce_gam", "nce_conditional"))) return(sum(object$edf))
   if (inherits(object, "nce_mlp")) {
     rest <- if (is.null(object$rest_fit)) sum(!is.na(stats::coef(object))) else sum(object$rest_fit$edf)
     return(rest + object$network$n_params)
@@ -656,7 +656,8 @@ df.residual.nce_fit <- function(object, ...) object$n - nce_df(object)
 #'   per coefficient.
 #' @export
 model.matrix.nce_fit <- function(object, ...) {
-  stats::predict(object, object$nce_frame[object$reference$vars], type = "lpmatrix", ...)
+  tryCatch(stats::predict(object, object$nce_frame[object$reference$vars], type = "lpmatrix", ...),
+           nce_error_unsupported = function(e) refuse("model.matrix", object))
 }
 
 update_nce_formula <- function(old, new, call = caller_call()) {
@@ -727,6 +728,10 @@ anova.nce_fit <- function(object, ..., test = "Wald") {
   fits <- c(list(object), list(...))
   is_fit <- vapply(fits, inherits, TRUE, "nce_fit")
   if (!all(is_fit)) nce_abort("all arguments of anova() must be nce fits", "input")
+  # Conditional and nonlinear fits have their own anova(); here only as a later argument.
+  if (any(vapply(fits, inherits, TRUE, c("nce_conditional", "nce_nls")))) {
+    nce_abort("anova() compares conditional or nonlinear nce fits only with fits of their own class", "input")
+  }
   if (length(fits) == 1L) return(nce_anova_terms(object))
   nce_anova_nested(fits, vapply(as.list(substitute(list(object, ...)))[-1L], function(e) deparse(e)[1L], ""))
 }
@@ -872,7 +877,9 @@ nce_anova_terms <- function(object) {
 #' drop1(nce(~ y + I(y^2), df, ref_uniform(y = c(0, 1))))
 #' @export
 drop1.nce_fit <- function(object, scope, ...) {
-  labels <- attr(stats::terms(object$nce_formula), "term.labels")
+  # Single-term deletions need a formula of additive terms (not a nonlinear log density).
+  tt <- tryCatch(stats::terms(object$nce_formula), error = function(e) refuse("drop1", object))
+  labels <- attr(tt, "term.labels")
   if (missing(scope)) scope <- labels
   if (!is.character(scope) || !all(scope %in% labels)) {
     nce_abort(sprintf("`scope` must be term labels of the model (%s)", paste(labels, collapse = ", ")), "input")

@@ -56,7 +56,7 @@ nce_model <- function(log_density, gradient = NULL, name = "user model") {
 #' optimum. The fit therefore minimises it with \eqn{|u|} Huber-smoothed on \eqn{[-h, h]}
 #' (\eqn{u^2/(2h) + h/2} there), first with \eqn{h = 0.1}, then from that optimum with
 #' \eqn{h = 0.003} (sources have unit variance, so h is in their units), each time by L-BFGS
-#' preconditioned with the Fisher information at its start; `start_table$objective` is the exact
+#' preconditioned with the Fisher information at its start; `fit$nls$start_table$objective` is the exact
 #' objective at the result. The smoothing moves the estimate by a small fraction of its standard
 #' error: the exact objective at it is as low, on average, as where L-BFGS on the exact objective
 #' stops after hundreds of iterations. Standard errors: the sandwich on the exact model's scores.
@@ -172,7 +172,7 @@ ica_mle <- function(data, n_starts = 5L) {
 #' @rdname rica
 #' @export
 ica_B <- function(object) {  # nolint: object_name_linter.
-  if (!inherits(object, "nce_nls") || !identical(object$model$rust, "ica")) {
+  if (!inherits(object, "nce_nls") || !identical(object$nls$model$rust, "ica")) {
     nce_abort("`object` must be a fit of ica_model() by nce()", "input")
   }
   theta <- object$coefficients[-1L]

@@ -225,22 +225,14 @@ nl_new_fit <- function(res, start, model, formula, frame, label, offset, lq, n, 
   } else {
     c(objective = 0, max_parameter_distance = 0)
   }
-  fit <- structure(list(
-    coefficients = beta,
-    vcov = name_cov(res$cov_sandwich),
-    vcov_naive = name_cov(res$cov),
-    log_normaliser = -unname(beta[1L]),
-    converged = res$converged[best],
-    message = res$messages[best],
-    iterations = res$iterations[best],
-    objective = res$loglik,
-    log_f = res$f,
-    linear.predictors = res$eta,
-    starts = starts, start_table = start_table, best_start = best, spread = spread,
-    model = model, nce_formula = formula, nce_frame = cbind(frame, .label = label, .offset = offset),
-    log_q = lq, n = n, m = m, ratio = m / n, method = method, reference = reference,
-    control = control, n_starts = n_starts, call = call, env = env
-  ), class = c("nce_nls", "nce_result"))
+  fit <- new_nce_fit(
+    "nce_nls", coefficients = beta, vcov = name_cov(res$cov_sandwich), vcov_naive = name_cov(res$cov),
+    converged = res$converged[best], message = res$messages[best], iterations = res$iterations[best],
+    objective = res$loglik, linear.predictors = res$eta, n = n, m = m, reference = reference, method = method,
+    formula = formula, frame = cbind(frame, .label = label, .offset = offset), control = control, call = call,
+    env = env,
+    nls = list(model = model, log_f = res$f, log_q = lq, starts = starts, start_table = start_table, best_start = best,
+               spread = spread, n_starts = n_starts))
   if (!fit$converged) {
     nce_warn(sprintf("the nonlinear NCE fit did not converge: %s; see nce_control(maxit =)", fit$message),
              "convergence", call = NULL)

@@ -90,7 +90,7 @@
 #'   (or to replace a model's gradient).
 #' @param n_starts Nonlinear models: number of starts. Start 1 is `start`; the others jitter it
 #'   (normal, sd `max(|start| / 2, 0.1)`, R's RNG), or for [ica_model()] are random whitened
-#'   matrices. The best objective is kept; `fit$start_table` and `fit$spread` report all of them.
+#'   matrices. The best objective is kept; `fit$nls$start_table` and `fit$nls$spread` report all of them.
 #' @param discrete `TRUE` to fit a formula with smooth terms on discretised
 #'   covariates, as `mgcv::bam(discrete = TRUE)` does (Wood, Li, Shaddick and
 #'   Augustin, 2017): the numeric covariates of each smooth of d covariates are
@@ -231,7 +231,7 @@ nce <- function(formula, data, reference, ratio = 20, method = c("logistic", "po
                            control, match.call(), parent.frame())
       # The same properness and reference checks as the formula fits (see ?nce_checks).
       is_ref <- fit$nce_frame$.label == 0
-      return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), nl_data_rows(fit), fit$log_q[is_ref]))
+      return(nce_check_fit(as_result(fit, rng = rng, env = parent.frame()), nl_data_rows(fit), fit$nls$log_q[is_ref]))
     }
     fit <- nce_conditional(formula, data, reference, ratio, method, knots, sp, control, given,
                            match.call(), parent.frame())

@@ -1,11 +1,14 @@
-# Methods for nonlinear NCE fits (class nce_nls).
+# Methods for nonlinear NCE fits (class nce_nls, under nce_fit, whose coef(), vcov(), confint(),
+# nobs() and model.frame() serve it): what is here differs for a model nonlinear in its parameters.
 
 #' Methods for nonlinear NCE fits
 #'
-#' Fits of [nce()] with `start =` or `model =` (class `nce_nls`). `vcov()` is the NCE sandwich
-#' (`type = "naive"`: the inverse Fisher information of the logistic regression); `confint()` Wald
-#' intervals; `predict()` the normalised log density (`type = "link"` or `"log_density"`), the
-#' density (`"response"`, `"density"`) or the unnormalised \eqn{f} (`"log_unnormalised"`), with
+#' Fits of [nce()] with `start =` or `model =` (class `c("nce_nls", "nce_fit", "nce_result")`).
+#' As for every `nce_fit`, `vcov()` is the NCE sandwich (`type = "naive"`: the inverse Fisher
+#' information of the logistic regression) and `confint()` gives Wald intervals
+#' ([confint.nce_fit()]); `predict()` the normalised log density (`type = "link"` or
+#' `"log_density"`), the density (`"response"`, `"density"`) or the unnormalised \eqn{f}
+#' (`"log_unnormalised"`), with
 #' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
 #' model (minus the intercept as log normaliser), with df the number of parameters including the
 #' intercept, or with `newdata` the held-out log density of its points (`nobs` their number);
@@ -17,11 +20,10 @@
 #' `simulate()` sampling-importance-resampling from the reference; `plot()` the fitted log
 #' density of a model in one or two variables.
 #'
-#' @param object,x,formula A fit of class `nce_nls`.
+#' @param object,x A fit of class `nce_nls`.
 #' @param type See Details.
 #' @param newdata Data frame of points (default: the data); for `logLik()`, held-out points.
 #' @param se.fit Return standard errors.
-#' @param parm,level For `confint()`.
 #' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
 #' @param n_grid Grid points per axis for `plot()`.
 #' @param digits Significant digits for `print()`.
@@ -35,35 +37,6 @@
 #' summary(fit)
 #' predict(fit, data.frame(y = c(0, 1, 2)), type = "density", se.fit = TRUE)
 NULL
-
-#' @rdname nce_nls-methods
-#' @export
-coef.nce_nls <- function(object, ...) object$coefficients
-
-#' @rdname nce_nls-methods
-#' @export
-vcov.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
-}
-
-#' @rdname nce_nls-methods
-#' @export
-confint.nce_nls <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
-  check_probability(level)
-  cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = match_choice(type))))
-  if (missing(parm)) parm <- names(cf)
-  if (is.numeric(parm)) parm <- names(cf)[parm]
-  z <- stats::qnorm((1 + level) / 2)
-  out <- cbind(cf[parm] - z * se[parm], cf[parm] + z * se[parm])
-  pct <- paste(format(100 * c(1 - level, 1 + level) / 2, trim = TRUE, scientific = FALSE, digits = 3), "%")
-  dimnames(out) <- list(parm, pct)
-  out
-}
-
-#' @rdname nce_nls-methods
-#' @export
-nobs.nce_nls <- function(object, ...) object$n
 
 nl_data_rows <- function(object) {
   fr <- object$nce_frame
@@ -89,14 +62,14 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
   nd <- newdata[vars]
   cf <- stats::coef(object)
   theta <- cf[-1L]
-  f <- nl_f(object$model, theta, nd)
+  f <- nl_f(object$nls$model, theta, nd)
   unnorm <- type == "log_unnormalised"
   fit <- if (unnorm) f else f + cf[[1L]]
   # An improper model has no normalised density (see ?nce_checks).
   if (isFALSE(object$proper) && !unnorm) fit[] <- NA_real_
   se <- rep(NA_real_, length(fit))
   if (se.fit && nrow(nd)) {
-    g <- nl_gradient(object$model, theta, nd, f)
+    g <- nl_gradient(object$nls$model, theta, nd, f)
     g <- cbind(if (unnorm) 0 else 1, matrix(g, nrow(nd)))
     se <- sqrt(pmax(rowSums((g %*% stats::vcov(object)) * g), 0))
   }
@@ -113,7 +86,7 @@ predict.nce_nls <- function(object, newdata, type = c("link", "response", "log_d
 #' @rdname nce_nls-methods
 #' @export
 fitted.nce_nls <- function(object, ...) {
-  v <- exp(object$log_f[seq_len(object$n)] + object$coefficients[[1L]])
+  v <- exp(object$nls$log_f[seq_len(object$n)] + object$coefficients[[1L]])
   if (isFALSE(object$proper)) v[] <- NA_real_
   names(v) <- seq_len(object$n)
   v
@@ -135,7 +108,7 @@ logLik.nce_nls <- function(object, newdata = NULL, ...) {
     return(structure(NA_real_, df = df, nobs = if (is.null(newdata)) object$n else nrow(newdata), class = "logLik"))
   }
   if (is.null(newdata)) {
-    v <- sum(object$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
+    v <- sum(object$nls$log_f[seq_len(object$n)]) + object$n * object$coefficients[[1L]]
     return(structure(v, df = df, nobs = object$n, class = "logLik"))
   }
   # Held out: the log density at the new points, as logLik.nce_fit() computes it.
@@ -164,7 +137,7 @@ anova.nce_nls <- function(object, ...) {
   df <- length(extra)
   anova_table(list(small, big), rbind(NA, c(df, w, stats::pchisq(w, df, lower.tail = FALSE))),
               sprintf("Wald test (NCE sandwich covariance) of %s = 0", paste(extra, collapse = ", ")),
-              vapply(list(small, big), function(f) f$model$name %||% deparse1(f$nce_formula), ""))
+              vapply(list(small, big), function(f) f$nls$model$name %||% deparse1(f$nce_formula), ""))
 }
 
 #' @rdname nce_nls-methods
@@ -178,10 +151,6 @@ formula.nce_nls <- function(x, ...) {
 
 #' @rdname nce_nls-methods
 #' @export
-model.frame.nce_nls <- function(formula, ...) formula$nce_frame
-
-#' @rdname nce_nls-methods
-#' @export
 simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
   check_proper(object, "simulate()")
   check_nsim(nsim, 8 * 2 * object$n * (length(object$reference$vars) + 2))
@@ -192,20 +161,20 @@ simulate.nce_nls <- function(object, nsim = 1, seed = NULL, candidates = 100, ..
   k <- as.integer(round(candidates * n))
   check_size(8 * k * (length(object$reference$vars) + 2), "candidates", "the simulation")
   sir_simulate(object$reference,
-               function(u) nl_f(object$model, object$coefficients[-1L], u[object$reference$vars]), n, k, nsim)
+               function(u) nl_f(object$nls$model, object$coefficients[-1L], u[object$reference$vars]), n, k, nsim)
 }
 
 #' @rdname nce_nls-methods
 #' @export
 print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("Nonlinear noise-contrastive estimation (", x$method, ")\n", sep = "")
-  cat("Model: ", x$model$name, "\n", sep = "")
+  cat("Model: ", x$nls$model$name, "\n", sep = "")
   cat(sprintf("Data: %d points; reference: %d points (ratio %g)\n", x$n, x$m, x$ratio))
   cat("\nCoefficients:\n")
   print(round(x$coefficients, digits))
   cat(log_z_not_identified(x) %||% sprintf("\nlog normaliser: %s; ", format(x$log_normaliser, digits = digits)))
   cat(sprintf("%s after %d iterations (best of %d start(s))\n", if (x$converged) "converged" else "NOT converged",
-              x$iterations, nrow(x$start_table)))
+              x$iterations, nrow(x$nls$start_table)))
   invisible(x)
 }
 
@@ -217,11 +186,11 @@ summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
   se <- sqrt(diag(stats::vcov(object, type = type)))
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(c(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
+  structure(c(list(coefficients = tab, type = type, model = object$nls$model$name, method = object$method,
                  n = object$n, m = object$m, log_normaliser = object$log_normaliser, proper = object$proper,
                  improper_along = object$improper_along,
-                 gradient_source = object$model$gradient_source, converged = object$converged,
-                 start_table = object$start_table, spread = object$spread), summary_loglik(object)),
+                 gradient_source = object$nls$model$gradient_source, converged = object$converged,
+                 start_table = object$nls$start_table, spread = object$nls$spread), summary_loglik(object)),
             class = "summary.nce_nls")
 }
 
@@ -310,7 +279,7 @@ glance.nce_nls <- function(x, ...) {  # nolint: object_name_linter.
   ll <- stats::logLik(x)
   data.frame(logLik = as.numeric(ll), AIC = stats::AIC(x), BIC = stats::BIC(x), nobs = x$n,
                        n_reference = x$m, df = attr(ll, "df"), log_normaliser = x$log_normaliser,
-                       converged = x$converged, n_starts = nrow(x$start_table))
+                       converged = x$converged, n_starts = nrow(x$nls$start_table))
 }
 
 #' @rdname nce_nls-broom

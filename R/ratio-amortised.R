@@ -84,12 +84,13 @@
 #'   two layers of 128, was chosen on sbibm's two moons (10,000 simulations, observations 1-3, one
 #'   network): mean C2ST 0.681 against 0.745 with two layers of 64 (`bench/README.md`).
 #' @param control With the network: [nce_ratio_control()] or a list of some of its arguments.
-#' @return An object of class `nce_ratio`: the classifier (`gam`, a mgcv-compatible fit),
-#'   `formula`, `prior`, `parameters`, `summary_names`, `simulations`, `discrete`,
-#'   `classifier` (`"gam"` or `"mlp"`), `time`. With the network, class
+#' @return An object of class `nce_ratio` (see [nce_ratio_methods]): `prior`, `parameters`,
+#'   `summary_names`, `simulations`, `classifier` (`"gam"` or `"mlp"`), `time`. With the GAM,
+#'   class `c("nce_ratio_gam", "nce_ratio", "nce_result")` holding the classifier (`gam`, a
+#'   mgcv-compatible fit), `formula` and `discrete`; with the network,
 #'   `c("nce_ratio_mlp", "nce_ratio", "nce_result")` holding `networks` and `training` (one
-#'   entry per network), `n_networks`, `loss`, `embedding` and `scaling` (the inputs'
-#'   standardisation) in place of `gam` and `formula`.
+#'   entry per network), `n_networks`, `loss`, `embedding`, `scaling` (the inputs'
+#'   standardisation) and `pairs` (the joint pairs and one shuffle of them).
 #' @section What it refuses:
 #' * `embedding` not from [embed_dense()], [embed_set()] or [embed_series()], or reading columns
 #'   the summaries lack or that do not make whole items and windows; `loss` not one of the
@@ -182,7 +183,7 @@ ratio_amortised <- function(simulator, summaries, prior, n = 10000L, formula = N
   } else {
     out <- ratio_gam_fit(th, s, prior$names, formula, n_shuffle, discrete, ucall)
     own <- out[c("gam", "formula")]
-    cls <- c("nce_ratio", "nce_result")
+    cls <- c("nce_ratio_gam", "nce_ratio", "nce_result")
   }
   structure(c(list(call = call, rng_state = rng, rng_fit = rng_fit, prior = prior, parameters = prior$names,
                    summary_names = snames, n = m, n_shuffle = n_shuffle, simulations = simulations,
@@ -279,8 +280,9 @@ raw_summaries <- function(x) {
   x
 }
 
-# Log ratio of the classifier at rows of parameters and summaries (predict.nce_ratio(): mgcv's
-# prediction basis, the prior odds of shuffled to joint pairs taken out).
+# Log ratio of the classifier at rows of parameters and summaries: predict() of either classifier
+# (the GAM's prediction basis with the prior odds of shuffled to joint pairs taken out, or the
+# networks' mean logit).
 ratio_log_ratio <- function(object, theta, s) {
   stats::predict(object, data.frame(theta, s, check.names = FALSE))
 }
@@ -561,8 +563,8 @@ ratio_metropolis <- function(log_target, pr, n_draws, n_chains, burnin, scale, o
 # prior has a Rust form, else "r"; "rust" refused when it cannot serve.
 ratio_engine <- function(engine, object, call) {
   if (engine == "r") return("r")
-  why <- if (inherits(object, "nce_ratio_mlp")) {
-    "the classifier is a neural network of all parameters together, not a sum of one-parameter functions"
+  why <- if (!inherits(object, "nce_ratio_gam")) {
+    "the classifier is not a GAM of separate terms, so its log ratio cannot be tabulated per parameter"
   } else if (!ratio_separable(object$gam, object$parameters)) {
     "a term of the classifier involves two or more parameters, so its log ratio cannot be tabulated per parameter"
   } else if (is.null(ratio_rust_prior(object$prior))) {

@@ -7,8 +7,9 @@
 # reference; grouped.R and smooth.R: the term set-up; the Rust engine through the bindings); the
 # S3 methods of a class live together in its methods file (nce-methods.R, gam-methods.R,
 # snce-methods.R, latkes-methods.R, latkes-collection.R, conditional-methods.R,
-# nonlinear-methods.R, vnce-methods.R, estimate-methods.R, lfire-methods.R, ratio-methods.R,
-# design-methods.R), broom's included; what is the same for all is here.
+# nonlinear-methods.R, vnce-methods.R, estimate-methods.R, lfire-methods.R, ratio-methods.R (with
+# ratio-gam-methods.R and ratio-net-methods.R), ratio-posterior-methods.R, design-methods.R),
+# broom's included; what is the same for all is here.
 
 #' The base class of nce results
 #'
@@ -68,9 +69,9 @@ refusal_reasons <- list(
                  simulate = "simulate from the simulator itself (an EIG estimate is not a model of data)"),
   nce_design = list(.why = "a chosen design is not a model of data (the EIG smooth is `$smooth`)",
                     simulate = "simulate from the simulator at coef(object) instead"),
-  nce_ratio_mlp = list(.why = paste("the classifier is a neural network: its weights are not identifiable and it",
-                                    "has no model matrix, coefficients' covariance or smooth terms; use predict()",
-                                    "for log ratios and ratio_posterior() for posteriors")),
+  nce_ratio_mlp = list(.why = paste("the classifier is a neural network, whose weights are not identifiable, with",
+                                    "no model matrix, coefficients' covariance or smooth terms (the GAM classifier,",
+                                    "classifier = \"gam\", has them); use predict() for log ratios")),
   nce_ratio = list(simulate = paste("a ratio estimator is not a model of the pairs' labels;",
                                     "simulate (theta, s) pairs with simulate_summaries()")),
   nce_mlp = list(drop1 = paste("single-term deletions are tested by anova(), which a fit with a network refuses:",
@@ -81,9 +82,9 @@ refusal_reasons <- list(
                  anova = paste("nested fits with a network are not tested by a Wald test on the network's weights;",
                                "compare held-out log-likelihoods, logLik(fit, newdata = held_out)")),
   nce_nls = list(model.matrix = "the model is nonlinear in its parameters (predict(se.fit = TRUE) uses its gradient)",
+                 drop1 = paste("a nonlinear log density has no additive terms to delete; compare fits with",
+                               "parameters fixed by anova(small, large)"),
                  terms = "a nonlinear log density has no terms object; see formula()"),
-  nce_conditional = list(residuals = paste("a conditional density has no response to subtract a fitted value",
-                                           "from; use predict(type = \"link\") or logLik()")),
   latkes_collection = list(anova = paste("compare the subjects' fits one at a time,",
                                          "anova(x$fits[[i]], y$fits[[i]]) (a Wald test each)"),
                            model.matrix = "each subject's fit has its own design; use model.matrix(x$fits[[i]])"),
@@ -98,11 +99,10 @@ refusal_reasons <- list(
 )
 
 refusal_reason <- function(object, method) {
-  for (cl in class(object)) {
-    r <- refusal_reasons[[cl]]
-    if (!is.null(r[[method]])) return(r[[method]])
-    if (!is.null(r$.why)) return(r$.why)
-  }
+  reasons <- refusal_reasons[intersect(class(object), names(refusal_reasons))]
+  # A reason for this method (the nearest class's) before any class's general one.
+  for (r in reasons) if (!is.null(r[[method]])) return(r[[method]])
+  for (r in reasons) if (!is.null(r$.why)) return(r$.why)
   "this kind of result does not define it"
 }
 
@@ -138,15 +138,25 @@ plot.nce_result <- function(x, ...) refuse("plot", x)
 simulate.nce_result <- function(object, nsim = 1, seed = NULL, ...) refuse("simulate", object)
 #' @export
 vcov.nce_result <- function(object, ...) refuse("vcov", object)
-# Wald intervals from coef() and vcov() where the class has both.
+# The coefficients where the result has them (the fixed field), else refused.
+#' @export
+coef.nce_result <- function(object, ...) {
+  if (is.null(object[["coefficients"]])) refuse("coef", object) else object[["coefficients"]]
+}
+# Wald intervals from coef() and vcov() where the class has both; refused, as confint(), where not.
 #' @export
 confint.nce_result <- function(object, parm, level = 0.95, ...) {
   check_probability(level, "level")
+  tryCatch(list(stats::coef(object), stats::vcov(object)), nce_error_unsupported = function(e) {
+    refuse("confint", object)
+  })
   stats::confint.default(object, parm, level, ...)
 }
 #' @export
 nobs.nce_result <- function(object, ...) refuse("nobs", object)
 
+#' @exportS3Method generics::tidy
+tidy.nce_result <- function(x, ...) refuse("tidy", x)  # nolint: object_name_linter.
 #' @exportS3Method generics::augment
 augment.nce_result <- function(x, ...) refuse("augment", x)  # nolint: object_name_linter.
 
@@ -168,6 +178,29 @@ drop1.nce_result <- function(object, ...) refuse("drop1", object)
 # the two never disagree; refused where logLik() is.
 #' @export
 deviance.nce_result <- function(object, ...) -2 * as.numeric(stats::logLik(object))
+
+# The one shape of a fit of nce() (class nce_fit and below): the fields every fit has, which
+# nce_fit's methods read (coefficients, the sandwich and naive covariances, the log normaliser
+# -intercept, convergence, the classifier's linear predictors at the frame's rows, n data and m
+# reference rows, reference, method, formula, frame of data and reference rows, control, call),
+# and the class's own extras as one named sub-list in `...` (the nonlinear fit's `nls`). The
+# front end adds the random state (as_result()). Built here rather than by merging lists with c():
+# so far by the nonlinear wrapper, nce_nonlinear().
+new_nce_fit <- function(class, coefficients, vcov, vcov_naive, converged, message, iterations, objective,
+                        linear.predictors,  # nolint: object_name_linter.
+                        n, m, reference, method, formula, frame, control, call, env, ratio = m / n, ...) {
+  extras <- list(...)
+  p <- length(coefficients)
+  stopifnot(is.numeric(coefficients), !is.null(names(coefficients)), identical(dim(vcov), c(p, p)),
+            identical(dim(vcov_naive), c(p, p)), nrow(frame) == n + m, length(linear.predictors) == n + m,
+            length(extras) == length(setdiff(names(extras), "")))
+  fixed <- list(coefficients = coefficients, vcov = vcov, vcov_naive = vcov_naive,
+                log_normaliser = -unname(coefficients[1L]), converged = converged, message = message,
+                iterations = iterations, objective = objective, linear.predictors = linear.predictors, n = n, m = m,
+                ratio = ratio, reference = reference, method = method, nce_formula = formula, nce_frame = frame,
+                control = control, call = call, env = env)
+  structure(c(fixed, extras), class = c(class, "nce_fit", "nce_result"))
+}
 
 # The random state of a front end's call, stored in its result for update(): `call`, the state
 # at the call (before its arguments are evaluated), and `fit`, the state after the arguments the

@@ -22,7 +22,8 @@ contract_cases_conditional <- function() {
            nce(~ y + I(y^2), gauss(), ref_normal(y = 1, cov = 4), ratio = 5, given = ~ z)
          },
          newdata = gauss()[1:5, ], newdata_index = 1:5, data = gauss(),
-         unsupported = "residuals"),
+         # residuals(): the classification residuals of data and reference rows, as for nce_fit.
+         unsupported = character()),
     list(name = "nce_conditional (per-level normaliser)",
          fit = function() {
            set.seed(34)
@@ -33,6 +34,6 @@ contract_cases_conditional <- function() {
            nce(~ y, groups(), ref_uniform(y = c(0, 1)), ratio = 5, given = "g")
          },
          newdata = groups()[1:5, ], newdata_index = 1:5, data = groups(),
-         unsupported = "residuals")
+         unsupported = character())
   )
 }

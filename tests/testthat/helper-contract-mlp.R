@@ -59,9 +59,8 @@ contract_cases_ratio_mlp <- function() {
                            hidden = 8, control = list(max_epochs = 10))
          },
          newdata = data.frame(mu = c(0, 0.5), m = c(0.1, 0.2)),
-         # logLik(newdata =) still returns the in-sample value here (the GAM classifier refuses it);
-         # left to the rewrite of the network classifier's methods.
-         skip = "logLik_newdata",
+         # logLik(newdata =) scores each simulation's joint pair and one shuffled pair.
+         held_out_nobs = function(k) 2 * k,
          unsupported = c("coef", "vcov", "confint", "predict_se", "predict_lpmatrix", "residuals", "anova",
                          "model.matrix", "formula", "terms", "plot", "simulate", "tidy"))
   )

@@ -25,9 +25,11 @@ contract_cases_simulator <- function() {
     }
   }
   list(
-    list(name = "nce_ratio", fit = fit_ratio(~ s(mu, k = 4) + s(m, k = 4) + ti(mu, m, k = 3)),
+    list(name = "nce_ratio_gam", fit = fit_ratio(~ s(mu, k = 4) + s(m, k = 4) + ti(mu, m, k = 3)),
          nested = fit_ratio(~ s(mu, k = 4) + s(m, k = 4)),
          newdata = data.frame(mu = c(-0.2, 0.5), m = c(0, 0.4)),
+         # logLik(newdata =) scores each simulation's joint pair and n_shuffle = 1 shuffled pair.
+         held_out_nobs = function(k) 2 * k,
          # type = "response" is the ratio, exp of the log ratio.
          unsupported = "simulate"),
     list(name = "nce_ratio_posterior", fit = function() {

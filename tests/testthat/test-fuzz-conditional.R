@@ -51,7 +51,8 @@ fuzz_cases <- list(
                                           predict(f, data.frame(y = 0.5)) }), "nce_error_input"),
   list("predict: not a data frame", quote({ f <- nce(~ y:g, d, ref01, ratio = 2, given = "g")
                                             predict(f, 1:3) }), "nce_error_input"),
-  list("residuals", quote(residuals(nce(~ y:g, d, ref01, ratio = 2, given = "g"))), "nce_error_unsupported"),
+  list("residuals: unknown type", quote(residuals(nce(~ y:g, d, ref01, ratio = 2, given = "g"), type = "x")),
+       "nce_error_input"),
   list("simulate: nsim 0", quote(simulate(nce(~ y:g, d, ref01, ratio = 2, given = "g"), nsim = 0)), "nce_error_input"),
   # ref_bernoulli
   list("bernoulli prob 0", quote(ref_bernoulli(c(a = 0))), "nce_error_input"),

@@ -153,3 +153,22 @@ test_that("predict(type = \"terms\") adds up to the link", {
   expect_equal(unname(tt$fit[, "(normaliser)"]), unname(-predict(fit, d[1:6, ], type = "log_normaliser")),
                tolerance = 1e-10)
 })
+
+test_that("a conditional fit is an nce_fit: its classification residuals and the base methods", {
+  set.seed(34)
+  g <- factor(rep(c("a", "b"), each = 150))
+  d <- data.frame(y = c(rbeta(150, 2, 1), rbeta(150, 1, 2)), g = g)
+  fit <- nce(~ y:g, d, ref_uniform(y = c(0, 1)), ratio = 5, given = "g")
+  expect_identical(class(fit), c("nce_conditional", "nce_fit", "nce_result"))
+  # The normaliser has one unpenalised intercept per level of g: at the fit, the score equation of
+  # each says the response residuals (label - fitted probability of being data) sum to 0 within
+  # its level, over the level's data and reference rows (n + m values in all).
+  r <- residuals(fit, type = "response")
+  expect_length(r, nrow(model.frame(fit)))
+  expect_equal(as.vector(tapply(r, model.frame(fit)$g, sum)), c(0, 0), tolerance = 1e-6)
+  # vcov(), confint() and nobs() are nce_fit's: Wald intervals from the sandwich or naive covariance.
+  se <- sqrt(diag(vcov(fit, type = "naive")))
+  expect_equal(confint(fit, type = "naive")[, 2], coef(fit) + qnorm(0.975) * se)
+  expect_identical(nobs(fit), 300L)
+  expect_identical(coef(update(fit)), coef(fit))
+})

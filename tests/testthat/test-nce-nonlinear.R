@@ -113,8 +113,8 @@ test_that("built-in ICA: Rust model = R-callback model, and close to the MLE", {
   # random restarts: several starts, the best kept
   set.seed(8)
   f5 <- nce(model = ica_model(), data = x, reference = ref, ratio = 5, n_starts = 3)
-  expect_equal(nrow(f5$start_table), 3L)
-  expect_equal(f5$objective, max(f5$start_table$objective), tolerance = 1e-8)
+  expect_equal(nrow(f5$nls$start_table), 3L)
+  expect_equal(f5$objective, max(f5$nls$start_table$objective), tolerance = 1e-8)
   P <- abs(ica_B(f5) %*% A)
   expect_abs_equal(sort(apply(P, 1, max)), c(1, 1), 0.1)
 })
@@ -171,4 +171,25 @@ test_that("logLik(newdata =) of a nonlinear fit is the held-out log-likelihood, 
   expect_equal(as.numeric(held), sum(dnorm(test$y, 1, 0.5, log = TRUE)), tolerance = 2 / 43)
   expect_equal(as.numeric(logLik(f, newdata = test[0, , drop = FALSE])), 0)
   expect_equal(attr(logLik(f), "nobs"), 2000)
+})
+
+test_that("a nonlinear fit is an nce_fit: nce_fit's Wald intervals; what needs additive terms is refused", {
+  set.seed(1)
+  d <- data.frame(y = rnorm(500, 1, 0.5))
+  f <- nce(~ -(y - mu)^2 * exp(-2 * ls) / 2, d, ref_normal(y = 1, cov = 1), ratio = 5, start = c(mu = 0, ls = 0))
+  expect_identical(class(f), c("nce_nls", "nce_fit", "nce_result"))
+  # The one fit shape (new_nce_fit()): the fields every fit has, the nonlinear extras in `$nls`.
+  expect_true(all(c("coefficients", "vcov", "vcov_naive", "n", "m", "ratio", "reference", "call", "nls") %in% names(f)))
+  expect_false(any(c("start_table", "log_f", "model", "starts") %in% names(f)))
+  expect_identical(nrow(f$nls$start_table), 1L)
+  # Truth: mu = 1, ls = log(0.5); the sandwich intervals hold both here.
+  ci <- confint(f)
+  expect_true(ci["mu", 1] < 1 && 1 < ci["mu", 2])
+  expect_true(ci["ls", 1] < log(0.5) && log(0.5) < ci["ls", 2])
+  expect_equal(ci[, 2] - coef(f), qnorm(0.975) * sqrt(diag(vcov(f))))
+  expect_error(confint(f, parm = "sigma"), class = "nce_error_input")
+  expect_error(drop1(f), "no additive terms", class = "nce_error_unsupported")
+  expect_error(model.matrix(f), "nonlinear in its parameters", class = "nce_error_unsupported")
+  expect_error(anova(nce(~ y + I(y^2), d, ref_normal(y = 1, cov = 1), ratio = 5), f), class = "nce_error_input")
+  expect_identical(coef(update(f)), coef(f))
 })
