@@ -63,26 +63,26 @@ fuzz_cases <- list(
   list("mog: data with NA", quote(vnce(c(y1, NA), mog_model())), "nce_error_input"),
   list("mog: one value", quote(vnce(1, mog_model())), "nce_error_input"),
   list("mog: constant data", quote(vnce(rep(1, 100), mog_model())), "nce_error_input"),
-  list("custom: constant data", quote(vnce(rep(1, 100), custom_model(lp, gr, theta = c(a = 1, c = 0)))),
+  list("custom: constant data", quote(vnce(rep(1, 100), custom_model(lp, gr, start = c(a = 1, c = 0)))),
        "nce_error_input"),
   list("mog: a matrix of two columns", quote(vnce(cbind(y1, y1), mog_model())), "nce_error_input"),
   list("mog: start theta negative", quote(vnce(y1, mog_model(start = list(theta = -1)))), "nce_error_input"),
-  list("custom_model: log_density not a function", quote(custom_model(1, gr, theta = c(a = 1, c = 0))),
+  list("custom_model: log_density not a function", quote(custom_model(1, gr, start = c(a = 1, c = 0))),
        "nce_error_input"),
-  list("custom_model: theta NA", quote(custom_model(lp, gr, theta = c(a = NA, c = 0))), "nce_error_input"),
-  list("custom_model: one latent value", quote(custom_model(lp, gr, theta = c(a = 1, c = 0), latent = 1)),
+  list("custom_model: start NA", quote(custom_model(lp, gr, start = c(a = NA, c = 0))), "nce_error_input"),
+  list("custom_model: one latent value", quote(custom_model(lp, gr, start = c(a = 1, c = 0), latent = 1)),
        "nce_error_input"),
   list("custom: log_density returns NA", quote(vnce(y1, custom_model(function(x, z, th) rep(NA_real_, length(x)), gr,
-                                                                 theta = c(a = 1, c = 0)))), "nce_error_input"),
+                                                                 start = c(a = 1, c = 0)))), "nce_error_input"),
   list("custom: log_density wrong length", quote(vnce(y1, custom_model(function(x, z, th) 1, gr,
-                                                                   theta = c(a = 1, c = 0)))), "nce_error_input"),
+                                                                   start = c(a = 1, c = 0)))), "nce_error_input"),
   list("custom: log_density fails", quote(vnce(y1, custom_model(function(x, z, th) stop("boom"), gr,
-                                                             theta = c(a = 1, c = 0)))), "nce_error_model"),
+                                                             start = c(a = 1, c = 0)))), "nce_error_model"),
   list("custom: gradient fails", quote(vnce(y1, custom_model(lp, function(x, z, th) stop("boom"),
-                                                          theta = c(a = 1, c = 0)))), "nce_error_model"),
-  list("custom: noise$sample fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0), noise = list(
+                                                          start = c(a = 1, c = 0)))), "nce_error_model"),
+  list("custom: reference$sample fails", quote(vnce(y1, custom_model(lp, gr, start = c(a = 1, c = 0), reference = list(
     sample = function(n) stop("boom"), log_density = function(x) dnorm(x, log = TRUE))))), "nce_error_model"),
-  list("custom: q_features fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0),
+  list("custom: q_features fails", quote(vnce(y1, custom_model(lp, gr, start = c(a = 1, c = 0),
                                                             q_features = function(x) stop("boom")))),
        "nce_error_model"),
   # rtgm and graphs
@@ -202,7 +202,7 @@ test_that("errors in user functions are nce_error_model quoting them; interrupts
   expect_match(conditionMessage(e), "`log_density` failed.*boom")
   e <- tryCatch(bayes_factor_nce(fuzz_env$d1, fuzz_env$d2, fuzz_env$l1, function(t) stop("boom")), error = identity)
   expect_match(conditionMessage(e), "`loglik2` failed.*boom")
-  e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, theta = c(a = 1, c = 0))),
+  e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, start = c(a = 1, c = 0))),
                 error = identity)
   expect_match(conditionMessage(e), "`log_density` failed.*boom")
   interrupting <- function(p) {
