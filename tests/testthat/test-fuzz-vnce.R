@@ -148,9 +148,9 @@ fuzz_cases <- list(
        "nce_error_data"),
   list("marglik_nce: not a function", quote(marglik_nce(rnorm(100), 3)), "nce_error_input"),
   list("marglik_nce: log_density fails", quote(marglik_nce(rnorm(100), function(p) stop("boom"))), "nce_error_model"),
-  list("bayes_factor_nce: loglik1 fails", quote(bayes_factor_nce(d1, d2, function(t) stop("boom"), l2)),
+  list("bayes_factor_nce: log_density1 fails", quote(bayes_factor_nce(d1, d2, function(t) stop("boom"), l2)),
        "nce_error_model"),
-  list("bayes_factor_nce: loglik2 fails", quote(bayes_factor_nce(d1, d2, l1, function(t) stop("boom"))),
+  list("bayes_factor_nce: log_density2 fails", quote(bayes_factor_nce(d1, d2, l1, function(t) stop("boom"))),
        "nce_error_model"),
   list("bayes_factor_marglik: not marglik results", quote(bayes_factor_marglik(1, 2)), "nce_error_input"),
   list("bayes_factor_marglik: prior_odds -1", quote(bayes_factor_marglik(ml, ml, prior_odds = -1)), "nce_error_input"),
@@ -201,7 +201,7 @@ test_that("errors in user functions are nce_error_model quoting them; interrupts
   e <- tryCatch(marglik_nce(fuzz_env$d1, function(p) stop("boom")), error = identity)
   expect_match(conditionMessage(e), "`log_density` failed.*boom")
   e <- tryCatch(bayes_factor_nce(fuzz_env$d1, fuzz_env$d2, fuzz_env$l1, function(t) stop("boom")), error = identity)
-  expect_match(conditionMessage(e), "`loglik2` failed.*boom")
+  expect_match(conditionMessage(e), "`log_density2` failed.*boom")
   e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, start = c(a = 1, c = 0))),
                 error = identity)
   expect_match(conditionMessage(e), "`log_density` failed.*boom")
