@@ -96,7 +96,7 @@ fuzz_cases <- list(
   list("rtgm: K asymmetric", quote(rtgm(5, matrix(c(2, 0.5, 0, 2), 2))), "nce_error_input"),
   list("rtgm: mean wrong length", quote(rtgm(5, diag(3), mean = c(1, 2))), "nce_error_input"),
   list("rtgm: thin 0", quote(rtgm(5, diag(2), thin = 0)), "nce_error_input"),
-  list("rtgm: chains > n", quote(rtgm(5, diag(2), chains = 6)), "nce_error_input"),
+  list("rtgm: n_chains > n", quote(rtgm(5, diag(2), n_chains = 6)), "nce_error_input"),
   list("rtgm: start negative", quote(rtgm(5, diag(2), start = c(-1, 1))), "nce_error_input"),
   list("ring_graph: d 2", quote(ring_graph(2)), "nce_error_input"),
   list("ring_graph: d NA", quote(ring_graph(NA)), "nce_error_input"),
