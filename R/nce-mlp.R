@@ -88,7 +88,7 @@ print.nce_mlp_term <- function(x, ...) {
 #' time, tanh 0.38 and 0.34; a step of 5e-3, patience 15, a third layer, 128 units or batches
 #' of 512 were no better.
 #'
-#' @param batch Rows per minibatch.
+#' @param batch_size Rows per minibatch.
 #' @param max_epochs Most passes over the training rows per start.
 #' @param step Adam's initial step size.
 #' @param weight_decay Decoupled weight decay (AdamW) on the network's weights (not its biases).
@@ -105,10 +105,10 @@ print.nce_mlp_term <- function(x, ...) {
 #' @examples
 #' nce_mlp_control(max_epochs = 50, n_starts = 3)
 #' @export
-nce_mlp_control <- function(batch = 256L, max_epochs = 200L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
+nce_mlp_control <- function(batch_size = 256L, max_epochs = 200L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
                             patience = 30L, step_patience = 10L, n_starts = 1L, backfit = 3L,
                             backfit_tol = 1e-4) {
-  check_count(batch, "batch")
+  check_count(batch_size, "batch_size")
   check_count(max_epochs, "max_epochs")
   check_number(step, "step", min = 0, exclusive_min = TRUE, max = 1)
   check_number(weight_decay, "weight_decay", min = 0, max = 1)
@@ -118,7 +118,7 @@ nce_mlp_control <- function(batch = 256L, max_epochs = 200L, step = 2e-3, weight
   check_count(n_starts, "n_starts", max = 100)
   check_count(backfit, "backfit", max = 100)
   check_number(backfit_tol, "backfit_tol", min = 0)
-  structure(list(batch = as.double(batch), max_epochs = as.double(max_epochs), step = as.double(step),
+  structure(list(batch_size = as.double(batch_size), max_epochs = as.double(max_epochs), step = as.double(step),
                  weight_decay = as.double(weight_decay), held_out = as.double(held_out),
                  patience = as.double(patience), step_patience = as.double(step_patience),
                  n_starts = as.double(n_starts), backfit = as.double(backfit),
@@ -255,7 +255,7 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
   for (k in seq_len(n_networks)) {
     held_k[[k]] <- held %||% held_out_rows(y, control, call)
     settings <- list(inputs = ncol(x), hidden = spec$hidden, activation = spec$activation,
-                     batch = control$batch, max_epochs = control$max_epochs, step = control$step,
+                     batch = control$batch_size, max_epochs = control$max_epochs, step = control$step,
                      weight_decay = control$weight_decay, step_patience = control$step_patience,
                      patience = control$patience, n_starts = control$n_starts, seed = draw_seed(),
                      beta_start = as.double(beta_start), warm_start = warm_start)

@@ -280,7 +280,7 @@ test_that("hostile inputs to network energies and neural classifiers give classe
                       control = list(max_epochs = 2e9, patience = 1e9))
     }, "nce_error_input"),
     list("control unnamed", function() nce(~ mlp(y), d, u, control = list(3)), "nce_error_input"),
-    list("batch 0", function() nce(~ mlp(y), d, u, control = list(batch = 0)), "nce_error_input"),
+    list("batch_size 0", function() nce(~ mlp(y), d, u, control = list(batch_size = 0)), "nce_error_input"),
     list("max_epochs Inf", function() nce(~ mlp(y), d, u, control = list(max_epochs = Inf)), "nce_error_input"),
     list("step NaN", function() nce(~ mlp(y), d, u, control = list(step = NaN)), "nce_error_input"),
     list("weight_decay negative", function() nce(~ mlp(y), d, u, control = list(weight_decay = -1)),
