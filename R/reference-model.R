@@ -156,7 +156,7 @@ nce_adapt <- function(object, iterations = 1L, ...) {
     rows[[i + 1L]] <- row(object, i)
   }
   object$adaptation <- do.call(rbind, rows)
-  fit
+  object
 }
 
 # nce_adapt() refits the call's `data` by update(): refuse data gone since the fit (update() would
