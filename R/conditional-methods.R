@@ -32,7 +32,7 @@ predict.nce_conditional <- function(object, newdata,
                                     se.fit = FALSE,  # nolint: object_name_linter.
                                     se_type = c("sandwich", "naive"), ...) {
   type <- predict_type(type)
-  v <- stats::vcov(object, type = match_choice(se_type))
+  v <- stats::vcov(object, se_type = match_choice(se_type))
   if (missing(newdata)) newdata <- cond_data_rows(object)
   beta <- object$coefficients
   pa <- object$row_setup$ncol
@@ -58,17 +58,17 @@ predict.nce_conditional <- function(object, newdata,
 }
 
 #' @export
-vcov.nce_conditional <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
+vcov.nce_conditional <- function(object, se_type = c("sandwich", "naive"), ...) {
+  if (match_choice(se_type) == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' @export
 coef.nce_conditional <- function(object, ...) object$coefficients
 
 #' @export
-confint.nce_conditional <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
+confint.nce_conditional <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
   call <- sys.call()
-  wald_confint(object, parm, level, match_choice(type), call = call)
+  wald_confint(object, parm, level, match_choice(se_type), call = call)
 }
 
 #' @export
@@ -212,7 +212,7 @@ summary.nce_conditional <- function(object, se_type = c("sandwich", "naive"), ..
   lab <- names(cf)
   for (sm in object$smooth) lab[sm$first.para:sm$last.para] <- sm$label
   par <- which(seq_along(cf) <= pa & lab == names(cf) & lab != "(Intercept)")
-  se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
+  se <- sqrt(diag(stats::vcov(object, se_type = se_type)))[par]
   z <- cf[par] / se
   tab <- cbind(Estimate = cf[par], `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   grid <- normaliser_grid(object)

@@ -167,11 +167,11 @@ stacked <- function(x, f) {
 coef.latkes_collection <- function(object, ...) stacked(object, stats::coef)
 
 #' @rdname latkes_collection
-#' @param type Covariance: `"sandwich"` or `"naive"`.
+#' @param se_type Covariance: `"sandwich"` or `"naive"`.
 #' @export
-vcov.latkes_collection <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
-  vs <- lapply(object$fits, stats::vcov, type = type)
+vcov.latkes_collection <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match_choice(se_type)
+  vs <- lapply(object$fits, stats::vcov, se_type = se_type)
   p <- vapply(vs, nrow, 0L)
   out <- matrix(0, sum(p), sum(p))
   at <- cumsum(c(0L, p))

@@ -139,7 +139,7 @@ predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "
   se <- NULL
   if (se.fit) {
     g <- xk - nz$mean_x
-    v <- stats::vcov(object, type = se_type)[k$coef, k$coef, drop = FALSE]
+    v <- stats::vcov(object, se_type = se_type)[k$coef, k$coef, drop = FALSE]
     se <- stats::setNames(sqrt(rowSums((g %*% v) * g)), rownames(newdata))
     se[!inside] <- 0
   }
@@ -335,7 +335,7 @@ latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c
   # Each term's grid rows of its basis, and their products with the covariance.
   k_max <- max(0, vapply(object$smooth, function(sm) sm$last.para - sm$first.para + 1, 0))
   check_size(8 * as.double(n) * (3 * k_max + 8), "n", "latkes_effects()")
-  v <- stats::vcov(object, type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
+  v <- stats::vcov(object, se_type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
   z <- stats::qnorm(1 - (1 - level) / 2)
   pa <- object$row_setup$ncol
   out <- list()
@@ -415,7 +415,7 @@ plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line
     on.exit(graphics::par(op))
   }
   for (nm in names(eff)) draw_effect(eff[[nm]], nm, angle, col, x)
-  v <- stats::vcov(x, type = se_type)
+  v <- stats::vcov(x, se_type = se_type)
   for (sm in one_int) {
     j <- sm$first.para:sm$last.para
     nd <- stats::setNames(data.frame(seq(effect_range(x, sm$term)[1], effect_range(x, sm$term)[2],

@@ -203,11 +203,11 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
 
 # summary() with smooth terms beside the network: the fields summary.nce_fit() gives, with the
 # parametric table and the smooth terms' tests of the smooth model's summary.
-mlp_smooth_summary <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
-  g <- summary.nce_gam(object$rest_fit, se_type = type)
+mlp_smooth_summary <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match_choice(se_type)
+  g <- summary.nce_gam(object$rest_fit, se_type = se_type)
   ln <- object$log_normaliser
-  structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = type,
+  structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = se_type,
                    log_normaliser = c(estimate = ln, se = g$log_normaliser[["se"]]), n = object$n, m = object$m,
                    ratio = object$ratio, method = object$method, converged = object$converged,
                    iterations = object$iterations, reference = object$reference, relative = object$relative),

@@ -3,7 +3,7 @@
 #' Covariance of an nce fit
 #'
 #' @param object An `nce_fit` (also `snce_fit` and `latkes_fit`).
-#' @param type `"sandwich"` (default: data and reference points as two
+#' @param se_type `"sandwich"` (default: data and reference points as two
 #'   independent samples, right for NCE; for [snce()] fits clustered by
 #'   transition, or by sequence with `cluster = "sequence"`, plus mgcv's
 #'   smoothing-bias term for smooths) or `"naive"` (inverse Hessian of the
@@ -18,11 +18,11 @@
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
 #' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
 #' vcov(fit)
-#' vcov(fit, type = "naive")
+#' vcov(fit, se_type = "naive")
 #' @export
-vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
-  if (type == "sandwich") object$vcov else object$vcov_naive
+vcov.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match_choice(se_type)
+  if (se_type == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' Wald confidence intervals for an nce fit
@@ -30,7 +30,7 @@ vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 #' @param object An `nce_fit`.
 #' @param parm Coefficients (names or indices); all by default.
 #' @param level Confidence level.
-#' @param type Covariance used, see [vcov.nce_fit()].
+#' @param se_type Covariance used, see [vcov.nce_fit()].
 #' @param ... Unused.
 #' @return Matrix with one row per coefficient, columns for the lower and
 #'   upper limits.
@@ -39,17 +39,17 @@ vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
 #' confint(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
-confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
+confint.nce_fit <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
   call <- sys.call()
-  wald_confint(object, parm, level, match_choice(type), call = call)
+  wald_confint(object, parm, level, match_choice(se_type), call = call)
 }
 
-# Wald intervals from coef() and vcov(type =): the confint() of every class whose coefficients
+# Wald intervals from coef() and vcov(se_type =): the confint() of every class whose coefficients
 # are asymptotically normal with the (sandwich or naive) covariance.
-wald_confint <- function(object, parm, level, type, call) {
+wald_confint <- function(object, parm, level, se_type, call) {
   check_probability(level, "level", call = call)
   cf <- stats::coef(object)
-  se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
+  se <- sqrt(pmax(diag(stats::vcov(object, se_type = se_type)), 0))
   pnames <- names(cf)
   if (missing(parm)) {
     parm <- pnames
@@ -109,21 +109,21 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' Summarise an nce fit
 #'
 #' @param object An `nce_fit`.
-#' @param type Covariance used for standard errors, see [vcov.nce_fit()].
+#' @param se_type Covariance used for standard errors, see [vcov.nce_fit()].
 #' @param ... Unused.
 #' @return An object of class `summary.nce_fit`: the coefficient table
 #'   (`coefficients`: estimate, standard error, z value, p value), the
 #'   estimated log normalising constant with its standard error, and the
 #'   fit's settings.
 #' @export
-summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
+summary.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match_choice(se_type)
   cf <- stats::coef(object)
-  se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
+  se <- sqrt(pmax(diag(stats::vcov(object, se_type = se_type)), 0))
   # A standard error of 0 (the intercept of an intercept-only fit is known exactly): no test.
   z <- ifelse(!is.na(se) & se > 0, cf / se, NA_real_)
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(c(list(call = object$call, coefficients = tab, se_type = type,
+  structure(c(list(call = object$call, coefficients = tab, se_type = se_type,
                  log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
                  n = object$n, m = object$m, ratio = object$ratio, method = object$method,
                  converged = object$converged, iterations = object$iterations,
@@ -191,7 +191,7 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
     return(x)
   }
   beta <- stats::coef(object)
-  v <- stats::vcov(object, type = match_choice(se_type))
+  v <- stats::vcov(object, se_type = match_choice(se_type))
   if (type == "terms") return(nce_predict_terms(x, beta, v, attr(x, "assign"), object$terms, newdata, se.fit))
   keep <- !is.na(beta)
   if (type == "log_unnormalised") keep[1L] <- FALSE

@@ -3,7 +3,7 @@
 #' Methods for nonlinear NCE fits
 #'
 #' Fits of [nce()] with `start =` or `model =` (class `nce_nls`). `vcov()` is the NCE sandwich
-#' (`type = "naive"`: the inverse Fisher information of the logistic regression); `confint()` Wald
+#' (`se_type = "naive"`: the inverse Fisher information of the logistic regression); `confint()` Wald
 #' intervals; `predict()` the normalised log density (`type = "link"` or `"log_density"`), the
 #' density (`"response"`, `"density"`) or the unnormalised \eqn{f} (`"log_unnormalised"`), with
 #' delta-method standard errors; `logLik()` the data's log density under the fitted normalised
@@ -17,6 +17,7 @@
 #'
 #' @param object,x,formula A fit of class `nce_nls`.
 #' @param type See Details.
+#' @param se_type Covariance for `vcov()`, `confint()` and `summary()`: `"sandwich"` or `"naive"`.
 #' @param newdata Data frame of points (default: the data); for `logLik()`, held-out points.
 #' @param se.fit Return standard errors.
 #' @param parm,level For `confint()`.
@@ -40,16 +41,16 @@ coef.nce_nls <- function(object, ...) object$coefficients
 
 #' @rdname nce_nls-methods
 #' @export
-vcov.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  if (match_choice(type) == "sandwich") object$vcov else object$vcov_naive
+vcov.nce_nls <- function(object, se_type = c("sandwich", "naive"), ...) {
+  if (match_choice(se_type) == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' @rdname nce_nls-methods
 #' @export
-confint.nce_nls <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
+confint.nce_nls <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
   check_probability(level)
   cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = match_choice(type))))
+  se <- sqrt(diag(stats::vcov(object, se_type = match_choice(se_type))))
   if (missing(parm)) parm <- names(cf)
   if (is.numeric(parm)) parm <- names(cf)[parm]
   z <- stats::qnorm((1 + level) / 2)
@@ -200,13 +201,13 @@ print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' @rdname nce_nls-methods
 #' @export
-summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
+summary.nce_nls <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match_choice(se_type)
   cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = type)))
+  se <- sqrt(diag(stats::vcov(object, se_type = se_type)))
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(c(list(coefficients = tab, type = type, model = object$model$name, method = object$method,
+  structure(c(list(coefficients = tab, type = se_type, model = object$model$name, method = object$method,
                  n = object$n, m = object$m, log_normaliser = object$log_normaliser,
                  gradient_source = object$model$gradient_source, converged = object$converged,
                  start_table = object$start_table, spread = object$spread), summary_loglik(object)),

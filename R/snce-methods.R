@@ -42,7 +42,7 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
                              se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- predict_type(type)
   check_bool(se.fit, "se.fit")
-  v <- stats::vcov(object, type = match_choice(se_type))
+  v <- stats::vcov(object, se_type = match_choice(se_type))
   training <- missing(newdata) || is.null(newdata)
   if (training) newdata <- object$transitions
   check_data_frame(newdata, "newdata", min_rows = 0L)
@@ -211,13 +211,13 @@ summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
   pa <- object$row_setup$ncol
   par <- which(seq_along(lab) <= pa & lab == names(object$coefficients) & lab != "(Intercept)")
   cf <- object$coefficients[par]
-  se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
+  se <- sqrt(diag(stats::vcov(object, se_type = se_type)))[par]
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   normaliser <- NULL
   if (object$intercept$type == "none") {
     normaliser <- c(estimate = -unname(object$coefficients[1L]),
-                    se = unname(sqrt(stats::vcov(object, type = se_type)[1L, 1L])))
+                    se = unname(sqrt(stats::vcov(object, se_type = se_type)[1L, 1L])))
   }
   structure(c(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
                  normaliser = normaliser,
@@ -268,7 +268,7 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' @return `x`, invisibly.
 #' @export
 plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich", "naive"), n_grid = 100, ...) {
-  v <- stats::vcov(x, type = match_choice(se_type))
+  v <- stats::vcov(x, se_type = match_choice(se_type))
   check_probability(level, "level")
   sms <- x$smooth
   if (!length(sms)) {
@@ -349,7 +349,7 @@ tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: obj
   se_type <- match_choice(se_type)
   check_bool(conf.int, "conf.int")
   cf <- stats::coef(x)
-  se <- sqrt(pmax(diag(stats::vcov(x, type = se_type)), 0))
+  se <- sqrt(pmax(diag(stats::vcov(x, se_type = se_type)), 0))
   lab <- term_labels(x)
   pa <- x$row_setup$ncol
   out <- data.frame(term = names(cf), estimate = unname(cf), std.error = unname(se),
@@ -357,7 +357,7 @@ tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: obj
                     component = ifelse(seq_along(cf) <= pa, "kernel", "intercept"),
                     smooth = ifelse(lab == names(cf), NA_character_, lab), stringsAsFactors = FALSE)
   if (conf.int) {
-    ci <- tidy_confint(x, conf.level, type = se_type)
+    ci <- tidy_confint(x, conf.level, se_type = se_type)
     out$conf.low <- unname(ci[, 1])
     out$conf.high <- unname(ci[, 2])
   }
@@ -558,7 +558,7 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
     nce_abort("the fits are not nested: the smaller fit's coefficients must all be in the larger fit", "input")
   }
   b <- stats::coef(big)[extra]
-  v <- stats::vcov(big, type = se_type)[extra, extra, drop = FALSE]
+  v <- stats::vcov(big, se_type = se_type)[extra, extra, drop = FALSE]
   rank <- max(1L, min(length(extra), round(sum(big$edf[extra]))))
   e <- eigen((v + t(v)) / 2, symmetric = TRUE)
   keep <- seq_len(rank)

@@ -154,14 +154,14 @@ test_that("hostile inputs give classed errors", {
   expect_gte(length(cases), 40L)
 })
 
-test_that("vcov type and options are checked", {
+test_that("vcov se_type and options are checked", {
   d <- fuzz_data()
   fit <- nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3)
-  e <- expect_error(vcov(fit, type = "robust"), class = "nce_error_input")
-  expect_match(conditionMessage(e), "`type` must be one of \"sandwich\", \"naive\"", fixed = TRUE)
-  expect_equal(vcov(fit, type = "naive"), vcov(fit, type = "n"))   # partial matching, as match.arg()
-  expect_error(confint(fit, type = NA), class = "nce_error_input")
-  expect_error(summary(fit, type = c("naive", "sandwich")), class = "nce_error_input")
+  e <- expect_error(vcov(fit, se_type = "robust"), class = "nce_error_input")
+  expect_match(conditionMessage(e), "`se_type` must be one of \"sandwich\", \"naive\"", fixed = TRUE)
+  expect_equal(vcov(fit, se_type = "naive"), vcov(fit, se_type = "n"))   # partial matching, as match.arg()
+  expect_error(confint(fit, se_type = NA), class = "nce_error_input")
+  expect_error(summary(fit, se_type = c("naive", "sandwich")), class = "nce_error_input")
   expect_error(nce(~ y, d, ref_uniform(y = c(0, 1)), method = "bogus"), "`method`", class = "nce_error_input")
   for (bad in list(1e6, 1e10, 0, -1, NA, 2.5, "2", c(1, 2), Inf)) {
     withr_threads <- options(nce.threads = bad)
