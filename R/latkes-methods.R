@@ -305,7 +305,7 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
 #' the data and reference rows.
 #'
 #' @param object A `latkes_fit` or `latkes_collection`.
-#' @param n Grid points per term.
+#' @param n_grid Grid points per term.
 #' @param level Confidence level of the bands.
 #' @param se_type `"sandwich"` or `"naive"`.
 #' @param range Optional named list of ranges, e.g. `list(dist = c(0, 400))`.
@@ -315,7 +315,7 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
 #'   collection, a list of data frames with one column of curves per fit
 #'   (`fit_<level>`), centred to mean zero, and their pointwise `mean`.
 #' @section What it refuses:
-#' * for a `latkes_fit`, `n` not a whole number >= 2 or `level` not a number strictly between
+#' * for a `latkes_fit`, `n_grid` not a whole number >= 2 or `level` not a number strictly between
 #'   0 and 1, or `se_type` not "sandwich" or "naive" (`nce_error_input`); a grid whose basis
 #'   rows would not fit in memory (`nce_error_size`).
 #' @examples
@@ -328,13 +328,13 @@ latkes_effects <- function(object, ...) UseMethod("latkes_effects")
 
 #' @rdname latkes_effects
 #' @export
-latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c("sandwich", "naive"),
+latkes_effects.latkes_fit <- function(object, n_grid = 200, level = 0.95, se_type = c("sandwich", "naive"),
                                       range = NULL, ...) {
-  check_count(n, "n", min = 2)
+  check_count(n_grid, "n_grid", min = 2)
   check_probability(level, "level")
   # Each term's grid rows of its basis, and their products with the covariance.
   k_max <- max(0, vapply(object$smooth, function(sm) sm$last.para - sm$first.para + 1, 0))
-  check_size(8 * as.double(n) * (3 * k_max + 8), "n", "latkes_effects()")
+  check_size(8 * as.double(n_grid) * (3 * k_max + 8), "n_grid", "latkes_effects()")
   v <- stats::vcov(object, se_type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
   z <- stats::qnorm(1 - (1 - level) / 2)
   pa <- object$row_setup$ncol
@@ -343,7 +343,7 @@ latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c
     if (sm$first.para > pa || sm$dim != 1L) next
     var <- sm$term
     r <- if (!is.null(range[[var]])) range[[var]] else effect_range(object, var)
-    nd <- stats::setNames(data.frame(seq(r[1], r[2], length.out = n)), var)
+    nd <- stats::setNames(data.frame(seq(r[1], r[2], length.out = n_grid)), var)
     if (!identical(sm$by, "NA")) {
       src <- object$nce_frame[[sm$by]]
       nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src)) else 1
@@ -399,7 +399,7 @@ plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line
   angle <- match_choice(angle)
   se_type <- match_choice(se_type)
   check_probability(level, "level")
-  eff <- latkes_effects(x, n = n_grid, level = level, se_type = se_type)
+  eff <- latkes_effects(x, n_grid = n_grid, level = level, se_type = se_type)
   pa <- x$row_setup$ncol
   two_d <- Filter(function(sm) {
     sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% terms) || (sm$first.para > pa && "intercept" %in% terms))

@@ -89,7 +89,7 @@ test_that("the sharded fit's methods give the in-memory fit's results", {
   expect_identical(nobs(fit), nobs(ref))
   nd <- model.frame(ref)[1:20, ]
   expect_identical(predict(fit, newdata = nd), predict(ref, newdata = nd))
-  expect_identical(latkes_effects(fit, n = 50), latkes_effects(ref, n = 50))
+  expect_identical(latkes_effects(fit, n_grid = 50), latkes_effects(ref, n_grid = 50))
   # The shards' files are removed after the fit, and this process keeps no shard.
   expect_length(list.files(tempdir(), pattern = "^nce-shards-"), 0L)
   expect_length(ls(shard_cache, all.names = TRUE), 0L)
