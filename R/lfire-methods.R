@@ -134,7 +134,7 @@ update.nce_lfire <- function(object, ..., resample = FALSE) {
   args <- list(observed = object$observed, simulator = object$simulator, summaries = object$summaries,
                prior = object$prior, theta = structure(object$theta, grid = object$grid), n_theta = object$n_theta,
                n_marginal = object$n_marginal, penalty = object$penalty, batch = object$batch,
-               type = object$type, control = object$control)
+               method = object$type, control = object$control)
   sim_args <- c("simulator", "summaries", "batch", "prior")
   if (!any(names(changes) %in% c(sim_args, "n_marginal"))) args$marginal <- object$marginal
   if (!any(names(changes) %in% c(sim_args, "theta", "n_theta"))) args$simulations <- object$simulations

@@ -127,7 +127,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @param n_theta Simulations at each parameter value.
 #' @param n_marginal Simulations from the prior predictive (shared).
 #' @param penalty `"lasso"` or `"ridge"`.
-#' @param type `"grid"` (posterior = prior x ratio, normalised over the points) or
+#' @param method `"grid"` (posterior = prior x ratio, normalised over the points) or
 #'   `"draws"` (`theta` drawn from the prior: weights proportional to the ratio); `"auto"`
 #'   takes `"grid"` for [theta_grid()] output and `"draws"` otherwise.
 #' @param marginal,simulations Cached simulations to reuse ([simulate_summaries()] output or
@@ -143,7 +143,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #'   `gain` and its `std.error`, `flagged`; `NULL` with the ridge penalty).
 #' @section What it refuses:
 #' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n_theta` or
-#'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `type` not
+#'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `method` not
 #'   one of the choices, `control` not from [lfire_control()] (`nce_error_input`);
 #' * `theta` without the prior's parameter columns or with non-finite values; `summaries`
 #'   failing on, or giving non-finite values for, the observed data; cached `marginal` or
@@ -168,7 +168,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @export
 lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prior, 25L), n_theta = 500L,
                   n_marginal = 500L, penalty = c("lasso", "ridge"), batch = FALSE,
-                  type = c("auto", "grid", "draws"), marginal = NULL, simulations = NULL,
+                  method = c("auto", "grid", "draws"), marginal = NULL, simulations = NULL,
                   control = lfire_control()) {
   rng <- rng_state()
   call <- match.call()
@@ -178,7 +178,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   check_count(n_marginal, min = 2)
   check_bool(batch)
   penalty <- check_choice(penalty, c("lasso", "ridge"), "penalty", ucall)
-  type <- check_choice(type, c("auto", "grid", "draws"), "type", ucall)
+  type <- check_choice(method, c("auto", "grid", "draws"), "method", ucall)
   control <- merge_control(control, lfire_control, call = ucall)
   if (type == "auto") type <- if (is.null(attr(theta, "grid"))) "draws" else "grid"
   grid_pts <- attr(theta, "grid")
