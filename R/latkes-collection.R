@@ -58,7 +58,7 @@ latkes_by <- function(cl, data, by, env) {
 #' @param angle `"line"` or `"polar"`.
 #' @param col Colour of the average.
 #' @param combine Put all panels in one figure.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @examples
 #' set.seed(1)
 #' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
@@ -167,7 +167,7 @@ stacked <- function(x, f) {
 coef.latkes_collection <- function(object, ...) stacked(object, stats::coef)
 
 #' @rdname latkes_collection
-#' @param se_type Covariance: `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @export
 vcov.latkes_collection <- function(object, se_type = c("sandwich", "naive"), ...) {
   se_type <- match_choice(se_type)

@@ -66,7 +66,7 @@ print.latkes_fit <- function(x, ...) {
 #' the demo at ratio 10 it puts the log-likelihood 154 below the grid's, 0.19
 #' per transition).
 #'
-#' @param object A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame as described; the observed transitions by default.
 #' @param type `"log_kernel"`, `"terms"`, `"link"` (the log transition
 #'   density, also called `"log_density"`), `"response"` (the normalised
@@ -81,8 +81,6 @@ print.latkes_fit <- function(x, ...) {
 #'   sub-cells (an odd whole number; 0 for none).
 #' @param extrapolate Richardson extrapolation from `grid` and a grid twice as
 #'   fine (`TRUE`, default) or the midpoint rule on `grid` alone.
-#' @param se_type `"sandwich"` or `"naive"`.
-#' @param ... Unused.
 #' @return As [predict.snce_fit()].
 #' @examples
 #' set.seed(1)
@@ -257,14 +255,13 @@ kernel_eta <- function(object, nd, labels = NULL) {
 #' intercept (`normalise = "intercept"`: NCE's estimate of minus the log
 #' normaliser, fast but an estimate).
 #'
-#' @param object A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata `NULL` (the fit's transitions) or a data frame of fixations
 #'   with the columns the fit used (coordinates under their original names,
 #'   `group`, covariates); it is prepared as in [latkes()] (fixations outside
 #'   the window, zero-length saccades).
 #' @param normalise `"grid"` (default) or `"intercept"`.
 #' @param grid,refine,extrapolate The normalising grid, see [predict.latkes_fit()].
-#' @param ... Unused.
 #' @return An object of class `logLik` with attributes `df` and `nobs`
 #'   (transitions). `df` counts what the normalised density estimates: the
 #'   kernel's effective degrees of freedom with `normalise = "grid"`, the
@@ -307,9 +304,8 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
 #' @param object A `latkes_fit` or `latkes_collection`.
 #' @param n_grid Grid points per term.
 #' @param level Confidence level of the bands.
-#' @param se_type `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @param range Optional named list of ranges, e.g. `list(dist = c(0, 400))`.
-#' @param ... Unused.
 #' @return A named list (by term label) of data frames with columns `value`,
 #'   `fit`, `se`, `lower`, `upper`; attributes `variable` and `edf`. For a
 #'   collection, a list of data frames with one column of curves per fit
@@ -377,15 +373,13 @@ effect_range <- function(object, var) {
 #' data's units; two-dimensional terms (the spline intercept in the previous
 #' fixation, `s(x, y)`) as images over the window.
 #'
-#' @param x A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param terms Which parts to draw: `"kernel"`, `"intercept"` or both.
 #' @param angle `"line"` or `"polar"`: how to draw angle terms.
 #' @param level Confidence level of the bands.
-#' @param se_type `"sandwich"` or `"naive"`.
 #' @param n_grid Grid points per term.
 #' @param combine Put all panels in one figure (sets `par(mfrow)` and restores it).
 #' @param col Colour of the curves.
-#' @param ... Unused.
 #' @return The kernel effects ([latkes_effects()]), invisibly.
 #' @examples
 #' set.seed(1)
@@ -510,9 +504,8 @@ draw_image <- function(fit, sm, n) {
 #' from uniform candidates, approximate, any kernel). `"auto"` takes `"grid"`
 #' when it applies.
 #'
-#' @param object A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of simulated copies of the observed sequences.
-#' @param seed `NULL` or an integer for `set.seed()`.
 #' @param method `"auto"`, `"grid"` or `"sir"`.
 #' @param grid Cells along x and y for `method = "grid"`.
 #' @param ... Passed to [simulate.snce_fit()] for `method = "sir"` (`candidates`).

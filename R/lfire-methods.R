@@ -44,7 +44,7 @@ lfire_mode <- function(object) which.max(object$posterior)
 #'   weights, at the fitted values only); `"lpmatrix"` is not available.
 #' @param se.fit Not available (the ratio's sampling error is not estimated).
 #' @param nsim Number of posterior-predictive simulations.
-#' @param seed Optional seed (as in [stats::simulate()]).
+#' @inheritParams nce_vocabulary
 #' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
 #'   (bit for bit); `TRUE` draws anew (see [nce_result]).
 #' @param which For `plot()`: parameters to show.
@@ -256,9 +256,8 @@ lfire_marginal <- function(x, p) {
 
 #' Tidy an LFIRE posterior
 #'
-#' @param x An `nce_lfire` fit.
+#' @inheritParams nce_vocabulary
 #' @param conf.level Credible level of `conf.low`/`conf.high`.
-#' @param ... Unused.
 #' @return `tidy()`: one row per parameter (posterior mean as `estimate`, posterior sd as
 #'   `std.error`, equal-tailed credible interval). `glance()`: one row on the fit.
 #' @name tidy.nce_lfire

@@ -19,11 +19,10 @@
 #' @param type See Details.
 #' @param se_type Covariance for `vcov()`, `confint()` and `summary()`: `"sandwich"` or `"naive"`.
 #' @param newdata Data frame of points (default: the data); for `logLik()`, held-out points.
-#' @param se.fit Return standard errors.
+#' @inheritParams nce_vocabulary
 #' @param parm,level For `confint()`.
 #' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
 #' @param n_grid Grid points per axis for `plot()`.
-#' @param digits Significant digits for `print()`.
 #' @param ... Further fits (`anova()`), arguments to update (`update()`), unused otherwise.
 #' @name nce_nls-methods
 #' @examples
@@ -269,11 +268,10 @@ nl_small <- function(v) if (v < 1e-6) "< 1e-6" else format(v, digits = 3)
 
 #' broom methods for nonlinear NCE fits
 #'
-#' @param x A fit of class `nce_nls`.
+#' @inheritParams nce_vocabulary
 #' @param conf.int,conf.level Add Wald intervals (sandwich).
 #' @param data,newdata Data for `augment()` (default: the fit's data).
 #' @param se_fit Add `.se.fit` to `augment()`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name nce_nls-broom
 #' @keywords internal

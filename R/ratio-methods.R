@@ -220,7 +220,7 @@ plot.nce_ratio <- function(x, ...) {
 #' @param parm Parameters (names) for `confint()`.
 #' @param level Credible level.
 #' @param nsim Number of posterior predictive simulations.
-#' @param seed Passed to [set.seed()] first, when not `NULL`.
+#' @inheritParams nce_vocabulary
 #' @param ... Arguments of [ratio_posterior()] to change (`update()`); unused otherwise.
 #' @return As described.
 #' @examples
@@ -266,12 +266,11 @@ update.nce_ratio_posterior <- function(object, ..., resample = FALSE) {
 #' and p-value); `glance()` one row on the fit; `augment()` the classifier's pairs (or
 #' `newdata`) with the log ratio `.fitted` (and `.se.fit` with `se_fit = TRUE`).
 #'
-#' @param x An `nce_ratio` fit.
+#' @inheritParams nce_vocabulary
 #' @param parametric Parametric coefficients (`TRUE`) or smooth terms (`FALSE`).
 #' @param conf.int,conf.level Wald intervals for the parametric coefficients.
 #' @param newdata Rows with a column per parameter and summary; by default the pairs.
 #' @param se_fit Whether `augment()` adds `.se.fit`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name tidy.nce_ratio
 #' @exportS3Method generics::tidy
@@ -309,7 +308,7 @@ augment.nce_ratio <- function(x, newdata = NULL, se_fit = FALSE, ...) {  # nolin
 #'
 #' @param x An `nce_ratio_posterior` from [ratio_posterior()].
 #' @param conf.level Credible level of `conf.low`/`conf.high`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return `tidy()`: one row per parameter (posterior mean as `estimate`, posterior sd as
 #'   `std.error`, equal-tailed credible interval). `glance()`: one row on the sample (method,
 #'   engine, draws, smallest effective sample size, acceptance rate, time).

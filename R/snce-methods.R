@@ -17,7 +17,7 @@ setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) 
 
 #' Predict from an snce fit
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame with the state columns at time t, the previous
 #'   state's `_prev` columns and covariates; the observed transitions by
 #'   default.
@@ -33,7 +33,6 @@ setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) 
 #'   all (the intercepts are eliminated in the fit, not coefficients).
 #' @param se.fit Also return standard errors (delta method for `"response"`).
 #' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
-#' @param ... Unused.
 #' @return A vector (matrix for `"terms"` and `"lpmatrix"`), or a list with
 #'   `fit` and `se.fit`.
 #' @export
@@ -198,9 +197,8 @@ print.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' Summarise an snce fit
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
-#' @param ... Unused.
 #' @return An object of class `summary.snce_fit` with the parametric kernel
 #'   coefficients (`coefficients`: estimate, standard error, z, p), the smooth
 #'   terms' effective degrees of freedom (`smooths`) and the fit's settings.
@@ -259,10 +257,9 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' Each one-dimensional smooth with its confidence band, each two-dimensional
 #' smooth as an image with contours; kernel terms and intercept terms alike.
 #'
-#' @param x An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param select Indices of the smooths to draw (all by default).
 #' @param level Confidence level of the bands.
-#' @param se_type `"sandwich"` or `"naive"`.
 #' @param n_grid Grid points per axis.
 #' @param ... Passed to the plotting functions.
 #' @return `x`, invisibly.
@@ -333,11 +330,10 @@ plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich"
 #'
 #' @param x An `snce_fit`, `latkes_fit` or `latkes_collection`.
 #' @param conf.int,conf.level Add Wald confidence limits.
-#' @param se_type Covariance: `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Optional data for `augment()`, as for `predict()`.
 #' @param type.predict Prediction type for `.fitted`.
 #' @param se_fit Add `.se.fit`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name tidy_seq
 NULL
@@ -398,7 +394,7 @@ terms.snce_fit <- function(x, ...) stats::terms(x$nce_formula)
 #' The rows of an snce fit
 #'
 #' @param formula An `snce_fit`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return Data frame of the transitions then their reference points, with the
 #'   state, `_prev` and covariate columns (and LATKES features), `.label` (1
 #'   data, 0 reference), `.transition` and `.offset`.
@@ -418,8 +414,7 @@ model.matrix.snce_fit <- function(object, ...) {
 
 #' Fitted transition densities of an snce fit
 #'
-#' @param object An `snce_fit`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return The fitted transition density at each observed transition
 #'   (`predict(object, type = "response")`): `nobs(object)` values.
 
@@ -428,11 +423,10 @@ model.matrix.snce_fit <- function(object, ...) {
 #' NCE fits a classifier of data against reference points; its residuals are
 #' the diagnostics there are. A transition density has no residual of its own.
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param type `"response"` (label minus the fitted probability that the row is
 #'   a data point) or `"deviance"` (signed square roots of the rows'
 #'   deviance contributions).
-#' @param ... Unused.
 #' @return One value per row of `model.frame(object)` (data rows, then
 #'   reference rows).
 #' @export
@@ -461,12 +455,11 @@ residuals.snce_fit <- function(object, type = c("response", "deviance"), ...) {
 #' densities (refused with `intercept = "transition"`, whose normaliser is
 #' known for the observed transitions only, unless `normalise = "reference"`).
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Held-out transitions or sequences; `NULL` (default) for the
 #'   observed transitions.
 #' @param normalise `"intercept"` or `"reference"`.
 #' @param n_draws Reference draws per transition for `normalise = "reference"`.
-#' @param ... Unused.
 #' @return An object of class `logLik`: `df` is the effective number of
 #'   parameters (the kernel's and the intercept's effective degrees of freedom,
 #'   one per free intercept with `intercept = "transition"`), `nobs` the number
@@ -531,7 +524,7 @@ reference_log_z <- function(object, trans, n_draws, call = caller_call()) {
 #' freedom. Both fits must be on the same transitions.
 #'
 #' @param object,... Two `snce_fit`s, in any order.
-#' @param se_type Covariance: `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @return An `anova` data frame in the layout of [anova.nce_fit()] (the
 #'   columns of [stats::anova.glm()]): one row per fit, the Wald statistic, its
 #'   degrees of freedom and `Pr(>Chi)` in the larger fit's row.
@@ -581,11 +574,9 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
 #' `order` states of an observed sequence, has its number of transitions and
 #' replays its covariates.
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of simulated copies of the observed set of sequences.
-#' @param seed `NULL` or an integer for `set.seed()`.
 #' @param candidates Reference draws per step.
-#' @param ... Unused.
 #' @return Data frame with the state columns, `.sequence` (the observed
 #'   sequence it copies), `.step` (0 for the starting states) and `.sim`.
 #' @examples

@@ -172,7 +172,7 @@ check_precision <- function(k_mat, arg, call = caller_call()) {
 #'   (argument names: [nce_vocabulary]).
 #' @param threshold Entries above it are edges.
 #' @param abs Compare absolute values.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return A data frame with columns `from`, `to` and `weight`, ordered by decreasing weight.
 #'   Refused: a non-square or non-numeric `object`, a `threshold` that is not one number.
 #' @section What it refuses:

@@ -51,7 +51,7 @@
 #' @param seed `NULL` or an integer for `set.seed()`.
 #' @param n_grid Grid points (per variable or curve).
 #' @param n_draws Draws kept.
-#' @param ... Unused, unless the page says otherwise.
+#' @param ... Unused.
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(y = rnorm(200))
