@@ -130,7 +130,7 @@ test_that("bad `shards` are classed errors naming the argument", {
   # nce_shards()'s own argument is `n_shards`; through `shards =` the message names `shards`.
   expect_error(nce_shards(0), "`n_shards` must be a whole number of shards, at least 1", class = "nce_error_input")
   expect_error(nce_shards(1.5), "`n_shards` must be a whole number", class = "nce_error_input")
-  expect_error(nce_shards(NA), "`n` must be a whole number", class = "nce_error_input")
+  expect_error(nce_shards(NA), "`n_shards` must be a whole number", class = "nce_error_input")
   expect_error(nce_shards(2, dir = file.path(tempdir(), "no-such-dir")), "`dir` of `shards`",
                class = "nce_error_input")
   expect_error(fit_sharded("two"), "`shards` must be NULL, a number of shards", class = "nce_error_input")
