@@ -339,22 +339,9 @@ subset_simulations <- function(sims, rows) {
 #' (5 folds; the evaluations skip its refit on all pairs). The defaults for one design variable
 #' (`n = 1000` simulations per design, 9 initial designs, 3 rounds of 4) were measured on the
 #' death model ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`,
-#' 80 seeds, about 20 s each on one core). With one design variable and at least 9 evaluated
-#' designs the EIG is smoothed by an adaptive smooth (mgcv's `bs = "ad"`: its wiggliness penalty
-#' varies along the design; a thin plate with fewer designs or two variables): the chosen t was
-#' within 0.25 of 1.28 for 77 of 80 seeds (at most 0.44 away), and the 95% band held 1.28 for 73
-#' of 80 (mean width 0.49). Two rounds (the earlier default, 16 s each) chose within 0.25 for 75
-#' of the same 80 seeds; the third round's 4 designs near the maximum moved two of its five misses
-#' inside and none outside. The smoothed EIG was 0.035 nats from the exact one at t = 0.5 and
-#' 0.03-0.05 from t = 1 to 4 (mean absolute errors, two rounds). The three misses lose 0.011,
-#' 0.014 and 0.023 nats of exact EIG. A thin-plate smooth (the earlier default) gave 35 of 40 (up
-#' to 0.42 away), bands holding 1.28 for 32 of 40, and errors up to 0.27 nats near t = 0.1 (0.16
-#' now). A stiffer thin plate (REML `gamma = 2`) chose within 0.25 for all 40 but was 0.23
-#' nats off at t = 0.5, and in two design variables turned planar and chose the box's corner.
-#' More simulations did not help the earlier default (`n = 1500`: 15 of 20): 0.25 from the
-#' optimum the exact EIG is only 0.01 nats below its maximum (1.356), less than the classifier's
-#' design-to-design bias (about 0.03 nats), so the chosen t moves within the flat top: the worst
-#' choices lose about 0.03 nats of information.
+#' 80 seeds). With one design variable and at least 9 evaluated designs the EIG is smoothed by an
+#' adaptive smooth (mgcv's `bs = "ad"`; a thin plate with fewer designs or two variables): the
+#' chosen t was within 0.25 of 1.28 for 77 of 80 seeds (the other figures: `bench/README.md`).
 #'
 #' The smooth is fitted by [mgcv::gam()] (Gaussian, REML), not the package's Rust engine:
 #' the engine fits binomial and Poisson likelihoods with a known scale, and these estimates are

@@ -95,17 +95,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' `bench/lfire.R`), where the exact posterior is known by quadrature. The features (each summary
 #' mapped to normal scores by the prior-predictive quantiles, plus its one-sided squares; see
 #' [lfire_control()]) were chosen there over 10 observed series (`bench/lfire-series.R`): the
-#' median posterior sds are 1.44 and 1.17 times the exact ones (1.71 and 1.35 with the
-#' summaries standardised and linear, as in ELFI) and 1.22 and 1.06 times those of the summaries'
-#' own posterior (an amortised neural ratio on 20,000 pairs: 1.10 and 1.12 times exact, the
-#' width the 17 summaries allow); the posterior means are a median 0.08 and 0.05 from the exact
-#' ones (at most 0.20). More simulations narrow it slowly: twice as many give sds 1.42 and 1.19
-#' times exact, four times 1.32 and 1.18 (about 120 s a fit on one core); a neural network at
-#' each parameter value in place of the lasso, trained on the same simulations, is as wide (1.44
-#' and 1.18). On the vignette's observed series, whose summaries carry little about t1
-#' (rejection ABC on them is 2.0 times as wide as exact), the means are 0.031 and 0.040 from the
-#' exact ones and the sds 2.60 and 1.21 times them, in 26 s end to end on two cores (simulation
-#' 5 s, fitting 17 s; 16-18 s before).
+#' median posterior sds are 1.44 and 1.17 times the exact ones (more in `bench/README.md`).
 #'
 #' **Is the classifier too stiff?** A log ratio linear in the summaries is right when theta
 #' shifts their distribution, too flat when theta also changes their spread, and a log ratio too

@@ -14,9 +14,8 @@ ratio_losses <- c("nrec", "nre", "bnre")
 #' simulations of the minibatch drawn afresh as the contrasting pairs every epoch, and early
 #' stopping on held-out simulations (20 epochs of patience, as the Python toolkit sbi); the step
 #' is halved after `step_patience` epochs without a better held-out loss. The step, weight decay
-#' and minibatch were chosen on sbibm's two moons (10,000 simulations, observations 1-3, one
-#' network of 64-64 units): mean C2ST 0.745 in 7 s with step 2e-3, weight decay 1e-4 and
-#' minibatches of 256, against 0.776 in 38 s with sbi's step 5e-4, no decay and minibatches of 200.
+#' and minibatch were chosen on sbibm's two moons (C2ST against sbi's settings in
+#' `bench/README.md`).
 #'
 #' @param batch_size Simulations per minibatch (at least 2).
 #' @param max_epochs Most epochs. Training work (epochs x simulations x the network's

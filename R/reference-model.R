@@ -98,11 +98,9 @@ ref_model <- function(object, candidates = 10, n_chains = 20L, burnin = 1000L, t
 #'
 #' The loop of the adaptive reference: `iterations` times, the model is refitted by [update()]
 #' with `reference = ref_model(object)` of the previous fit (the data, formula and other arguments
-#' unchanged), so each reference is closer to the data than the last. On the 6-D targets of the
-#' "Deep energy-based models" vignette one iteration lowered the KL divergence of a network
-#' energy from the truth from 0.10-0.12 to 0.06-0.07 (bananas) and from 0.19 to 0.12-0.19 (a
-#' Gaussian mixture), at about twice the time; on a Gaussian with a quadratic energy it gave no
-#' gain (tests/testthat/test-reference-model.R).
+#' unchanged), so each reference is closer to the data than the last. One iteration lowered a
+#' network energy's KL divergence from the truth by up to a half on the 6-D targets of the "Deep
+#' energy-based models" vignette, at twice the time (`bench/README.md`).
 #'
 #' @param object An unconditional fit of [nce()] (linear, smooth or with an [mlp()] term).
 #' @param iterations Refits, each against the reference made from the one before.
