@@ -58,6 +58,7 @@ predict.nce_conditional <- function(object, newdata,
 
 #' @export
 vcov.nce_conditional <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   if (match_choice(se_type) == "sandwich") object$vcov else object$vcov_naive
 }
 
@@ -66,6 +67,7 @@ coef.nce_conditional <- function(object, ...) object$coefficients
 
 #' @export
 confint.nce_conditional <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   call <- sys.call()
   wald_confint(object, parm, level, match_choice(se_type), call = call)
 }

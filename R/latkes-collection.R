@@ -170,6 +170,7 @@ coef.latkes_collection <- function(object, ...) stacked(object, stats::coef)
 #' @inheritParams nce_vocabulary
 #' @export
 vcov.latkes_collection <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   se_type <- match_choice(se_type)
   vs <- lapply(object$fits, stats::vcov, se_type = se_type)
   p <- vapply(vs, nrow, 0L)

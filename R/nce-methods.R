@@ -21,6 +21,7 @@
 #' vcov(fit, se_type = "naive")
 #' @export
 vcov.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   se_type <- match_choice(se_type)
   if (se_type == "sandwich") object$vcov else object$vcov_naive
 }
@@ -36,6 +37,7 @@ vcov.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
 #' confint(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
 confint.nce_fit <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   call <- sys.call()
   wald_confint(object, parm, level, match_choice(se_type), call = call)
 }
@@ -112,6 +114,7 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #'   fit's settings.
 #' @export
 summary.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   se_type <- match_choice(se_type)
   cf <- stats::coef(object)
   se <- sqrt(pmax(diag(stats::vcov(object, se_type = se_type)), 0))

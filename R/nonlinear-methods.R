@@ -41,12 +41,14 @@ coef.nce_nls <- function(object, ...) object$coefficients
 #' @rdname nce_nls-methods
 #' @export
 vcov.nce_nls <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   if (match_choice(se_type) == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' @rdname nce_nls-methods
 #' @export
 confint.nce_nls <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   check_probability(level)
   cf <- stats::coef(object)
   se <- sqrt(diag(stats::vcov(object, se_type = match_choice(se_type))))
@@ -201,6 +203,7 @@ print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' @rdname nce_nls-methods
 #' @export
 summary.nce_nls <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   se_type <- match_choice(se_type)
   cf <- stats::coef(object)
   se <- sqrt(diag(stats::vcov(object, se_type = se_type)))

@@ -263,3 +263,12 @@ vocabulary <- c(
   window = "the rectangle (or ranges) the points live in",
   x = "the fitted model or result for print(), plot() and broom's methods"
 )
+
+# A renamed argument passed under its old name lands in a method's `...`: refused, not ignored
+# (`vcov(fit, type = "naive")` would otherwise give the sandwich). `renamed`: old = new names.
+check_renamed_dots <- function(dot_names, renamed, call = caller_call()) {
+  old <- intersect(dot_names, names(renamed))
+  if (length(old)) {
+    nce_abort(sprintf("`%s` is not an argument here: use `%s`", old[1L], renamed[[old[1L]]]), "input", call = call)
+  }
+}

@@ -149,6 +149,13 @@ test_that("the drifted names are gone: one name for the covariance, the referenc
   expect_false("chains" %in% names(formals(rtgm)))
   expect_false("batch" %in% c(names(formals(nce_mlp_control)), names(formals(nce_ratio_control))))
   expect_error(ref_normal(mean = c(y = 0), cov = 4), "named vector", class = "nce_error_input")
+  # the old covariance argument is refused where it would fall silently into `...`
+  set.seed(1)
+  fit <- nce(~ y, data.frame(y = runif(200)), ref_uniform(y = c(0, 1)), ratio = 2)
+  expect_error(vcov(fit, type = "naive"), "use `se_type`", class = "nce_error_input")
+  expect_error(confint(fit, type = "naive"), "use `se_type`", class = "nce_error_input")
+  expect_error(summary(fit, type = "naive"), "use `se_type`", class = "nce_error_input")
+  expect_false(identical(vcov(fit, se_type = "naive"), vcov(fit)))
 })
 
 test_that("methods use their generic's argument names, in the generic's order", {
