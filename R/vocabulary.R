@@ -59,7 +59,6 @@
 #' fit <- nce(~ y + I(y^2), data = d, reference = ref_normal(y = c(0, 2)), ratio = 5,
 #'            control = list(maxit = 50))
 #' fit$control
-#' head(nce:::vocabulary)
 #' @name nce_vocabulary
 #' @aliases vocabulary
 NULL
