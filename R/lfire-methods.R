@@ -160,7 +160,7 @@ print.nce_lfire <- function(x, ...) {
   cat("Call: ", paste(deparse(x$call, width.cutoff = 100L), collapse = "\n"), "\n", sep = "")
   pen <- if (x$penalty == "lasso") {
     sprintf("lasso (lambda by %s%d-fold CV, %s)", if (isTRUE(x$control$onestep == 1)) "one-step " else "",
-            x$control$nfolds, x$control$lambda)
+            x$control$folds, x$control$lambda)
   } else {
     "ridge (REML)"
   }

@@ -9,9 +9,9 @@ test_that("merge_control() merges, keeps complete results and refuses unknown se
   expect_identical(mc(NULL, nce_control), nce_control())
   expect_identical(mc(list(maxit = 5), nce_control), nce_control(maxit = 5))
   expect_identical(mc(nce_control(epsilon = 1e-8), nce_control), nce_control(epsilon = 1e-8))
-  expect_identical(mc(list(nfolds = 3), lfire_control), lfire_control(nfolds = 3))
+  expect_identical(mc(list(folds = 3), lfire_control), lfire_control(folds = 3))
   # lfire_control()'s result holds derived settings (`one_se`) it does not take: kept as is
-  full <- lfire_control(nfolds = 4)
+  full <- lfire_control(folds = 4)
   expect_identical(mc(full, lfire_control), full)
   expect_s3_class(mc(list(maxit = 50), vnce_control), "vnce_control")
   expect_error(mc(list(tol = 1), nce_control), "tol.*nce_control\\(\\) knows epsilon, maxit", class = "nce_error_input")
@@ -44,11 +44,11 @@ test_that("snce(), latkes(), lfire() and vnce() take a partial control list", {
                class = "nce_error_input")
 
   p <- toy_lfire_problem(3)
-  f1 <- toy_lfire_fit(p, n_theta = 40, n_marginal = 40, control = list(nfolds = 3, nlambda = 10))
-  f2 <- toy_lfire_fit(p, n_theta = 40, n_marginal = 40, control = lfire_control(nfolds = 3, nlambda = 10))
+  f1 <- toy_lfire_fit(p, n_theta = 40, n_marginal = 40, control = list(folds = 3, nlambda = 10))
+  f2 <- toy_lfire_fit(p, n_theta = 40, n_marginal = 40, control = lfire_control(folds = 3, nlambda = 10))
   expect_identical(f1$posterior, f2$posterior)
-  expect_error(lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th, batch = TRUE, control = list(folds = 3)),
-               "folds", class = "nce_error_input")
+  expect_error(lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th, batch = TRUE, control = list(nfolds = 3)),
+               "nfolds", class = "nce_error_input")
 
   set.seed(4)
   x <- rmog(200, theta = 4)
