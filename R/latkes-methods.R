@@ -374,7 +374,7 @@ effect_range <- function(object, var) {
 #' fixation, `s(x, y)`) as images over the window.
 #'
 #' @inheritParams nce_vocabulary
-#' @param terms Which parts to draw: `"kernel"`, `"intercept"` or both.
+#' @param select Which parts to draw: `"kernel"`, `"intercept"` or both.
 #' @param angle `"line"` or `"polar"`: how to draw angle terms.
 #' @param level Confidence level of the bands.
 #' @param n_grid Grid points per term.
@@ -387,19 +387,19 @@ effect_range <- function(object, var) {
 #' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist) + s(angle, bs = "cc"))
 #' plot(fit)
 #' @export
-plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line", "polar"), level = 0.95,
+plot.latkes_fit <- function(x, select = c("kernel", "intercept"), angle = c("line", "polar"), level = 0.95,
                             se_type = c("sandwich", "naive"), n_grid = 200, combine = TRUE, col = "steelblue", ...) {
-  terms <- match_choice(terms, several.ok = TRUE)
+  select <- match_choice(select, several.ok = TRUE)
   angle <- match_choice(angle)
   se_type <- match_choice(se_type)
   check_probability(level, "level")
   eff <- latkes_effects(x, n_grid = n_grid, level = level, se_type = se_type)
   pa <- x$row_setup$ncol
   two_d <- Filter(function(sm) {
-    sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% terms) || (sm$first.para > pa && "intercept" %in% terms))
+    sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% select) || (sm$first.para > pa && "intercept" %in% select))
   }, x$smooth)
-  one_int <- Filter(function(sm) sm$dim == 1L && sm$first.para > pa && "intercept" %in% terms, x$smooth)
-  if (!"kernel" %in% terms) eff <- list()
+  one_int <- Filter(function(sm) sm$dim == 1L && sm$first.para > pa && "intercept" %in% select, x$smooth)
+  if (!"kernel" %in% select) eff <- list()
   n_panels <- length(eff) + length(two_d) + length(one_int)
   if (n_panels == 0L) {
     nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")

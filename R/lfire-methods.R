@@ -47,7 +47,7 @@ lfire_mode <- function(object) which.max(object$posterior)
 #' @inheritParams nce_vocabulary
 #' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
 #'   (bit for bit); `TRUE` draws anew (see [nce_result]).
-#' @param which For `plot()`: parameters to show.
+#' @param select For `plot()`: parameters to show.
 #' @param ... Unused, or (update) arguments of [lfire()] to change.
 #' @name lfire-methods
 #' @return See the descriptions above.
@@ -216,24 +216,24 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
 
 #' @rdname lfire-methods
 #' @export
-plot.nce_lfire <- function(x, which = colnames(x$theta), ...) {
+plot.nce_lfire <- function(x, select = colnames(x$theta), ...) {
   nms <- colnames(x$theta)
-  if (is.numeric(which)) which <- nms[which]
-  if (!is.character(which) || !all(which %in% nms)) {
-    nce_abort(sprintf("`which` must name parameters among %s.", paste(nms, collapse = ", ")), "input")
+  if (is.numeric(select)) select <- nms[select]
+  if (!is.character(select) || !all(select %in% nms)) {
+    nce_abort(sprintf("`select` must name parameters among %s.", paste(nms, collapse = ", ")), "input")
   }
-  two <- length(which) == 2L && x$type == "grid"
-  op <- graphics::par(mfrow = c(1L, length(which) + two))
+  two <- length(select) == 2L && x$type == "grid"
+  op <- graphics::par(mfrow = c(1L, length(select) + two))
   on.exit(graphics::par(op))
-  for (p in which) {
+  for (p in select) {
     d <- lfire_marginal(x, p)
     plot(d$x, d$y, type = "l", xlab = p, ylab = "posterior density", main = paste("Marginal of", p), ...)
   }
   if (two) {
-    pts <- x$grid[which]
-    z <- tapply(x$posterior, list(factor(x$theta[, which[1]], pts[[1]]), factor(x$theta[, which[2]], pts[[2]])), sum)
+    pts <- x$grid[select]
+    z <- tapply(x$posterior, list(factor(x$theta[, select[1]], pts[[1]]), factor(x$theta[, select[2]], pts[[2]])), sum)
     z[is.na(z)] <- 0
-    graphics::contour(pts[[1]], pts[[2]], z, xlab = which[1], ylab = which[2], main = "Joint posterior",
+    graphics::contour(pts[[1]], pts[[2]], z, xlab = select[1], ylab = select[2], main = "Joint posterior",
                       drawlabels = FALSE)
   }
   invisible(x)

@@ -228,7 +228,7 @@ vocabulary <- c(
   se_type = "the covariance: sandwich or naive",
   se.fit = "predict(): also return standard errors",
   seed = "simulate(): a seed for R's generator",
-  select = "plot(): which smooth terms are drawn",
+  select = "plot(): which terms, parts or parameters are drawn",
   shape = "a gamma shape",
   shards = "how a fit is split into shards",
   sigma1 = "the standard deviation of a mixture's first component",
@@ -243,7 +243,6 @@ vocabulary <- c(
   subset = "rows of the data used",
   summaries = "a function giving summary statistics of one data set",
   t = "measurement times",
-  terms = "plot() of a LATKES fit: which parts are drawn",
   test = "anova(): the test",
   theta = "parameter values",
   thin = "keep one chain step in thin",
@@ -257,7 +256,6 @@ vocabulary <- c(
   waymarks = "whether telescoping waymarks are used",
   weight_decay = "decoupled weight decay of training",
   weights = "weights of the data points",
-  which = "plot(): which parameters are shown",
   window = "the rectangle (or ranges) the points live in",
   x = "the fitted model or result for print(), plot() and broom's methods"
 )
