@@ -35,7 +35,8 @@
 #'
 #' @param draws1,draws2 Posterior draws of model 1 and model 2: matrices with
 #'   one row per draw (the same columns), or vectors for one parameter.
-#' @param loglik1,loglik2 Each model's log-likelihood: a vectorised function
+#' @param log_density1,log_density2 Each model's log-likelihood (the log density of the data given the
+#'   parameters): a vectorised function
 #'   of a draws matrix returning one value per row, or a list of two numeric
 #'   vectors: the log-likelihood at `draws1` and at `draws2` (then `draws1`
 #'   and `draws2` may be `NULL`).
@@ -63,7 +64,7 @@
 #'   number of draws, and log-likelihood ratios
 #'   beyond 1e12 in absolute value (`nce_error_data`: double precision cannot
 #'   resolve the differences between draws that estimate log K there). An
-#'   error inside `loglik1` or `loglik2` is raised as `nce_error_model`,
+#'   error inside `log_density1` or `log_density2` is raised as `nce_error_model`,
 #'   quoting its message.
 #' @references Geyer, C. J. (1994). Estimating normalizing constants and
 #'   reweighting mixtures in Markov chain Monte Carlo. Technical report 568,
@@ -88,23 +89,23 @@
 #' fit
 #' summary(fit)
 #' @export
-bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior_odds = 1, chains = NULL) {
+bayes_factor_nce <- function(draws1, draws2, log_density1, log_density2, ess = NULL, prior_odds = 1, chains = NULL) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_prior_odds(prior_odds)
   check_ess(ess, 2L, ucall)
-  precomputed <- is.list(loglik1) && !is.function(loglik1)
-  if (precomputed != (is.list(loglik2) && !is.function(loglik2))) {
-    nce_abort("`loglik1` and `loglik2` must both be functions or both be lists of two vectors", "input")
+  precomputed <- is.list(log_density1) && !is.function(log_density1)
+  if (precomputed != (is.list(log_density2) && !is.function(log_density2))) {
+    nce_abort("`log_density1` and `log_density2` must both be functions or both be lists of two vectors", "input")
   }
   if (precomputed) {
-    l <- c(precomputed_loglik(loglik1, "loglik1"), precomputed_loglik(loglik2, "loglik2"))
+    l <- c(precomputed_loglik(log_density1, "log_density1"), precomputed_loglik(log_density2, "log_density2"))
     n1 <- length(l[[1L]])
     n2 <- length(l[[2L]])
     if (length(l[[3L]]) != n1 || length(l[[4L]]) != n2) {
-      nce_abort(sprintf(paste("`loglik1` has %d and %d values, `loglik2` %d and %d: both need the values at draws1",
-                              "then at draws2"),
+      nce_abort(sprintf(paste("`log_density1` has %d and %d values, `log_density2` %d and %d: both need the values",
+                              "at draws1 then at draws2"),
                         n1, n2, length(l[[3L]]), length(l[[4L]])), "input")
     }
     for (k in 1:2) {
@@ -123,29 +124,30 @@ bayes_factor_nce <- function(draws1, draws2, loglik1, loglik2, ess = NULL, prior
     l21 <- l[[3L]]
     l22 <- l[[4L]]
   } else {
-    if (!is.function(loglik1) || !is.function(loglik2)) {
-      nce_abort("`loglik1` and `loglik2` must be functions of a draws matrix (or lists of two vectors)", "input")
+    if (!is.function(log_density1) || !is.function(log_density2)) {
+      nce_abort(paste("`log_density1` and `log_density2` must be functions of a draws matrix (or lists of two",
+                      "vectors)"), "input")
     }
     d1 <- as_draws(draws1, "draws1")
     d2 <- as_draws(draws2, "draws2")
     check_same_dim(d1, d2)
     check_draws_spread(d1, "draws1", call = ucall)
     check_draws_spread(d2, "draws2", call = ucall)
-    l11 <- eval_logdens(loglik1, d1, "loglik1", "draws1", ucall)
-    l12 <- eval_logdens(loglik1, d2, "loglik1", "draws2", ucall)
-    l21 <- eval_logdens(loglik2, d1, "loglik2", "draws1", ucall)
-    l22 <- eval_logdens(loglik2, d2, "loglik2", "draws2", ucall)
+    l11 <- eval_logdens(log_density1, d1, "log_density1", "draws1", ucall)
+    l12 <- eval_logdens(log_density1, d2, "log_density1", "draws2", ucall)
+    l21 <- eval_logdens(log_density2, d1, "log_density2", "draws1", ucall)
+    l22 <- eval_logdens(log_density2, d2, "log_density2", "draws2", ucall)
   }
   if (length(l11) < 2L || length(l12) < 2L) {
     nce_abort(sprintf("each model needs at least two posterior draws (got %d and %d)", length(l11), length(l12)),
               "input")
   }
   check_ess_draws(ess, c(length(l11), length(l12)), c("draws of model 1", "draws of model 2"), ucall)
-  check_finite_values(l11, "loglik1", "draws1")
-  check_finite_values(l12, "loglik1", "draws2")
-  check_finite_values(l21, "loglik2", "draws1")
-  check_finite_values(l22, "loglik2", "draws2")
-  check_resolvable(l11 - l21, l12 - l22, "loglik1 - loglik2", ucall)
+  check_finite_values(l11, "log_density1", "draws1")
+  check_finite_values(l12, "log_density1", "draws2")
+  check_finite_values(l21, "log_density2", "draws1")
+  check_finite_values(l22, "log_density2", "draws2")
+  check_resolvable(l11 - l21, l12 - l22, "log_density1 - log_density2", ucall)
   if (identical(l11, l12) && identical(l21, l22)) {
     nce_warn(paste("`draws1` and `draws2` are the same sample (the same log-likelihoods at both): the estimate",
                    "needs independent draws of each model's posterior, and its standard error assumes them"),

@@ -249,7 +249,7 @@ check_choice <- function(x, choices, arg = deparse(substitute(x)), call = caller
 # match.arg() itself, classed: `arg` partially matched against `choices` (by default the
 # caller's formal default of that argument, as match.arg() reads it), the first choice when `arg`
 # is that default, and `nce_error_input` naming the argument and listing the choices otherwise.
-# Every method's choice argument goes through it, so `vcov(fit, type = "bogus")` is classed.
+# Every method's choice argument goes through it, so `vcov(fit, se_type = "bogus")` is classed.
 match_choice <- function(arg, choices, several.ok = FALSE, call = caller_call()) {  # nolint: object_name_linter.
   call <- call  # force the caller's call now: forced later, sys.call() would count other frames
   name <- deparse(substitute(arg))

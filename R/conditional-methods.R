@@ -17,8 +17,7 @@
 #'   `"log_kernel"`: \eqn{f(y, z)} without the normaliser;
 #'   `"log_normaliser"`: \eqn{\log Z(z) = -\nu(z)}.
 #' @param se.fit Also return standard errors (delta method for `"response"`).
-#' @param se_type `"sandwich"` (default) or `"naive"`, see [vcov.nce_fit()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return A vector (a matrix for `"lpmatrix"`), or a list with `fit` and
 #'   `se.fit`.
 #' @examples
@@ -34,7 +33,7 @@ predict.nce_conditional <- function(object, newdata,
                                     se.fit = FALSE,  # nolint: object_name_linter.
                                     se_type = c("sandwich", "naive"), ...) {
   type <- predict_type(type)
-  v <- stats::vcov(object, type = match_choice(se_type))
+  v <- stats::vcov(object, se_type = match_choice(se_type))
   if (missing(newdata)) newdata <- cond_data_rows(object)
   beta <- object$coefficients
   pa <- object$row_setup$ncol
@@ -80,10 +79,9 @@ model.matrix.nce_conditional <- function(object, ...) {
 #' normalised model, the normaliser being minus the fitted intercept in z; `df`
 #' is the number of coefficients, effective ones for penalised terms
 #' (normaliser included).
-#' @param object An `nce_conditional` fit.
+#' @inheritParams nce_vocabulary
 #' @param newdata Optional data frame of held-out rows (reference and given
 #'   columns).
-#' @param ... Unused.
 #' @return An object of class `logLik`.
 #' @export
 logLik.nce_conditional <- function(object, newdata = NULL, ...) {
@@ -125,11 +123,9 @@ anova.nce_conditional <- function(object, ...) {
 #' For each data row, a new y drawn from the fitted \eqn{p(y \mid z_i)} by
 #' sampling-importance-resampling: `candidates` reference draws weighted by
 #' \eqn{\exp\{f(u, z_i)\}/q(u)}, one kept (Gumbel-max).
-#' @param object An `nce_conditional` fit.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of data sets.
-#' @param seed `NULL` or an integer for `set.seed()`.
 #' @param candidates Reference draws per simulated point.
-#' @param ... Unused.
 #' @return Data frame with the reference's and the given columns and `.sim`.
 #' @export
 simulate.nce_conditional <- function(object, nsim = 1, seed = NULL, candidates = 100, ...) {
@@ -175,9 +171,7 @@ print.nce_conditional <- function(x, digits = max(3L, getOption("digits") - 3L),
 
 #' Summarise a conditional nce fit
 #'
-#' @param object An `nce_conditional` fit.
-#' @param se_type `"sandwich"` (default) or `"naive"`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return An object of class `summary.nce_conditional`: the coefficients of
 #'   the unnormalised model (`coefficients`), the log normaliser at each level
 #'   of a factor in `given` or over the range of a numeric one
@@ -191,7 +185,7 @@ summary.nce_conditional <- function(object, se_type = c("sandwich", "naive"), ..
   lab <- names(cf)
   for (sm in object$smooth) lab[sm$first.para:sm$last.para] <- sm$label
   par <- which(seq_along(cf) <= pa & lab == names(cf) & lab != "(Intercept)")
-  se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
+  se <- sqrt(diag(stats::vcov(object, se_type = se_type)))[par]
   z <- cf[par] / se
   tab <- cbind(Estimate = cf[par], `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   grid <- normaliser_grid(object)
@@ -236,8 +230,7 @@ print.summary.nce_conditional <- function(x, digits = max(3L, getOption("digits"
 #' The fitted \eqn{\log Z(z)} with a pointwise confidence band, against each
 #' given column (others at their first level or median): a curve for numeric
 #' columns, points with intervals for factors.
-#' @param x An `nce_conditional` fit.
-#' @param level Confidence level.
+#' @inheritParams nce_vocabulary
 #' @param n_grid Grid points for numeric columns.
 #' @param ... Passed to the plotting functions.
 #' @return `x`, invisibly.
@@ -273,10 +266,8 @@ plot.nce_conditional <- function(x, level = 0.95, n_grid = 100, ...) {
 
 #' Tidy a conditional nce fit
 #'
-#' @param x An `nce_conditional` fit.
+#' @inheritParams nce_vocabulary
 #' @param conf.int Add Wald confidence limits.
-#' @param conf.level Their level.
-#' @param ... Unused.
 #' @return A data frame with one row per parametric coefficient: `term`,
 #'   `component` (`"model"` for f(y, z), `"normaliser"` for the intercept in
 #'   z), `estimate`, `std.error` (sandwich), `statistic`, `p.value`, and with
@@ -303,8 +294,7 @@ tidy.nce_conditional <- function(x, conf.int = FALSE, conf.level = 0.95, ...) { 
 
 #' Glance at a conditional nce fit
 #'
-#' @param x An `nce_conditional` fit.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return A one-row data frame: `nobs`, `ratio`, `logLik`, `df`, `AIC`,
 #'   `BIC`, `converged`.
 #' @exportS3Method generics::glance
@@ -316,10 +306,9 @@ glance.nce_conditional <- function(x, ...) {  # nolint: object_name_linter.
 
 #' Augment data with a conditional nce fit's predictions
 #'
-#' @param x An `nce_conditional` fit.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame with the reference's and the given columns; the
 #'   fit's data by default.
-#' @param ... Unused.
 #' @return `newdata` with `.fitted` (the log conditional density, type
 #'   `"link"`) and `.se.fit`.
 #' @exportS3Method generics::augment

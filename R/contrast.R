@@ -117,13 +117,11 @@ contrast_check_size <- function(n, ratio, k, copies, width, call) {
 }
 
 # R grows its vector heap only after a full collection, and then by a fifth at a time: a fit
-# that allocates a few hundred MB piece by piece ran three full collections on the way up (0.2 to
-# 0.3 s each with mgcv loaded; 0.6-0.7 s of a 1.9-2.1 s discretised fit of 14 LATKES subjects,
-# 582,120 rows). One request for the planned size makes R grow it at once, in one collection;
-# nothing is written, so no memory is touched. That fit took 0.83x the time (the exact one
-# 0.86x), its peak memory unchanged with the young collection before the engine
-# (collect_set_up_garbage()). Small fits fit the heap R starts with; at most 512 MB, so that a
-# huge fit's garbage is still collected as it goes. Returns the bytes requested (0 for none).
+# that allocates a few hundred MB piece by piece ran three full collections on the way up (timings
+# in bench/README.md). One request for the planned size makes R grow it at once, in one
+# collection; nothing is written, so no memory is touched. Small fits fit the heap R starts
+# with; at most 512 MB, so that a huge fit's garbage is still collected as it goes. Returns the
+# bytes requested (0 for none).
 reserve_heap <- function(bytes) {
   request <- if (bytes >= 2^26) min(as.double(bytes), 2^29) else 0
   # An interrupt that fired inside (the request evaluates R code under R_ToplevelExec) was stopped

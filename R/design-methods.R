@@ -14,7 +14,7 @@ eig_label <- function(design) paste(sprintf("%s = %s", names(design), format(sig
 #' `update()` reruns [design_eig()] with changed arguments.
 #'
 #' @param object,x An `nce_eig`.
-#' @param digits Significant digits printed.
+#' @inheritParams nce_vocabulary
 #' @param newdata A data frame of parameter and summary columns.
 #' @param type `"link"` (log ratio) or `"response"` (ratio).
 #' @param se.fit Whether to return standard errors of the log ratio (from the classifier's
@@ -172,7 +172,7 @@ update.nce_eig <- function(object, ..., resample = FALSE) {
 #' curve (e.g. the exact EIG of [death_model()]). `update()` reruns [design_optimise()].
 #'
 #' @param object,x An `nce_design`.
-#' @param digits Significant digits printed.
+#' @inheritParams nce_vocabulary
 #' @param newdata A data frame of designs.
 #' @param se.fit Whether to return the smooth's standard errors.
 #' @param type `"link"` or `"response"` (both: the EIG).
@@ -381,7 +381,7 @@ plot.nce_design <- function(x, truth = NULL, ...) {
 #'
 #' @param x An `nce_eig` ([design_eig()]) or `nce_design` ([design_optimise()]).
 #' @param conf.level Level of `conf.low`/`conf.high`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return `tidy()`: for an `nce_eig`, one row per estimator (`plugin`, `nwj`, `jsd`) with
 #'   the estimate, its Monte Carlo standard error and a normal interval; for an `nce_design`,
 #'   one row per design variable with the chosen value, the sd of the smooth's posterior

@@ -47,7 +47,7 @@
 #' classifier part rests on `folds - 1` degrees of freedom and is often larger than the
 #' actual error); the Monte Carlo part alone is the column `mc.error` of `$estimates`. Intervals
 #' of 1.96 standard errors covered the exact EIG in the proportions recorded in
-#' `bench/README.md`. With `folds = 1` (a single split holding out `holdout`) only the Monte
+#' `bench/README.md`. With `folds = 1` (a single split holding out `held_out`) only the Monte
 #' Carlo error is known, and the standard error is that.
 #'
 #' @param simulator The simulator at a design: `function(theta, design)` taking a named
@@ -73,10 +73,10 @@
 #'   default, 5, fills the corners of the product of marginals that joint pairs rarely reach;
 #'   with 1, the classifier separates joint from shuffled pairs there almost perfectly and its
 #'   log ratio diverges (seen on the death model at late times with 500 training pairs).
-#' @param holdout With `folds = 1`: the fraction of the pairs held out to estimate the EIG
+#' @param held_out With `folds = 1`: the fraction of the pairs held out to estimate the EIG
 #'   (`NULL`, the default, holds out half). Given with `folds` > 1, where each fold is held out
 #'   in turn, it is refused (`nce_error_input`).
-#' @param folds Folds of the cross-fitting (1: a single split by `holdout`, the classifier's
+#' @param folds Folds of the cross-fitting (1: a single split by `held_out`, the classifier's
 #'   error then not in the standard error). Each fold needs at least 20 pairs.
 #' @param n_marginal Shuffles of the held-out pairs for the marginal terms of the bounds.
 #' @return An object of class `nce_eig`: `design`, `estimates` (a data frame: `estimator`,
@@ -88,7 +88,7 @@
 #' @section What it refuses:
 #' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `design` not a
 #'   named vector of finite numbers, `n` not a whole number >= 40, `batch` not TRUE/FALSE,
-#'   `holdout` not strictly between 0 and 1 (or leaving fewer than 20 pairs on either side),
+#'   `held_out` not strictly between 0 and 1 (or leaving fewer than 20 pairs on either side),
 #'   `folds` not in 1..20 (or leaving a fold fewer than 20 pairs), `n_shuffle` not in 1..100,
 #'   `n_marginal` not in 1..1000 (`nce_error_input`);
 #' * simulations that would not fit in memory (`nce_error_size`, checked before simulating);
@@ -112,14 +112,14 @@
 #' death_model_eig(1)  # the exact value
 #' @export
 design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = FALSE, formula = NULL,
-                       n_shuffle = 5L, holdout = NULL, n_marginal = 10L, folds = 5L, classifier = c("gam", "mlp"),
+                       n_shuffle = 5L, held_out = NULL, n_marginal = 10L, folds = 5L, classifier = c("gam", "mlp"),
                        hidden = c(64, 64), control = NULL) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
   check_simulator(simulator, summaries, prior, ucall)
   design <- check_design_vector(design, "design", ucall)
-  holdout_used <- check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
+  holdout_used <- check_eig_sizes(n, batch, n_shuffle, held_out, n_marginal, folds, ucall)
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
@@ -131,7 +131,7 @@ design_eig <- function(simulator, summaries, prior, design, n = 2000L, batch = F
   out$call <- call
   out$rng_state <- rng
   out$args <- list(simulator = simulator, summaries = summaries, prior = prior, design = design, n = n,
-                   batch = batch, formula = formula, n_shuffle = n_shuffle, holdout = holdout,
+                   batch = batch, formula = formula, n_shuffle = n_shuffle, held_out = held_out,
                    n_marginal = n_marginal, folds = folds, classifier = clf$classifier, hidden = clf$hidden,
                    control = clf$control)
   out
@@ -174,8 +174,8 @@ design_simulator <- function(simulator, design, batch) {
 
 # Simulate and estimate the EIG by cross-fitting: the pairs are split into `folds` folds, the
 # classifier fitted on all folds but one gives the terms of the estimators on that one, and the
-# estimate averages the terms of all pairs. With folds = 1 a single split holds out `holdout`.
-eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula, n_shuffle, holdout,
+# estimate averages the terms of all pairs. With folds = 1 a single split holds out `held_out`.
+eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula, n_shuffle, held_out,
                           n_marginal, call, folds = 5L, keep_ratio = TRUE, clf = list(classifier = "gam")) {
   sim_d <- design_simulator(simulator, design, batch)
   th <- as_theta_matrix(prior$sample(n), prior$names, call = call)
@@ -187,7 +187,7 @@ eig_at_design <- function(simulator, summaries, prior, design, n, batch, formula
   }
   check_ratio_names(prior$names, colnames(sims$summaries), call)
   if (folds == 1L) {
-    n_test <- max(20L, round(holdout * length(ok)))
+    n_test <- max(20L, round(held_out * length(ok)))
     fold_rows <- list(ok[seq.int(length(ok) - n_test + 1L, length(ok))])
   } else {
     fold_rows <- split(ok, cut(seq_along(ok), folds, labels = FALSE))
@@ -339,22 +339,9 @@ subset_simulations <- function(sims, rows) {
 #' (5 folds; the evaluations skip its refit on all pairs). The defaults for one design variable
 #' (`n = 1000` simulations per design, 9 initial designs, 3 rounds of 4) were measured on the
 #' death model ([death_model()]) against the exact optimum t = 1.28 (`bench/design-defaults.R`,
-#' 80 seeds, about 20 s each on one core). With one design variable and at least 9 evaluated
-#' designs the EIG is smoothed by an adaptive smooth (mgcv's `bs = "ad"`: its wiggliness penalty
-#' varies along the design; a thin plate with fewer designs or two variables): the chosen t was
-#' within 0.25 of 1.28 for 77 of 80 seeds (at most 0.44 away), and the 95% band held 1.28 for 73
-#' of 80 (mean width 0.49). Two rounds (the earlier default, 16 s each) chose within 0.25 for 75
-#' of the same 80 seeds; the third round's 4 designs near the maximum moved two of its five misses
-#' inside and none outside. The smoothed EIG was 0.035 nats from the exact one at t = 0.5 and
-#' 0.03-0.05 from t = 1 to 4 (mean absolute errors, two rounds). The three misses lose 0.011,
-#' 0.014 and 0.023 nats of exact EIG. A thin-plate smooth (the earlier default) gave 35 of 40 (up
-#' to 0.42 away), bands holding 1.28 for 32 of 40, and errors up to 0.27 nats near t = 0.1 (0.16
-#' now). A stiffer thin plate (REML `gamma = 2`) chose within 0.25 for all 40 but was 0.23
-#' nats off at t = 0.5, and in two design variables turned planar and chose the box's corner.
-#' More simulations did not help the earlier default (`n = 1500`: 15 of 20): 0.25 from the
-#' optimum the exact EIG is only 0.01 nats below its maximum (1.356), less than the classifier's
-#' design-to-design bias (about 0.03 nats), so the chosen t moves within the flat top: the worst
-#' choices lose about 0.03 nats of information.
+#' 80 seeds). With one design variable and at least 9 evaluated designs the EIG is smoothed by an
+#' adaptive smooth (mgcv's `bs = "ad"`; a thin plate with fewer designs or two variables): the
+#' chosen t was within 0.25 of 1.28 for 77 of 80 seeds (the other figures: `bench/README.md`).
 #'
 #' The smooth is fitted by [mgcv::gam()] (Gaussian, REML), not the package's Rust engine:
 #' the engine fits binomial and Poisson likelihoods with a known scale, and these estimates are
@@ -399,7 +386,7 @@ subset_simulations <- function(sims, rows) {
 design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L, batch = FALSE,
                             n_initial = NULL, n_refine = NULL, rounds = NULL,
                             estimator = c("plugin", "nwj", "jsd"), level = 0.95, n_final = n,
-                            formula = NULL, n_shuffle = 5L, holdout = NULL, n_marginal = 10L, folds = 5L) {
+                            formula = NULL, n_shuffle = 5L, held_out = NULL, n_marginal = 10L, folds = 5L) {
   rng <- rng_state()
   call <- match.call()
   ucall <- sys.call()
@@ -425,7 +412,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
   check_probability(level)
   check_count(n_final, min = 0)
   if (n_final > 0 && n_final < 40) check_fail("0 or a whole number >= 40", n_final, "n_final", ucall)
-  holdout_used <- check_eig_sizes(n, batch, n_shuffle, holdout, n_marginal, folds, ucall)
+  holdout_used <- check_eig_sizes(n, batch, n_shuffle, held_out, n_marginal, folds, ucall)
   if (!is.null(formula) && (!inherits(formula, "formula") || length(formula) != 2L)) {
     check_fail("a one-sided formula such as ~ te(theta, s)", formula, "formula", ucall)
   }
@@ -479,7 +466,7 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
                  args = list(simulator = simulator, summaries = summaries, prior = prior, lower = lower,
                              upper = upper, n = n, batch = batch, n_initial = n_initial, n_refine = n_refine,
                              rounds = rounds, estimator = estimator, level = level, n_final = n_final,
-                             formula = formula, n_shuffle = n_shuffle, holdout = holdout,
+                             formula = formula, n_shuffle = n_shuffle, held_out = held_out,
                              n_marginal = n_marginal, folds = folds),
                  time = proc.time()[["elapsed"]] - t0),
             class = c("nce_design", "nce_result"))
@@ -814,27 +801,28 @@ prior_from_posterior <- function(object, n_points = 1000L, bandwidth = NULL) {
 
 # The simulation and classifier sizes of design_eig() and design_optimise(): at least 20 pairs
 # to train and 20 to test in each fold (or the single split).
-# Returns the fraction held out with folds = 1: `holdout`, 0.5 by default.
-check_eig_sizes <- function(n, batch, n_shuffle, holdout, n_marginal, folds, call) {
+# Returns the fraction held out with folds = 1: `held_out`, 0.5 by default.
+check_eig_sizes <- function(n, batch, n_shuffle, held_out, n_marginal, folds, call) {
   check_count(n, min = 40, call = call)
   check_bool(batch, call = call)
   check_count(n_shuffle, max = 100, call = call)
-  if (!is.null(holdout)) check_probability(holdout, call = call)
+  if (!is.null(held_out)) check_probability(held_out, call = call)
   check_count(n_marginal, max = 1000, call = call)
   check_count(folds, max = 20, call = call)
-  # Cross-fitting holds out each fold in turn (1 / folds of the pairs): a `holdout` beside it would
+  # Cross-fitting holds out each fold in turn (1 / folds of the pairs): a `held_out` beside it would
   # be ignored, so it is refused rather than silently dropped.
-  if (!is.null(holdout) && folds > 1L) {
-    nce_abort(sprintf(paste("`holdout` applies to a single split (`folds = 1`) only: with `folds` = %d each fold",
-                            "holds out 1/%d of the pairs in turn. Drop `holdout`, or set `folds = 1`"),
+  if (!is.null(held_out) && folds > 1L) {
+    nce_abort(sprintf(paste("`held_out` applies to a single split (`folds = 1`) only: with `folds` = %d each fold",
+                            "holds out 1/%d of the pairs in turn. Drop `held_out`, or set `folds = 1`"),
                       as.integer(folds), as.integer(folds)), "input", call = call)
   }
-  holdout <- holdout %||% 0.5
-  n_test <- if (folds == 1L) round(holdout * n) else floor(n / folds)
+  held_out <- held_out %||% 0.5
+  n_test <- if (folds == 1L) round(held_out * n) else floor(n / folds)
   if (n_test < 20L || n - n_test < 20L) {
-    what <- if (folds == 1L) sprintf("`holdout` = %s", format(holdout)) else sprintf("`folds` = %d", as.integer(folds))
+    what <- if (folds == 1L) sprintf("`held_out` = %s", format(held_out)) else
+      sprintf("`folds` = %d", as.integer(folds))
     nce_abort(sprintf("%s leaves %d pairs to train and %d to test: each needs at least 20.",
                       what, n - n_test, n_test), "input", call = call)
   }
-  holdout
+  held_out
 }

@@ -23,7 +23,7 @@
 #'
 #' @param object A result of those functions.
 #' @param parm,level As for [stats::confint()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return As described; errors of class `nce_error_unsupported` for the refused methods.
 #' @name estimate_methods
 #' @examples
@@ -162,7 +162,7 @@ print.nce_bf <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' Summarise a Bayes factor estimate
 #'
 #' @param object An `nce_bf` from [bayes_factor_nce()] or [bayes_factor_marglik()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return An object of class `summary.nce_bf`: a table of \eqn{\log K} with
 #'   its standard error and a 95% interval, \eqn{K}, the posterior model
 #'   probabilities, and the diagnostics (draws, effective sample sizes,
@@ -206,7 +206,7 @@ print.nce_marglik <- function(x, digits = max(3L, getOption("digits") - 3L), ...
 #' Summarise a log normalising constant estimate
 #'
 #' @param object An `nce_marglik` from [marglik_nce()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return An object of class `summary.nce_marglik`: \eqn{\log Z} with its
 #'   standard error and 95% interval, and the diagnostics (draws, effective
 #'   sample size, reference, importance sampling bounds).

@@ -39,7 +39,7 @@ print.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' R-squared and deviance explained of mgcv's summary are not printed: they
 #' describe the data-versus-reference classification, not the density.
 #'
-#' @param object An `nce_gam` fit.
+#' @inheritParams nce_vocabulary
 #' @param se_type `"sandwich"` (NCE-corrected Bayesian covariance) or
 #'   `"naive"` (mgcv's \eqn{(X'WX + S)^{-1}}).
 #' @param ... Passed to [mgcv::summary.gam()].
@@ -98,8 +98,7 @@ print.summary.nce_gam <- function(x, digits = max(3L, getOption("digits") - 3L),
 #' mgcv's [mgcv::plot.gam()]: each smooth with its confidence band, from the
 #' NCE-corrected covariance by default.
 #'
-#' @param x An `nce_gam` fit.
-#' @param se_type `"sandwich"` or `"naive"`, see [summary.nce_gam()].
+#' @inheritParams nce_vocabulary
 #' @param ... Passed to [mgcv::plot.gam()] (`select`, `pages`, `shade`, ...).
 #' @return What [mgcv::plot.gam()] returns, invisibly.
 #' @export
@@ -109,7 +108,7 @@ plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
 
 #' Predict from an nce fit with smooth terms
 #'
-#' @param object An `nce_gam` fit.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame with the model's columns; the data by default.
 #'   Rows with NA give NA; character or factor columns where the model needs
 #'   numbers are refused.
@@ -120,9 +119,6 @@ plot.nce_gam <- function(x, se_type = c("sandwich", "naive"), ...) {
 #'   linear predictor matrix: `lpmatrix %*% coef` is the link) or `"terms"`
 #'   (each term's contribution, from [mgcv::predict.gam()]). Outside the
 #'   reference's support the density is 0 and the log density `-Inf`.
-#' @param se.fit Also return standard errors.
-#' @param se_type `"sandwich"` or `"naive"`, see [summary.nce_gam()].
-#' @param ... Unused.
 #' @return A vector (a matrix for `"lpmatrix"` and `"terms"`), or with
 #'   `se.fit = TRUE` a list with `fit` and `se.fit`.
 #' @examples

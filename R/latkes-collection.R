@@ -52,13 +52,13 @@ latkes_by <- function(cl, data, by, env) {
 #'
 #' @name latkes_collection
 #' @param x,object A `latkes_collection`.
-#' @param n Grid points per curve.
+#' @param n_grid Grid points per curve.
 #' @param range Optional named list of ranges per variable; by default the
 #'   median over the fits of each fit's range.
 #' @param angle `"line"` or `"polar"`.
 #' @param col Colour of the average.
 #' @param combine Put all panels in one figure.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @examples
 #' set.seed(1)
 #' d <- rlatkes(400, kernel = list(dist = function(d) -d / 150), window = c(0, 1024, 0, 768),
@@ -88,8 +88,8 @@ print.latkes_collection <- function(x, ...) {
 
 #' @rdname latkes_collection
 #' @export
-latkes_effects.latkes_collection <- function(object, n = 200, range = NULL, ...) {  # nolint: object_name_linter.
-  effs <- lapply(object$fits, function(f) latkes_effects(f, n = 2L))
+latkes_effects.latkes_collection <- function(object, n_grid = 200, range = NULL, ...) {  # nolint: object_name_linter.
+  effs <- lapply(object$fits, function(f) latkes_effects(f, n_grid = 2L))
   labels <- unique(unlist(lapply(effs, names)))
   out <- list()
   for (lab in labels) {
@@ -102,12 +102,12 @@ latkes_effects.latkes_collection <- function(object, n = 200, range = NULL, ...)
       apply(rr, 1L, stats::median)
     }
     curves <- vapply(object$fits[has], function(f) {
-      e <- latkes_effects(f, n = n, range = stats::setNames(list(r), var))[[lab]]
+      e <- latkes_effects(f, n_grid = n_grid, range = stats::setNames(list(r), var))[[lab]]
       e$fit - mean(e$fit)
-    }, numeric(n))
-    curves <- matrix(curves, n)
+    }, numeric(n_grid))
+    curves <- matrix(curves, n_grid)
     colnames(curves) <- paste0("fit_", names(object$fits)[has])
-    out[[lab]] <- structure(data.frame(value = seq(r[1], r[2], length.out = n), curves, mean = rowMeans(curves),
+    out[[lab]] <- structure(data.frame(value = seq(r[1], r[2], length.out = n_grid), curves, mean = rowMeans(curves),
                                        check.names = FALSE), variable = var)
   }
   out
@@ -115,10 +115,10 @@ latkes_effects.latkes_collection <- function(object, n = 200, range = NULL, ...)
 
 #' @rdname latkes_collection
 #' @export
-plot.latkes_collection <- function(x, n = 200, range = NULL, angle = c("line", "polar"), col = "steelblue",
+plot.latkes_collection <- function(x, n_grid = 200, range = NULL, angle = c("line", "polar"), col = "steelblue",
                                    combine = TRUE, ...) {
   angle <- match_choice(angle)
-  eff <- latkes_effects(x, n = n, range = range)
+  eff <- latkes_effects(x, n_grid = n_grid, range = range)
   if (!length(eff)) nce_abort("the fits have no one-dimensional kernel terms to plot", "input")
   if (combine && length(eff) > 1L) {
     op <- graphics::par(mfrow = panel_layout(length(eff)))
@@ -167,11 +167,12 @@ stacked <- function(x, f) {
 coef.latkes_collection <- function(object, ...) stacked(object, stats::coef)
 
 #' @rdname latkes_collection
-#' @param type Covariance: `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @export
-vcov.latkes_collection <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
-  vs <- lapply(object$fits, stats::vcov, type = type)
+vcov.latkes_collection <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
+  se_type <- match_choice(se_type)
+  vs <- lapply(object$fits, stats::vcov, se_type = se_type)
   p <- vapply(vs, nrow, 0L)
   out <- matrix(0, sum(p), sum(p))
   at <- cumsum(c(0L, p))

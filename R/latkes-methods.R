@@ -66,7 +66,7 @@ print.latkes_fit <- function(x, ...) {
 #' the demo at ratio 10 it puts the log-likelihood 154 below the grid's, 0.19
 #' per transition).
 #'
-#' @param object A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame as described; the observed transitions by default.
 #' @param type `"log_kernel"`, `"terms"`, `"link"` (the log transition
 #'   density, also called `"log_density"`), `"response"` (the normalised
@@ -81,8 +81,6 @@ print.latkes_fit <- function(x, ...) {
 #'   sub-cells (an odd whole number; 0 for none).
 #' @param extrapolate Richardson extrapolation from `grid` and a grid twice as
 #'   fine (`TRUE`, default) or the midpoint rule on `grid` alone.
-#' @param se_type `"sandwich"` or `"naive"`.
-#' @param ... Unused.
 #' @return As [predict.snce_fit()].
 #' @examples
 #' set.seed(1)
@@ -139,7 +137,7 @@ predict.latkes_fit <- function(object, newdata, type = c("link", "log_kernel", "
   se <- NULL
   if (se.fit) {
     g <- xk - nz$mean_x
-    v <- stats::vcov(object, type = se_type)[k$coef, k$coef, drop = FALSE]
+    v <- stats::vcov(object, se_type = se_type)[k$coef, k$coef, drop = FALSE]
     se <- stats::setNames(sqrt(rowSums((g %*% v) * g)), rownames(newdata))
     se[!inside] <- 0
   }
@@ -257,14 +255,13 @@ kernel_eta <- function(object, nd, labels = NULL) {
 #' intercept (`normalise = "intercept"`: NCE's estimate of minus the log
 #' normaliser, fast but an estimate).
 #'
-#' @param object A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata `NULL` (the fit's transitions) or a data frame of fixations
 #'   with the columns the fit used (coordinates under their original names,
 #'   `group`, covariates); it is prepared as in [latkes()] (fixations outside
 #'   the window, zero-length saccades).
 #' @param normalise `"grid"` (default) or `"intercept"`.
 #' @param grid,refine,extrapolate The normalising grid, see [predict.latkes_fit()].
-#' @param ... Unused.
 #' @return An object of class `logLik` with attributes `df` and `nobs`
 #'   (transitions). `df` counts what the normalised density estimates: the
 #'   kernel's effective degrees of freedom with `normalise = "grid"`, the
@@ -305,17 +302,16 @@ logLik.latkes_fit <- function(object, newdata = NULL, normalise = c("grid", "int
 #' the data and reference rows.
 #'
 #' @param object A `latkes_fit` or `latkes_collection`.
-#' @param n Grid points per term.
+#' @param n_grid Grid points per term.
 #' @param level Confidence level of the bands.
-#' @param se_type `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @param range Optional named list of ranges, e.g. `list(dist = c(0, 400))`.
-#' @param ... Unused.
 #' @return A named list (by term label) of data frames with columns `value`,
 #'   `fit`, `se`, `lower`, `upper`; attributes `variable` and `edf`. For a
 #'   collection, a list of data frames with one column of curves per fit
 #'   (`fit_<level>`), centred to mean zero, and their pointwise `mean`.
 #' @section What it refuses:
-#' * for a `latkes_fit`, `n` not a whole number >= 2 or `level` not a number strictly between
+#' * for a `latkes_fit`, `n_grid` not a whole number >= 2 or `level` not a number strictly between
 #'   0 and 1, or `se_type` not "sandwich" or "naive" (`nce_error_input`); a grid whose basis
 #'   rows would not fit in memory (`nce_error_size`).
 #' @examples
@@ -328,14 +324,14 @@ latkes_effects <- function(object, ...) UseMethod("latkes_effects")
 
 #' @rdname latkes_effects
 #' @export
-latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c("sandwich", "naive"),
+latkes_effects.latkes_fit <- function(object, n_grid = 200, level = 0.95, se_type = c("sandwich", "naive"),
                                       range = NULL, ...) {
-  check_count(n, "n", min = 2)
+  check_count(n_grid, "n_grid", min = 2)
   check_probability(level, "level")
   # Each term's grid rows of its basis, and their products with the covariance.
   k_max <- max(0, vapply(object$smooth, function(sm) sm$last.para - sm$first.para + 1, 0))
-  check_size(8 * as.double(n) * (3 * k_max + 8), "n", "latkes_effects()")
-  v <- stats::vcov(object, type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
+  check_size(8 * as.double(n_grid) * (3 * k_max + 8), "n_grid", "latkes_effects()")
+  v <- stats::vcov(object, se_type = check_choice(se_type, c("sandwich", "naive"), "se_type"))
   z <- stats::qnorm(1 - (1 - level) / 2)
   pa <- object$row_setup$ncol
   out <- list()
@@ -343,7 +339,7 @@ latkes_effects.latkes_fit <- function(object, n = 200, level = 0.95, se_type = c
     if (sm$first.para > pa || sm$dim != 1L) next
     var <- sm$term
     r <- if (!is.null(range[[var]])) range[[var]] else effect_range(object, var)
-    nd <- stats::setNames(data.frame(seq(r[1], r[2], length.out = n)), var)
+    nd <- stats::setNames(data.frame(seq(r[1], r[2], length.out = n_grid)), var)
     if (!identical(sm$by, "NA")) {
       src <- object$nce_frame[[sm$by]]
       nd[[sm$by]] <- if (!is.null(sm$by.level)) factor(sm$by.level, levels = levels(src)) else 1
@@ -377,15 +373,13 @@ effect_range <- function(object, var) {
 #' data's units; two-dimensional terms (the spline intercept in the previous
 #' fixation, `s(x, y)`) as images over the window.
 #'
-#' @param x A `latkes_fit`.
-#' @param terms Which parts to draw: `"kernel"`, `"intercept"` or both.
+#' @inheritParams nce_vocabulary
+#' @param select Which parts to draw: `"kernel"`, `"intercept"` or both.
 #' @param angle `"line"` or `"polar"`: how to draw angle terms.
 #' @param level Confidence level of the bands.
-#' @param se_type `"sandwich"` or `"naive"`.
 #' @param n_grid Grid points per term.
 #' @param combine Put all panels in one figure (sets `par(mfrow)` and restores it).
 #' @param col Colour of the curves.
-#' @param ... Unused.
 #' @return The kernel effects ([latkes_effects()]), invisibly.
 #' @examples
 #' set.seed(1)
@@ -393,19 +387,19 @@ effect_range <- function(object, var) {
 #' fit <- latkes(d, window = c(0, 1024, 0, 768), ratio = 10, kernel = ~ s(dist) + s(angle, bs = "cc"))
 #' plot(fit)
 #' @export
-plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line", "polar"), level = 0.95,
+plot.latkes_fit <- function(x, select = c("kernel", "intercept"), angle = c("line", "polar"), level = 0.95,
                             se_type = c("sandwich", "naive"), n_grid = 200, combine = TRUE, col = "steelblue", ...) {
-  terms <- match_choice(terms, several.ok = TRUE)
+  select <- match_choice(select, several.ok = TRUE)
   angle <- match_choice(angle)
   se_type <- match_choice(se_type)
   check_probability(level, "level")
-  eff <- latkes_effects(x, n = n_grid, level = level, se_type = se_type)
+  eff <- latkes_effects(x, n_grid = n_grid, level = level, se_type = se_type)
   pa <- x$row_setup$ncol
   two_d <- Filter(function(sm) {
-    sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% terms) || (sm$first.para > pa && "intercept" %in% terms))
+    sm$dim == 2L && ((sm$first.para <= pa && "kernel" %in% select) || (sm$first.para > pa && "intercept" %in% select))
   }, x$smooth)
-  one_int <- Filter(function(sm) sm$dim == 1L && sm$first.para > pa && "intercept" %in% terms, x$smooth)
-  if (!"kernel" %in% terms) eff <- list()
+  one_int <- Filter(function(sm) sm$dim == 1L && sm$first.para > pa && "intercept" %in% select, x$smooth)
+  if (!"kernel" %in% select) eff <- list()
   n_panels <- length(eff) + length(two_d) + length(one_int)
   if (n_panels == 0L) {
     nce_unsupported("plot", x, "the fit has no smooth terms to plot (its coefficients are in summary())")
@@ -415,7 +409,7 @@ plot.latkes_fit <- function(x, terms = c("kernel", "intercept"), angle = c("line
     on.exit(graphics::par(op))
   }
   for (nm in names(eff)) draw_effect(eff[[nm]], nm, angle, col, x)
-  v <- stats::vcov(x, type = se_type)
+  v <- stats::vcov(x, se_type = se_type)
   for (sm in one_int) {
     j <- sm$first.para:sm$last.para
     nd <- stats::setNames(data.frame(seq(effect_range(x, sm$term)[1], effect_range(x, sm$term)[2],
@@ -510,9 +504,8 @@ draw_image <- function(fit, sm, n) {
 #' from uniform candidates, approximate, any kernel). `"auto"` takes `"grid"`
 #' when it applies.
 #'
-#' @param object A `latkes_fit`.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of simulated copies of the observed sequences.
-#' @param seed `NULL` or an integer for `set.seed()`.
 #' @param method `"auto"`, `"grid"` or `"sir"`.
 #' @param grid Cells along x and y for `method = "grid"`.
 #' @param ... Passed to [simulate.snce_fit()] for `method = "sir"` (`candidates`).

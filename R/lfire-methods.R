@@ -44,10 +44,10 @@ lfire_mode <- function(object) which.max(object$posterior)
 #'   weights, at the fitted values only); `"lpmatrix"` is not available.
 #' @param se.fit Not available (the ratio's sampling error is not estimated).
 #' @param nsim Number of posterior-predictive simulations.
-#' @param seed Optional seed (as in [stats::simulate()]).
+#' @inheritParams nce_vocabulary
 #' @param resample For `update()`: `FALSE` (default) refits from the result's stored random state
 #'   (bit for bit); `TRUE` draws anew (see [nce_result]).
-#' @param which For `plot()`: parameters to show.
+#' @param select For `plot()`: parameters to show.
 #' @param ... Unused, or (update) arguments of [lfire()] to change.
 #' @name lfire-methods
 #' @return See the descriptions above.
@@ -134,7 +134,7 @@ update.nce_lfire <- function(object, ..., resample = FALSE) {
   args <- list(observed = object$observed, simulator = object$simulator, summaries = object$summaries,
                prior = object$prior, theta = structure(object$theta, grid = object$grid), n_theta = object$n_theta,
                n_marginal = object$n_marginal, penalty = object$penalty, batch = object$batch,
-               type = object$type, control = object$control)
+               method = object$type, control = object$control)
   sim_args <- c("simulator", "summaries", "batch", "prior")
   if (!any(names(changes) %in% c(sim_args, "n_marginal"))) args$marginal <- object$marginal
   if (!any(names(changes) %in% c(sim_args, "theta", "n_theta"))) args$simulations <- object$simulations
@@ -160,7 +160,7 @@ print.nce_lfire <- function(x, ...) {
   cat("Call: ", paste(deparse(x$call, width.cutoff = 100L), collapse = "\n"), "\n", sep = "")
   pen <- if (x$penalty == "lasso") {
     sprintf("lasso (lambda by %s%d-fold CV, %s)", if (isTRUE(x$control$onestep == 1)) "one-step " else "",
-            x$control$nfolds, x$control$lambda)
+            x$control$folds, x$control$lambda)
   } else {
     "ridge (REML)"
   }
@@ -216,24 +216,24 @@ print.summary.nce_lfire <- function(x, digits = 4L, ...) {
 
 #' @rdname lfire-methods
 #' @export
-plot.nce_lfire <- function(x, which = colnames(x$theta), ...) {
+plot.nce_lfire <- function(x, select = colnames(x$theta), ...) {
   nms <- colnames(x$theta)
-  if (is.numeric(which)) which <- nms[which]
-  if (!is.character(which) || !all(which %in% nms)) {
-    nce_abort(sprintf("`which` must name parameters among %s.", paste(nms, collapse = ", ")), "input")
+  if (is.numeric(select)) select <- nms[select]
+  if (!is.character(select) || !all(select %in% nms)) {
+    nce_abort(sprintf("`select` must name parameters among %s.", paste(nms, collapse = ", ")), "input")
   }
-  two <- length(which) == 2L && x$type == "grid"
-  op <- graphics::par(mfrow = c(1L, length(which) + two))
+  two <- length(select) == 2L && x$type == "grid"
+  op <- graphics::par(mfrow = c(1L, length(select) + two))
   on.exit(graphics::par(op))
-  for (p in which) {
+  for (p in select) {
     d <- lfire_marginal(x, p)
     plot(d$x, d$y, type = "l", xlab = p, ylab = "posterior density", main = paste("Marginal of", p), ...)
   }
   if (two) {
-    pts <- x$grid[which]
-    z <- tapply(x$posterior, list(factor(x$theta[, which[1]], pts[[1]]), factor(x$theta[, which[2]], pts[[2]])), sum)
+    pts <- x$grid[select]
+    z <- tapply(x$posterior, list(factor(x$theta[, select[1]], pts[[1]]), factor(x$theta[, select[2]], pts[[2]])), sum)
     z[is.na(z)] <- 0
-    graphics::contour(pts[[1]], pts[[2]], z, xlab = which[1], ylab = which[2], main = "Joint posterior",
+    graphics::contour(pts[[1]], pts[[2]], z, xlab = select[1], ylab = select[2], main = "Joint posterior",
                       drawlabels = FALSE)
   }
   invisible(x)
@@ -256,9 +256,8 @@ lfire_marginal <- function(x, p) {
 
 #' Tidy an LFIRE posterior
 #'
-#' @param x An `nce_lfire` fit.
+#' @inheritParams nce_vocabulary
 #' @param conf.level Credible level of `conf.low`/`conf.high`.
-#' @param ... Unused.
 #' @return `tidy()`: one row per parameter (posterior mean as `estimate`, posterior sd as
 #'   `std.error`, equal-tailed credible interval). `glance()`: one row on the fit.
 #' @name tidy.nce_lfire

@@ -7,7 +7,7 @@
 #'
 #' @param nlambda Length of the lasso's lambda path.
 #' @param lambda_min_ratio Smallest lambda as a fraction of the largest.
-#' @param nfolds Folds of the cross-validation that chooses lambda.
+#' @param folds Folds of the cross-validation that chooses lambda (glmnet's `nfolds`).
 #' @param lambda `"min"` (the lambda of least CV deviance, as Thomas et al. 2020) or
 #'   `"1se"` (the largest lambda within one standard error of it).
 #' @param chunk_size Simulations per unit of parallel work for the prior-predictive sample
@@ -21,7 +21,7 @@
 #'   default): one proximal Newton step from the fit on all rows, on the fold's training rows
 #'   (approximate K-fold CV; Beirami et al. 2017, Rad and Maleki 2020), solved exactly by an
 #'   active-set method, so features may enter or leave; it fits one path instead of
-#'   `nfolds + 1`. `"exact"`: a lasso path per fold, as glmnet's `cv.glmnet()`. On the ARCH(1)
+#'   `folds + 1`. `"exact"`: a lasso path per fold, as glmnet's `cv.glmnet()`. On the ARCH(1)
 #'   benchmark `"onestep"` takes a fifth of the fitting time of `"exact"` and its posterior is
 #'   as close to the exact one (symmetrised KL 2.27-2.30 against 2.30-2.32 over two fold
 #'   seeds); the two posteriors differ by less than two fold seeds of the exact CV do.
@@ -48,27 +48,27 @@
 #'   error via approximate leave-one-out cross-validation. JRSS B 82, 965-996.
 #' @section What it refuses:
 #' * `nlambda` not a whole number in 1..10000, `lambda_min_ratio` not a number strictly
-#'   between 0 and 1, `nfolds` not a whole number in 2..1000, `lambda` not "min" or "1se",
+#'   between 0 and 1, `folds` not a whole number in 2..1000, `lambda` not "min" or "1se",
 #'   `coarse` not a whole number in 1..100, `cv` not "onestep" or "exact",
 #'   `chunk_size` not a whole number >= 1, `quadratic` not TRUE/FALSE, `scores` not "normal"
 #'   or "standard" (`nce_error_input`).
 #' @examples
-#' lfire_control(nfolds = 5)
+#' lfire_control(folds = 5)
 #' @export
-lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L, lambda = c("min", "1se"),
+lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, folds = 10L, lambda = c("min", "1se"),
                           chunk_size = 100L, quadratic = TRUE, coarse = 4L, cv = c("onestep", "exact"),
                           scores = c("normal", "standard")) {
   check_count(nlambda, max = 1e4)
   check_number(lambda_min_ratio, min = 0, max = 1, exclusive_min = TRUE)
   if (lambda_min_ratio >= 1) check_fail("one number > 0 and < 1", lambda_min_ratio, "lambda_min_ratio", sys.call())
-  check_count(nfolds, min = 2, max = 1000)
+  check_count(folds, min = 2, max = 1000)
   lambda <- check_choice(lambda, c("min", "1se"), "lambda", sys.call())
   check_count(chunk_size)
   check_bool(quadratic)
   check_count(coarse, max = 100)
   cv <- check_choice(cv, c("onestep", "exact"), "cv", sys.call())
   scores <- check_choice(scores, c("normal", "standard"), "scores", sys.call())
-  list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), nfolds = as.double(nfolds),
+  list(nlambda = as.double(nlambda), lambda_min_ratio = as.double(lambda_min_ratio), folds = as.double(folds),
        one_se = as.double(lambda == "1se"), lambda = lambda, chunk_size = as.integer(chunk_size),
        quadratic = quadratic, coarse = as.double(coarse), cv = cv, onestep = as.double(cv == "onestep"),
        scores = scores)
@@ -95,17 +95,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' `bench/lfire.R`), where the exact posterior is known by quadrature. The features (each summary
 #' mapped to normal scores by the prior-predictive quantiles, plus its one-sided squares; see
 #' [lfire_control()]) were chosen there over 10 observed series (`bench/lfire-series.R`): the
-#' median posterior sds are 1.44 and 1.17 times the exact ones (1.71 and 1.35 with the
-#' summaries standardised and linear, as in ELFI) and 1.22 and 1.06 times those of the summaries'
-#' own posterior (an amortised neural ratio on 20,000 pairs: 1.10 and 1.12 times exact, the
-#' width the 17 summaries allow); the posterior means are a median 0.08 and 0.05 from the exact
-#' ones (at most 0.20). More simulations narrow it slowly: twice as many give sds 1.42 and 1.19
-#' times exact, four times 1.32 and 1.18 (about 120 s a fit on one core); a neural network at
-#' each parameter value in place of the lasso, trained on the same simulations, is as wide (1.44
-#' and 1.18). On the vignette's observed series, whose summaries carry little about t1
-#' (rejection ABC on them is 2.0 times as wide as exact), the means are 0.031 and 0.040 from the
-#' exact ones and the sds 2.60 and 1.21 times them, in 26 s end to end on two cores (simulation
-#' 5 s, fitting 17 s; 16-18 s before).
+#' median posterior sds are 1.44 and 1.17 times the exact ones (more in `bench/README.md`).
 #'
 #' **Is the classifier too stiff?** A log ratio linear in the summaries is right when theta
 #' shifts their distribution, too flat when theta also changes their spread, and a log ratio too
@@ -127,7 +117,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' @param n_theta Simulations at each parameter value.
 #' @param n_marginal Simulations from the prior predictive (shared).
 #' @param penalty `"lasso"` or `"ridge"`.
-#' @param type `"grid"` (posterior = prior x ratio, normalised over the points) or
+#' @param method `"grid"` (posterior = prior x ratio, normalised over the points) or
 #'   `"draws"` (`theta` drawn from the prior: weights proportional to the ratio); `"auto"`
 #'   takes `"grid"` for [theta_grid()] output and `"draws"` otherwise.
 #' @param marginal,simulations Cached simulations to reuse ([simulate_summaries()] output or
@@ -143,7 +133,7 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #'   `gain` and its `std.error`, `flagged`; `NULL` with the ridge penalty).
 #' @section What it refuses:
 #' * `simulator` or `summaries` not a function, `prior` not an `nce_prior`, `n_theta` or
-#'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `type` not
+#'   `n_marginal` not a whole number >= 2, `batch` not TRUE/FALSE, `penalty` or `method` not
 #'   one of the choices, `control` not from [lfire_control()] (`nce_error_input`);
 #' * `theta` without the prior's parameter columns or with non-finite values; `summaries`
 #'   failing on, or giving non-finite values for, the observed data; cached `marginal` or
@@ -163,12 +153,12 @@ lfire_control <- function(nlambda = 100L, lambda_min_ratio = 1e-4, nfolds = 10L,
 #' x_obs <- rnorm(30, 0.5)
 #' pr <- prior_uniform(mu = c(-2, 2))
 #' fit <- lfire(x_obs, sim, summ, pr, theta = theta_grid(pr, 15), n_theta = 100, n_marginal = 100,
-#'              control = lfire_control(nfolds = 5))
+#'              control = lfire_control(folds = 5))
 #' summary(fit)
 #' @export
 lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prior, 25L), n_theta = 500L,
                   n_marginal = 500L, penalty = c("lasso", "ridge"), batch = FALSE,
-                  type = c("auto", "grid", "draws"), marginal = NULL, simulations = NULL,
+                  method = c("auto", "grid", "draws"), marginal = NULL, simulations = NULL,
                   control = lfire_control()) {
   rng <- rng_state()
   call <- match.call()
@@ -178,7 +168,7 @@ lfire <- function(observed, simulator, summaries, prior, theta = theta_grid(prio
   check_count(n_marginal, min = 2)
   check_bool(batch)
   penalty <- check_choice(penalty, c("lasso", "ridge"), "penalty", ucall)
-  type <- check_choice(type, c("auto", "grid", "draws"), "type", ucall)
+  type <- check_choice(method, c("auto", "grid", "draws"), "method", ucall)
   control <- merge_control(control, lfire_control, call = ucall)
   if (type == "auto") type <- if (is.null(attr(theta, "grid"))) "draws" else "grid"
   grid_pts <- attr(theta, "grid")
@@ -349,7 +339,8 @@ lfire_engine <- function(s_obs, marginal, simulations, n_values, penalty, contro
   if (is.null(control$onestep)) control$onestep <- 0  # ... or before `cv`
   t0 <- proc.time()[["elapsed"]]
   c0 <- cpu_seconds()
-  fit_control <- control[c("nlambda", "lambda_min_ratio", "nfolds", "one_se", "coarse", "onestep")]
+  fit_control <- control[c("nlambda", "lambda_min_ratio", "folds", "one_se", "coarse", "onestep")]
+  names(fit_control)[3L] <- "nfolds"  # the Rust side's name
   res <- rs(nce_lfire_fit(std(sm), at_std, starts, as.double(obs_std),
                           list(penalty = penalty, control = fit_control, seed = draw_seed(), threads = nce_threads())),
             call = call)

@@ -74,7 +74,7 @@
 #'   a draws matrix (with `draws`' column names) returning one value per row.
 #'   It may return `-Inf` at reference points outside the support. Argument
 #'   names follow [nce_vocabulary].
-#' @param lb,ub Lower and upper bounds of the parameters: one number for all,
+#' @param lower,upper Lower and upper bounds of the parameters: one number for all,
 #'   or one per column (named by column or in column order); `-Inf`/`Inf`
 #'   for none.
 #' @param reference `"auto"` (the normal reference, or the warped one when
@@ -166,11 +166,11 @@
 #' log(2 * pi)
 #' # A Beta(3, 5) kernel on (0, 1): log Z = log B(3, 5)
 #' ml_beta <- marglik_nce(rbeta(4000, 3, 5), function(p) 2 * log(p[, 1]) + 4 * log1p(-p[, 1]),
-#'                        lb = 0, ub = 1)
+#'                        lower = 0, upper = 1)
 #' summary(ml_beta)
 #' lbeta(3, 5)
 #' @export
-marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
+marglik_nce <- function(draws, log_density, lower = -Inf, upper = Inf,
                         reference = c("auto", "normal", "t", "warped", "mixture"), df = 5, n_ref = NULL,
                         split = TRUE, ess = NULL, chains = NULL,
                         waymarks = c("auto", "none", "always"), control = list()) {
@@ -183,10 +183,10 @@ marglik_nce <- function(draws, log_density, lb = -Inf, ub = Inf,
   x <- as_draws(draws, "draws")
   if (!is.function(log_density)) nce_abort("`log_density` must be a vectorised function of a draws matrix", "input")
   d <- ncol(x)
-  lb <- bounds_arg(lb, x, "lb")
-  ub <- bounds_arg(ub, x, "ub")
+  lb <- bounds_arg(lower, x, "lower")
+  ub <- bounds_arg(upper, x, "upper")
   bad <- which(!(lb < ub))
-  if (length(bad)) nce_abort(sprintf("`lb` must be below `ub` (columns %s)", format_positions(bad)), "input")
+  if (length(bad)) nce_abort(sprintf("`lower` must be below `upper` (columns %s)", format_positions(bad)), "input")
   for (j in seq_len(d)) {
     out <- which(!(x[, j] > lb[j] & x[, j] < ub[j]))
     if (length(out)) {

@@ -19,14 +19,13 @@
 #' The intercept is attribute `"constant"`, so that `rowSums()` plus the constant, plus the
 #' formula's offsets, is `type = "link"` inside the reference's support.
 #'
-#' @param object An `nce_mlp` fit.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame with the model's variables; the data by default. Rows with NA give
 #'   NA; outside the reference's support the density is 0.
 #' @param type `"link"` or `"log_density"` (the normalised log density), `"response"` or
 #'   `"density"` (its exponential), `"log_unnormalised"` (without the intercept) or `"terms"`
 #'   (a matrix, see Details).
 #' @param se.fit Refused (see Details).
-#' @param ... Unused.
 #' @return A numeric vector, one value per row of `newdata` (a matrix for `"terms"`).
 #' @examples
 #' set.seed(1)
@@ -166,7 +165,7 @@ epoch_note <- function(stopped, best, run) {
 #' the network plus the other coefficients: an upper bound on its effective number of
 #' parameters, so `AIC()` penalises the network fully.
 #'
-#' @param object An `nce_mlp` fit.
+#' @inheritParams nce_vocabulary
 #' @param ... Passed to [summary.nce_fit()].
 #' @return An object of class `summary.nce_mlp`.
 #' @export
@@ -203,11 +202,11 @@ print.summary.nce_mlp <- function(x, digits = max(3L, getOption("digits") - 3L),
 
 # summary() with smooth terms beside the network: the fields summary.nce_fit() gives, with the
 # parametric table and the smooth terms' tests of the smooth model's summary.
-mlp_smooth_summary <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
-  g <- summary.nce_gam(object$rest_fit, se_type = type)
+mlp_smooth_summary <- function(object, se_type = c("sandwich", "naive"), ...) {
+  se_type <- match_choice(se_type)
+  g <- summary.nce_gam(object$rest_fit, se_type = se_type)
   ln <- object$log_normaliser
-  structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = type,
+  structure(c(list(call = object$call, coefficients = g$p.table, s.table = g$s.table, se_type = se_type,
                    log_normaliser = c(estimate = ln, se = g$log_normaliser[["se"]]), n = object$n, m = object$m,
                    ratio = object$ratio, method = object$method, converged = object$converged,
                    iterations = object$iterations, reference = object$reference, relative = object$relative),
@@ -258,13 +257,11 @@ augment.nce_mlp <- function(x, newdata = NULL,  # nolint: object_name_linter.
 #' (and the default) when the formula has terms beside `mlp()` or the network does not use every
 #' variable of the reference.
 #'
-#' @param object An `nce_mlp` fit.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of data sets (each of the fit's number of data points).
-#' @param seed As for [stats::simulate()].
 #' @param method `"metropolis"` (the default for a network alone) or `"sir"`.
 #' @param n_chains,burnin,thin The chains: how many, steps dropped, and the thinning.
 #' @param candidates For `"sir"`: reference draws per simulated point.
-#' @param ... Unused.
 #' @return Data frame with the reference's columns and `.sim`; attribute `"acceptance"` (the
 #'   chains' acceptance rates) for `"metropolis"`, `"ess"` for `"sir"`.
 #' @examples
@@ -363,7 +360,7 @@ mlp_draws <- function(object, k, n_chains = 20L, burnin = 1000L, thin = 10L) {
 #' smooth terms beside the network, mgcv's plots of them follow ([plot.nce_gam()], the network
 #' held fixed).
 #'
-#' @param x An `nce_mlp` fit.
+#' @inheritParams nce_vocabulary
 #' @param n_grid Grid points per axis.
 #' @param max_vars Most variables shown in the marginals' grid.
 #' @param ... Passed to the plotting functions.

@@ -3,12 +3,12 @@
 #' Covariance of an nce fit
 #'
 #' @param object An `nce_fit` (also `snce_fit` and `latkes_fit`).
-#' @param type `"sandwich"` (default: data and reference points as two
+#' @param se_type `"sandwich"` (default: data and reference points as two
 #'   independent samples, right for NCE; for [snce()] fits clustered by
 #'   transition, or by sequence with `cluster = "sequence"`, plus mgcv's
 #'   smoothing-bias term for smooths) or `"naive"` (inverse Hessian of the
 #'   (penalised) logistic regression, which treats the reference points as fixed).
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return Covariance matrix with the coefficients' names. With
 #'   `snce(intercept = "transition")` the per-transition intercepts are not
 #'   among the coefficients (they are eliminated in the fit); their standard
@@ -18,20 +18,17 @@
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
 #' fit <- nce(~ y, df, ref_uniform(y = c(0, 1)))
 #' vcov(fit)
-#' vcov(fit, type = "naive")
+#' vcov(fit, se_type = "naive")
 #' @export
-vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
-  if (type == "sandwich") object$vcov else object$vcov_naive
+vcov.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
+  se_type <- match_choice(se_type)
+  if (se_type == "sandwich") object$vcov else object$vcov_naive
 }
 
 #' Wald confidence intervals for an nce fit
 #'
-#' @param object An `nce_fit`.
-#' @param parm Coefficients (names or indices); all by default.
-#' @param level Confidence level.
-#' @param type Covariance used, see [vcov.nce_fit()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return Matrix with one row per coefficient, columns for the lower and
 #'   upper limits.
 #' @examples
@@ -39,17 +36,18 @@ vcov.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
 #' df <- data.frame(y = log1p(runif(300) * (exp(2) - 1)) / 2)
 #' confint(nce(~ y, df, ref_uniform(y = c(0, 1))))
 #' @export
-confint.nce_fit <- function(object, parm, level = 0.95, type = c("sandwich", "naive"), ...) {
+confint.nce_fit <- function(object, parm, level = 0.95, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
   call <- sys.call()
-  wald_confint(object, parm, level, match_choice(type), call = call)
+  wald_confint(object, parm, level, match_choice(se_type), call = call)
 }
 
-# Wald intervals from coef() and vcov(type =): the confint() of every class whose coefficients
+# Wald intervals from coef() and vcov(se_type =): the confint() of every class whose coefficients
 # are asymptotically normal with the (sandwich or naive) covariance.
-wald_confint <- function(object, parm, level, type, call) {
+wald_confint <- function(object, parm, level, se_type, call) {
   check_probability(level, "level", call = call)
   cf <- stats::coef(object)
-  se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
+  se <- sqrt(pmax(diag(stats::vcov(object, se_type = se_type)), 0))
   pnames <- names(cf)
   if (missing(parm)) {
     parm <- pnames
@@ -85,7 +83,7 @@ formula.nce_fit <- function(x, ...) x$nce_formula
 #' The data and reference rows of an nce fit
 #'
 #' @param formula An `nce_fit`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return Data frame of the data rows then the reference rows, in the
 #'   reference's columns, with `.label` (1 data, 0 reference) and `.offset`
 #'   (the offset used in the fit: \eqn{\log(n/m) - \log q}).
@@ -108,22 +106,22 @@ print.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' Summarise an nce fit
 #'
-#' @param object An `nce_fit`.
-#' @param type Covariance used for standard errors, see [vcov.nce_fit()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
+#' @param se_type Covariance used for standard errors, see [vcov.nce_fit()].
 #' @return An object of class `summary.nce_fit`: the coefficient table
 #'   (`coefficients`: estimate, standard error, z value, p value), the
 #'   estimated log normalising constant with its standard error, and the
 #'   fit's settings.
 #' @export
-summary.nce_fit <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
+summary.nce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
+  se_type <- match_choice(se_type)
   cf <- stats::coef(object)
-  se <- sqrt(pmax(diag(stats::vcov(object, type = type)), 0))
+  se <- sqrt(pmax(diag(stats::vcov(object, se_type = se_type)), 0))
   # A standard error of 0 (the intercept of an intercept-only fit is known exactly): no test.
   z <- ifelse(!is.na(se) & se > 0, cf / se, NA_real_)
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(c(list(call = object$call, coefficients = tab, se_type = type,
+  structure(c(list(call = object$call, coefficients = tab, se_type = se_type,
                  log_normaliser = c(estimate = object$log_normaliser, se = unname(se[1L])),
                  n = object$n, m = object$m, ratio = object$ratio, method = object$method,
                  converged = object$converged, iterations = object$iterations,
@@ -150,7 +148,7 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
 
 #' Predict densities from an nce fit
 #'
-#' @param object An `nce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame with the reference's columns; the data by default.
 #'   Rows with NA give NA. Character or factor columns where the model needs
 #'   numbers are refused (`nce_error_input`).
@@ -164,8 +162,6 @@ print.summary.nce_fit <- function(x, digits = max(3L, getOption("digits") - 3L),
 #'   The fitted model lives on the reference's support: outside it the density
 #'   is 0 and the log density `-Inf`.
 #' @param se.fit Also return standard errors (delta method for `"density"`).
-#' @param se_type Covariance used, see [vcov.nce_fit()].
-#' @param ... Unused.
 #' @return A vector (a matrix for `"lpmatrix"` and `"terms"`), or with
 #'   `se.fit = TRUE` a list with `fit` and `se.fit`.
 #' @examples
@@ -191,7 +187,7 @@ predict.nce_fit <- function(object, newdata, type = c("link", "log_density", "re
     return(x)
   }
   beta <- stats::coef(object)
-  v <- stats::vcov(object, type = match_choice(se_type))
+  v <- stats::vcov(object, se_type = match_choice(se_type))
   if (type == "terms") return(nce_predict_terms(x, beta, v, attr(x, "assign"), object$terms, newdata, se.fit))
   keep <- !is.na(beta)
   if (type == "log_unnormalised") keep[1L] <- FALSE
@@ -350,12 +346,10 @@ nce_model_matrix <- function(object, newdata) {
 #' approximate, with error falling as `candidates` grows; the effective sample
 #' size of the weights is returned as attribute `"ess"`.
 #'
-#' @param object An `nce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of data sets, a whole number >= 1.
-#' @param seed As for [stats::simulate()]: `NULL` or an integer for `set.seed()`.
 #' @param candidates Reference draws per simulated point (>= 1); a request
 #'   that would not fit in memory is refused with `nce_error_size`.
-#' @param ... Unused.
 #' @return Data frame with the reference's columns and `.sim` (data set index).
 #' @examples
 #' set.seed(1)
@@ -437,15 +431,13 @@ restore_seed <- function(old) {
 #' `.fitted` (the log density, or the density with `type.predict =
 #' "response"`) and, with `se_fit = TRUE`, `.se.fit`.
 #'
-#' @param x An `nce_fit` (or `nce_gam`).
+#' @inheritParams nce_vocabulary
 #' @param conf.int Add `conf.low` and `conf.high`.
-#' @param conf.level Their level.
 #' @param parametric For `nce_gam`: the parametric coefficients (`TRUE`) or
 #'   the smooth terms (`FALSE`).
 #' @param newdata Data frame to augment instead of the fit's data.
 #' @param type.predict `"link"` (log density) or `"response"` (density).
 #' @param se_fit Add `.se.fit`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name nce_broom
 #' @examples
@@ -524,10 +516,9 @@ nce_as_tibble <- function(df) {
 #' small). For tests between nested fits, use [anova.nce_fit()], not a
 #' likelihood-ratio test.
 #'
-#' @param object An `nce_fit` (or `nce_gam`).
+#' @inheritParams nce_vocabulary
 #' @param newdata Optional data frame: the log-likelihood of these points
 #'   (held-out data) instead of the fit's data, with `nobs` their number.
-#' @param ... Unused.
 #' @return An object of class `logLik` with attributes `df` and `nobs`.
 #' @examples
 #' set.seed(1)
@@ -596,10 +587,9 @@ extractAIC.nce_fit <- function(fit, scale = 0, k = 2, ...) extractAIC.nce_result
 #' [logLik.nce_fit()]): there is no saturated model for a density, so it is
 #' not a deviance against one; `df.residual()` is `nobs - df`.
 #'
-#' @param object An `nce_fit` (or `nce_gam`).
+#' @inheritParams nce_vocabulary
 #' @param type Residual type: `"deviance"`, `"pearson"`, `"response"` or
 #'   `"working"`.
-#' @param ... Unused.
 #' @return `fitted()`: a numeric vector of `nobs(object)` densities (padded with
 #'   NA at dropped rows when `na.action = na.exclude`); `residuals()`: a
 #'   numeric vector of `n + m` classification residuals; `deviance()` and
@@ -650,7 +640,7 @@ df.residual.nce_fit <- function(object, ...) object$n - nce_df(object)
 #' the data points alone (and at `newdata`); `lpmatrix %*% coef(object)` is
 #' the log density (plus offsets written in the formula).
 #'
-#' @param object An `nce_fit` (or `nce_gam`).
+#' @inheritParams nce_vocabulary
 #' @param ... Passed to [predict.nce_fit()] (e.g. `newdata`).
 #' @return A matrix with one row per data and reference point and one column
 #'   per coefficient.
@@ -704,7 +694,7 @@ update_nce_formula <- function(old, new, call = caller_call()) {
 #' other terms in the model; for fits with smooth terms this is mgcv's
 #' [mgcv::anova.gam()] on the fit, which uses its NCE-corrected `Vp`.
 #'
-#' @param object An `nce_fit` (or `nce_gam`).
+#' @inheritParams nce_vocabulary
 #' @param ... More fits of the same data, nested in one another (any order).
 #' @param test Only `"Wald"`.
 #' @return An object of class `anova` (a data frame) with the columns of
@@ -869,7 +859,7 @@ nce_anova_terms <- function(object) {
 #'
 #' @param object An `nce_fit` (or `nce_gam`, `snce_fit`, `latkes_fit`, `nce_conditional`).
 #' @param scope Term labels to drop (all by default).
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return An `anova` data frame, one row for the full fit and one per term.
 #' @examples
 #' set.seed(1)
@@ -907,7 +897,7 @@ drop1.nce_fit <- function(object, scope, ...) {
 #' variables: the fitted log density along each numeric variable, the others
 #' held at the data's medians.
 #'
-#' @param x An `nce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param n_grid Grid points per curve.
 #' @param level Confidence level of the band.
 #' @param ... Passed to [graphics::plot()].

@@ -17,10 +17,8 @@
 #' network held fixed. Smooth terms (`s()`, `te()`, `ti()`) of variables outside the network are
 #' fitted beside it by backfitting: the network is trained with the smooth model as offset, the
 #' smooth model refitted by REML with the network as offset, for up to `backfit` rounds of
-#' [nce_mlp_control()], keeping the round with the lowest held-out loss. On a ring of (x1, x2)
-#' times a Beta(2, 5) x3 (5,000 points, 3 seeds, `bench/deep-ebm-beside.R`),
-#' `~ mlp(x1, x2) + s(x3)` had a mean absolute error of the log density of 0.14-0.18 against
-#' 0.18-0.21 for `~ mlp(x1, x2, x3)` (and 0.10-0.12 for `~ te(x1, x2) + s(x3)`).
+#' [nce_mlp_control()], keeping the round with the lowest held-out loss; on a ring times a
+#' Beta density that beat a network over all three variables (`bench/README.md`).
 #'
 #' The network's output is centred to mean 0 over the data points (its
 #' constant is not identified apart from the intercept), so minus the intercept is the log
@@ -80,15 +78,10 @@ print.nce_mlp_term <- function(x, ...) {
 #' lowest held-out loss is kept.
 #'
 #' The defaults (with `mlp()`'s ReLU layers of 64 and 64 units) were chosen on the 2-D targets
-#' of `bench/deep-ebm.R`, n = 5,000 data points, uniform reference, ratio 10: a ring (radius 2,
-#' radial sd 0.2) and 8 Gaussians (sd 0.25) on a circle of radius 2. The mean absolute error of
-#' the normalised log density on a grid where the density exceeds 1e-3 of its maximum was 0.21
-#' (ring) and 0.28 (8 Gaussians), against 0.21 and 0.68 for the smooth `te(x1, x2, k = 10)` of
-#' [nce()] and 0.66 and 0.43 for `ks::kde()`. Softplus units gave 0.23 and 0.55 at four times the
-#' time, tanh 0.38 and 0.34; a step of 5e-3, patience 15, a third layer, 128 units or batches
-#' of 512 were no better.
+#' of `bench/deep-ebm.R` (a ring and 8 Gaussians), where the network's log density was as close
+#' to the truth as a tensor-product smooth or closer (`bench/README.md`).
 #'
-#' @param batch Rows per minibatch.
+#' @param batch_size Rows per minibatch.
 #' @param max_epochs Most passes over the training rows per start.
 #' @param step Adam's initial step size.
 #' @param weight_decay Decoupled weight decay (AdamW) on the network's weights (not its biases).
@@ -105,10 +98,10 @@ print.nce_mlp_term <- function(x, ...) {
 #' @examples
 #' nce_mlp_control(max_epochs = 50, n_starts = 3)
 #' @export
-nce_mlp_control <- function(batch = 256L, max_epochs = 200L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
+nce_mlp_control <- function(batch_size = 256L, max_epochs = 200L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
                             patience = 30L, step_patience = 10L, n_starts = 1L, backfit = 3L,
                             backfit_tol = 1e-4) {
-  check_count(batch, "batch")
+  check_count(batch_size, "batch_size")
   check_count(max_epochs, "max_epochs")
   check_number(step, "step", min = 0, exclusive_min = TRUE, max = 1)
   check_number(weight_decay, "weight_decay", min = 0, max = 1)
@@ -118,7 +111,7 @@ nce_mlp_control <- function(batch = 256L, max_epochs = 200L, step = 2e-3, weight
   check_count(n_starts, "n_starts", max = 100)
   check_count(backfit, "backfit", max = 100)
   check_number(backfit_tol, "backfit_tol", min = 0)
-  structure(list(batch = as.double(batch), max_epochs = as.double(max_epochs), step = as.double(step),
+  structure(list(batch_size = as.double(batch_size), max_epochs = as.double(max_epochs), step = as.double(step),
                  weight_decay = as.double(weight_decay), held_out = as.double(held_out),
                  patience = as.double(patience), step_patience = as.double(step_patience),
                  n_starts = as.double(n_starts), backfit = as.double(backfit),
@@ -237,10 +230,9 @@ train_mlp <- function(x, z, y, weights, offset, spec, control, beta_start, held 
 
 # `n_networks` networks trained as train_mlp() trains one, each from its own start and (unless
 # `held` is given) its own held-out rows, side by side in one pool of threads (a network per
-# thread beats one network's small products split over threads: 10,000 ARCH(1) pairs, one network
-# 4.4 s on 2 threads, 5.3 s on 1). R's random numbers are drawn network by network (held-out rows,
-# then seed), as one train_mlp() call after another would draw them. Returns a list of
-# train_mlp() results.
+# thread beats one network's small products split over threads; bench/README.md). R's random
+# numbers are drawn network by network (held-out rows, then seed), as one train_mlp() call after
+# another would draw them. Returns a list of train_mlp() results.
 train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_networks, held = NULL,
                        warm_start = NULL, call = caller_call()) {
   call <- call
@@ -255,7 +247,7 @@ train_mlps <- function(x, z, y, weights, offset, spec, control, beta_start, n_ne
   for (k in seq_len(n_networks)) {
     held_k[[k]] <- held %||% held_out_rows(y, control, call)
     settings <- list(inputs = ncol(x), hidden = spec$hidden, activation = spec$activation,
-                     batch = control$batch, max_epochs = control$max_epochs, step = control$step,
+                     batch = control$batch_size, max_epochs = control$max_epochs, step = control$step,
                      weight_decay = control$weight_decay, step_patience = control$step_patience,
                      patience = control$patience, n_starts = control$n_starts, seed = draw_seed(),
                      beta_start = as.double(beta_start), warm_start = warm_start)

@@ -14,7 +14,7 @@
 #'
 #' Standard errors default to the NCE sandwich, which treats the data and the
 #' reference points as two independent samples (the asymptotic covariance of
-#' Gutmann and Hyvarinen); `vcov(fit, type = "naive")` gives the inverse
+#' Gutmann and Hyvarinen); `vcov(fit, se_type = "naive")` gives the inverse
 #' Hessian of the logistic regression, which ignores that the reference points
 #' are random and is reported only for comparison.
 #'

@@ -4,7 +4,7 @@
 #' Methods for nonlinear NCE fits
 #'
 #' Fits of [nce()] with `start =` or `model =` (class `c("nce_nls", "nce_fit", "nce_result")`).
-#' As for every `nce_fit`, `vcov()` is the NCE sandwich (`type = "naive"`: the inverse Fisher
+#' As for every `nce_fit`, `vcov()` is the NCE sandwich (`se_type = "naive"`: the inverse Fisher
 #' information of the logistic regression) and `confint()` gives Wald intervals
 #' ([confint.nce_fit()]); `predict()` the normalised log density (`type = "link"` or
 #' `"log_density"`), the density (`"response"`, `"density"`) or the unnormalised \eqn{f}
@@ -22,11 +22,11 @@
 #'
 #' @param object,x A fit of class `nce_nls`.
 #' @param type See Details.
+#' @param se_type Covariance for `vcov()`, `confint()` and `summary()`: `"sandwich"` or `"naive"`.
 #' @param newdata Data frame of points (default: the data); for `logLik()`, held-out points.
-#' @param se.fit Return standard errors.
+#' @inheritParams nce_vocabulary
 #' @param nsim,seed,candidates For `simulate()`: `candidates * n` reference draws per simulation.
 #' @param n_grid Grid points per axis for `plot()`.
-#' @param digits Significant digits for `print()`.
 #' @param ... Further fits (`anova()`), arguments to update (`update()`), unused otherwise.
 #' @name nce_nls-methods
 #' @examples
@@ -180,13 +180,14 @@ print.nce_nls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' @rdname nce_nls-methods
 #' @export
-summary.nce_nls <- function(object, type = c("sandwich", "naive"), ...) {
-  type <- match_choice(type)
+summary.nce_nls <- function(object, se_type = c("sandwich", "naive"), ...) {
+  check_renamed_dots(...names(), c(type = "se_type"))
+  se_type <- match_choice(se_type)
   cf <- stats::coef(object)
-  se <- sqrt(diag(stats::vcov(object, type = type)))
+  se <- sqrt(diag(stats::vcov(object, se_type = se_type)))
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  structure(c(list(coefficients = tab, type = type, model = object$nls$model$name, method = object$method,
+  structure(c(list(coefficients = tab, type = se_type, model = object$nls$model$name, method = object$method,
                  n = object$n, m = object$m, log_normaliser = object$log_normaliser, proper = object$proper,
                  improper_along = object$improper_along,
                  gradient_source = object$nls$model$gradient_source, converged = object$converged,
@@ -249,11 +250,10 @@ nl_small <- function(v) if (v < 1e-6) "< 1e-6" else format(v, digits = 3)
 
 #' broom methods for nonlinear NCE fits
 #'
-#' @param x A fit of class `nce_nls`.
+#' @inheritParams nce_vocabulary
 #' @param conf.int,conf.level Add Wald intervals (sandwich).
 #' @param data,newdata Data for `augment()` (default: the fit's data).
 #' @param se_fit Add `.se.fit` to `augment()`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name nce_nls-broom
 #' @keywords internal

@@ -15,36 +15,26 @@
 #' turns it into a posterior for an observed data set without new simulations.
 #'
 #' @inheritParams lfire
-#' @param n Number of joint simulations. The default, 10,000, was chosen on the ARCH(1) model of
-#'   the simulator vignette with the default network ensemble (`bench/ratio-mlp.R`, 30
-#'   simulation sets): both posterior sds within 1.2 times the exact ones for 28 of the 30 sets
-#'   (sd ratios 0.80-1.05 and 1.00-1.21), against 21 of 30 with 5,000 pairs (0.82-1.17 and
-#'   0.99-1.35); the fit takes 11-16 s on 2 threads. On the 5-parameter Gaussian of that vignette
-#'   it is not better (3 seeds, importance sampling): the sd of theta2 is 0.77-0.84 times exact
-#'   with 10,000 pairs against 0.86-0.95 times with 5,000.
+#' @param n Number of joint simulations. The default, 10,000, was chosen on the simulator
+#'   vignette's ARCH(1) model: posterior sds within 1.2 times exact for 28 of 30 data sets
+#'   (`bench/README.md`).
 #' @param formula The classifier's right-hand side in the parameter and summary names
 #'   (e.g. `~ s(mu) + s(m) + ti(mu, m)`); by default, a smooth of each parameter and each
 #'   summary plus a tensor-product interaction `ti(theta_j, s_k, k = 4)` of every pair.
 #' @param n_shuffle Shuffled pairs per joint pair: by default 1 for the GAM and 5 for the network
-#'   (shuffled pairs cost no simulations; on ARCH(1) with 1,000 pairs, 5 took the network's
-#'   posterior sds from 1.4-1.6 to 1.1-1.3 times the exact ones).
+#'   (shuffled pairs cost no simulations; on ARCH(1) 5 narrowed the network's posteriors towards
+#'   exact, `bench/README.md`).
 #' @param simulations Cached joint simulations ([simulate_summaries()] output at prior
 #'   draws, one simulation per draw) to reuse.
 #' @param discrete `TRUE` to fit the classifier on discretised covariates, as
 #'   `mgcv::bam(discrete = TRUE)` does (see `discrete` in [nce()]): each smooth's parameters and
 #'   summaries are rounded to a grid of 2000 (one covariate), 100 (two) or 25 (three or more)
 #'   values over their range and the model matrix is held compressed, so large simulation sets
-#'   fit in a fraction of the time (7x faster on 20,000 pairs with one `te()` term). The log
-#'   ratio then differs from the exact fit's by the effect of that rounding. Many terms of many
-#'   distinct values on few pairs gain nothing from compression (the default formula on the
-#'   5-parameter Gaussian of the simulator vignette: 35 terms); the engine's cost model sees that,
-#'   and with 10 or more smoothing parameters the classifier is then fitted exactly
-#'   (`fit$gam$discrete_layout` is `"exact"`; see `discrete` in [nce()]): rounded, that model took
-#'   4 times the REML iterations. On it (`bench/discrete-layout.R`, 2026-12-01) `discrete = TRUE`
-#'   takes 1.03 times the exact fit's time at 2,000 pairs (2.39 before), 1.05-1.07 at 5,000
-#'   (1.19), and with three-way `ti()` terms on 20,000 pairs 30.4 s against 32.0 s (90 s against
-#'   55 s before). Terms in three or more covariates are rounded to 25 values per covariate,
-#'   which is coarse: prefer the exact fit for them.
+#'   fit in a fraction of the time. The log ratio then differs from the exact fit's by the
+#'   effect of that rounding; with 10 or more smoothing parameters the classifier is fitted
+#'   exactly (`fit$gam$discrete_layout` is `"exact"`; see `discrete` in [nce()]). Terms in three
+#'   or more covariates are rounded to 25 values per covariate, which is coarse: prefer the exact
+#'   fit for them. Timings against the exact fit: `bench/README.md`.
 #' @param simulator,batch The simulator model; see [simulate_summaries()].
 #' @param summaries A function of the simulator's output returning a matrix of summaries with
 #'   named columns, or `NULL`: the simulator's output itself (its columns named `x1`, `x2`, ...
@@ -58,10 +48,8 @@
 #'   beyond them), so heavy-tailed summaries do not dominate.
 #'
 #'   `"auto"` takes the GAM when `formula` or `discrete` is given and the network otherwise: a
-#'   GAM's additive smooth and tensor-product terms cannot represent every joint density (on
-#'   sbibm's two moons they gave a posterior mean of (-0.73, 0.71) where the reference's is
-#'   (-0.12, 0.12)), and on ARCH(1) with 1 to 17 summaries the network's posteriors were as close
-#'   to exact or closer, in less time beyond 4 interactions (`bench/ratio-auto.R`). The GAM keeps
+#'   GAM's additive smooth and tensor-product terms cannot represent every joint density, where
+#'   the network's posteriors were as close to exact or closer (`bench/README.md`). The GAM keeps
 #'   the methods a network lacks (standard errors, `coef()`, `anova()`). The fit says which it
 #'   took (`$classifier`).
 #' @param loss With the network: `"nrec"` (default), the contrastive loss of NRE-C (Miller,
@@ -81,8 +69,7 @@
 #'   for the posterior; [ratio_coverage()] checks whether the posteriors are as wide as they
 #'   should be.
 #' @param hidden With the network: units of each hidden layer of the classifier. The default,
-#'   two layers of 128, was chosen on sbibm's two moons (10,000 simulations, observations 1-3, one
-#'   network): mean C2ST 0.681 against 0.745 with two layers of 64 (`bench/README.md`).
+#'   two layers of 128, was chosen on sbibm's two moons (`bench/README.md`).
 #' @param control With the network: [nce_ratio_control()] or a list of some of its arguments.
 #' @return An object of class `nce_ratio` (see [nce_ratio_methods]): `prior`, `parameters`,
 #'   `summary_names`, `simulations`, `classifier` (`"gam"` or `"mlp"`), `time`. With the GAM,
@@ -303,10 +290,8 @@ ratio_log_ratio <- function(object, theta, s) {
 #' `n_draws` draws are kept. The effective sample size is the multi-chain estimate below. The log
 #' ratio is evaluated for all particles at once (one call of the classifier per Metropolis sweep);
 #' priors other than [prior_uniform()] and [prior_normal()] are sampled and evaluated in R.
-#' Checked against truth in the package's tests: a crescent (means within 0.01, sds within 0.5%
-#' of a 1000 x 1000 grid), two modes of weights 0.3 and 0.7 (0.301 in the smaller; random-walk
-#' Metropolis from the prior gave 0.565) and a correlated 10-D Gaussian (sds within 3%, effective
-#' sample 2,300-2,500 of 10,000 at every 5th step). Importance sampling from the prior is kept as
+#' Checked against truth in the package's tests (a crescent, two modes, a correlated 10-D
+#' Gaussian; figures in `bench/README.md`). Importance sampling from the prior is kept as
 #' an option; it warns (`nce_warning_ess`) when its effective sample is below 1,000 or a tenth of
 #' `n_draws`, as on narrow posteriors (two moons: 180 of 10,000).
 #'

@@ -140,7 +140,7 @@ ratio_coverage <- function(object, n = 200L, levels = c(0.5, 0.8, 0.95), n_draws
 #' uniform when calibrated; a hump means posteriors too wide, a U too narrow, a slope a bias).
 #'
 #' @param x A result of [ratio_coverage()].
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return `x`, invisibly.
 #' @examples
 #' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)

@@ -104,12 +104,11 @@ plot.nce_ratio_gam <- function(x, ...) {
 #' classifier's pairs (or `newdata`) with the log ratio `.fitted` (and `.se.fit` with
 #' `se_fit = TRUE`, GAM only).
 #'
-#' @param x An `nce_ratio` fit.
+#' @inheritParams nce_vocabulary
 #' @param parametric Parametric coefficients (`TRUE`) or smooth terms (`FALSE`).
 #' @param conf.int,conf.level Wald intervals for the parametric coefficients.
 #' @param newdata Rows with a column per parameter and summary; by default the pairs.
 #' @param se_fit Whether `augment()` adds `.se.fit`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name tidy.nce_ratio
 #' @exportS3Method generics::tidy

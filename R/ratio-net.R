@@ -14,11 +14,10 @@ ratio_losses <- c("nrec", "nre", "bnre")
 #' simulations of the minibatch drawn afresh as the contrasting pairs every epoch, and early
 #' stopping on held-out simulations (20 epochs of patience, as the Python toolkit sbi); the step
 #' is halved after `step_patience` epochs without a better held-out loss. The step, weight decay
-#' and minibatch were chosen on sbibm's two moons (10,000 simulations, observations 1-3, one
-#' network of 64-64 units): mean C2ST 0.745 in 7 s with step 2e-3, weight decay 1e-4 and
-#' minibatches of 256, against 0.776 in 38 s with sbi's step 5e-4, no decay and minibatches of 200.
+#' and minibatch were chosen on sbibm's two moons (C2ST against sbi's settings in
+#' `bench/README.md`).
 #'
-#' @param batch Simulations per minibatch (at least 2).
+#' @param batch_size Simulations per minibatch (at least 2).
 #' @param max_epochs Most epochs. Training work (epochs x simulations x the network's
 #'   multiply-adds) is bounded: a setting beyond about 1e15 operations is refused.
 #' @param step Adam's step size.
@@ -30,16 +29,16 @@ ratio_losses <- c("nrec", "nre", "bnre")
 #' @examples
 #' nce_ratio_control(max_epochs = 200)
 #' @export
-nce_ratio_control <- function(batch = 256L, max_epochs = 1000L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
+nce_ratio_control <- function(batch_size = 256L, max_epochs = 1000L, step = 2e-3, weight_decay = 1e-4, held_out = 0.1,
                               patience = 20L, step_patience = 5L) {
-  check_count(batch, "batch", min = 2)
+  check_count(batch_size, "batch_size", min = 2)
   check_count(max_epochs, "max_epochs")
   check_number(step, "step", min = 0, exclusive_min = TRUE, max = 1)
   check_number(weight_decay, "weight_decay", min = 0, max = 1)
   check_number(held_out, "held_out", min = 0, max = 0.9)
   check_count(patience, "patience")
   check_count(step_patience, "step_patience")
-  structure(list(batch = as.double(batch), max_epochs = as.double(max_epochs), step = as.double(step),
+  structure(list(batch_size = as.double(batch_size), max_epochs = as.double(max_epochs), step = as.double(step),
                  weight_decay = as.double(weight_decay), held_out = as.double(held_out),
                  patience = as.double(patience), step_patience = as.double(step_patience)),
             class = c("nce_ratio_control", "list"))
@@ -95,7 +94,7 @@ ratio_net_settings <- function(embedding, spec, control, loss, n_negatives) {
          out = as.double(embedding$out), item = as.double(embedding$item), window = as.double(embedding$window))
   }
   list(embedding = emb, hidden = as.double(spec$hidden), activation = spec$activation, loss = loss,
-       n_negatives = as.double(n_negatives), gamma = 1, lambda = 100, batch = control$batch,
+       n_negatives = as.double(n_negatives), gamma = 1, lambda = 100, batch = control$batch_size,
        max_epochs = control$max_epochs, step = control$step, weight_decay = control$weight_decay,
        step_patience = control$step_patience, patience = control$patience, held_out = control$held_out)
 }

@@ -21,7 +21,7 @@
 #' @param parm Parameters (names) for `confint()`.
 #' @param level Credible level.
 #' @param nsim Number of posterior predictive simulations.
-#' @param seed Passed to [set.seed()] first, when not `NULL`.
+#' @inheritParams nce_vocabulary
 #' @param ... Arguments of [ratio_posterior()] to change (`update()`); unused otherwise.
 #' @return As described.
 #' @examples
@@ -64,7 +64,7 @@ update.nce_ratio_posterior <- function(object, ..., resample = FALSE) {
 #'
 #' @param x An `nce_ratio_posterior` from [ratio_posterior()].
 #' @param conf.level Credible level of `conf.low`/`conf.high`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return `tidy()`: one row per parameter (posterior mean as `estimate`, posterior sd as
 #'   `std.error`, equal-tailed credible interval). `glance()`: one row on the sample (method,
 #'   engine, draws, smallest effective sample size, acceptance rate, time).

@@ -50,12 +50,11 @@ ref_uniform <- function(...) {
 #' @param cov Optional covariance matrix over the columns in the order given
 #'   (a variance for one column); `NULL` for independent columns with the
 #'   standard deviations given in `...`.
-#' @details The older form `ref_normal(mean = c(y = 0), cov = 4)` (a named
-#'   mean vector, also positionally `ref_normal(c(y = 0), 4)`) still works
-#'   and gives a warning of class `nce_warning_deprecated`.
 #' @return A reference distribution (class `nce_reference`) for [nce()].
 #' @section What it refuses:
-#' * unnamed or missing `...`; a column not given as `c(mean, sd)` of finite numbers with
+#' * unnamed or missing `...`, or a named vector in it (the removed form
+#'   `ref_normal(mean = c(y = 0), cov = 4)`: write `ref_normal(y = 0, cov = 4)`); a column not
+#'   given as `c(mean, sd)` of finite numbers with
 #'   sd > 0 (or, with `cov`, not one finite mean) (`nce_error_input`);
 #' * `cov` not a finite square matrix with one row per column (`nce_error_input`), or not
 #'   symmetric positive definite (checked in Rust when the reference is built, so a bad
@@ -71,16 +70,12 @@ ref_normal <- function(..., cov = NULL) {
   args <- list(...)
   nm <- names(args)
   if (is.null(nm)) nm <- rep("", length(args))
-  # The old form: `mean =`, or a named mean vector as first, unnamed, argument.
-  old <- "mean" %in% nm || (length(args) >= 1L && nm[1L] == "" && !is.null(names(args[[1L]])))
-  if (old) {
-    first <- if ("mean" %in% nm) match("mean", nm) else 1L
-    mean <- args[[first]]
-    rest <- args[-first]
-    if (is.null(cov) && length(rest) >= 1L) cov <- rest[[1L]]
-    nce_warn(paste("ref_normal(mean = c(y = 0), cov = v) is deprecated: name the columns as ref_uniform() does,",
-                   "ref_normal(y = c(0, sqrt(v))) or ref_normal(y = 0, cov = v)"), "deprecated")
-    return(ref_normal_build(mean, cov, call = sys.call()))
+  # A named vector is the removed form ref_normal(mean = c(y = 0), cov = v): refused, not read
+  # as a column called `mean`.
+  named <- vapply(args, function(a) !is.null(names(a)), NA)
+  if (any(named)) {
+    nce_abort(paste("`...` holds a named vector: name the columns as arguments, as ref_uniform() does,",
+                    "ref_normal(y = c(0, sd)) or ref_normal(y = 0, cov = v)"), "input")
   }
   if (!length(args) || any(nm == "")) {
     nce_abort("`...` must be named columns, e.g. ref_normal(y = c(0, 1)) (mean 0, sd 1)", "input")

@@ -28,7 +28,7 @@
 #' - A method a class cannot answer is refused with an error of class `nce_error_unsupported`
 #'   saying why.
 #'
-#' @param object An `nce_result`.
+#' @inheritParams nce_vocabulary
 #' @param formula. Changes to the model formula (`~ . + x`), for results fitted from one.
 #' @param ... For `update()`, arguments of the fitting call to change; otherwise unused.
 #' @param resample For `update()`: `FALSE` (default) re-evaluates the call from the random state

@@ -38,7 +38,7 @@
 #' per transition; or `"none"`); with `discrete = TRUE` they are an error of
 #' class `nce_error_unsupported` (a discretised design is already small).
 #'
-#' @param n Number of shards: a whole number from 1 to the number of chunks
+#' @param n_shards Number of shards: a whole number from 1 to the number of chunks
 #'   of 4096 rows (data and reference rows). Usually the number of workers.
 #' @param dir Directory the shards are written to (one file per shard,
 #'   removed after the fit): `NULL` for [tempdir()]. On a cluster, a directory
@@ -57,9 +57,9 @@
 #'               shards = nce_shards(1))
 #' fit$sp  # the smoothing parameters, as in the fit without shards
 #' @export
-nce_shards <- function(n = 2L, dir = NULL) {
+nce_shards <- function(n_shards = 2L, dir = NULL) {
   call <- caller_call()
-  check_shard_number(n, "n", call)
+  check_shard_number(n_shards, "n_shards", call)
   if (!is.null(dir) && !(is.character(dir) && length(dir) == 1L && !is.na(dir) && dir.exists(dir))) {
     nce_abort("`dir` of `shards` must be NULL or the path of an existing directory", "input", call = call)
   }
@@ -67,7 +67,7 @@ nce_shards <- function(n = 2L, dir = NULL) {
     nce_abort(sprintf("`dir` of `shards` (%s) is not writable: the shard files go there; give a writable directory",
                       dir), "input", call = call)
   }
-  structure(list(n = as.integer(n), dir = dir), class = "nce_shards")
+  structure(list(n = as.integer(n_shards), dir = dir), class = "nce_shards")
 }
 
 #' @export

@@ -163,33 +163,34 @@ as_theta_matrix <- function(theta, names, call = caller_call(), what = "`theta`"
 #' A grid of parameter values over a prior's support
 #'
 #' @param prior An `nce_prior` with finite bounds (or give `ranges`).
-#' @param n Points per parameter (one number, or one per parameter).
+#' @param n_grid Points per parameter (one number, or one per parameter).
 #' @param ranges Optional named list of ranges overriding the prior's bounds.
 #' @return A matrix of parameter rows (all combinations), with attribute `"grid"`
 #'   holding the points per parameter; [lfire()] treats it as a grid.
 #' @section What it refuses:
-#' * `prior` not an `nce_prior`, or `n` not one whole number >= 1 or one per parameter
+#' * `prior` not an `nce_prior`, or `n_grid` not one whole number >= 1 or one per parameter
 #'   (`nce_error_input`);
 #' * a grid that would not fit in memory (`nce_error_size`, checked before allocating;
 #'   `options(nce.max_memory =)` sets the limit);
 #' * a parameter without a finite range in the prior or in `ranges` (`nce_error_input`):
 #'   a grid needs bounds, so a `prior_normal()` needs `ranges`.
-#' @details Points are the midpoints of `n` equal cells, so they avoid the support's edges.
+#' @details Points are the midpoints of `n_grid` equal cells, so they avoid the support's edges.
 #' @examples
-#' theta_grid(prior_uniform(a = c(0, 1), b = c(-1, 1)), n = 3)
+#' theta_grid(prior_uniform(a = c(0, 1), b = c(-1, 1)), n_grid = 3)
 #' @export
-theta_grid <- function(prior, n = 25L, ranges = NULL) {
+theta_grid <- function(prior, n_grid = 25L, ranges = NULL) {
+  n <- n_grid
   if (!inherits(prior, "nce_prior")) check_fail("an nce_prior", prior, "prior", caller_call(0L))
   d <- length(prior$names)
   if (!is.numeric(n) || !(length(n) %in% c(1L, d)) || any(!is.finite(n)) || any(n < 1) || any(n != round(n))) {
-    nce_abort(sprintf("`n` must be one whole number >= 1 or %d of them.", d), "input")
+    nce_abort(sprintf("`n_grid` must be one whole number >= 1 or %d of them.", d), "input")
   }
   n <- rep_len(n, d)
   if (!is.null(ranges) && (!is.list(ranges) || is.null(names(ranges)) || !all(names(ranges) %in% prior$names))) {
     nce_abort(sprintf("`ranges` must be NULL or a list named by parameters among %s, e.g. list(%s = c(lower, upper)).",
                       paste(prior$names, collapse = ", "), prior$names[1L]), "input")
   }
-  check_size(8 * prod(n) * d, "n", "the grid")
+  check_size(8 * prod(n) * d, "n_grid", "the grid")
   pts <- lapply(seq_len(d), function(j) {
     nm <- prior$names[j]
     r <- if (!is.null(ranges[[nm]])) ranges[[nm]] else c(prior$lower[j], prior$upper[j])

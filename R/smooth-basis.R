@@ -158,11 +158,8 @@ Predict.matrix.ncetprs.smooth <- function(object, data) {  # nolint: object_name
 # (values decreasing), by the Rust block Krylov solver where it is the faster one (many points, few
 # eigenpairs: 1,000 or more points and k <= 40), else by mgcv's Lanczos routine (slanczos()) on
 # E built in Rust, at tolerance 1e-12 (relative residuals near 1e-15; slanczos()'s default
-# sqrt(eps) leaves 1e-8 differences from mgcv's own thin-plate basis).
-# Timings on this 2-core machine, E of uniform points (2026-11-25): 2,000 points in 2-D, k = 30:
-# Rust 0.100 s, slanczos 0.092 s plus 0.015 s to hand E to R; k = 100: 0.705 against 0.284 s;
-# 1,000 points in 3-D, k = 110: 0.479 against 0.097 s (2,000 points: 7.5 s against 0.33 s); 500
-# points in 2-D, k = 30: 0.031 against 0.006 s. Neither depends on the thread count.
+# sqrt(eps) leaves 1e-8 differences from mgcv's own thin-plate basis). The split between the two
+# was timed (bench/README.md); neither depends on the thread count.
 tp_eigen <- function(xu, m, k) {
   threads <- nce_threads(call = NULL)
   if (nrow(xu) >= 1000L && k <= 40L) {

@@ -17,7 +17,7 @@ setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) 
 
 #' Predict from an snce fit
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Data frame with the state columns at time t, the previous
 #'   state's `_prev` columns and covariates; the observed transitions by
 #'   default.
@@ -33,7 +33,6 @@ setup_predict <- function(setup, newdata, intercept, smooth_rows = function(sm) 
 #'   all (the intercepts are eliminated in the fit, not coefficients).
 #' @param se.fit Also return standard errors (delta method for `"response"`).
 #' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
-#' @param ... Unused.
 #' @return A vector (matrix for `"terms"` and `"lpmatrix"`), or a list with
 #'   `fit` and `se.fit`.
 #' @export
@@ -42,7 +41,7 @@ predict.snce_fit <- function(object, newdata, type = c("link", "log_kernel", "re
                              se.fit = FALSE, se_type = c("sandwich", "naive"), ...) {  # nolint: object_name_linter.
   type <- predict_type(type)
   check_bool(se.fit, "se.fit")
-  v <- stats::vcov(object, type = match_choice(se_type))
+  v <- stats::vcov(object, se_type = match_choice(se_type))
   training <- missing(newdata) || is.null(newdata)
   if (training) newdata <- object$transitions
   check_data_frame(newdata, "newdata", min_rows = 0L)
@@ -198,9 +197,8 @@ print.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' Summarise an snce fit
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param se_type `"sandwich"` (clustered, default) or `"naive"`.
-#' @param ... Unused.
 #' @return An object of class `summary.snce_fit` with the parametric kernel
 #'   coefficients (`coefficients`: estimate, standard error, z, p), the smooth
 #'   terms' effective degrees of freedom (`smooths`) and the fit's settings.
@@ -211,13 +209,13 @@ summary.snce_fit <- function(object, se_type = c("sandwich", "naive"), ...) {
   pa <- object$row_setup$ncol
   par <- which(seq_along(lab) <= pa & lab == names(object$coefficients) & lab != "(Intercept)")
   cf <- object$coefficients[par]
-  se <- sqrt(diag(stats::vcov(object, type = se_type)))[par]
+  se <- sqrt(diag(stats::vcov(object, se_type = se_type)))[par]
   z <- cf / se
   tab <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   normaliser <- NULL
   if (object$intercept$type == "none") {
     normaliser <- c(estimate = -unname(object$coefficients[1L]),
-                    se = unname(sqrt(stats::vcov(object, type = se_type)[1L, 1L])))
+                    se = unname(sqrt(stats::vcov(object, se_type = se_type)[1L, 1L])))
   }
   structure(c(list(call = object$call, coefficients = tab, smooths = smooth_table(object), se_type = se_type,
                  normaliser = normaliser,
@@ -259,16 +257,15 @@ print.summary.snce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' Each one-dimensional smooth with its confidence band, each two-dimensional
 #' smooth as an image with contours; kernel terms and intercept terms alike.
 #'
-#' @param x An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param select Indices of the smooths to draw (all by default).
 #' @param level Confidence level of the bands.
-#' @param se_type `"sandwich"` or `"naive"`.
 #' @param n_grid Grid points per axis.
 #' @param ... Passed to the plotting functions.
 #' @return `x`, invisibly.
 #' @export
 plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich", "naive"), n_grid = 100, ...) {
-  v <- stats::vcov(x, type = match_choice(se_type))
+  v <- stats::vcov(x, se_type = match_choice(se_type))
   check_probability(level, "level")
   sms <- x$smooth
   if (!length(sms)) {
@@ -333,11 +330,10 @@ plot.snce_fit <- function(x, select = NULL, level = 0.95, se_type = c("sandwich"
 #'
 #' @param x An `snce_fit`, `latkes_fit` or `latkes_collection`.
 #' @param conf.int,conf.level Add Wald confidence limits.
-#' @param se_type Covariance: `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Optional data for `augment()`, as for `predict()`.
 #' @param type.predict Prediction type for `.fitted`.
 #' @param se_fit Add `.se.fit`.
-#' @param ... Unused.
 #' @return A data frame.
 #' @name tidy_seq
 NULL
@@ -349,7 +345,7 @@ tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: obj
   se_type <- match_choice(se_type)
   check_bool(conf.int, "conf.int")
   cf <- stats::coef(x)
-  se <- sqrt(pmax(diag(stats::vcov(x, type = se_type)), 0))
+  se <- sqrt(pmax(diag(stats::vcov(x, se_type = se_type)), 0))
   lab <- term_labels(x)
   pa <- x$row_setup$ncol
   out <- data.frame(term = names(cf), estimate = unname(cf), std.error = unname(se),
@@ -357,7 +353,7 @@ tidy.snce_fit <- function(x, conf.int = FALSE, conf.level = 0.95,  # nolint: obj
                     component = ifelse(seq_along(cf) <= pa, "kernel", "intercept"),
                     smooth = ifelse(lab == names(cf), NA_character_, lab), stringsAsFactors = FALSE)
   if (conf.int) {
-    ci <- tidy_confint(x, conf.level, type = se_type)
+    ci <- tidy_confint(x, conf.level, se_type = se_type)
     out$conf.low <- unname(ci[, 1])
     out$conf.high <- unname(ci[, 2])
   }
@@ -398,7 +394,7 @@ terms.snce_fit <- function(x, ...) stats::terms(x$nce_formula)
 #' The rows of an snce fit
 #'
 #' @param formula An `snce_fit`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return Data frame of the transitions then their reference points, with the
 #'   state, `_prev` and covariate columns (and LATKES features), `.label` (1
 #'   data, 0 reference), `.transition` and `.offset`.
@@ -418,8 +414,7 @@ model.matrix.snce_fit <- function(object, ...) {
 
 #' Fitted transition densities of an snce fit
 #'
-#' @param object An `snce_fit`.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return The fitted transition density at each observed transition
 #'   (`predict(object, type = "response")`): `nobs(object)` values.
 
@@ -428,11 +423,10 @@ model.matrix.snce_fit <- function(object, ...) {
 #' NCE fits a classifier of data against reference points; its residuals are
 #' the diagnostics there are. A transition density has no residual of its own.
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param type `"response"` (label minus the fitted probability that the row is
 #'   a data point) or `"deviance"` (signed square roots of the rows'
 #'   deviance contributions).
-#' @param ... Unused.
 #' @return One value per row of `model.frame(object)` (data rows, then
 #'   reference rows).
 #' @export
@@ -461,12 +455,11 @@ residuals.snce_fit <- function(object, type = c("response", "deviance"), ...) {
 #' densities (refused with `intercept = "transition"`, whose normaliser is
 #' known for the observed transitions only, unless `normalise = "reference"`).
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param newdata Held-out transitions or sequences; `NULL` (default) for the
 #'   observed transitions.
 #' @param normalise `"intercept"` or `"reference"`.
 #' @param n_draws Reference draws per transition for `normalise = "reference"`.
-#' @param ... Unused.
 #' @return An object of class `logLik`: `df` is the effective number of
 #'   parameters (the kernel's and the intercept's effective degrees of freedom,
 #'   one per free intercept with `intercept = "transition"`), `nobs` the number
@@ -531,7 +524,7 @@ reference_log_z <- function(object, trans, n_draws, call = caller_call()) {
 #' freedom. Both fits must be on the same transitions.
 #'
 #' @param object,... Two `snce_fit`s, in any order.
-#' @param se_type Covariance: `"sandwich"` or `"naive"`.
+#' @inheritParams nce_vocabulary
 #' @return An `anova` data frame in the layout of [anova.nce_fit()] (the
 #'   columns of [stats::anova.glm()]): one row per fit, the Wald statistic, its
 #'   degrees of freedom and `Pr(>Chi)` in the larger fit's row.
@@ -558,7 +551,7 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
     nce_abort("the fits are not nested: the smaller fit's coefficients must all be in the larger fit", "input")
   }
   b <- stats::coef(big)[extra]
-  v <- stats::vcov(big, type = se_type)[extra, extra, drop = FALSE]
+  v <- stats::vcov(big, se_type = se_type)[extra, extra, drop = FALSE]
   rank <- max(1L, min(length(extra), round(sum(big$edf[extra]))))
   e <- eigen((v + t(v)) / 2, symmetric = TRUE)
   keep <- seq_len(rank)
@@ -581,11 +574,9 @@ anova.snce_fit <- function(object, ..., se_type = c("sandwich", "naive")) {
 #' `order` states of an observed sequence, has its number of transitions and
 #' replays its covariates.
 #'
-#' @param object An `snce_fit`.
+#' @inheritParams nce_vocabulary
 #' @param nsim Number of simulated copies of the observed set of sequences.
-#' @param seed `NULL` or an integer for `set.seed()`.
 #' @param candidates Reference draws per step.
-#' @param ... Unused.
 #' @return Data frame with the state columns, `.sequence` (the observed
 #'   sequence it copies), `.step` (0 for the starting states) and `.sim`.
 #' @examples

@@ -200,8 +200,7 @@ build_transitions <- function(formula, data, reference, ratio, group, order, tim
   prev_state <- stats::setNames(trans[paste0(vars, "_prev")], vars)
   # Reference rows: nt * ratio, each a copy of its transition's columns and the model matrices
   # built on them (about four copies in all; two with discrete = TRUE, whose model matrices hold
-  # only the distinct rounded rows: 9.5 GB measured at 23.3 million rows (exact: 15.0 GB), against 14 GB
-  # estimated).
+  # only the distinct rounded rows; measured against this estimate in bench/README.md).
   copies <- if (isTRUE(discrete)) 2 else 4
   con <- contrast(trans, reference, ratio, paired = TRUE, prev = prev_state, transform = features,
                   data_rows = st$cur, copies = copies, width = copies * (4 * order + 24), call = call)

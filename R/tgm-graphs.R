@@ -98,19 +98,19 @@ finish_graph <- function(upper, diag, margin) {
 #' @param mean Location vector (length 1 is recycled to the dimension; default 0).
 #' @param burnin Sweeps discarded at the start of each chain.
 #' @param thin Keep one sweep in `thin`.
-#' @param chains Number of independent chains; the `n` draws are split between them.
+#' @param n_chains Number of independent chains; the `n` draws are split between them.
 #' @param start Starting point (positive vector), or `NULL` for 1 / sqrt(diag(K)).
 #' @return An n x d matrix. Refused (before allocating): `n` whose draws would not fit in memory
-#'   (`nce_error_size`), or chains of more than 5e8 sweeps in all (`chains` x `burnin` + `n` x
+#'   (`nce_error_size`), or chains of more than 5e8 sweeps in all (`n_chains` x `burnin` + `n` x
 #'   `thin`; `nce_error_size`); a `K` that is not symmetric positive definite; non-whole `n`,
-#'   `burnin`, `thin`, `chains`.
+#'   `burnin`, `thin`, `n_chains`.
 #' @examples
 #' set.seed(1)
 #' K <- ring_graph(5)
 #' x <- rtgm(500, K)
 #' colMeans(x)
 #' @export
-rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NULL) {  # nolint: object_name_linter.
+rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, n_chains = 1, start = NULL) {  # nolint: object_name_linter.
   call <- sys.call()
   check_count(n, "n", max = 2^52, call = call)
   K <- check_precision(K, "K", call = call)  # nolint: object_name_linter.
@@ -120,15 +120,15 @@ rtgm <- function(n, K, mean = 0, burnin = 100, thin = 10, chains = 1, start = NU
   }
   check_count(burnin, "burnin", min = 0, call = call)
   check_count(thin, "thin", call = call)
-  check_count(chains, "chains", max = n, call = call)
+  check_count(n_chains, "n_chains", max = n, call = call)
   if (!is.null(start) && (!is.numeric(start) || length(start) != d || any(!is.finite(start)) || any(start <= 0))) {
     nce_abort(sprintf("`start` must be NULL or %d positive numbers, not %s.", d, describe_value(start)), call = call)
   }
   # the draws in Rust, their copy into R, and R's own copy when the column names are set
   check_size(8 * 3 * n * d, "n", "rtgm()", call = call)
-  check_chain_work(chains, burnin, n * thin / chains, c("chains", "burnin", "n"), call = call)
+  check_chain_work(n_chains, burnin, n * thin / n_chains, c("n_chains", "burnin", "n"), call = call)
   x <- rs(nce_rtgm(as.double(n), K, as.double(rep_len(mean, d)),
-                   list(burnin = as.integer(burnin), thin = as.integer(thin), chains = as.integer(chains),
+                   list(burnin = as.integer(burnin), thin = as.integer(thin), chains = as.integer(n_chains),
                         start = if (is.null(start)) NULL else as.double(start), seed = draw_seed(),
                         threads = nce_threads(), require_pd = TRUE)))
   colnames(x) <- colnames(K)
@@ -172,7 +172,7 @@ check_precision <- function(k_mat, arg, call = caller_call()) {
 #'   (argument names: [nce_vocabulary]).
 #' @param threshold Entries above it are edges.
 #' @param abs Compare absolute values.
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return A data frame with columns `from`, `to` and `weight`, ordered by decreasing weight.
 #'   Refused: a non-square or non-numeric `object`, a `threshold` that is not one number.
 #' @section What it refuses:

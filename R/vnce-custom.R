@@ -16,15 +16,15 @@
 #'   numeric vector. Argument names follow [nce_vocabulary].
 #' @param gradient `function(x, z, theta)`: the gradient of `log_density` in theta, a matrix with
 #'   one row per point and one column per parameter.
-#' @param theta Starting values of the parameters (named).
+#' @param start Starting values of the parameters (named).
 #' @param latent The values the latent variable takes (at least two).
 #' @param q_features `function(x)` returning the matrix of features of the variational family.
-#' @param noise `NULL` for independent normals fitted to the data's columns, or a list with
-#'   `sample = function(n)` and `log_density = function(x)`.
+#' @param reference The reference (noise) density: `NULL` for independent normals fitted to the
+#'   data's columns, or a list with `sample = function(n)` and `log_density = function(x)`.
 #' @return A model specification (class `vnce_model`).
 #' @section What it refuses:
-#' * `log_density`, `gradient` or `q_features` not a function, `theta` not finite numbers, `latent`
-#'   not at least two distinct values without NA, `noise` not `NULL` or a list with functions
+#' * `log_density`, `gradient` or `q_features` not a function, `start` not finite numbers, `latent`
+#'   not at least two distinct values without NA, `reference` not `NULL` or a list with functions
 #'   `sample` and `log_density` (`nce_error_input`). What the functions return is checked by
 #'   [vnce()]; an error inside one of them is raised as `nce_error_model`, naming the function and
 #'   quoting its message.
@@ -32,7 +32,7 @@
 #' # the mixture of mog_model(), written by hand (parameters log theta and c)
 #' lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
 #' gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
-#' mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0))
+#' mod <- custom_model(lp, gr, start = c(log_theta = log(3), c = 2.5), latent = c(1, 0))
 #' set.seed(1)
 #' x <- rmog(400, theta = 4)
 #' fit <- vnce(x, mod, method = "nce")   # plain NCE on the marginal: fast
@@ -43,23 +43,24 @@
 #' exp(coef(fit_v)[["log_theta"]])
 #' }
 #' @export
-custom_model <- function(log_density, gradient, theta, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
-                         noise = NULL) {
+custom_model <- function(log_density, gradient, start, latent = c(0, 1), q_features = function(x) cbind(1, x, x^2),
+                         reference = NULL) {
   check_function(log_density, "log_density")
   check_function(gradient, "gradient")
-  if (!is.numeric(theta) || length(theta) < 1L || any(!is.finite(theta))) {
-    nce_abort(sprintf("`theta` must be finite numbers (the starting values), not %s.", describe_value(theta)))
+  if (!is.numeric(start) || length(start) < 1L || any(!is.finite(start))) {
+    nce_abort(sprintf("`start` must be finite numbers (the starting values), not %s.", describe_value(start)))
   }
-  if (is.null(names(theta))) names(theta) <- paste0("theta", seq_along(theta))
+  if (is.null(names(start))) names(start) <- paste0("theta", seq_along(start))
   if (length(latent) < 2L || anyDuplicated(latent) || anyNA(latent)) {
     nce_abort(sprintf("`latent` must hold at least two distinct values, not %s.", describe_value(latent)))
   }
   check_function(q_features, "q_features")
-  if (!is.null(noise) && !(is.list(noise) && is.function(noise$sample) && is.function(noise$log_density))) {
-    nce_abort("`noise` must be NULL or a list with functions `sample(n)` and `log_density(x)`")
+  if (!is.null(reference) && !(is.list(reference) && is.function(reference$sample) &&
+                                is.function(reference$log_density))) {
+    nce_abort("`reference` must be NULL or a list with functions `sample(n)` and `log_density(x)`")
   }
-  structure(list(type = "custom", log_phi = log_density, grad = gradient, theta = theta, latent = latent,
-                 q_features = q_features, noise = noise), class = "vnce_model")
+  structure(list(type = "custom", log_phi = log_density, grad = gradient, theta = start, latent = latent,
+                 q_features = q_features, reference = reference), class = "vnce_model")
 }
 
 fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L)) {
@@ -70,14 +71,14 @@ fit_vnce_custom <- function(x, model, nu, method, control, call = sys.call(-1L))
     nce_abort(sprintf("`ratio` = %s times the %d points must give at least one noise point: raise `ratio`.",
                       format(nu), n), call = call)
   }
-  noise <- model$noise
+  noise <- model$reference
   if (is.null(noise)) {
     check_distinct_columns(x, call)  # the default normal noise needs spread in every column
     noise <- normal_noise(x)
   }
-  y <- call_user(noise$sample, m, arg = "noise$sample", call = call)
+  y <- call_user(noise$sample, m, arg = "reference$sample", call = call)
   if (NROW(y) != m || NCOL(y) != NCOL(x)) {
-    nce_abort("`noise$sample(n)` must return n points shaped like `data`", call = call)
+    nce_abort("`reference$sample(n)` must return n points shaped like `data`", call = call)
   }
   parts <- custom_parts(model, x, y, log(nu), noise, call)
   custom_check_start(parts, model, call)
@@ -151,13 +152,13 @@ normal_noise <- function(x) {
 
 # Everything that does not change with the parameters, and closures over x and y.
 custom_parts <- function(model, x, y, log_nu, noise, call) {
-  lpx <- call_user(noise$log_density, x, arg = "noise$log_density", at = "the data", call = call)
-  lpy <- call_user(noise$log_density, y, arg = "noise$log_density", at = "the noise points", call = call)
+  lpx <- call_user(noise$log_density, x, arg = "reference$log_density", at = "the data", call = call)
+  lpy <- call_user(noise$log_density, y, arg = "reference$log_density", at = "the noise points", call = call)
   if (length(lpx) != NROW(x) || any(!is.finite(lpx))) {
-    nce_abort("`noise$log_density()` must be finite at every data point", call = call)
+    nce_abort("`reference$log_density()` must be finite at every data point", call = call)
   }
   if (length(lpy) != NROW(y) || any(!is.finite(lpy))) {
-    nce_abort("`noise$log_density()` must be finite at every noise point", call = call)
+    nce_abort("`reference$log_density()` must be finite at every noise point", call = call)
   }
   fx <- as.matrix(call_user(model$q_features, x, arg = "q_features", call = call))
   if (nrow(fx) != NROW(x) || any(!is.finite(fx))) {

@@ -35,9 +35,8 @@ vnce_description <- function(x) {
 
 #' Summarise a vnce() fit
 #'
-#' @param object A [vnce()] fit.
+#' @inheritParams nce_vocabulary
 #' @param threshold For graphical models: list the edges whose precision entry exceeds it.
-#' @param ... Unused.
 #' @return A list of class `summary.vnce_fit` with the description, estimates, the largest edges
 #'   (graphical models), the objective and the optimiser's report.
 #' @examples
@@ -119,14 +118,13 @@ print.summary.vnce_fit <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' for `type = "impute"`: an imputation is a posterior mean given K, whose spread is the
 #' posterior's, not an estimation error.
 #'
-#' @param object A [vnce()] fit.
+#' @inheritParams nce_vocabulary
 #' @param newdata A matrix with the fit's columns (graphical model) or a vector of points
 #'   (mixture, custom); default the data of the fit.
 #' @param type `"link"` (the default), `"response"`, `"impute"` (graphical model), `"lpmatrix"`
 #'   (graphical model) or `"log_density"` (the same as `"link"`).
 #' @param se.fit Return standard errors too (a list with `fit` and `se.fit`).
 #' @param n_draws Importance-sampling draws per row for `family = "ghk"` imputation.
-#' @param ... Unused.
 #' @return The completed matrix, a vector, a matrix (`"lpmatrix"`), or with `se.fit = TRUE` a list
 #'   with `fit` and `se.fit`.
 #' @examples
@@ -278,7 +276,7 @@ vnce_log_phi_grad <- function(fit, g) {
 #' custom models on one-dimensional data: a histogram of the data with the fitted density
 #' phi(x; theta) (normalised by the estimated c).
 #'
-#' @param x A [vnce()] fit.
+#' @inheritParams nce_vocabulary
 #' @param truth Optional true graph or precision matrix (graphical models).
 #' @param ... Passed to [graphics::image()] or [graphics::hist()].
 #' @return `x`, invisibly.
@@ -347,7 +345,7 @@ vnce_log_phi <- function(fit, g) {
 #'   [marglik_nce()] or [edge_roc()].
 #' @param conf.int,conf.level Add a Wald interval at this level.
 #' @param data Unused (the fit's own data are used).
-#' @param ... Unused.
+#' @inheritParams nce_vocabulary
 #' @return A data frame.
 #' @name vnce_broom
 #' @keywords internal
@@ -551,7 +549,7 @@ logLik.vnce_fit <- function(object, newdata = NULL, ...) {
 
 #' @rdname vnce_methods
 #' @param nsim Number of data sets to simulate.
-#' @param seed `NULL` or an integer for [set.seed()].
+#' @inheritParams nce_vocabulary
 #' @export
 simulate.vnce_fit <- function(object, nsim = 1, seed = NULL, ...) {
   check_nsim(nsim, 8 * 2 * nrow(as.matrix(object$x)) * max(1, object$d), max = 1e6)

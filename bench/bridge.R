@@ -36,7 +36,7 @@ for (nm in names(cases <- ml_cases())) {
   e <- list(nce = NULL, bs = NULL); s <- e; tt <- e
   for (r in seq_len(reps)) {
     x <- cs$gen(n)
-    a <- timed(marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub))
+    a <- timed(marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub))
     b <- timed(bs(x, cs$lk, cs$lb, cs$ub))
     e$nce <- c(e$nce, a$value$logml - cs$exact); s$nce <- c(s$nce, a$value$se); tt$nce <- c(tt$nce, a$time)
     e$bs <- c(e$bs, b$value$logml - cs$exact); tt$bs <- c(tt$bs, b$time)
@@ -55,7 +55,8 @@ for (nm in names(bf_scenarios)) {
     d1 <- cbind(rpost_reject(n, sc$l1))
     d2 <- cbind(rpost_reject(n, sc$l2))
     a <- timed(bayes_factor_nce(d1, d2, sc$l1, sc$l2))
-    m <- timed(bayes_factor_marglik(marglik_nce(d1, p1, lb = -30, ub = 30), marglik_nce(d2, p2, lb = -30, ub = 30)))
+    m <- timed(bayes_factor_marglik(marglik_nce(d1, p1, lower = -30, upper = 30),
+                                    marglik_nce(d2, p2, lower = -30, upper = 30)))
     b1 <- timed(bs(d1, p1, -30, 30))
     b2 <- timed(bs(d2, p2, -30, 30))
     e$two <- c(e$two, a$value$log_bf - sc$exact); s$two <- c(s$two, a$value$se); tt$two <- c(tt$two, a$time)

@@ -24,7 +24,7 @@ rows <- lapply(sizes, function(n) {
   cl <- eval(cl_call, env)
   data.frame(transitions = n, snce_s = t_snce, clogit_s = t_cl,
              coef_diff = abs(unname(coef(fit)["I(y * y_prev)"]) - unname(coef(cl))),
-             naive_se = sqrt(vcov(fit, type = "naive")["I(y * y_prev)", "I(y * y_prev)"]),
+             naive_se = sqrt(vcov(fit, se_type = "naive")["I(y * y_prev)", "I(y * y_prev)"]),
              clogit_se = sqrt(vcov(cl)[1, 1]))
 })
 print(do.call(rbind, rows), digits = 4)

@@ -76,8 +76,8 @@ bf_case <- function(seeds, n, d = 300L) {
     d1 <- matrix(stats::rgamma(n * d, 2 + y, 2), n, d, byrow = TRUE)
     d2 <- matrix(stats::rgamma(n * d, 2 + y, 3), n, d, byrow = TRUE)
     k <- cpu(suppressWarnings(bayes_factor_nce(d1, d2, l1, l2)))
-    m <- cpu(bayes_factor_marglik(marglik_nce(d1, function(p) l1(p) + lprior(p), lb = 0),
-                                  marglik_nce(d2, function(p) l2(p) + lprior(p), lb = 0)))
+    m <- cpu(bayes_factor_marglik(marglik_nce(d1, function(p) l1(p) + lprior(p), lower = 0),
+                                  marglik_nce(d2, function(p) l2(p) + lprior(p), lower = 0)))
     r <- data.frame(seed = s, exact = exact, direct = k$value$log_bf - exact, direct_se = k$value$se,
                     cpu_direct = k$time, marglik = m$value$log_bf - exact, marglik_se = m$value$se, cpu_marglik = m$time)
     print(r, row.names = FALSE, digits = 3)
@@ -105,10 +105,10 @@ for (cs_name in cases) {
   for (s in seq_len(seeds)) {
     set.seed(1000 + s)
     x <- cs$gen(n)
-    a <- cpu(marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub))
-    o <- cpu(marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub, reference = "normal", waymarks = "none"))
+    a <- cpu(marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub))
+    o <- cpu(marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub, reference = "normal", waymarks = "none"))
     # the warped reference where "auto" kept the normal one
-    wp <- if (a$value$reference$family == "warped") a else cpu(marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub,
+    wp <- if (a$value$reference$family == "warped") a else cpu(marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub,
                                                                            reference = "warped"))
     use_bs <- with_bs && ncol(x) <= bs_maxd
     b <- if (use_bs) cpu(bs(x, cs$lk, cs$lb, cs$ub, "normal")) else none

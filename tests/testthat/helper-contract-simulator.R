@@ -6,7 +6,7 @@ contract_cases_simulator <- function() {
     pr <- prior_uniform(mu = c(-1, 1))
     set.seed(2)
     lfire(matrix(stats::rnorm(10), 1), sim, summ, pr, theta = theta_grid(pr, 5), n_theta = 40, n_marginal = 40,
-          batch = TRUE, control = lfire_control(nfolds = 3, nlambda = 15))
+          batch = TRUE, control = lfire_control(folds = 3, nlambda = 15))
   }
   # Amortised ratios: the nested classifier is fitted to the same pairs (same simulations, and
   # the same shuffle under the same seed), as anova() between classifiers needs.

@@ -51,7 +51,7 @@ contract_cases_vnce <- function() {
     list(name = "vnce_custom (hand-written mixture, NCE on the marginal: fast in R)",
          fit = function() {
            set.seed(46)
-           vnce(rmog(300, theta = 4), custom_model(mog_lp, mog_gr, theta = c(log_theta = log(3), c = 2.5),
+           vnce(rmog(300, theta = 4), custom_model(mog_lp, mog_gr, start = c(log_theta = log(3), c = 2.5),
                                                    latent = c(1, 0)), method = "nce")
          },
          newdata = data.frame(x = c(-1, 0.5, 2)),

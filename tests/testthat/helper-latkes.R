@@ -8,7 +8,7 @@ screen <- c(0, 1024, 0, 768)
 # truth is centred as the fitted term is: to mean zero over the fit's rows (its
 # identifiability constraint), so the band applies as it stands.
 term_error <- function(fit, label, truth) {
-  e <- latkes_effects(fit, n = 200)[[label]]
+  e <- latkes_effects(fit, n_grid = 200)[[label]]
   mf <- model.frame(fit)
   v <- mf[[attr(e, "variable")]]
   keep <- e$value <= stats::quantile(v[mf$.label == 1], 0.95)

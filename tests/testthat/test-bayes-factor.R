@@ -69,9 +69,11 @@ test_that("bad input: NA draws, non-finite log-likelihoods, one draw, different 
                class = "nce_error_data")
   lbad <- function(th) ifelse(th[, 1] > 0.5, -Inf, s$l1(th))
   expect_error(bayes_factor_nce(c(0.1, 0.7, 0.9), c(0.2, 0.3), lbad, s$l2),
-               "`loglik1` is not finite at 2 of 3 draws of draws1 \\(rows 2, 3; values -Inf\\)", class = "nce_error_data")
+               "`log_density1` is not finite at 2 of 3 draws of draws1 \\(rows 2, 3; values -Inf\\)",
+               class = "nce_error_data")
   expect_error(bayes_factor_nce(NULL, NULL, list(c(1, NaN), c(1, 2)), list(c(1, 2), c(1, 2))),
-               "`loglik1` is not finite at 1 of 2 draws of draws1 \\(rows 2", class = "nce_error_data")
+               "`log_density1` is not finite at 1 of 2 draws of draws1 \\(rows 2",
+               class = "nce_error_data")
   expect_error(bayes_factor_nce(0.5, c(0.2, 0.3), s$l1, s$l2), "has 1 draw: at least two", class = "nce_error_input")
   expect_error(bayes_factor_nce(matrix(0, 3, 2), matrix(0, 3, 1), s$l1, s$l2), "2 columns and `draws2` 1",
                class = "nce_error_input")

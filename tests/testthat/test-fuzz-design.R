@@ -14,21 +14,22 @@ test_that("design_eig refuses hostile arguments with nce_error_input", {
     n = list(NA, NaN, Inf, -1, 0, 39, 1.5, "100", c(100, 200)),
     batch = list(NA, 1, "yes", c(TRUE, FALSE)),
     formula = list(1, "~ s(b)", y ~ b),
-    n_shuffle = list(0, 101, NA, 1.5), holdout = list(0, 1, NA, -0.5, 2, Inf), n_marginal = list(0, 1001, NA)
+    n_shuffle = list(0, 101, NA, 1.5), held_out = list(0, 1, NA, -0.5, 2, Inf), n_marginal = list(0, 1001, NA)
   )
   for (arg in names(bad)) for (v in bad[[arg]]) {
     a <- eig_args
     a[arg] <- list(v)
     expect_error(do.call(design_eig, a), class = "nce_error_input", info = paste(arg, deparse(v)))
   }
-  # A holdout leaving fewer than 20 pairs on a side.
-  expect_error(do.call(design_eig, modifyList(eig_args, list(n = 40, holdout = 0.9, folds = 1))),
-               "`holdout` = 0.9 leaves 4 pairs to train", class = "nce_error_input")
-  # #76: a holdout beside cross-fitting, where each fold is held out in turn, is refused, not ignored.
+  # A held_out leaving fewer than 20 pairs on a side.
+  expect_error(do.call(design_eig, modifyList(eig_args, list(n = 40, held_out = 0.9, folds = 1))),
+               "`held_out` = 0.9 leaves 4 pairs to train", class = "nce_error_input")
+  # #76: a held_out beside cross-fitting, where each fold is held out in turn, is refused, not ignored.
   for (f in list(eig_args, opt_args)) {
     fun <- if (is.null(f$design)) design_optimise else design_eig
-    expect_error(do.call(fun, modifyList(f, list(holdout = 0.95))),
-                 "`holdout` applies to a single split \\(`folds = 1`\\) only: with `folds` = 5", class = "nce_error_input")
+    expect_error(do.call(fun, modifyList(f, list(held_out = 0.95))),
+                 "`held_out` applies to a single split \\(`folds = 1`\\) only: with `folds` = 5",
+                 class = "nce_error_input")
   }
 })
 
@@ -131,19 +132,19 @@ test_that("predict() of a design warns outside the design range and at a negativ
   expect_error(predict(o, data.frame(t = "1")), "newdata", class = "nce_error_input")
 })
 
-test_that("#76: `holdout` is used with folds = 1 and its default holds out half", {
+test_that("#76: `held_out` is used with folds = 1 and its default holds out half", {
   set.seed(3)
   a <- do.call(design_eig, modifyList(eig_args, list(folds = 1)))
   set.seed(3)
-  b <- do.call(design_eig, modifyList(eig_args, list(folds = 1, holdout = 0.5)))
+  b <- do.call(design_eig, modifyList(eig_args, list(folds = 1, held_out = 0.5)))
   set.seed(3)
-  c3 <- do.call(design_eig, modifyList(eig_args, list(folds = 1, holdout = 0.3)))
+  c3 <- do.call(design_eig, modifyList(eig_args, list(folds = 1, held_out = 0.3)))
   expect_identical(a$estimates, b$estimates)
   expect_equal(a$n_test, 50)
   expect_equal(c3$n_test, 30)
-  # update() of a cross-fitted estimate keeps working (its stored holdout is NULL).
+  # update() of a cross-fitted estimate keeps working (its stored held_out is NULL).
   set.seed(4)
   e <- do.call(design_eig, eig_args)
-  expect_null(e$args$holdout)
+  expect_null(e$args$held_out)
   expect_identical(update(e)$estimates, e$estimates)
 })

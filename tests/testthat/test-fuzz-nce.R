@@ -157,14 +157,14 @@ test_that("hostile inputs give classed errors", {
   expect_gte(length(cases), 40L)
 })
 
-test_that("vcov type and options are checked", {
+test_that("vcov se_type and options are checked", {
   d <- fuzz_data()
   fit <- nce(~ y, d, ref_uniform(y = c(0, 1)), ratio = 3)
-  e <- expect_error(vcov(fit, type = "robust"), class = "nce_error_input")
-  expect_match(conditionMessage(e), "`type` must be one of \"sandwich\", \"naive\"", fixed = TRUE)
-  expect_equal(vcov(fit, type = "naive"), vcov(fit, type = "n"))   # partial matching, as match.arg()
-  expect_error(confint(fit, type = NA), class = "nce_error_input")
-  expect_error(summary(fit, type = c("naive", "sandwich")), class = "nce_error_input")
+  e <- expect_error(vcov(fit, se_type = "robust"), class = "nce_error_input")
+  expect_match(conditionMessage(e), "`se_type` must be one of \"sandwich\", \"naive\"", fixed = TRUE)
+  expect_equal(vcov(fit, se_type = "naive"), vcov(fit, se_type = "n"))   # partial matching, as match.arg()
+  expect_error(confint(fit, se_type = NA), class = "nce_error_input")
+  expect_error(summary(fit, se_type = c("naive", "sandwich")), class = "nce_error_input")
   expect_error(nce(~ y, d, ref_uniform(y = c(0, 1)), method = "bogus"), "`method`", class = "nce_error_input")
   for (bad in list(1e6, 1e10, 0, -1, NA, 2.5, "2", c(1, 2), Inf)) {
     withr_threads <- options(nce.threads = bad)
@@ -283,7 +283,7 @@ test_that("hostile inputs to network energies and neural classifiers give classe
                       control = list(max_epochs = 2e9, patience = 1e9))
     }, "nce_error_input"),
     list("control unnamed", function() nce(~ mlp(y), d, u, control = list(3)), "nce_error_input"),
-    list("batch 0", function() nce(~ mlp(y), d, u, control = list(batch = 0)), "nce_error_input"),
+    list("batch_size 0", function() nce(~ mlp(y), d, u, control = list(batch_size = 0)), "nce_error_input"),
     list("max_epochs Inf", function() nce(~ mlp(y), d, u, control = list(max_epochs = Inf)), "nce_error_input"),
     list("step NaN", function() nce(~ mlp(y), d, u, control = list(step = NaN)), "nce_error_input"),
     list("weight_decay negative", function() nce(~ mlp(y), d, u, control = list(weight_decay = -1)),

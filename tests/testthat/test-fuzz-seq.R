@@ -114,7 +114,7 @@ fuzz_cases <- list(
        "nce_error_unsupported"),
   list("latkes_effects level 2", function() latkes_effects(fuzz_latkes, level = 2), "nce_error_input"),
   list("latkes_effects level NA", function() latkes_effects(fuzz_latkes, level = NA), "nce_error_input"),
-  list("latkes_effects n 0", function() latkes_effects(fuzz_latkes, n = 0), "nce_error_input"),
+  list("latkes_effects n_grid 0", function() latkes_effects(fuzz_latkes, n_grid = 0), "nce_error_input"),
   list("simulate latkes nsim 2.7", function() simulate(fuzz_latkes, nsim = 2.7), "nce_error_input"),
   list("simulate latkes nsim 2e9", function() simulate(fuzz_latkes, nsim = 2e9), "nce_error_size"),
   list("simulate latkes grid huge (size)", function() simulate(fuzz_latkes, grid = c(1e6, 1e6)), "nce_error_size"),
@@ -208,7 +208,7 @@ test_that("latkes() names `kernel` for a variable it does not know", {
 
 test_that("latkes_effects() refuses a huge grid at once", {
   t0 <- proc.time()[["elapsed"]]
-  expect_error(latkes_effects(fuzz_latkes, n = 1e9), "`n`", class = "nce_error_size")
+  expect_error(latkes_effects(fuzz_latkes, n_grid = 1e9), "`n_grid`", class = "nce_error_size")
   expect_lt(proc.time()[["elapsed"]] - t0, 2)
 })
 

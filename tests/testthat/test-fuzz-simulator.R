@@ -70,7 +70,7 @@ test_that("lfire refuses bad input", {
   th <- theta_grid(fz_prior, 3)
   fit_with <- function(...) {
     args <- list(observed = x_obs, simulator = fz_sim, summaries = fz_summ, prior = fz_prior, theta = th,
-                 n_theta = 20, n_marginal = 20, batch = TRUE, control = lfire_control(nfolds = 3, nlambda = 5))
+                 n_theta = 20, n_marginal = 20, batch = TRUE, control = lfire_control(folds = 3, nlambda = 5))
     args[names(list(...))] <- list(...)
     do.call(lfire, args)
   }
@@ -90,7 +90,7 @@ test_that("lfire refuses bad input", {
     list(marginal = data.frame(a = 1))
   )
   for (cs in cases) expect_error(do.call(fit_with, cs), class = "nce_error_input", info = names(cs))
-  expect_error(lfire_control(nfolds = 1), class = "nce_error_input")
+  expect_error(lfire_control(folds = 1), class = "nce_error_input")
   expect_error(lfire_control(lambda_min_ratio = 1), class = "nce_error_input")
   expect_error(lfire_control(nlambda = 0), class = "nce_error_input")
   expect_error(lfire_control(lambda = "max"), class = "nce_error_input")
@@ -281,7 +281,7 @@ test_that("summaries are matched by name; wrong, missing or fewer observed summa
   fit_with <- function(summ) {
     set.seed(6)
     lfire(x_obs, sim1, summ, fz_prior, theta = theta_grid(fz_prior, 5), n_theta = 30, n_marginal = 30,
-          control = lfire_control(nfolds = 3))
+          control = lfire_control(folds = 3))
   }
   expect_error(fit_with(obs_only(function(x) c(mean = mean(x)))), "observed", class = "nce_error_input")
   expect_error(fit_with(obs_only(function(x) c(a = mean(x), b = stats::sd(x)))), "named", class = "nce_error_input")
@@ -301,7 +301,7 @@ test_that("observed data outside every simulation warn; odd formulas and huge su
   summ1 <- function(x) c(mean = mean(x), sd = stats::sd(x))
   set.seed(7)
   expect_warning(lfire(rnorm(30, 40), sim1, summ1, fz_prior, theta = theta_grid(fz_prior, 5), n_theta = 30,
-                       n_marginal = 30, control = lfire_control(nfolds = 3)),
+                       n_marginal = 30, control = lfire_control(folds = 3)),
                  "observed", class = "nce_warning_extrapolation")
   expect_error(ratio_amortised(fz_sim, fz_summ, fz_prior, n = 50, batch = TRUE, formula = ~ s(unknown)), "unknown",
                class = "nce_error_input")

@@ -63,26 +63,26 @@ fuzz_cases <- list(
   list("mog: data with NA", quote(vnce(c(y1, NA), mog_model())), "nce_error_input"),
   list("mog: one value", quote(vnce(1, mog_model())), "nce_error_input"),
   list("mog: constant data", quote(vnce(rep(1, 100), mog_model())), "nce_error_input"),
-  list("custom: constant data", quote(vnce(rep(1, 100), custom_model(lp, gr, theta = c(a = 1, c = 0)))),
+  list("custom: constant data", quote(vnce(rep(1, 100), custom_model(lp, gr, start = c(a = 1, c = 0)))),
        "nce_error_input"),
   list("mog: a matrix of two columns", quote(vnce(cbind(y1, y1), mog_model())), "nce_error_input"),
   list("mog: start theta negative", quote(vnce(y1, mog_model(start = list(theta = -1)))), "nce_error_input"),
-  list("custom_model: log_density not a function", quote(custom_model(1, gr, theta = c(a = 1, c = 0))),
+  list("custom_model: log_density not a function", quote(custom_model(1, gr, start = c(a = 1, c = 0))),
        "nce_error_input"),
-  list("custom_model: theta NA", quote(custom_model(lp, gr, theta = c(a = NA, c = 0))), "nce_error_input"),
-  list("custom_model: one latent value", quote(custom_model(lp, gr, theta = c(a = 1, c = 0), latent = 1)),
+  list("custom_model: start NA", quote(custom_model(lp, gr, start = c(a = NA, c = 0))), "nce_error_input"),
+  list("custom_model: one latent value", quote(custom_model(lp, gr, start = c(a = 1, c = 0), latent = 1)),
        "nce_error_input"),
   list("custom: log_density returns NA", quote(vnce(y1, custom_model(function(x, z, th) rep(NA_real_, length(x)), gr,
-                                                                 theta = c(a = 1, c = 0)))), "nce_error_input"),
+                                                                 start = c(a = 1, c = 0)))), "nce_error_input"),
   list("custom: log_density wrong length", quote(vnce(y1, custom_model(function(x, z, th) 1, gr,
-                                                                   theta = c(a = 1, c = 0)))), "nce_error_input"),
+                                                                   start = c(a = 1, c = 0)))), "nce_error_input"),
   list("custom: log_density fails", quote(vnce(y1, custom_model(function(x, z, th) stop("boom"), gr,
-                                                             theta = c(a = 1, c = 0)))), "nce_error_model"),
+                                                             start = c(a = 1, c = 0)))), "nce_error_model"),
   list("custom: gradient fails", quote(vnce(y1, custom_model(lp, function(x, z, th) stop("boom"),
-                                                          theta = c(a = 1, c = 0)))), "nce_error_model"),
-  list("custom: noise$sample fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0), noise = list(
+                                                          start = c(a = 1, c = 0)))), "nce_error_model"),
+  list("custom: reference$sample fails", quote(vnce(y1, custom_model(lp, gr, start = c(a = 1, c = 0), reference = list(
     sample = function(n) stop("boom"), log_density = function(x) dnorm(x, log = TRUE))))), "nce_error_model"),
-  list("custom: q_features fails", quote(vnce(y1, custom_model(lp, gr, theta = c(a = 1, c = 0),
+  list("custom: q_features fails", quote(vnce(y1, custom_model(lp, gr, start = c(a = 1, c = 0),
                                                             q_features = function(x) stop("boom")))),
        "nce_error_model"),
   # rtgm and graphs
@@ -96,7 +96,7 @@ fuzz_cases <- list(
   list("rtgm: K asymmetric", quote(rtgm(5, matrix(c(2, 0.5, 0, 2), 2))), "nce_error_input"),
   list("rtgm: mean wrong length", quote(rtgm(5, diag(3), mean = c(1, 2))), "nce_error_input"),
   list("rtgm: thin 0", quote(rtgm(5, diag(2), thin = 0)), "nce_error_input"),
-  list("rtgm: chains > n", quote(rtgm(5, diag(2), chains = 6)), "nce_error_input"),
+  list("rtgm: n_chains > n", quote(rtgm(5, diag(2), n_chains = 6)), "nce_error_input"),
   list("rtgm: start negative", quote(rtgm(5, diag(2), start = c(-1, 1))), "nce_error_input"),
   list("ring_graph: d 2", quote(ring_graph(2)), "nce_error_input"),
   list("ring_graph: d NA", quote(ring_graph(NA)), "nce_error_input"),
@@ -148,9 +148,9 @@ fuzz_cases <- list(
        "nce_error_data"),
   list("marglik_nce: not a function", quote(marglik_nce(rnorm(100), 3)), "nce_error_input"),
   list("marglik_nce: log_density fails", quote(marglik_nce(rnorm(100), function(p) stop("boom"))), "nce_error_model"),
-  list("bayes_factor_nce: loglik1 fails", quote(bayes_factor_nce(d1, d2, function(t) stop("boom"), l2)),
+  list("bayes_factor_nce: log_density1 fails", quote(bayes_factor_nce(d1, d2, function(t) stop("boom"), l2)),
        "nce_error_model"),
-  list("bayes_factor_nce: loglik2 fails", quote(bayes_factor_nce(d1, d2, l1, function(t) stop("boom"))),
+  list("bayes_factor_nce: log_density2 fails", quote(bayes_factor_nce(d1, d2, l1, function(t) stop("boom"))),
        "nce_error_model"),
   list("bayes_factor_marglik: not marglik results", quote(bayes_factor_marglik(1, 2)), "nce_error_input"),
   list("bayes_factor_marglik: prior_odds -1", quote(bayes_factor_marglik(ml, ml, prior_odds = -1)), "nce_error_input"),
@@ -201,8 +201,8 @@ test_that("errors in user functions are nce_error_model quoting them; interrupts
   e <- tryCatch(marglik_nce(fuzz_env$d1, function(p) stop("boom")), error = identity)
   expect_match(conditionMessage(e), "`log_density` failed.*boom")
   e <- tryCatch(bayes_factor_nce(fuzz_env$d1, fuzz_env$d2, fuzz_env$l1, function(t) stop("boom")), error = identity)
-  expect_match(conditionMessage(e), "`loglik2` failed.*boom")
-  e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, theta = c(a = 1, c = 0))),
+  expect_match(conditionMessage(e), "`log_density2` failed.*boom")
+  e <- tryCatch(vnce(fuzz_env$y1, custom_model(function(x, z, th) stop("boom"), fuzz_env$gr, start = c(a = 1, c = 0))),
                 error = identity)
   expect_match(conditionMessage(e), "`log_density` failed.*boom")
   interrupting <- function(p) {

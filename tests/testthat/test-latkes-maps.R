@@ -46,7 +46,7 @@ test_that("a saliency coefficient is recovered from scanpaths on two images chos
   # The SE is that of ~2,000 transitions (about 0.06 here), and the sandwich agrees with the naive one.
   expect_gt(se, 0.03)
   expect_lt(se, 0.12)
-  expect_equal(se, sqrt(vcov(fit, type = "naive")["saliency", "saliency"]), tolerance = 0.25)
+  expect_equal(se, sqrt(vcov(fit, se_type = "naive")["saliency", "saliency"]), tolerance = 0.25)
   # The default intercept is one surface per image.
   expect_setequal(vapply(fit$smooth, `[[`, "", "label"),
                   c("s(dist)", "s(x_prev,y_prev):imagea", "s(x_prev,y_prev):imageb"))

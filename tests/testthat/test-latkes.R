@@ -91,7 +91,7 @@ test_that("the real fixations fit, with a saccade-length effect that falls with 
   grDevices::pdf(f)
   on.exit({ grDevices::dev.off(); unlink(f) })
   expect_invisible(plot(fit))
-  expect_invisible(plot(fit, angle = "polar", terms = "kernel"))
+  expect_invisible(plot(fit, angle = "polar", select = "kernel"))
 })
 
 test_that("bad input is reported", {

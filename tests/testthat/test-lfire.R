@@ -90,7 +90,7 @@ test_that("lfire recovers a Gaussian log ratio and ignores noise summaries", {
   }
   p <- gaussian_mean_problem(31, summ)
   fit <- lfire(p$x_obs, p$sim, p$summ, p$pr, theta = p$th, n_theta = 300, n_marginal = 600, batch = TRUE,
-               control = lfire_control(nfolds = 5))
+               control = lfire_control(folds = 5))
   xbar <- mean(p$x_obs)
   post_var <- 1 / (1 + 30)
   post_mean <- post_var * 30 * xbar
@@ -106,7 +106,7 @@ test_that("quadratic features give a log ratio quadratic in the summary (exact f
   # in s, so a linear log ratio cannot be exact, while (s, s^2) can.
   p <- gaussian_mean_problem(31)
   fit <- lfire(p$x_obs, p$sim, p$summ, p$pr, theta = p$th, n_theta = 300, n_marginal = 600, batch = TRUE,
-               control = lfire_control(nfolds = 5, quadratic = TRUE, scores = "standard"))
+               control = lfire_control(folds = 5, quadratic = TRUE, scores = "standard"))
   expect_identical(colnames(fit$beta), c("mean", "mean^2"))
   post_var <- 1 / 31
   post_mean <- post_var * 30 * mean(p$x_obs)
@@ -116,7 +116,7 @@ test_that("quadratic features give a log ratio quadratic in the summary (exact f
   expect_true("mean^2" %in% summary(fit)$selected)
   # The defaults: normal scores (here nearly s / sd, the marginal being normal) and their
   # one-sided squares, which together hold the square: the same tolerances.
-  fit_n <- update(fit, control = lfire_control(nfolds = 5))
+  fit_n <- update(fit, control = lfire_control(folds = 5))
   expect_identical(colnames(fit_n$beta), c("mean", "mean+^2", "mean-^2"))
   expect_equal(unname(coef(fit_n)), post_mean, tolerance = 0.05 / abs(post_mean))
   expect_equal(sqrt(vcov(fit_n)[1, 1]), sqrt(post_var), tolerance = 0.25)
@@ -129,12 +129,12 @@ test_that("the stiffness check flags a log ratio linear in a summary where it is
   # stiff (held-out deviance clearly above that of the fit with squares), and squares are not.
   p <- gaussian_mean_problem(15)
   lin <- lfire(p$x_obs, p$sim, p$summ, p$pr, theta = p$th, n_theta = 200, n_marginal = 400, batch = TRUE,
-               control = lfire_control(nfolds = 5, quadratic = FALSE))
+               control = lfire_control(folds = 5, quadratic = FALSE))
   expect_true(lin$stiffness$flagged)
   expect_gt(lin$stiffness$gain, 0.1)
   expect_output(print(lin), "too stiff")
   expect_output(print(summary(lin)), "Classifier check")
-  quad <- update(lin, control = lfire_control(nfolds = 5, quadratic = TRUE))
+  quad <- update(lin, control = lfire_control(folds = 5, quadratic = TRUE))
   expect_false(quad$stiffness$flagged)
   expect_null(update(lin, penalty = "ridge")$stiffness)
 })
@@ -146,7 +146,7 @@ test_that("lfire's ARCH(1) posterior is close to the exact one on the same grid 
   th <- theta_grid(pr, c(10, 8))
   exact <- arch_exact_posterior(drop(y_obs), th)
   fit <- lfire(y_obs, arch_simulate, arch_summaries, pr, theta = th, n_theta = 150, n_marginal = 300,
-               batch = TRUE, control = lfire_control(nfolds = 5, nlambda = 50))
+               batch = TRUE, control = lfire_control(folds = 5, nlambda = 50))
   em <- colSums(th * exact)
   lm <- coef(fit)
   flat <- rep(1 / nrow(th), nrow(th))
@@ -197,10 +197,10 @@ test_that("simulator errors and non-finite summaries are counted and reported, n
 
 test_that("cached simulations are reused and give the same fit", {
   p <- toy_lfire_problem(5)
-  fit <- toy_lfire_fit(p, n_theta = 50, n_marginal = 60, control = lfire_control(nfolds = 3, nlambda = 20))
+  fit <- toy_lfire_fit(p, n_theta = 50, n_marginal = 60, control = lfire_control(folds = 3, nlambda = 20))
   set.seed(99)
   again <- lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th, batch = TRUE, marginal = fit$marginal,
-                 simulations = fit$simulations, control = lfire_control(nfolds = 3, nlambda = 20))
+                 simulations = fit$simulations, control = lfire_control(folds = 3, nlambda = 20))
   expect_identical(again$simulations, fit$simulations)
   expect_equal(again$time[["simulation"]], 0)
   expect_error(lfire(matrix(rnorm(10), 1), p$sim, p$summ, p$pr, theta = p$th[1:3, ], batch = TRUE,
@@ -214,7 +214,7 @@ test_that("predict gives the log ratio at fitted and new parameter values", {
   set.seed(5)
   x_obs <- matrix(rnorm(20, 0.2), 1)
   fit <- lfire(x_obs, sim, summ, pr, theta = theta_grid(pr, 7), n_theta = 400, n_marginal = 400, batch = TRUE,
-               control = lfire_control(nfolds = 5, nlambda = 30))
+               control = lfire_control(folds = 5, nlambda = 30))
   expect_equal(predict(fit), fit$log_ratio)
   expect_equal(sum(predict(fit, type = "posterior")), 1)
   # In the posterior's bulk (sd 0.22); in the far tails the fit extrapolates.
@@ -235,7 +235,7 @@ test_that("prints and summaries are stable", {
   pr <- prior_uniform(mu = c(-1, 1))
   set.seed(2)
   fit <- lfire(matrix(rnorm(10), 1), sim, summ, pr, theta = theta_grid(pr, 5), n_theta = 50, n_marginal = 60,
-               batch = TRUE, control = lfire_control(nfolds = 3, nlambda = 20))
+               batch = TRUE, control = lfire_control(folds = 3, nlambda = 20))
   expect_snapshot(print(fit))
   expect_snapshot(summary(fit))
   expect_snapshot(print(pr))

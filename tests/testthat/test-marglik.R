@@ -3,7 +3,7 @@ test_that("known normalisers: 2-D standard normal, 10-D correlated normal, bound
   cases <- ml_cases()
   for (nm in names(cases)) {
     cs <- cases[[nm]]
-    fit <- marglik_nce(cs$gen(10000), cs$lk, lb = cs$lb, ub = cs$ub)
+    fit <- marglik_nce(cs$gen(10000), cs$lk, lower = cs$lb, upper = cs$ub)
     expect_lt(abs(fit$logml - cs$exact), 0.01, label = nm)
     expect_lt(abs(fit$logml - cs$exact), 4 * fit$se, label = nm)
     expect_true(fit$converged && !fit$separated)
@@ -17,10 +17,10 @@ test_that("Student t reference, all draws, more reference draws, given ess", {
   set.seed(12)
   cs <- ml_cases()$bounded
   x <- cs$gen(6000)
-  a <- marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub, reference = "t", df = 7)
+  a <- marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub, reference = "t", df = 7)
   expect_lt(abs(a$logml - cs$exact), 0.01)
   expect_equal(a$reference$family, "t")
-  b <- marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub, split = FALSE, n_ref = 20000, ess = 6000)
+  b <- marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub, split = FALSE, n_ref = 20000, ess = 6000)
   expect_lt(abs(b$logml - cs$exact), 0.01)
   expect_equal(c(b$n, b$n_ref, b$ess), c(6000, 20000, 6000))
   expect_equal(b$se, b$se_iid)
@@ -28,7 +28,8 @@ test_that("Student t reference, all draws, more reference draws, given ess", {
   expect_output(print(summary(b)), "reference: normal, fitted to all draws")
   # named bounds are matched to columns
   colnames(x) <- c("p", "s")
-  d <- marglik_nce(x, cs$lk, lb = c(s = 0, p = 0), ub = c(s = Inf, p = 1), split = FALSE, n_ref = 20000, ess = 6000)
+  d <- marglik_nce(x, cs$lk, lower = c(s = 0, p = 0), upper = c(s = Inf, p = 1), split = FALSE, n_ref = 20000,
+                   ess = 6000)
   expect_equal(d$reference$ub, c(1, Inf))
 })
 
@@ -77,11 +78,11 @@ test_that("bad input is refused with classed errors", {
   lk <- function(s) -0.5 * rowSums(s^2)
   expect_error(marglik_nce(c(1, NA, 2, 3, 4), lk), "NA .* in 1 of 5 draws \\(rows 2\\)", class = "nce_error_data")
   expect_error(marglik_nce(1, lk), "has 1 draw", class = "nce_error_input")
-  expect_error(marglik_nce(c(0.5, 1.5, 0.2, 0.3), lk, lb = 0, ub = 1), "1 draws of column 1 lie outside", class = "nce_error_support")
+  expect_error(marglik_nce(c(0.5, 1.5, 0.2, 0.3), lk, lower = 0, upper = 1), "1 draws of column 1 lie outside", class = "nce_error_support")
   expect_error(marglik_nce(rnorm(100), function(s) ifelse(s[, 1] > 0, NaN, 0)), "`log_density` is not finite at",
                class = "nce_error_data")
   expect_error(marglik_nce(rnorm(100), function(s) 0), "one number per row", class = "nce_error_input")
-  expect_error(marglik_nce(matrix(rnorm(20), 10), lk, lb = c(0, 1, 2)), "length 1 or 2", class = "nce_error_input")
+  expect_error(marglik_nce(matrix(rnorm(20), 10), lk, lower = c(0, 1, 2)), "length 1 or 2", class = "nce_error_input")
   expect_error(marglik_nce(cbind(rnorm(100), 1), lk), "cannot fit a reference", class = "nce_error_input")
   expect_error(marglik_nce(rnorm(100), lk, n_ref = 1), "n_ref", class = "nce_error_input")
 })
@@ -117,7 +118,7 @@ test_that("accuracy at least as good as bridgesampling on the same draws (up to 
     cs <- cases[[nm]]
     for (r in 1:6) {
       x <- cs$gen(10000)
-      err_nce[[nm]] <- c(err_nce[[nm]], marglik_nce(x, cs$lk, lb = cs$lb, ub = cs$ub)$logml - cs$exact)
+      err_nce[[nm]] <- c(err_nce[[nm]], marglik_nce(x, cs$lk, lower = cs$lb, upper = cs$ub)$logml - cs$exact)
       err_bs[[nm]] <- c(err_bs[[nm]], bs(x, cs$lk, cs$lb, cs$ub) - cs$exact)
     }
     expect_lt(max(abs(err_nce[[nm]])), 0.01, label = nm)
@@ -130,7 +131,7 @@ test_that("accuracy at least as good as bridgesampling on the same draws (up to 
       d2 <- cbind(rpost_reject(10000, s$l2))
       p1 <- function(x) s$l1(x) - log(60)
       p2 <- function(x) s$l2(x) - log(60)
-      k <- bayes_factor_marglik(marglik_nce(d1, p1, lb = -30, ub = 30), marglik_nce(d2, p2, lb = -30, ub = 30))
+      k <- bayes_factor_marglik(marglik_nce(d1, p1, lower = -30, upper = 30), marglik_nce(d2, p2, lower = -30, upper = 30))
       err_nce[[nm]] <- c(err_nce[[nm]], k$log_bf - s$exact)
       err_bs[[nm]] <- c(err_bs[[nm]], bs(d1, p1, -30, 30) - bs(d2, p2, -30, 30) - s$exact)
     }

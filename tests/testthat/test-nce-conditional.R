@@ -167,8 +167,8 @@ test_that("a conditional fit is an nce_fit: its classification residuals and the
   expect_length(r, nrow(model.frame(fit)))
   expect_equal(as.vector(tapply(r, model.frame(fit)$g, sum)), c(0, 0), tolerance = 1e-6)
   # vcov(), confint() and nobs() are nce_fit's: Wald intervals from the sandwich or naive covariance.
-  se <- sqrt(diag(vcov(fit, type = "naive")))
-  expect_equal(confint(fit, type = "naive")[, 2], coef(fit) + qnorm(0.975) * se)
+  se <- sqrt(diag(vcov(fit, se_type = "naive")))
+  expect_equal(confint(fit, se_type = "naive")[, 2], coef(fit) + qnorm(0.975) * se)
   expect_identical(nobs(fit), 300L)
   expect_identical(coef(update(fit)), coef(fit))
 })

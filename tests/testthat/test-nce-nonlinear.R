@@ -17,7 +17,7 @@ test_that("a linear model written as a nonlinear formula gives the linear nce() 
     expect_s3_class(nl, "nce_nls")
     expect_abs_equal(unname(coef(nl)), unname(coef(lin)), 1e-6)
     expect_abs_equal(unname(sqrt(diag(vcov(nl)))), unname(sqrt(diag(vcov(lin)))), 1e-6)
-    expect_abs_equal(sqrt(diag(vcov(nl, type = "naive"))), sqrt(diag(vcov(lin, type = "naive"))), 1e-6)
+    expect_abs_equal(sqrt(diag(vcov(nl, se_type = "naive"))), sqrt(diag(vcov(lin, se_type = "naive"))), 1e-6)
   }
 })
 

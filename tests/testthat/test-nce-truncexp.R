@@ -24,7 +24,7 @@ test_that("95% sandwich intervals cover the truth 93-97% of the time over 200 da
   cover <- replicate(200, {
     fit <- fit_texp(rtexp(1000, 2))
     ci <- confint(fit)
-    cn <- confint(fit, type = "naive")
+    cn <- confint(fit, se_type = "naive")
     c(sandwich = ci["y", 1] < 2 && 2 < ci["y", 2],
       naive = cn["y", 1] < 2 && 2 < cn["y", 2],
       log_z = ci[1, 1] < -texp_log_z(2) && -texp_log_z(2) < ci[1, 2])

@@ -13,7 +13,7 @@ snap_fits <- local({
   lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
   gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
   set.seed(74)
-  custom <- vnce(rmog(200, theta = 4), custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0)))
+  custom <- vnce(rmog(200, theta = 4), custom_model(lp, gr, start = c(log_theta = log(3), c = 2.5), latent = c(1, 0)))
   set.seed(75)
   bf <- bayes_factor_nce(rnorm(400, 0.5), rnorm(400, -0.5), function(t) -0.5 * (t[, 1] - 0.5)^2,
                          function(t) -0.5 * (t[, 1] + 0.5)^2, ess = c(400, 400))

@@ -95,7 +95,7 @@ test_that("the network classifier and the sampler refuse bad input with classed 
                class = "nce_error_input")
   expect_error(embed_set(out = 0), class = "nce_error_input")
   expect_error(embed_dense(hidden = -1), class = "nce_error_input")
-  expect_error(nce_ratio_control(batch = 1), class = "nce_error_input")
+  expect_error(nce_ratio_control(batch_size = 1), class = "nce_error_input")
   # A training beyond the work bound is refused before it starts.
   expect_error(ratio_amortised(rn_sim, NULL, rn_prior, n = 50, batch = TRUE, control = list(max_epochs = 2e9)),
                class = "nce_error_input")

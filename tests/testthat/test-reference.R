@@ -35,16 +35,15 @@ test_that("ref_fit covers the data", {
   expect_output(print(ru), "uniform over a, b")
 })
 
-test_that("ref_normal takes named columns like ref_uniform; the old form is deprecated", {
+test_that("ref_normal takes named columns like ref_uniform; the old form is refused", {
   r1 <- ref_normal(a = c(1, 2), b = c(0, 0.5))
   expect_equal(r1$mean, c(1, 0))
   expect_equal(r1$sigma, diag(c(4, 0.25)))
   r2 <- ref_normal(a = 1, b = 0, cov = diag(c(4, 0.25)))
   expect_equal(r2[c("vars", "mean", "sigma")], r1[c("vars", "mean", "sigma")])
-  expect_warning(r3 <- ref_normal(c(a = 1, b = 0), diag(c(4, 0.25))), class = "nce_warning_deprecated")
-  expect_equal(r3[c("vars", "mean", "sigma")], r1[c("vars", "mean", "sigma")])
-  expect_warning(r4 <- ref_normal(mean = c(a = 1, b = 0), cov = diag(c(4, 0.25))), class = "nce_warning_deprecated")
-  expect_equal(r4$sigma, r1$sigma)
+  # the removed form ref_normal(mean = c(a = 1), cov = v): refused, not read as a column `mean`
+  expect_error(ref_normal(c(a = 1, b = 0), diag(c(4, 0.25))), "named vector", class = "nce_error_input")
+  expect_error(ref_normal(mean = c(a = 1, b = 0), cov = diag(c(4, 0.25))), "named vector", class = "nce_error_input")
   expect_error(ref_normal(a = c(0, -1)), "sd", class = "nce_error_input")
   expect_error(ref_normal(a = 0), "c\\(mean, sd\\)", class = "nce_error_input")
   expect_error(ref_normal(a = c(0, 1), cov = 1), "its mean", class = "nce_error_input")

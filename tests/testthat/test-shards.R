@@ -89,7 +89,7 @@ test_that("the sharded fit's methods give the in-memory fit's results", {
   expect_identical(nobs(fit), nobs(ref))
   nd <- model.frame(ref)[1:20, ]
   expect_identical(predict(fit, newdata = nd), predict(ref, newdata = nd))
-  expect_identical(latkes_effects(fit, n = 50), latkes_effects(ref, n = 50))
+  expect_identical(latkes_effects(fit, n_grid = 50), latkes_effects(ref, n_grid = 50))
   # The shards' files are removed after the fit, and this process keeps no shard.
   expect_length(list.files(tempdir(), pattern = "^nce-shards-"), 0L)
   expect_length(ls(shard_cache, all.names = TRUE), 0L)
@@ -127,10 +127,10 @@ test_that("free per-transition intercepts (intercept = \"transition\") in shards
 
 test_that("bad `shards` are classed errors naming the argument", {
   d <- shard_problem()
-  # nce_shards()'s own argument is `n`; through `shards =` the message names `shards`.
-  expect_error(nce_shards(0), "`n` must be a whole number of shards, at least 1", class = "nce_error_input")
-  expect_error(nce_shards(1.5), "`n` must be a whole number", class = "nce_error_input")
-  expect_error(nce_shards(NA), "`n` must be a whole number", class = "nce_error_input")
+  # nce_shards()'s own argument is `n_shards`; through `shards =` the message names `shards`.
+  expect_error(nce_shards(0), "`n_shards` must be a whole number of shards, at least 1", class = "nce_error_input")
+  expect_error(nce_shards(1.5), "`n_shards` must be a whole number", class = "nce_error_input")
+  expect_error(nce_shards(NA), "`n_shards` must be a whole number", class = "nce_error_input")
   expect_error(nce_shards(2, dir = file.path(tempdir(), "no-such-dir")), "`dir` of `shards`",
                class = "nce_error_input")
   expect_error(fit_sharded("two"), "`shards` must be NULL, a number of shards", class = "nce_error_input")

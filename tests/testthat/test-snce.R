@@ -148,7 +148,7 @@ test_that("per-transition intercepts: the eliminated fit is the MLE of glm with 
   g <- suppressWarnings(glm(.label ~ 0 + I(y * y_prev) + factor(.transition) + offset(.offset), binomial, mf,
                             control = glm.control(epsilon = 1e-12, maxit = 100)))
   expect_equal(unname(coef(ft)), unname(coef(g)[1]), tolerance = 1e-7)
-  expect_equal(unname(vcov(ft, type = "naive")[1, 1]), unname(vcov(g)[1, 1]), tolerance = 1e-6)
+  expect_equal(unname(vcov(ft, se_type = "naive")[1, 1]), unname(vcov(g)[1, 1]), tolerance = 1e-6)
   expect_equal(unname(ft$transition_intercepts), unname(coef(g)[-1]), tolerance = 1e-6)
   expect_equal(unname(ft$transition_intercept_se), unname(sqrt(diag(vcov(g)))[-1]), tolerance = 1e-6)
   # logLik: kernel plus the transition's own intercept, one df per intercept

@@ -6,7 +6,7 @@ gamma_lk <- function(x) rowSums(log(x) - x)
 test_that("telescoping recovers log Z of a 40-D Gamma product (within 0.06 and 4 standard errors)", {
   set.seed(31)
   x <- matrix(rgamma(40 * 6000, 2, 1), ncol = 40)
-  fit <- marglik_nce(x, gamma_lk, lb = 0, reference = "normal", waymarks = "always")
+  fit <- marglik_nce(x, gamma_lk, lower = 0, reference = "normal", waymarks = "always")
   tel <- fit$telescope
   expect_false(is.null(tel))
   expect_gt(length(tel$b), 2L)
@@ -24,9 +24,9 @@ test_that("auto falls back to the single classifier where it suffices (same esti
   set.seed(32)
   x <- matrix(rgamma(5 * 4000, 2, 1), ncol = 5)
   set.seed(1)
-  a <- marglik_nce(x, gamma_lk, lb = 0)
+  a <- marglik_nce(x, gamma_lk, lower = 0)
   set.seed(1)
-  b <- marglik_nce(x, gamma_lk, lb = 0, waymarks = "none")
+  b <- marglik_nce(x, gamma_lk, lower = 0, waymarks = "none")
   expect_null(a$telescope)
   expect_identical(a$logml, b$logml)
   expect_identical(a$se, b$se)
@@ -39,10 +39,10 @@ test_that("telescoping does not depend on the thread count", {
   old <- options(nce.threads = 1L)
   on.exit(options(old))
   set.seed(2)
-  a <- marglik_nce(x, gamma_lk, lb = 0, reference = "normal", waymarks = "always", control = list(moves = 3))
+  a <- marglik_nce(x, gamma_lk, lower = 0, reference = "normal", waymarks = "always", control = list(moves = 3))
   options(nce.threads = 2L)
   set.seed(2)
-  b <- marglik_nce(x, gamma_lk, lb = 0, reference = "normal", waymarks = "always", control = list(moves = 3))
+  b <- marglik_nce(x, gamma_lk, lower = 0, reference = "normal", waymarks = "always", control = list(moves = 3))
   expect_identical(a$logml, b$logml)
   expect_identical(a$se, b$se)
   expect_identical(a$telescope$b, b$telescope$b)
@@ -74,21 +74,21 @@ test_that("stacked chains: per-chain effective sample sizes; bad specifications 
 
 test_that("telescoping settings are checked", {
   x <- matrix(rgamma(400, 2, 1), ncol = 2)
-  expect_error(marglik_nce(x, gamma_lk, lb = 0, control = list(acuracy = 0.6)), "acuracy", class = "nce_error_input")
-  expect_error(marglik_nce(x, gamma_lk, lb = 0, control = list(accuracy = 0.5)), "accuracy",
+  expect_error(marglik_nce(x, gamma_lk, lower = 0, control = list(acuracy = 0.6)), "acuracy", class = "nce_error_input")
+  expect_error(marglik_nce(x, gamma_lk, lower = 0, control = list(accuracy = 0.5)), "accuracy",
                class = "nce_error_input")
-  expect_error(marglik_nce(x, gamma_lk, lb = 0, control = list(moves = 0)), "moves", class = "nce_error_input")
-  expect_error(marglik_nce(x, gamma_lk, lb = 0, reference = "t", waymarks = "always"), "normal",
+  expect_error(marglik_nce(x, gamma_lk, lower = 0, control = list(moves = 0)), "moves", class = "nce_error_input")
+  expect_error(marglik_nce(x, gamma_lk, lower = 0, reference = "t", waymarks = "always"), "normal",
                class = "nce_error_input")
-  expect_error(marglik_nce(x, gamma_lk, lb = 0, waymarks = "sometimes"), class = "error")
+  expect_error(marglik_nce(x, gamma_lk, lower = 0, waymarks = "sometimes"), class = "error")
 })
 
 test_that("print and summary of a telescoped estimate", {
   set.seed(35)
   x <- matrix(rgamma(10 * 1000, 2, 1), ncol = 10)
   set.seed(3)
-  fit <- marglik_nce(x, gamma_lk, lb = 0, waymarks = "always", control = list(moves = 2))
-  fit$call <- quote(marglik_nce(x, gamma_lk, lb = 0, waymarks = "always", control = list(moves = 2)))
+  fit <- marglik_nce(x, gamma_lk, lower = 0, waymarks = "always", control = list(moves = 2))
+  fit$call <- quote(marglik_nce(x, gamma_lk, lower = 0, waymarks = "always", control = list(moves = 2)))
   expect_snapshot(print(fit, digits = 3))
   expect_snapshot(print(summary(fit), digits = 3))
 })

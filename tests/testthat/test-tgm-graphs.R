@@ -38,7 +38,7 @@ test_that("rtgm() agrees with tmvtnorm's Gibbs sampler in mean and covariance", 
   set.seed(3)
   K <- ring_graph(5)
   n <- 20000
-  a <- rtgm(n, K, burnin = 100, thin = 10, chains = 2)
+  a <- rtgm(n, K, burnin = 100, thin = 10, n_chains = 2)
   b <- tmvtnorm::rtmvnorm(n, mean = rep(0, 5), H = K, lower = rep(0, 5), algorithm = "gibbs",
                           burn.in.samples = 100, thinning = 10)
   expect_equal(dim(a), c(n, 5L))
@@ -56,8 +56,8 @@ test_that("rtgm() checks its arguments and does not depend on the thread count",
   expect_error(rtgm(10, -K), "not positive definite", class = "nce_error_input")
   expect_error(rtgm(10, K[1:3, ]), class = "nce_error_input")
   expect_error(rtgm(10, K, start = c(-1, 1, 1, 1)), class = "nce_error_input")
-  set.seed(4); a <- withr_threads(1, rtgm(100, K, chains = 2))
-  set.seed(4); b <- withr_threads(2, rtgm(100, K, chains = 2))
+  set.seed(4); a <- withr_threads(1, rtgm(100, K, n_chains = 2))
+  set.seed(4); b <- withr_threads(2, rtgm(100, K, n_chains = 2))
   expect_identical(a, b)
 })
 

@@ -65,7 +65,7 @@ test_that("a custom R model reproduces the built-in mixture", {
   noise <- list(sample = function(n) rnorm(n, 0, s), log_density = function(y) dnorm(y, 0, s, log = TRUE))
   lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
   gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
-  mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0), noise = noise)
+  mod <- custom_model(lp, gr, start = c(log_theta = log(3), c = 2.5), latent = c(1, 0), reference = noise)
   fb <- fit_same_noise(x, 16, mog_model())
   fc <- fit_same_noise(x, 16, mod)
   fcn <- fit_same_noise(x, 16, mod, method = "nce")
@@ -83,7 +83,7 @@ test_that("mixture and custom models check their input", {
   expect_error(vnce(rnorm(20), mog_model(sigma1 = -1)), class = "nce_error_input")
   expect_error(vnce(rnorm(20), mog_model(), impute = "mean"), "tgm_model", class = "nce_error_input")
   expect_error(custom_model(1, identity, 1), "log_density", class = "nce_error_input")
-  bad <- custom_model(function(x, z, th) 1, function(x, z, th) matrix(0, length(x), 1), theta = 1)
+  bad <- custom_model(function(x, z, th) 1, function(x, z, th) matrix(0, length(x), 1), start = 1)
   expect_error(vnce(rnorm(20), bad), "one value per point", class = "nce_error_input")
 })
 

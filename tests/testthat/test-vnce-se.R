@@ -64,9 +64,9 @@ test_that("mixture of Gaussians: VNCE, EM and NCE give the same estimate and the
   lp <- function(x, z, th) -th[2] - x^2 / (2 * if (z == 1) 1 else exp(2 * th[1]))
   gr <- function(x, z, th) cbind(if (z == 1) 0 * x else x^2 * exp(-2 * th[1]), -1)
   s <- b$noise$sd
-  mod <- custom_model(lp, gr, theta = c(log_theta = log(3), c = 2.5), latent = c(1, 0),
-                      noise = list(sample = function(n) rnorm(n, 0, s),
-                                   log_density = function(x) dnorm(x, 0, s, log = TRUE)))
+  mod <- custom_model(lp, gr, start = c(log_theta = log(3), c = 2.5), latent = c(1, 0),
+                      reference = list(sample = function(n) rnorm(n, 0, s),
+                                       log_density = function(x) dnorm(x, 0, s, log = TRUE)))
   set.seed(6); cn <- vnce(y(), mod, method = "nce", control = vnce_control(ftol = 1e-15))
   expect_equal(unname(exp(coef(cn)[1])), coef(b)[["theta"]], tolerance = 1e-4)
   expect_equal(sqrt(vcov(cn)[1, 1]), se(b)[["theta"]] / coef(b)[["theta"]], tolerance = 1e-3)
