@@ -400,6 +400,7 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("smc"
   t0 <- proc.time()[["elapsed"]]
   if (method == "smc") {
     res <- ratio_smc(log_ratio_obs, pr, n_draws, n_chains, ucall)
+    res$log_ratio <- res$log_prior <- NULL
   } else if (method == "importance") {
     th <- as_theta_matrix(pr$sample(n_draws), pr$names, call = ucall)
     w <- normalise_log_weights(log_ratio_obs(th))
@@ -434,9 +435,11 @@ observed_log_ratio <- function(object, th, s_obs) {
 
 # Tempered sequential Monte Carlo from the prior to the posterior (nce-core sampling/smc.rs):
 # `n_chains` particles, moved by random-walk Metropolis scaled by their own spread at each
-# temperature, then run as chains at the posterior for n_draws / n_chains steps. The log ratio
-# is evaluated in R for all particles at once, called from the Rust sampler's main thread.
-ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call) {
+# temperature, then run as chains at the posterior for n_draws / n_chains kept steps of `thin`
+# sweeps each, independence moves from a Gaussian mixture fitted to the particles in turn with
+# random-walk ones. The log ratio is evaluated in R for all particles at once, called from the
+# Rust sampler's main thread. Also returns the log ratio and the prior's log density at the draws.
+ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call, thin = 10L, independence = TRUE) {
   d <- length(pr$names)
   steps <- ceiling(n_draws / n_chains)
   check_chain_work(n_chains, 0, steps, c("n_chains", "burnin", "n_draws"), call = call)
@@ -454,19 +457,20 @@ ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call) {
     colnames(th) <- pr$names
     as.double(log_ratio_obs(th))
   })
-  # Each chain keeps every 10th step: 2,000 chains x 5 draws kept an effective sample of
-  # 2,300-2,500 of 10,000 in 10 dimensions at every 5th step (nce-core smc.rs tests). On the
-  # two-moons crescents it stays near 1,430 at every 5th, 10th or 20th step: chains do not cross
-  # between the crescents, so the multi-chain estimate counts the particles' split between them.
-  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = 10,
-                                             seed = draw_seed(), threads = nce_threads())), call = call)
+  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = thin,
+                                             independence = as.double(independence), seed = draw_seed(),
+                                             threads = nce_threads())), call = call)
   draws <- array(r$draws, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
   flat <- matrix(aperm(draws, c(2L, 1L, 3L)), steps * n_chains, d, dimnames = list(NULL, pr$names))
-  flat <- flat[seq_len(n_draws), , drop = FALSE]
+  keep <- seq_len(n_draws)
+  at_draws <- function(v) as.vector(t(matrix(v, steps, n_chains)))[keep]
   ess <- pmin(stats::setNames(as.double(r$ess), pr$names), n_draws)
-  list(draws = flat, weights = rep(1 / n_draws, n_draws), ess = ess, acceptance = mean(r$acceptance),
-       chain_acceptance = r$acceptance, engine = "rust",
-       smc = list(temperatures = r$betas, log_evidence = r$log_evidence, stages = r$stages, sweeps = r$sweeps))
+  list(draws = flat[keep, , drop = FALSE], weights = rep(1 / n_draws, n_draws), ess = ess,
+       acceptance = mean(r$acceptance), chain_acceptance = r$acceptance, engine = "rust",
+       smc = list(temperatures = r$betas, log_evidence = r$log_evidence, stages = r$stages, sweeps = r$sweeps,
+                  components = r$components, independence_acceptance = r$independence_acceptance,
+                  evaluations = r$evaluations, calls = r$calls),
+       log_ratio = at_draws(r$log_ratio), log_prior = at_draws(r$log_prior))
 }
 
 # The classifier behind a ratio object: itself, an nce_eig's, or an nce_design's final one.
