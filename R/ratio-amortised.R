@@ -287,11 +287,17 @@ ratio_log_ratio <- function(object, theta, s) {
 #' keep an effective sample of half their number; at each temperature they are resampled and moved
 #' by random-walk Metropolis whose proposal is the particles' own covariance, scaled towards 30%
 #' acceptance. At the posterior every particle runs on as a chain, keeping every 10th step, until
-#' `n_draws` draws are kept. The effective sample size is the multi-chain estimate below. The log
-#' ratio is evaluated for all particles at once (one call of the classifier per Metropolis sweep);
-#' priors other than [prior_uniform()] and [prior_normal()] are sampled and evaluated in R.
-#' Checked against truth in the package's tests (a crescent, two modes, a correlated 10-D
-#' Gaussian; figures in `bench/README.md`). Importance sampling from the prior is kept as
+#' `n_draws` draws are kept; the chains' steps alternate independence Metropolis-Hastings moves,
+#' proposed from a Gaussian mixture fitted to the particles (components chosen by BIC, plus a wide
+#' defensive component), with random-walk ones. The independence moves cross between modes (a
+#' random walk does not), so the mode weights do not rest on the particle system alone and the
+#' effective sample size, the multi-chain estimate below, is honest. The log ratio is evaluated
+#' for all particles at once (one call of the classifier per Metropolis sweep); priors other than
+#' [prior_uniform()] and [prior_normal()] are sampled and evaluated in R. Checked against truth in
+#' the package's tests (a crescent, two modes, a correlated 10-D Gaussian); the defaults (2,000
+#' particles, every 10th step) give an effective sample of 10,000 of 10,000 on these and on the
+#' sbibm two-moons posterior, at 14-24 log-ratio evaluations per draw (figures in
+#' `bench/README.md`). Importance sampling from the prior is kept as
 #' an option; it warns (`nce_warning_ess`) when its effective sample is below 1,000 or a tenth of
 #' `n_draws`, as on narrow posteriors (two moons: 180 of 10,000).
 #'
@@ -387,6 +393,7 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("smc"
   t0 <- proc.time()[["elapsed"]]
   if (method == "smc") {
     res <- ratio_smc(log_ratio_obs, pr, n_draws, n_chains, ucall)
+    res$log_ratio <- res$log_prior <- NULL
   } else if (method == "importance") {
     th <- as_theta_matrix(pr$sample(n_draws), pr$names, call = ucall)
     w <- normalise_log_weights(log_ratio_obs(th))
@@ -421,9 +428,11 @@ observed_log_ratio <- function(object, th, s_obs) {
 
 # Tempered sequential Monte Carlo from the prior to the posterior (nce-core sampling/smc.rs):
 # `n_chains` particles, moved by random-walk Metropolis scaled by their own spread at each
-# temperature, then run as chains at the posterior for n_draws / n_chains steps. The log ratio
-# is evaluated in R for all particles at once, called from the Rust sampler's main thread.
-ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call) {
+# temperature, then run as chains at the posterior for n_draws / n_chains kept steps of `thin`
+# sweeps each, independence moves from a Gaussian mixture fitted to the particles in turn with
+# random-walk ones. The log ratio is evaluated in R for all particles at once, called from the
+# Rust sampler's main thread. Also returns the log ratio and the prior's log density at the draws.
+ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call, thin = 10L, independence = TRUE) {
   d <- length(pr$names)
   steps <- ceiling(n_draws / n_chains)
   check_chain_work(n_chains, 0, steps, c("n_chains", "burnin", "n_draws"), call = call)
@@ -441,19 +450,20 @@ ratio_smc <- function(log_ratio_obs, pr, n_draws, n_chains, call) {
     colnames(th) <- pr$names
     as.double(log_ratio_obs(th))
   })
-  # Each chain keeps every 10th step: 2,000 chains x 5 draws kept an effective sample of
-  # 2,300-2,500 of 10,000 in 10 dimensions at every 5th step (nce-core smc.rs tests). On the
-  # two-moons crescents it stays near 1,430 at every 5th, 10th or 20th step: chains do not cross
-  # between the crescents, so the multi-chain estimate counts the particles' split between them.
-  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = 10,
-                                             seed = draw_seed(), threads = nce_threads())), call = call)
+  r <- rs(nce_smc_sample(target, prior, list(particles = as.double(n_chains), steps = as.double(steps), thin = thin,
+                                             independence = as.double(independence), seed = draw_seed(),
+                                             threads = nce_threads())), call = call)
   draws <- array(r$draws, c(steps, n_chains, d), dimnames = list(NULL, NULL, pr$names))
   flat <- matrix(aperm(draws, c(2L, 1L, 3L)), steps * n_chains, d, dimnames = list(NULL, pr$names))
-  flat <- flat[seq_len(n_draws), , drop = FALSE]
+  keep <- seq_len(n_draws)
+  at_draws <- function(v) as.vector(t(matrix(v, steps, n_chains)))[keep]
   ess <- pmin(stats::setNames(as.double(r$ess), pr$names), n_draws)
-  list(draws = flat, weights = rep(1 / n_draws, n_draws), ess = ess, acceptance = mean(r$acceptance),
-       chain_acceptance = r$acceptance, engine = "rust",
-       smc = list(temperatures = r$betas, log_evidence = r$log_evidence, stages = r$stages, sweeps = r$sweeps))
+  list(draws = flat[keep, , drop = FALSE], weights = rep(1 / n_draws, n_draws), ess = ess,
+       acceptance = mean(r$acceptance), chain_acceptance = r$acceptance, engine = "rust",
+       smc = list(temperatures = r$betas, log_evidence = r$log_evidence, stages = r$stages, sweeps = r$sweeps,
+                  components = r$components, independence_acceptance = r$independence_acceptance,
+                  evaluations = r$evaluations, calls = r$calls),
+       log_ratio = at_draws(r$log_ratio), log_prior = at_draws(r$log_prior))
 }
 
 # The classifier behind a ratio object: itself, an nce_eig's, or an nce_design's final one.

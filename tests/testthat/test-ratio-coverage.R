@@ -46,6 +46,42 @@ test_that("ratio_coverage() finds the exact log ratio calibrated, and halved or 
   expect_identical(plot(exact), exact)
 })
 
+# A narrow posterior: the mean of 10,000 draws of N(mu, 1) (sd 0.01 against the prior's 1), where
+# 2,000 prior draws leave importance sampling an effective sample of about 20; SMC takes over.
+narrow_ratio_object <- function(scale) {
+  sim <- function(theta, n) matrix(stats::rnorm(n, theta[, "mu"], 0.01), n, 1)
+  summ <- function(x) cbind(m = x[, 1])
+  structure(list(prior = prior_normal(mean = c(mu = 0), sd = c(mu = 1)), parameters = "mu", summary_names = "m",
+                 simulator = sim, summaries = summ, batch = TRUE, scale = scale),
+            class = c("test_narrow_ratio", "nce_ratio", "nce_result"))
+}
+
+test_that("ratio_coverage() samples narrow posteriors by SMC: exact ratio calibrated, doubled one too narrow", {
+  registerS3method("predict", "test_narrow_ratio", function(object, newdata, ...) {
+    object$scale * stats::dnorm(newdata$m, newdata$mu, 0.01, log = TRUE)
+  })
+  set.seed(3)
+  exact <- ratio_coverage(narrow_ratio_object(1), n = 300, n_draws = 1000, n_chains = 250)
+  expect_identical(unique(attr(exact, "sampler")), "smc")
+  # The SMC posteriors' effective samples (the smallest is still far above importance's ~20).
+  expect_gt(min(attr(exact, "ess")), 200)
+  # Nominal within 2.5 binomial standard errors (0.029-0.013 at n = 300); mc.error is the
+  # estimate's own standard error.
+  expect_true(all(abs(exact$z) < 2.5))
+  expect_equal(exact$mc.error, sqrt(exact$coverage * (1 - exact$coverage) / 300))
+  expect_lt(abs(mean(attr(exact, "credible_levels")) - 0.5), 4 * sqrt(1 / 12 / 300))
+  expect_gt(suppressWarnings(stats::ks.test(attr(exact, "ranks")[, "mu"], "punif"))$p.value, 0.001)
+  set.seed(3)
+  narrow <- ratio_coverage(narrow_ratio_object(2), n = 300, n_draws = 1000, n_chains = 250)
+  # Posterior sd 1/sqrt(2) of the truth's spread: coverage 0.36 at 0.5, 0.64 at 0.8, 0.83 at 0.95.
+  expect_equal(narrow$coverage, c(0.36, 0.64, 0.83), tolerance = 0.1)
+  expect_identical(narrow$verdict, rep("too narrow", 3))
+  # Importance sampling alone: thin, and said so.
+  set.seed(3)
+  expect_warning(ratio_coverage(narrow_ratio_object(1), n = 20, n_draws = 1000, method = "importance"),
+                 class = "nce_warning_ess")
+})
+
 test_that("ratio_coverage() on a fitted classifier, and its refusals", {
   sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
   summ <- function(x) cbind(m = rowMeans(x))
@@ -61,4 +97,6 @@ test_that("ratio_coverage() on a fitted classifier, and its refusals", {
   expect_error(ratio_coverage(r, levels = "a"), class = "nce_error_input")
   expect_error(ratio_coverage(r, n_draws = 10), class = "nce_error_input")
   expect_error(ratio_coverage(r, n = 1e9), class = "nce_error_input")
+  expect_error(ratio_coverage(r, method = "mcmc"), class = "nce_error_input")
+  expect_error(ratio_coverage(r, n_chains = 2), class = "nce_error_input")
 })

@@ -176,7 +176,8 @@ fn serve(log_ratio: &Function, prior: &PriorSpec, d: usize, q: Ask) -> Answer {
 }
 
 /// Settings from `settings = list(particles, steps, seed, threads, thin, ess_fraction, moves,
-/// max_sweeps, max_stages)`; the last five optional (SmcControl's defaults).
+/// max_sweeps, max_stages, independence)`; the last six optional (SmcControl's defaults;
+/// `independence` a number, 0 for off).
 fn smc_settings(s: &List) -> Res<(SmcControl, usize)> {
     let arg = "settings";
     let has = |name: &str| list_get(s, name, arg).is_ok();
@@ -204,6 +205,11 @@ fn smc_settings(s: &List) -> Res<(SmcControl, usize)> {
         },
         max_sweeps: count("max_sweeps", 1, def.max_sweeps)?,
         max_stages: count("max_stages", 1, def.max_stages)?,
+        independence: if has("independence") {
+            list_number(s, "independence", arg)? != 0.0
+        } else {
+            def.independence
+        },
         seed: seed_of(list_number(s, "seed", arg)?)?,
     };
     Ok((ctrl, list_count(s, "threads", arg, 1)?))
@@ -218,7 +224,8 @@ fn smc_settings(s: &List) -> Res<(SmcControl, usize)> {
 /// prior's length (or the columns of a callback prior's draws). `settings` as `smc_settings`
 /// reads it. Returns list(draws = steps x chains x d array, acceptance (per chain), ess (per
 /// parameter), betas, log_evidence, stages, sweeps (per stage), stage_acceptance, evaluations,
-/// calls).
+/// calls, log_ratio and log_prior (steps x chains, at the draws), components and
+/// independence_acceptance of the final phase's independence proposal).
 /// @keywords internal
 /// @noRd
 #[extendr]
@@ -283,7 +290,11 @@ fn nce_smc_sample(log_ratio: Robj, prior: List, settings: List) -> Robj {
             sweeps = res.sweeps.iter().map(|&s| s as i32).collect::<Vec<i32>>(),
             stage_acceptance = res.stage_acceptance,
             evaluations = res.evaluations as f64,
-            calls = res.calls as f64
+            calls = res.calls as f64,
+            log_ratio = res.log_ratio,
+            log_prior = res.log_prior,
+            components = res.components as i32,
+            independence_acceptance = res.independence_acceptance
         )
         .into_robj())
     })

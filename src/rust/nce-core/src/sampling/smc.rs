@@ -5,6 +5,11 @@
 //! each stage resamples (systematic) and moves the particles by random-walk Metropolis with a
 //! Gaussian proposal scaled to the particles' covariance. At beta = 1 each particle runs on as a
 //! chain whose draws are returned, with a multi-chain ESS per parameter and the log evidence.
+//! The chains' sweeps alternate independence Metropolis-Hastings moves, proposed from a Gaussian
+//! mixture fitted to the particles (components by BIC, plus a wide defensive component), with
+//! the random walk: random-walk chains never cross between separated modes, so their mode
+//! weights would be the particle system's, an error the multi-chain ESS cannot see (on two
+//! modes of weights 0.3 and 0.7 it overstated the ESS 1.4 times); independence moves cross.
 //!
 //! L is asked for at all proposals of a sweep at once (one call per sweep), because a call may
 //! reach R on its main thread and costs far more than a point. Random numbers come from one
@@ -12,12 +17,15 @@
 
 use crate::alloc::{checked_len, try_filled};
 use crate::error::{NceError, Result};
+use crate::linalg::LN_2PI;
 use crate::rng::stream_rng;
 use crate::sampling::metropolis::ChainPrior;
+use crate::sampling::mixture_fit::{fit_mixture_bic, MixtureControl};
 use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 /// The log ratio L, evaluated in batches. Not `Sync`: it may call back into R.
 pub trait BatchLogTarget {
@@ -167,6 +175,9 @@ pub struct SmcControl {
     pub moves: f64,
     pub max_sweeps: usize,
     pub max_stages: usize,
+    /// Final phase: independence Metropolis-Hastings sweeps from a Gaussian mixture fitted to
+    /// the particles, in turn with the random-walk sweeps.
+    pub independence: bool,
     pub seed: u64,
 }
 
@@ -180,6 +191,7 @@ impl Default for SmcControl {
             moves: 2.0,
             max_sweeps: 50,
             max_stages: 500,
+            independence: true,
             seed: 1,
         }
     }
@@ -242,6 +254,13 @@ pub struct SmcResult {
     /// Points at which L was evaluated, and calls of the target.
     pub evaluations: usize,
     pub calls: usize,
+    /// L and the prior's log density at the draws, `steps x chains` (as `draws`).
+    pub log_ratio: Vec<f64>,
+    pub log_prior: Vec<f64>,
+    /// Components of the independence proposal (the fitted ones and the defensive one; 0 when
+    /// there was none), and the acceptance rate of its moves.
+    pub components: usize,
+    pub independence_acceptance: f64,
 }
 
 /// Stream ids: 2 bits of purpose, 30 of counter (a sweep), 32 of particle.
@@ -250,6 +269,8 @@ const TAG_RESAMPLE: u64 = 1;
 const TAG_MOVE: u64 = 2;
 const STREAM_SLOT: u64 = 1 << 32;
 const MAX_COUNTER: u64 = 1 << 29;
+/// Mixed into the seed for the mixture fit's k-means starts.
+const MIX_SEED: u64 = 0x6d69_7874_7572_6521;
 
 fn stream(tag: u64, counter: u64, idx: usize) -> u64 {
     (tag << 62) | (counter << 32) | idx as u64
@@ -278,6 +299,8 @@ struct Mover<'a> {
     plp: Vec<f64>,
     pll: Vec<f64>,
     inside: Vec<f64>,
+    /// Log Hastings correction of each proposal (0 for the random walk).
+    corr: Vec<f64>,
     idx: Vec<usize>,
     evaluations: usize,
     calls: usize,
@@ -298,14 +321,13 @@ fn eval_target(target: &mut dyn BatchLogTarget, theta: &[f64], out: &mut [f64]) 
 }
 
 impl Mover<'_> {
-    /// One Metropolis sweep of all particles at `beta` with proposal factor `chol` (lower
-    /// triangular); returns the number of accepted moves and sets `moved[i]` for each particle
-    /// that moved.
+    /// One Metropolis sweep of all particles at `beta` with `kernel`; returns the number of
+    /// accepted moves and sets `moved[i]` for each particle that moved.
     fn sweep(
         &mut self,
         cloud: &mut Cloud,
         beta: f64,
-        chol: &DMatrix<f64>,
+        kernel: Kernel,
         counter: u64,
         moved: &mut [bool],
     ) -> Result<usize> {
@@ -316,26 +338,31 @@ impl Mover<'_> {
         self.prop
             .par_chunks_mut(d)
             .zip(self.logu.par_iter_mut())
+            .zip(self.corr.par_iter_mut())
             .enumerate()
-            .for_each(|(i, (row, lu))| {
+            .for_each(|(i, ((row, lu), corr))| {
                 let mut rng = stream_rng(seed, stream(TAG_MOVE, counter, i));
-                let mut z = [0.0f64; 16];
-                let mut zv = Vec::new();
-                let z: &mut [f64] = if d <= 16 {
-                    &mut z[..d]
-                } else {
-                    zv.resize(d, 0.0);
-                    &mut zv
-                };
-                for zj in z.iter_mut() {
-                    *zj = rng.sample(StandardNormal);
-                }
-                for j in 0..d {
-                    let mut s = x[i * d + j];
-                    for k in 0..=j {
-                        s += chol[(j, k)] * z[k];
+                let cur = &x[i * d..(i + 1) * d];
+                match kernel {
+                    Kernel::Walk(chol) => {
+                        let mut z = vec![0.0f64; d];
+                        for zj in z.iter_mut() {
+                            *zj = rng.sample(StandardNormal);
+                        }
+                        for j in 0..d {
+                            let mut s = cur[j];
+                            for k in 0..=j {
+                                s += chol[(j, k)] * z[k];
+                            }
+                            row[j] = s;
+                        }
+                        *corr = 0.0;
                     }
-                    row[j] = s;
+                    Kernel::Independent(q) => {
+                        q.sample(&mut rng, row);
+                        // Hastings ratio q(current) / q(proposal).
+                        *corr = q.log_density(cur) - q.log_density(row);
+                    }
                 }
                 let u: f64 = rng.gen();
                 *lu = u.ln();
@@ -365,7 +392,7 @@ impl Mover<'_> {
             let cur = cloud.lp[i] + beta * cloud.ll[i];
             // beta L is 0 at beta = 0 even where L = -inf.
             let new = lp + if beta > 0.0 { beta * ll } else { 0.0 };
-            if self.logu[i] < new - cur {
+            if self.logu[i] < new - cur + self.corr[i] {
                 cloud.x[i * d..(i + 1) * d].copy_from_slice(&self.prop[i * d..(i + 1) * d]);
                 cloud.lp[i] = lp;
                 cloud.ll[i] = ll;
@@ -377,9 +404,150 @@ impl Mover<'_> {
     }
 }
 
-/// Lower Cholesky factor of `factor` x the particles' covariance, with a ridge when the
-/// covariance is singular (e.g. particles collapsed onto few points).
-fn proposal_factor(x: &[f64], d: usize, factor: f64) -> Result<DMatrix<f64>> {
+/// A Metropolis kernel: a random walk with this lower Cholesky factor of its proposal
+/// covariance, or independence proposals from a mixture fitted to the particles.
+#[derive(Clone, Copy)]
+enum Kernel<'a> {
+    Walk(&'a DMatrix<f64>),
+    Independent(&'a MixProposal),
+}
+
+/// Components tried for the independence proposal (BIC chooses among them).
+const MIX_COMPONENTS: [usize; 6] = [1, 2, 3, 4, 6, 8];
+/// Weight and covariance multiplier of the defensive component (one normal with the particles'
+/// mean and covariance x 4), which keeps the proposal's tails heavier than the posterior's.
+const DEFENSIVE_WEIGHT: f64 = 0.05;
+const DEFENSIVE_INFLATE: f64 = 4.0;
+
+/// A Gaussian mixture for independence Metropolis-Hastings: per component its weight, mean and
+/// lower Cholesky factor, and the log of weight x normalising constant.
+#[derive(Debug, Clone)]
+pub struct MixProposal {
+    d: usize,
+    weights: Vec<f64>,
+    means: Vec<Vec<f64>>,
+    chols: Vec<DMatrix<f64>>,
+    log_norm: Vec<f64>,
+}
+
+impl MixProposal {
+    /// Components (weight, mean, covariance), dropping those of zero weight or without a
+    /// Cholesky factor; weights renormalised.
+    fn new(d: usize, parts: Vec<(f64, Vec<f64>, DMatrix<f64>)>) -> Option<Self> {
+        let mut q = MixProposal {
+            d,
+            weights: Vec::new(),
+            means: Vec::new(),
+            chols: Vec::new(),
+            log_norm: Vec::new(),
+        };
+        for (w, m, c) in parts {
+            if !(w > 0.0) {
+                continue;
+            }
+            if let Some(ch) = c.cholesky() {
+                let l = ch.l();
+                let logdet: f64 = (0..d).map(|j| l[(j, j)].ln()).sum();
+                q.weights.push(w);
+                q.means.push(m);
+                q.chols.push(l);
+                q.log_norm.push(-logdet - 0.5 * d as f64 * LN_2PI);
+            }
+        }
+        let total: f64 = q.weights.iter().sum();
+        if q.weights.is_empty() || !(total > 0.0) {
+            return None;
+        }
+        for (w, ln) in q.weights.iter_mut().zip(q.log_norm.iter_mut()) {
+            *w /= total;
+            *ln += w.ln();
+        }
+        Some(q)
+    }
+
+    /// A mixture fitted by EM to the particles (row-major n x d), components chosen by BIC, plus
+    /// the defensive component; `None` when no fit is possible (e.g. a constant coordinate).
+    fn fit(x: &[f64], d: usize, seed: u64) -> Option<Self> {
+        let n = x.len() / d;
+        let cols: Vec<f64> = (0..d).flat_map(|j| (0..n).map(move |i| x[i * d + j])).collect();
+        let control = MixtureControl {
+            n_starts: 2,
+            max_iter: 100,
+            tol: 1e-6,
+            seed,
+        };
+        let never = AtomicBool::new(false);
+        // Components in turn until the BIC has failed twice running to improve: a unimodal
+        // posterior stops at 3, without the cost of the larger fits.
+        let (mut best, mut best_bic, mut worse) = (None, f64::INFINITY, 0);
+        for &g in &MIX_COMPONENTS {
+            let Ok(sel) = fit_mixture_bic(&cols, n, d, &[g], &control, &never) else {
+                break;
+            };
+            if sel.bic[0] < best_bic {
+                best_bic = sel.bic[0];
+                best = sel.fits.into_iter().next();
+                worse = 0;
+            } else {
+                worse += 1;
+                if worse == 2 {
+                    break;
+                }
+            }
+        }
+        let fit = best?;
+        let g = fit.weights.len();
+        let mut parts: Vec<(f64, Vec<f64>, DMatrix<f64>)> = (0..g)
+            .map(|k| {
+                (
+                    (1.0 - DEFENSIVE_WEIGHT) * fit.weights[k],
+                    fit.means[k * d..(k + 1) * d].to_vec(),
+                    DMatrix::from_column_slice(d, d, &fit.covs[k * d * d..(k + 1) * d * d]),
+                )
+            })
+            .collect();
+        let (mean, cov) = mean_cov(x, d);
+        parts.push((DEFENSIVE_WEIGHT, mean, cov * DEFENSIVE_INFLATE));
+        MixProposal::new(d, parts)
+    }
+
+    fn sample(&self, rng: &mut impl Rng, out: &mut [f64]) {
+        let u: f64 = rng.gen();
+        let mut acc = 0.0;
+        let mut k = self.weights.len() - 1;
+        for (i, w) in self.weights.iter().enumerate() {
+            acc += w;
+            if u < acc {
+                k = i;
+                break;
+            }
+        }
+        let z: Vec<f64> = (0..self.d).map(|_| rng.sample(StandardNormal)).collect();
+        let (m, l) = (&self.means[k], &self.chols[k]);
+        for j in 0..self.d {
+            out[j] = m[j] + (0..=j).map(|i| l[(j, i)] * z[i]).sum::<f64>();
+        }
+    }
+
+    fn log_density(&self, x: &[f64]) -> f64 {
+        let d = self.d;
+        let mut terms = Vec::with_capacity(self.weights.len());
+        let mut r = vec![0.0; d];
+        for ((m, l), ln) in self.means.iter().zip(&self.chols).zip(&self.log_norm) {
+            // Forward substitution: r = L^-1 (x - m).
+            for j in 0..d {
+                let s = (0..j).map(|i| l[(j, i)] * r[i]).sum::<f64>();
+                r[j] = (x[j] - m[j] - s) / l[(j, j)];
+            }
+            terms.push(ln - 0.5 * r.iter().map(|v| v * v).sum::<f64>());
+        }
+        let top = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        top + terms.iter().map(|t| (t - top).exp()).sum::<f64>().ln()
+    }
+}
+
+/// Mean and covariance (divisor n - 1) of row-major n x d points.
+fn mean_cov(x: &[f64], d: usize) -> (Vec<f64>, DMatrix<f64>) {
     let n = x.len() / d;
     let mut mean = vec![0.0; d];
     for row in x.chunks(d) {
@@ -401,11 +569,19 @@ fn proposal_factor(x: &[f64], d: usize, factor: f64) -> Result<DMatrix<f64>> {
     }
     for j in 0..d {
         for k in 0..=j {
-            let v = cov[(j, k)] / (n - 1) as f64 * factor;
+            let v = cov[(j, k)] / (n.max(2) - 1) as f64;
             cov[(j, k)] = v;
             cov[(k, j)] = v;
         }
     }
+    (mean, cov)
+}
+
+/// Lower Cholesky factor of `factor` x the particles' covariance, with a ridge when the
+/// covariance is singular (e.g. particles collapsed onto few points).
+fn proposal_factor(x: &[f64], d: usize, factor: f64) -> Result<DMatrix<f64>> {
+    let (mean, cov) = mean_cov(x, d);
+    let cov = cov * factor;
     if cov.iter().any(|v| !v.is_finite()) {
         return Err(NceError::Numerical("the particles' covariance is not finite".into()));
     }
@@ -507,6 +683,7 @@ pub fn smc_sample(
         plp: try_filled(n, 0.0, "the proposals")?,
         pll: try_filled(n, 0.0, "the proposals")?,
         inside: try_filled(nd, 0.0, "the proposals")?,
+        corr: try_filled(n, 0.0, "the proposals")?,
         idx: Vec::with_capacity(n),
         evaluations: 0,
         calls: 0,
@@ -618,7 +795,7 @@ pub fn smc_sample(
                 return Err(NceError::Interrupted);
             }
             let chol = proposal_factor(&cloud.x, d, factor)?;
-            let a = mv.sweep(&mut cloud, beta, &chol, counter, &mut moved)?;
+            let a = mv.sweep(&mut cloud, beta, Kernel::Walk(&chol), counter, &mut moved)?;
             acc += a;
             counter += 1;
             k += 1;
@@ -636,7 +813,7 @@ pub fn smc_sample(
             return Err(NceError::Interrupted);
         }
         let chol = proposal_factor(&cloud.x, d, factor)?;
-        let rate = mv.sweep(&mut cloud, 1.0, &chol, counter, &mut moved)? as f64 / n as f64;
+        let rate = mv.sweep(&mut cloud, 1.0, Kernel::Walk(&chol), counter, &mut moved)? as f64 / n as f64;
         counter += 1;
         factor = adapt_factor(factor, rate, d);
         if (0.2..=0.45).contains(&rate) {
@@ -644,15 +821,35 @@ pub fn smc_sample(
         }
     }
     let chol = proposal_factor(&cloud.x, d, factor)?;
+    // Independence proposals from a mixture fitted to the particles cross between modes, which
+    // random-walk chains do not: the chains then mix over the whole posterior, and the mode
+    // weights no longer rest on the particle system alone.
+    let mix = if ctrl.independence {
+        MixProposal::fit(&cloud.x, d, ctrl.seed ^ MIX_SEED)
+    } else {
+        None
+    };
     let steps = ctrl.steps;
     let mut accepted = vec![0usize; n];
+    let (mut imh_acc, mut imh_sweeps) = (0usize, 0usize);
+    let mut log_ratio = try_filled(steps * n, 0.0, "the draws")?;
+    let mut log_prior = try_filled(steps * n, 0.0, "the draws")?;
     for s in 0..steps {
-        for _ in 0..ctrl.thin {
+        for t in 0..ctrl.thin {
             if stop() {
                 return Err(NceError::Interrupted);
             }
             moved.iter_mut().for_each(|m| *m = false);
-            mv.sweep(&mut cloud, 1.0, &chol, counter, &mut moved)?;
+            // Independence and random-walk sweeps in turn, starting with the former.
+            match &mix {
+                Some(q) if t % 2 == 0 => {
+                    imh_acc += mv.sweep(&mut cloud, 1.0, Kernel::Independent(q), counter, &mut moved)?;
+                    imh_sweeps += 1;
+                }
+                _ => {
+                    mv.sweep(&mut cloud, 1.0, Kernel::Walk(&chol), counter, &mut moved)?;
+                }
+            }
             counter += 1;
             for (a, &m) in accepted.iter_mut().zip(&moved) {
                 *a += m as usize;
@@ -662,6 +859,8 @@ pub fn smc_sample(
             for j in 0..d {
                 draws[s + steps * (c + n * j)] = cloud.x[c * d + j];
             }
+            log_ratio[s + steps * c] = cloud.ll[c];
+            log_prior[s + steps * c] = cloud.lp[c];
         }
     }
     let per = steps * n;
@@ -686,6 +885,14 @@ pub fn smc_sample(
         stage_acceptance: stage_acc,
         evaluations: mv.evaluations,
         calls: mv.calls,
+        log_ratio,
+        log_prior,
+        components: mix.as_ref().map_or(0, |q| q.weights.len()),
+        independence_acceptance: if imh_sweeps > 0 {
+            imh_acc as f64 / (imh_sweeps * n) as f64
+        } else {
+            f64::NAN
+        },
     })
 }
 
@@ -985,6 +1192,55 @@ mod tests {
             / per_rw as f64;
         eprintln!("  random-walk Metropolis from the prior: share of the 0.3 mode {low_rw:.4}");
         assert!((low_rw - 0.3).abs() > 0.1, "share {low_rw}");
+    }
+
+    /// Over repeated runs on the 0.3 / 0.7 modes, the variance of the posterior-mean estimate
+    /// against sd^2 / ESS: the ESS is honest when they agree. Random-walk chains alone do not
+    /// cross between the modes, so their mode weights are the particle system's, whose error the
+    /// multi-chain ESS does not see; the independence moves let the chains cross.
+    fn ess_check(independence: bool, runs: u64) -> (f64, f64, f64) {
+        // bench/smc-ess.R measures the same at 2,000 particles, with and without independence.
+        let sd2 = 0.09 + 0.3 * 0.7 * 16.0;
+        let exact = 0.3 * -2.0 + 0.7 * 2.0;
+        let (mut means, mut pred) = (Vec::new(), Vec::new());
+        let mut imh = 0.0;
+        for seed in 0..runs {
+            let mut t = target(2, bimodal_l);
+            let mut prior = BuiltinPrior::uniform(vec![-5.0; 2], vec![5.0; 2]).unwrap();
+            let c = SmcControl {
+                thin: 10,
+                independence,
+                ..ctrl(150, 4, 1000 + seed)
+            };
+            let r = smc_sample(&mut t, &mut prior, &c, &never).unwrap();
+            means.push(moments(&r, 0).0);
+            pred.push(sd2 / r.ess[0]);
+
+            imh += r.independence_acceptance / runs as f64;
+        }
+        let k = runs as f64;
+        let m = means.iter().sum::<f64>() / k;
+        let v = means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0);
+        let p = pred.iter().sum::<f64>() / k;
+        eprintln!(
+            "honest ESS (independence {independence}): mean of means {m:.4} (exact {exact}), var {v:.3e}, \
+             sd^2/ESS {p:.3e} (ESS {:.0}), ratio {:.2}, independence acceptance {imh:.2}",
+            sd2 / p,
+            v / p
+        );
+        (m - exact, v, p)
+    }
+
+    #[test]
+    fn ess_is_honest_on_two_modes() {
+        let runs = 100;
+        let (bias, v, p) = ess_check(true, runs);
+        // The variance of 100 means has a relative sd of sqrt(2 / 99) = 0.14: a ratio in
+        // (0.6, 1.6) is within about 3 of them; these seeds give 1.24 (150 particles keep the
+        // test short in a debug build). Random-walk chains alone overstate the ESS 1.4-3.9 times
+        // (bench/smc-ess.R).
+        assert!(v / p > 0.6 && v / p < 1.6, "variance {v} against sd^2/ESS {p}");
+        assert!(bias.abs() < 4.0 * (v / runs as f64).sqrt(), "bias {bias}");
     }
 
     /// 10-D: prior N(0, 3^2 I), L = -(theta - mu)' P (theta - mu) / 2 with P the inverse of an
