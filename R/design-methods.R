@@ -6,10 +6,12 @@ eig_label <- function(design) paste(sprintf("%s = %s", names(design), format(sig
 
 #' Methods for expected-information-gain estimates
 #'
-#' `coef()` gives the three estimates (plug-in, NWJ bound, JSD bound; see [design_eig()]),
-#' `vcov()` their covariance (Monte Carlo and classifier error), `confint()` intervals of
-#' Student's t on the standard errors' degrees of freedom (`$estimates$df`; few with few folds); `predict()` the classifier's log ratio \eqn{\log p(s \mid \theta, d) / p(s \mid d)}
-#' at `newdata` (parameter and summary columns; default: the held-out pairs), with
+#' `coef()` gives the four estimates (plug-in, NWJ bound, JSD bound, InfoNCE bound; see
+#' [design_eig()]), `vcov()` their covariance (Monte Carlo and classifier error), `confint()`
+#' intervals of Student's t on the standard errors' degrees of freedom (`$estimates$df`; few
+#' with few folds); `predict()` the classifier's log ratio
+#' \eqn{\log p(s \mid \theta, d) / p(s \mid d)} at `newdata` (parameter and summary columns;
+#' default: the held-out pairs), with
 #' `type = "response"` the ratio; `plot()` the held-out log ratios of joint and shuffled pairs.
 #' `update()` reruns [design_eig()] with changed arguments.
 #'
@@ -394,8 +396,8 @@ plot.nce_design <- function(x, truth = NULL, ...) {
 #' @param x An `nce_eig` ([design_eig()]) or `nce_design` ([design_optimise()]).
 #' @param conf.level Level of `conf.low`/`conf.high`.
 #' @param ... Unused.
-#' @return `tidy()`: for an `nce_eig`, one row per estimator (`plugin`, `nwj`, `jsd`) with
-#'   the estimate, its Monte Carlo standard error and a normal interval; for an `nce_design`,
+#' @return `tidy()`: for an `nce_eig`, one row per estimator (`plugin`, `nwj`, `jsd`, `infonce`) with
+#'   the estimate, its standard error and the interval of `confint()`; for an `nce_design`,
 #'   one row per design variable with the chosen value, the sd of the smooth's posterior
 #'   maximisers and the band. `glance()`: one row on the fit. `augment()`: for an `nce_eig`, the
 #'   held-out pairs with their log ratio `.fitted`; for an `nce_design`, the evaluated designs
@@ -413,7 +415,8 @@ tidy.nce_eig <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_lin
 glance.nce_eig <- function(x, ...) {  # nolint: object_name_linter.
   cf <- coef(x)
   data.frame(design = eig_label(x$design), eig = cf[["plugin"]], std.error = x$estimates$std.error[1],
-             nwj = cf[["nwj"]], jsd = cf[["jsd"]], infonce = cf[["infonce"]], n_train = x$n_train, n_test = x$n_test, n_failed = x$n_failed,
+             nwj = cf[["nwj"]], jsd = cf[["jsd"]], infonce = cf[["infonce"]], n_train = x$n_train, n_test = x$n_test,
+             n_failed = x$n_failed,
              edf = sum(x$ratio$gam$edf), simulation_time = unname(x$time["simulation"]),
              fitting_time = unname(x$time["fitting"]), stringsAsFactors = FALSE)
 }

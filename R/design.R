@@ -92,8 +92,8 @@
 #' @param n_marginal Shuffles of the held-out pairs for the marginal terms of the bounds.
 #' @return An object of class `nce_eig`: `design`, `estimates` (a data frame: `estimator`,
 #'   `estimate`, `std.error`, `mc.error`, `df`: the degrees of freedom of the standard error, by
-#'   Satterthwaite's rule from its Monte Carlo and classifier parts), `cov` (their covariance, classifier error included),
-#'   `cov_mc` (the Monte Carlo part), `fold_estimates`, `ratio` (the `nce_ratio` classifier
+#'   Satterthwaite's rule from its Monte Carlo and classifier parts), `cov` (their covariance,
+#'   classifier error included), `cov_mc` (the Monte Carlo part), `fold_estimates`, `ratio` (the `nce_ratio` classifier
 #'   refitted on all pairs, which [ratio_posterior()] turns into a posterior), `log_ratio`
 #'   (cross-fitted joint log ratios), `n_train` (pairs per classifier), `n_test` (pairs
 #'   averaged), `folds`, `time`.
@@ -404,14 +404,15 @@ subset_simulations <- function(sims, rows) {
 #'   `n_initial` on a square grid (2-D).
 #' @param n_refine Designs added per refinement round.
 #' @param rounds Refinement rounds: by default 3 with one design variable, 2 with two.
-#' @param estimator Which estimate the smooth maximises: `"plugin"`, `"nwj"` or `"jsd"`
+#' @param estimator Which estimate the smooth maximises: `"plugin"`, `"nwj"`, `"jsd"` or `"infonce"`
 #'   (see [design_eig()]).
 #' @param level Level of the uncertainty band.
 #' @param n_final Simulations of the last evaluation at the chosen design (0: none; then
 #'   the result holds no classifier and gives no posterior).
 #' @return An object of class `nce_design`: `best` (the chosen design), `band` (its
 #'   uncertainty band per design variable), `eig` (the smooth's EIG at `best`, with
-#'   standard error), `evaluations` (designs, estimates, standard errors, round), `smooth`
+#'   standard error), `eig_interval` (the printed interval for the EIG at `best`; its attribute
+#'   `source` says whether from the new evaluation or the smooth), `evaluations` (designs, estimates, standard errors, round), `smooth`
 #'   (the `gam`), `grid` (the smooth and its pointwise band on a fine grid), `final` (the
 #'   `nce_eig` at `best`), `time`.
 #' @section What it refuses:
@@ -507,8 +508,8 @@ design_optimise <- function(simulator, summaries, prior, lower, upper, n = 1000L
                            n_marginal, ucall, folds = as.integer(folds))
   }
   structure(list(call = call, rng_state = rng,
-                 best = best, band = band, eig = eig_best, eig_interval = eig_interval(final, estimator, eig_best, level),
-                 level = level, estimator = estimator,
+                 best = best, band = band, eig = eig_best,
+                 eig_interval = eig_interval(final, estimator, eig_best, level), level = level, estimator = estimator,
                  evaluations = evals, smooth = sm, grid = grid, argmax_draws = draws, final = final,
                  lower = lower, upper = upper, prior = prior, n = n, n_designs = nrow(evals),
                  smooth_weight_scale = sm$nce_weight_scale,
