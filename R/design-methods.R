@@ -6,10 +6,12 @@ eig_label <- function(design) paste(sprintf("%s = %s", names(design), format(sig
 
 #' Methods for expected-information-gain estimates
 #'
-#' `coef()` gives the three estimates (plug-in, NWJ bound, JSD bound; see [design_eig()]),
-#' `vcov()` their Monte Carlo covariance over the held-out pairs, `confint()` normal
-#' intervals; `predict()` the classifier's log ratio \eqn{\log p(s \mid \theta, d) / p(s \mid d)}
-#' at `newdata` (parameter and summary columns; default: the held-out pairs), with
+#' `coef()` gives the four estimates (plug-in, NWJ bound, JSD bound, InfoNCE bound; see
+#' [design_eig()]), `vcov()` their covariance (Monte Carlo and classifier error), `confint()`
+#' intervals of Student's t on the standard errors' degrees of freedom (`$estimates$df`; few
+#' with few folds); `predict()` the classifier's log ratio
+#' \eqn{\log p(s \mid \theta, d) / p(s \mid d)} at `newdata` (parameter and summary columns;
+#' default: the held-out pairs), with
 #' `type = "response"` the ratio; `plot()` the held-out log ratios of joint and shuffled pairs.
 #' `update()` reruns [design_eig()] with changed arguments.
 #'
@@ -45,8 +47,12 @@ print.nce_eig <- function(x, digits = 4L, ...) {
                 failed))
   }
   tab <- x$estimates
+  ci <- confint(x)
   tab$mc.error <- NULL
-  tab$meaning <- c("mean log ratio (estimate)", "NWJ lower bound on the EIG", "lower bound on the JSD proxy")
+  tab$df <- NULL
+  tab$`95% interval` <- sprintf("[%s, %s]", format(ci[, 1], digits = digits), format(ci[, 2], digits = digits))
+  tab$meaning <- c("mean log ratio (estimate)", "NWJ lower bound on the EIG", "lower bound on the JSD proxy",
+                   "InfoNCE lower bound on the EIG")
   print(format(tab, digits = digits), row.names = FALSE)
   invisible(x)
 }
@@ -93,7 +99,10 @@ confint.nce_eig <- function(object, parm, level = 0.95, ...) {
   }
   se <- sqrt(diag(vcov(object)))[parm]
   a <- (1 - level) / 2
-  ci <- cbind(cf[parm] - stats::qnorm(1 - a) * se, cf[parm] + stats::qnorm(1 - a) * se)
+  # Student's t on the standard error's degrees of freedom (few with few folds); normal without.
+  df <- object$estimates$df %||% rep(Inf, length(cf))
+  q <- stats::qt(1 - a, df[match(parm, names(cf))])
+  ci <- cbind(cf[parm] - q * se, cf[parm] + q * se)
   dimnames(ci) <- list(parm, sprintf("%s %%", format(100 * c(a, 1 - a), trim = TRUE)))
   ci
 }
@@ -208,6 +217,11 @@ print.nce_design <- function(x, digits = 4L, ...) {
     cat(sprintf("; %s (new evaluation, se %s)", format(e$estimate[i], digits = digits),
                 format(e$std.error[i], digits = 2L)))
   }
+  if (!is.null(x$eig_interval)) {
+    cat(sprintf("\n%g%% interval for the EIG there: [%s, %s] (%s)", 100 * x$level,
+                format(x$eig_interval[1], digits = digits), format(x$eig_interval[2], digits = digits),
+                attr(x$eig_interval, "source")))
+  }
   cat(sprintf("\n%d designs evaluated with %d simulations each; %.1f s\n", x$n_designs, x$n, x$time))
   invisible(x)
 }
@@ -282,7 +296,7 @@ predict.nce_design <- function(object, newdata,
   check_numeric_columns(newdata, v, "newdata", call = sys.call())
   # Outside [lower, upper] the smooth extrapolates (and can go below 0).
   check_extrapolation(newdata[v], as.data.frame(rbind(object$lower[v], object$upper[v])), call = sys.call())
-  p <- stats::predict(object$smooth, newdata = newdata[v], se.fit = TRUE)
+  p <- smooth_predict(object$smooth, newdata[v])
   neg <- which(p$fit < 0)
   if (length(neg)) {
     nce_warn(sprintf(paste("the smoothed EIG is negative at %d design(s) of `newdata` (rows %s), though an EIG is",
@@ -382,8 +396,8 @@ plot.nce_design <- function(x, truth = NULL, ...) {
 #' @param x An `nce_eig` ([design_eig()]) or `nce_design` ([design_optimise()]).
 #' @param conf.level Level of `conf.low`/`conf.high`.
 #' @inheritParams nce_vocabulary
-#' @return `tidy()`: for an `nce_eig`, one row per estimator (`plugin`, `nwj`, `jsd`) with
-#'   the estimate, its Monte Carlo standard error and a normal interval; for an `nce_design`,
+#' @return `tidy()`: for an `nce_eig`, one row per estimator (`plugin`, `nwj`, `jsd`, `infonce`) with
+#'   the estimate, its standard error and the interval of `confint()`; for an `nce_design`,
 #'   one row per design variable with the chosen value, the sd of the smooth's posterior
 #'   maximisers and the band. `glance()`: one row on the fit. `augment()`: for an `nce_eig`, the
 #'   held-out pairs with their log ratio `.fitted`; for an `nce_design`, the evaluated designs
@@ -401,7 +415,8 @@ tidy.nce_eig <- function(x, conf.level = 0.95, ...) {  # nolint: object_name_lin
 glance.nce_eig <- function(x, ...) {  # nolint: object_name_linter.
   cf <- coef(x)
   data.frame(design = eig_label(x$design), eig = cf[["plugin"]], std.error = x$estimates$std.error[1],
-             nwj = cf[["nwj"]], jsd = cf[["jsd"]], n_train = x$n_train, n_test = x$n_test, n_failed = x$n_failed,
+             nwj = cf[["nwj"]], jsd = cf[["jsd"]], infonce = cf[["infonce"]], n_train = x$n_train, n_test = x$n_test,
+             n_failed = x$n_failed,
              edf = sum(x$ratio$gam$edf), simulation_time = unname(x$time["simulation"]),
              fitting_time = unname(x$time["fitting"]), stringsAsFactors = FALSE)
 }

@@ -63,6 +63,56 @@ test_that("design_eig at its defaults is within max(2 se, 0.05) of the exact EIG
                class = "nce_error_input")
 })
 
+test_that("the InfoNCE term with the exact log ratio is a lower bound close to the EIG, blind to data offsets", {
+  # Exact log ratio of the death model at t: log p(y | b, t) - log p(y | t), p(y | t) by quadrature.
+  t <- 1.28
+  b <- seq(1e-4, 12, length.out = 6001)
+  wb <- dnorm(b, 1, 1)
+  wb <- wb / sum(wb)
+  py <- vapply(0:50, function(y) sum(wb * dbinom(y, 50, 1 - exp(-b * t))), 1)
+  set.seed(21)
+  m <- 4000
+  th <- death_model()$prior$sample(m)[, "b"]
+  y <- rbinom(m, 50, 1 - exp(-th * t))
+  h_at <- function(bb, yy) dbinom(yy, 50, 1 - exp(-bb * t), log = TRUE) - log(py[yy + 1L])
+  h <- h_at(th, y)
+  k <- 255L
+  cidx <- (seq_len(m) - 1L + rep(seq_len(k), each = m)) %% m + 1L
+  h_con <- matrix(h_at(th[cidx], rep(y, k)), m, k)
+  h_marg <- h_con[, 1:10]
+  terms <- nce:::eig_terms(h, h_marg, h_con)
+  exact <- death_model_eig(t)
+  est <- colMeans(terms)
+  mc <- apply(terms, 2L, sd) / sqrt(m)
+  # Plug-in unbiased: within 3 Monte Carlo se; InfoNCE below the EIG (3 se) by at most 0.03 nats (its
+  # gap with 255 contrasts, computed: about 0.01).
+  expect_lt(abs(est[["plugin"]] - exact), 3 * mc[["plugin"]])
+  expect_lt(est[["infonce"]], exact + 3 * mc[["infonce"]])
+  expect_gt(est[["infonce"]], exact - 0.03 - 3 * mc[["infonce"]])
+  # A log ratio off by a function of the data (an unnormalised classifier) moves the plug-in, not InfoNCE.
+  off <- function(yy) 0.3 * (yy / 50 - 0.5)
+  terms_off <- nce:::eig_terms(h + off(y), h_marg + off(y), h_con + off(y))
+  expect_equal(terms_off[, "infonce"], terms[, "infonce"], tolerance = 1e-10)
+  expect_gt(abs(mean(terms_off[, "plugin"]) - est[["plugin"]]), 0.01)
+})
+
+test_that("design_eig's printed intervals cover the exact EIG at a small budget", {
+  # 400 simulations, 5 folds: intervals of Student's t on the standard error's degrees of freedom.
+  # Measured (bench/design-death.R, 500-2,000 simulations, t = 0.25..3): coverage 1.0 of 18 for
+  # the GAM. Stated tolerance: at least 3 of 4 seeds at t = 1.28.
+  dm <- death_model()
+  exact <- death_model_eig(1.28)
+  hit <- vapply(1:4, function(s) {
+    set.seed(30 + s)
+    e <- design_eig(dm$simulator, dm$summaries, dm$prior, design = c(t = 1.28), n = 400, batch = TRUE)
+    ci <- confint(e, "plugin")
+    expect_equal(ci[1, ], coef(e)[["plugin"]] + c(-1, 1) * qt(0.975, e$estimates$df[1]) * e$estimates$std.error[1],
+                 tolerance = 1e-12, ignore_attr = TRUE)
+    ci[1, 1] <= exact && exact <= ci[1, 2]
+  }, TRUE)
+  expect_gte(sum(hit), 3)
+})
+
 test_that("the same seed gives the same estimate under a multisession plan", {
   skip_if_not_installed("future.apply")
   dm <- death_model()
@@ -103,6 +153,12 @@ test_that("design_optimise chooses a time near the exact argmax of the death mod
   # The smooth's EIG at the chosen design and the new evaluation there: within 0.15 of the truth.
   expect_lt(abs(o$eig[["estimate"]] - death_model_eig(t_hat)), 0.15)
   expect_lt(abs(coef(o$final)[["plugin"]] - death_model_eig(t_hat)), 0.15)
+  # The printed EIG interval is the new evaluation's (measured: it held the exact EIG for 18 of 20
+  # seeds at the defaults, bench/README.md); here it holds it. (The band's coverage of t = 1.28 is
+  # measured over seeds in bench/README.md, not asserted on this one: at this seed it misses.)
+  expect_identical(attr(o$eig_interval, "source"), "new evaluation")
+  expect_equal(unname(o$eig_interval), unname(confint(o$final, "plugin")[1, ]), ignore_attr = TRUE)
+  expect_true(o$eig_interval[1] <= death_model_eig(t_hat) && death_model_eig(t_hat) <= o$eig_interval[2])
   # Methods.
   expect_equal(nobs(o), nrow(o$evaluations))
   expect_equal(fitted(o) + residuals(o), o$evaluations$plugin)
