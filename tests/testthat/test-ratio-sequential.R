@@ -109,6 +109,8 @@ test_that("bad inputs are refused with classed errors", {
   expect_error(call_seq(simulations = NULL), class = "nce_error_input")
   expect_error(call_seq(hiden = 8), class = "nce_error_input")
   expect_error(call_seq(8), class = "nce_error_input")
+  expect_error(call_seq(early = 1), class = "nce_error_input")
+  expect_error(call_seq(early = list(n = 5)), class = "nce_error_input")
   expect_error(ratio_sequential(seq_sim, NULL, list(), seq_obs), class = "nce_error_input")
   expect_error(ratio_sequential(seq_sim, function(x) stop("no"), pr, seq_obs), class = "nce_error_input")
   # Errors from the rounds name the user's call.
