@@ -302,8 +302,7 @@ print.nce_ratio_sequential <- function(x, ...) {
   print(cbind(format(tab, digits = 3L), widths), row.names = FALSE)
   cat("Last round's classifier (on the truncated prior of the last box):\n")
   NextMethod()
-  cat(sprintf("All rounds: simulation %.2f s, fitting %.2f s, posterior draws for the boxes %.2f s\n",
-              x$time[["simulation"]], x$time[["fitting"]], x$time[["regions"]]))
+  cat(sprintf("(simulation and fitting: all rounds); posterior draws for the boxes %.2f s\n", x$time[["regions"]]))
   invisible(x)
 }
 
