@@ -75,6 +75,10 @@ test_that("truncated priors draw from the truncated distribution and keep the lo
   }
   tu <- nce:::truncate_prior(prior_uniform(a = c(0, 10)), -1, 4)
   expect_equal(unname(c(tu$lower, tu$upper, tu$mass)), c(0, 4, 0.4))
+  # The next box: the draws' range widened by margin x range on each side, within the current box.
+  nb <- nce:::next_region(cbind(mu = c(0, 1, 0.5)), rbind(lower = c(mu = -5), upper = c(mu = 1.1)), 0.25, 2L, NULL)
+  expect_equal(nb, rbind(lower = c(mu = -0.25), upper = c(mu = 1.1)))
+  expect_error(nce:::next_region(cbind(mu = c(1, 1)), nb, 0.25, 2L, NULL), class = "nce_error_region")
   # A box with too little of a custom prior's mass to draw by rejection.
   tc <- nce:::truncate_prior(pr_c, 6, 7, max_draws = 1e4)
   expect_error(tc$sample(10), class = "nce_error_region")
@@ -90,6 +94,7 @@ test_that("reproducible under set.seed(), and local to its observation", {
   r1 <- run()
   r2 <- run()
   expect_identical(r1$regions, r2$regions)
+  expect_identical(colnames(r1$region), c("a", "b"))
   expect_identical(r1$simulations$theta, r2$simulations$theta)
   expect_identical(r1$networks, r2$networks)
   other <- seq_obs
