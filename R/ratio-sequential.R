@@ -31,11 +31,12 @@
 #' priors, the share of round 1's prior draws inside it for a custom prior).
 #'
 #' **Why a widened range.** The box must not cut posterior mass the classifier has not yet
-#' resolved. A box at the draws' range widened by `margin` = 0.25 of it on each side reaches,
-#' for a normal posterior, about 5.7 sds from the mean with 10,000 draws (the range spans about
-#' +-3.9 sds), leaving out less than 1e-7 of the mass even if the round's posterior sd were 25%
-#' too small; the tests check the final box holds 99.9% of exact posteriors. A classifier wrong in
-#' location by more than that would need a larger `margin` (or more rounds' budget in round 1).
+#' resolved. The draws' range, widened by `margin` = 0.25 of it on each side: for a normal
+#' posterior, 10,000 SMC draws (an effective sample of about 2,000, spanning about +-3.5 sds)
+#' give a box to about 4.4 sds from the mean, which leaves out about 1e-5 of the mass per
+#' parameter (3.9 and 5.8 sds, 7e-9, for independent draws); the tests check that every box holds
+#' 99.9% of exact posteriors. A classifier much too narrow or off in location in an early round
+#' would need a larger `margin` (or fewer rounds, so that round 1 has more of the budget).
 #'
 #' The estimator is local: it is valid for `observed` only, and [ratio_posterior()] refuses
 #' another data set (`nce_error_input`). The defaults (`rounds` = 4, `margin` = 0.25, one network
