@@ -42,7 +42,8 @@
 #' another data set (`nce_error_input`). The defaults (`rounds` = 4, `margin` = 0.25, one network
 #' in the early rounds) follow the reasoning above and were not tuned by a sweep; on sbibm's two
 #' moons at 10,000 simulations they gave a mean C2ST of 0.619 over observations 1-10 (the
-#' amortised fit 0.747, sbi NPE 0.564 on observation 1; `bench/README.md`, session 49).
+#' amortised fit 0.728 in the same run, sbi NPE 0.564 on observation 1; `bench/README.md`,
+#' session 49).
 #'
 #' @inheritParams ratio_amortised
 #' @param observed The observed data set, as `summaries` takes it (as in [ratio_posterior()]).
