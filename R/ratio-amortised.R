@@ -320,7 +320,7 @@ ratio_log_ratio <- function(object, theta, s) {
 #' rate below 2% or above 98% (a `scale` far from the posterior's spread) gives a warning of class
 #' `nce_warning_mixing`.
 #'
-#' @param object An `nce_ratio` from [ratio_amortised()], or a design result whose
+#' @param object An `nce_ratio` from [ratio_amortised()] or [ratio_sequential()], or a design result whose
 #'   classifier serves: an `nce_eig` ([design_eig()]) or an `nce_design` ([design_optimise()],
 #'   the classifier of its last evaluation, at the chosen design).
 #' @param observed The observed data, as `summaries` takes it.
@@ -350,7 +350,9 @@ ratio_log_ratio <- function(object, theta, s) {
 #' * draws that would not fit in memory, and chains of more than 5e8 steps in all
 #'   (`n_chains` x (`burnin` + draws per chain); `nce_error_size`);
 #' * `summaries` failing on `observed`, giving non-finite values, or giving another number
-#'   of summaries than the simulations (`nce_error_input`).
+#'   of summaries than the simulations (`nce_error_input`);
+#' * for a [ratio_sequential()] estimator, `observed` giving other summaries than the data set it
+#'   was fitted for (`nce_error_input`): its truncated prior and classifier are local to that one.
 #' @examples
 #' sim <- function(theta, n) matrix(rnorm(n * 20, theta[, "mu"]), n, 20)
 #' summ <- function(x) cbind(m = rowMeans(x))
@@ -381,6 +383,7 @@ ratio_posterior <- function(object, observed, n_draws = 10000L, method = c("smc"
   }
   s_obs <- observed_summaries(object$summaries, observed, object$batch, ucall)
   s_obs <- match_summaries(s_obs, object$summary_names, call = ucall)
+  check_sequential_observed(object, s_obs, ucall)
   pr <- object$prior
   log_ratio_obs <- function(th) observed_log_ratio(object, th, s_obs)
   log_target <- function(th) {

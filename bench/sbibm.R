@@ -5,7 +5,8 @@
 # run from the repository root, e.g. `Rscript bench/sbibm.R 1000,10000 1:10 two_moons`
 # (defaults: budgets 1000,10000; observations 1:10; tasks two_moons,slcp). For each task and
 # budget (number of simulations) it fits nce::ratio_amortised() once and draws 10,000 posterior
-# samples by nce::ratio_posterior() per observation (fit_nce() / sample_nce() below), has sbi's
+# samples by nce::ratio_posterior() per observation (fit_nce() / sample_nce() below), fits
+# nce::ratio_sequential() (truncated-prior rounds) for each observation ("nce seq", fit_nce_seq()), has sbi's
 # NRE_A and NPE do the same (bench/sbibm/run_sbi.py), scores every sample against sbibm's reference
 # posterior samples by sbibm's C2ST (bench/sbibm/c2st.py; 0.5 = indistinguishable) and prints
 # one table: mean C2ST over the observations, its range, the total wall time (simulation,
@@ -21,6 +22,13 @@
 #                   observations asked for are reused, and so are C2ST scores newer than their
 #                   samples; delete bench/sbibm/cache/TASK/nce to refit nce alone)
 #   SBIBM_METHODS=  (empty) runs nce alone
+#   SBIBM_NCE       nce methods to run, comma-separated: nce (amortised), nce_seq (sequential, one fit
+#                   per observation); default "nce,nce_seq"
+#   SBIBM_SEQ_ROUNDS, SBIBM_SEQ_MARGIN  ratio_sequential()'s rounds and margin (default: its own)
+#   SBIBM_PYTHON    a Python with numpy, scikit-learn and sbibm (installed --no-deps, without torch) in
+#                   place of bench/sbibm/.venv: bench/sbibm/setup.sh is not run, C2ST is sbibm's in numpy
+#                   (bench/sbibm/c2st.py), sbi cannot run (set SBIBM_METHODS= ) but its cached scores are read
+#   SBIBM_CACHE     the cache directory (default bench/sbibm/cache)
 #   SBIBM_NCE_SAMPLER  ratio_posterior() method for nce: "importance" (default: SBIBM_NCE_DRAWS
 #                   prior draws, default 1e6, resampled to 10,000 by their weights) or
 #                   "metropolis" (10,000 draws of its 100 chains, its own step scale)
@@ -38,6 +46,9 @@ budgets <- if (length(args) >= 1) parse_ints(args[1]) else c(1000L, 10000L)
 obs_ids <- if (length(args) >= 2) parse_ints(args[2]) else 1:10
 tasks <- if (length(args) >= 3) strsplit(args[3], ",")[[1]] else c("two_moons", "slcp")
 methods_sbi <- strsplit(Sys.getenv("SBIBM_METHODS", "nre,npe"), ",")[[1]]
+methods_nce <- strsplit(Sys.getenv("SBIBM_NCE", "nce,nce_seq"), ",")[[1]]
+seq_rounds <- Sys.getenv("SBIBM_SEQ_ROUNDS")
+seq_margin <- Sys.getenv("SBIBM_SEQ_MARGIN")
 fresh <- identical(Sys.getenv("SBIBM_FRESH"), "1")
 nce_sampler <- Sys.getenv("SBIBM_NCE_SAMPLER", "smc")
 nce_draws <- as.numeric(Sys.getenv("SBIBM_NCE_DRAWS", "1e6"))
@@ -52,8 +63,8 @@ source("bench/sbibm-tasks.R")
 suppressPackageStartupMessages(library(nce))
 options(nce.threads = 2L)
 dir_py <- "bench/sbibm"
-cache <- file.path(dir_py, "cache")
-python <- file.path(dir_py, ".venv", "bin", "python")
+cache <- Sys.getenv("SBIBM_CACHE", file.path(dir_py, "cache"))
+python <- Sys.getenv("SBIBM_PYTHON", file.path(dir_py, ".venv", "bin", "python"))
 
 # --- nce: the two calls the package's developers may want to change -------------------------
 
@@ -64,6 +75,18 @@ fit_nce <- function(task, budget) {
   emb <- if (task == "slcp" && identical(Sys.getenv("SBIBM_NCE_EMBED"), "1")) nce::embed_set(item = 2) else NULL
   nce::ratio_amortised(tk$simulator, summaries = NULL, prior = tk$prior, n = budget, batch = TRUE,
                        embedding = emb)
+}
+
+# nce's sequential rounds for one observation (ratio_sequential() at its defaults, or the rounds and
+# margin of SBIBM_SEQ_ROUNDS and SBIBM_SEQ_MARGIN), the same classifier settings as fit_nce().
+fit_nce_seq <- function(task, budget, observed) {
+  tk <- sbibm_task(task)
+  emb <- if (task == "slcp" && identical(Sys.getenv("SBIBM_NCE_EMBED"), "1")) nce::embed_set(item = 2) else NULL
+  args <- list(tk$simulator, summaries = NULL, prior = tk$prior, observed = observed, n = budget, batch = TRUE,
+               embedding = emb)
+  if (nzchar(seq_rounds)) args$rounds <- as.integer(seq_rounds)
+  if (nzchar(seq_margin)) args$margin <- as.numeric(seq_margin)
+  do.call(nce::ratio_sequential, args)
 }
 
 # 10,000 unweighted posterior draws (a matrix, one column per parameter) for one observation, by
@@ -92,7 +115,7 @@ run_py <- function(script, args, nice_it = FALSE, niceness = nice) {
 }
 
 python_ok <- local({
-  ok <- identical(as.integer(system2("bash", file.path(dir_py, "setup.sh"))), 0L)
+  ok <- nzchar(Sys.getenv("SBIBM_PYTHON")) || identical(as.integer(system2("bash", file.path(dir_py, "setup.sh"))), 0L)
   if (!ok) {
     say("sbibm.R: the Python side (sbi, sbibm) could not be set up (see above): skipping sbi and C2ST.")
   } else if (!all(file.exists(file.path(cache, tasks, sprintf("reference_%d.csv", max(obs_ids))))) &&
@@ -181,25 +204,58 @@ run_nce <- function(task, budget, dir) {
   }
   times <- data.frame(obs = obs_ids, simulate = unname(fit$time[["simulation"]]), train = t_fit,
                       sample = t_sample, cpu_fit = cpu_fit, cpu_sample = cpu_sample,
-                      train_includes_simulate = TRUE)
+                      train_includes_simulate = TRUE, fit_per_obs = FALSE)
   utils::write.csv(times, file.path(dir, "times.csv"), row.names = FALSE)
   say("  fit %.1f s (simulation %.1f s), sampling %.1f s for %d observations", t_fit, fit$time[["simulation"]],
       sum(t_sample), length(obs_ids))
   times
 }
 
+# Sequential nce: one ratio_sequential() fit (all rounds, simulation included) per observation, then
+# 10,000 draws by ratio_posterior() (SMC).
+run_nce_seq <- function(task, budget, dir) {
+  say("nce seq: %s, %d simulations per observation", task, budget)
+  dir.create(dir, recursive = TRUE, showWarnings = FALSE)
+  cpu <- function() sum(proc.time()[c("user.self", "sys.self")])
+  rows <- list()
+  for (k in obs_ids) {
+    observed <- read_obs(task, k)
+    t0 <- proc.time()[["elapsed"]]
+    c0 <- cpu()
+    fit <- fit_nce_seq(task, budget, observed)
+    t_fit <- proc.time()[["elapsed"]] - t0
+    cpu_fit <- cpu() - c0
+    t0 <- proc.time()[["elapsed"]]
+    c0 <- cpu()
+    draws <- sample_nce(fit, observed)
+    write_draws(draws, file.path(dir, sprintf("obs_%d.csv", k)))
+    rows[[length(rows) + 1L]] <- data.frame(obs = k, simulate = unname(fit$time[["simulation"]]), train = t_fit,
+                                            sample = proc.time()[["elapsed"]] - t0, cpu_fit = cpu_fit,
+                                            cpu_sample = cpu() - c0, train_includes_simulate = TRUE,
+                                            fit_per_obs = TRUE, rounds = nrow(fit$rounds),
+                                            last_box_prior_mass = fit$rounds$prior_mass[nrow(fit$rounds)])
+    say("  observation %d: fit %.1f s (%d rounds, last box %.3g of the prior), sampling %.1f s", k, t_fit,
+        nrow(fit$rounds), fit$rounds$prior_mass[nrow(fit$rounds)], rows[[length(rows)]]$sample)
+    utils::write.csv(do.call(rbind, rows), file.path(dir, "times.csv"), row.names = FALSE)
+  }
+  do.call(rbind, rows)
+}
+
 # --- the benchmark -------------------------------------------------------------------------------
 
 results <- list()
 add <- function(task, budget, method, times, sc) {
+  per_obs <- isTRUE(times$fit_per_obs[1])
   results[[length(results) + 1L]] <<- data.frame(
     task = task, budget = budget, method = method, n_obs = nrow(times),
     c2st_mean = if (is.null(sc)) NA_real_ else mean(sc$c2st),
     c2st_min = if (is.null(sc)) NA_real_ else min(sc$c2st),
     c2st_max = if (is.null(sc)) NA_real_ else max(sc$c2st),
     simulate_s = times$simulate[1], train_s = times$train[1], sample_s = sum(times$sample),
-    total_s = times$train[1] + sum(times$sample) + if (isTRUE(times$train_includes_simulate[1])) 0 else times$simulate[1],
-    cpu_s = if (is.null(times$cpu_fit)) NA_real_ else times$cpu_fit[1] + sum(times$cpu_sample))
+    total_s = (if (per_obs) sum(times$train) else times$train[1]) + sum(times$sample) +
+      if (isTRUE(times$train_includes_simulate[1])) 0 else times$simulate[1],
+    cpu_s = if (is.null(times$cpu_fit)) NA_real_ else (if (per_obs) sum(times$cpu_fit) else times$cpu_fit[1]) +
+      sum(times$cpu_sample), fit_per_obs = per_obs)
 }
 
 if (python_ok) {
@@ -215,7 +271,7 @@ if (python_ok) {
 cached_table <- function() {
   for (task in tasks) {
     for (budget in budgets) {
-      for (m in c(methods_sbi, "nce")) {
+      for (m in c(methods_sbi, methods_nce)) {
         dir <- file.path(cache, task, m, paste0("n", budget))
         f_t <- file.path(dir, "times.csv")
         f_c <- file.path(dir, "c2st.csv")
@@ -225,7 +281,8 @@ cached_table <- function() {
         keep <- intersect(obs_ids, times$obs)
         if (!is.null(sc)) keep <- intersect(keep, sc$obs)
         if (!length(keep)) next
-        add(task, budget, if (m == "nce") m else paste0("sbi ", m), times[match(keep, times$obs), ],
+        add(task, budget, if (m %in% c("nce", "nce_seq")) sub("_", " ", m) else paste0("sbi ", m),
+            times[match(keep, times$obs), ],
             if (is.null(sc)) NULL else sc[match(keep, sc$obs), ])
       }
     }
@@ -254,24 +311,31 @@ for (task in tasks) {
         add(task, budget, paste0("sbi ", m), times, c2st_scores(task, dir, obs_ids))
       }
     }
-    dir <- file.path(cache, task, "nce", paste0("n", budget))
-    if (!fresh && python_ok && sbi_cached(dir, obs_ids)) {
-      say("nce: %s, %d simulations: cached in %s", task, budget, dir)
-      times <- utils::read.csv(file.path(dir, "times.csv"))
-      times <- times[match(obs_ids, times$obs), ]
-    } else {
-      times <- run_nce(task, budget, dir)
+    for (m in methods_nce) {
+      dir <- file.path(cache, task, m, paste0("n", budget))
+      if (!fresh && python_ok && sbi_cached(dir, obs_ids)) {
+        say("%s: %s, %d simulations: cached in %s", m, task, budget, dir)
+        times <- utils::read.csv(file.path(dir, "times.csv"))
+        times <- times[match(obs_ids, times$obs), ]
+      } else if (m == "nce_seq") {
+        if (!python_ok) next  # the observations come from sbibm
+        times <- run_nce_seq(task, budget, dir)
+      } else {
+        times <- run_nce(task, budget, dir)
+      }
+      add(task, budget, sub("_", " ", m), times, if (python_ok) c2st_scores(task, dir, obs_ids) else NULL)
     }
-    add(task, budget, "nce", times, if (python_ok) c2st_scores(task, dir, obs_ids) else NULL)
   }
 }
 
 tab <- do.call(rbind, results)
 # Time for all the observations asked for: fit + that many times the mean sampling time (the
 # total itself when a method has every observation; projected after an interrupted run).
+# A sequential fit serves one observation: its fit time scales with the observations too.
 tab$fit_s <- tab$total_s - tab$sample_s
 tab$sample_per_obs_s <- tab$sample_s / tab$n_obs
-tab$time_all_obs_s <- tab$fit_s + length(obs_ids) * tab$sample_per_obs_s
+tab$time_all_obs_s <- ifelse(tab$fit_per_obs, tab$total_s / tab$n_obs * length(obs_ids),
+                             tab$fit_s + length(obs_ids) * tab$sample_per_obs_s)
 ref <- tab[tab$method == "sbi nre", c("task", "budget", "time_all_obs_s")]
 tab$time_vs_sbi_nre <- tab$time_all_obs_s /
   ref$time_all_obs_s[match(paste(tab$task, tab$budget), paste(ref$task, ref$budget))]

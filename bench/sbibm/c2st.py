@@ -14,14 +14,38 @@ import os
 import time
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError:  # scored by c2st_numpy() below
+    torch = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def read(path):
-    a = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    return torch.tensor(a, dtype=torch.float32)
+    a = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2).astype(np.float32)
+    return a if torch is None else torch.tensor(a, dtype=torch.float32)
+
+
+def c2st_numpy(X, Y, seed=1, n_folds=5):
+    """sbibm.metrics.c2st line for line in numpy, for an environment without torch (float32 data,
+    z-scored by X's mean and unbiased sd as torch.std, the same MLPClassifier and KFold)."""
+    from sklearn.model_selection import KFold, cross_val_score
+    from sklearn.neural_network import MLPClassifier
+
+    mean = np.mean(X, axis=0)
+    sd = np.std(X, axis=0, ddof=1)
+    X = (X - mean) / sd
+    Y = (Y - mean) / sd
+    ndim = X.shape[1]
+    clf = MLPClassifier(activation="relu", hidden_layer_sizes=(10 * ndim, 10 * ndim), max_iter=10000,
+                        solver="adam", random_state=seed)
+    data = np.concatenate((X, Y))
+    target = np.concatenate((np.zeros((X.shape[0],)), np.ones((Y.shape[0],))))
+    shuffle = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    scores = cross_val_score(clf, data, target, cv=shuffle, scoring="accuracy")
+    return np.atleast_1d(np.asarray(np.mean(scores)).astype(np.float32))
 
 
 def sbibm_c2st():
@@ -48,8 +72,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n", type=int, default=10000)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    c2st = sbibm_c2st()
+    if torch is None:
+        os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
+        c2st = c2st_numpy
+    else:
+        torch.set_num_threads(a.threads)
+        c2st = sbibm_c2st()
 
     if (a.dir is None) == (a.samples is None) or (a.samples and len(a.obs) != 1):
         raise SystemExit("c2st.py: give --samples FILE with one observation, or --dir DIR")
@@ -62,7 +90,7 @@ def main():
             raise SystemExit(f"c2st.py: {path} has {x.shape[0]} rows, the reference {ref.shape[0]}; need {a.n}")
         if x.shape[1] != ref.shape[1]:
             raise SystemExit(f"c2st.py: {path} has {x.shape[1]} columns, the reference {ref.shape[1]}")
-        if not torch.isfinite(x).all():
+        if not np.isfinite(np.asarray(x)).all():
             raise SystemExit(f"c2st.py: {path} has non-finite values")
         t0 = time.time()
         acc = float(c2st(ref[: a.n], x[: a.n])[0])
