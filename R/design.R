@@ -611,6 +611,8 @@ smooth_vcov <- function(sm) (if (is.null(sm$Vc)) sm$Vp else sm$Vc) * (sm$nce_inf
 
 # The smooth and its standard errors at `newdata`, from smooth_vcov().
 smooth_predict <- function(sm, newdata) {
+  # mgcv's basis refuses 0 rows: an empty prediction is empty.
+  if (!nrow(newdata)) return(list(fit = numeric(), se.fit = numeric()))
   x <- stats::predict(sm, newdata = newdata, type = "lpmatrix")
   list(fit = as.double(x %*% stats::coef(sm)), se.fit = sqrt(pmax(rowSums((x %*% smooth_vcov(sm)) * x), 0)))
 }

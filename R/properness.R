@@ -56,7 +56,8 @@
 #' fit$proper
 #' fit$improper_along
 #' # With a term in x2 it is proper
-#' fit2 <- nce(~ x1 + I(x1^2) + x2 + I(x2^2), d, ref_normal(x1 = 0, x2 = 0, cov = diag(4, 2)), ratio = 5)
+#' fit2 <- nce(~ x1 + I(x1^2) + x2 + I(x2^2), d, ref_normal(x1 = 0, x2 = 0, cov = diag(4, 2)),
+#'             ratio = 5)
 #' fit2$reference_check$log_normaliser_is
 #' fit2$log_normaliser
 NULL
